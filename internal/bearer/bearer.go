@@ -1,0 +1,52 @@
+// Package bearer reads an OAuth 2.0 bearer token from the Authorization
+// header, the one place CONTRACT.md §1 allows it to come from (RFC 6750
+// §2.1). Query and form tokens (§2.2, §2.3) are never read.
+package bearer
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+)
+
+var (
+	// ErrMissing means no bearer token was sent: no Authorization header,
+	// another scheme, or the scheme with nothing after it.
+	ErrMissing = errors.New("no bearer token")
+	// ErrMultipleHeaders means the request carried more than one
+	// Authorization header.
+	ErrMultipleHeaders = errors.New("more than one Authorization header")
+	// ErrSpaceInToken means the bearer value had a space inside the token.
+	ErrSpaceInToken = errors.New("bearer token contains a space")
+)
+
+// Token returns the bearer token of r's Authorization header. The scheme
+// name is matched case-insensitively and may be followed by one or more
+// spaces; the token is the rest and must hold no further space.
+func Token(r *http.Request) (string, error) {
+	values := r.Header.Values("Authorization")
+	switch len(values) {
+	case 0:
+		return "", ErrMissing
+	case 1:
+	default:
+		return "", ErrMultipleHeaders
+	}
+	v := strings.Trim(values[0], " \t")
+	const scheme = "Bearer"
+	if len(v) < len(scheme) || !strings.EqualFold(v[:len(scheme)], scheme) {
+		return "", ErrMissing
+	}
+	rest := v[len(scheme):]
+	if rest == "" {
+		return "", ErrMissing
+	}
+	if rest[0] != ' ' {
+		return "", ErrMissing // "Bearerx...": another scheme
+	}
+	tok := strings.TrimLeft(rest, " ")
+	if strings.ContainsAny(tok, " \t") {
+		return "", ErrSpaceInToken
+	}
+	return tok, nil
+}

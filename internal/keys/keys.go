@@ -1,0 +1,201 @@
+// Package keys holds what the issuer and the tests share about signing
+// keys: reading PEM, the RFC 7638 thumbprint used as "kid", and the public
+// JWK form.
+package keys
+
+import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+)
+
+// MinRSABits is the smallest RSA modulus accepted.
+const MinRSABits = 2048
+
+// Key is a private signing key with its algorithm and key ID.
+type Key struct {
+	Alg     string // ES256, RS256 or EdDSA
+	KID     string // RFC 7638 thumbprint of the public key
+	Private crypto.Signer
+}
+
+// Public returns the public half.
+func (k *Key) Public() crypto.PublicKey { return k.Private.Public() }
+
+// New wraps a private key for alg, checking that the two fit.
+func New(alg string, priv crypto.Signer) (*Key, error) {
+	switch p := priv.(type) {
+	case *ecdsa.PrivateKey:
+		if alg != "ES256" || p.Curve != elliptic.P256() {
+			return nil, fmt.Errorf("an EC key on %s does not fit alg %q (ES256 needs P-256)", p.Curve.Params().Name, alg)
+		}
+	case *rsa.PrivateKey:
+		if alg != "RS256" && alg != "PS256" {
+			return nil, fmt.Errorf("an RSA key does not fit alg %q", alg)
+		}
+		if p.N.BitLen() < MinRSABits {
+			return nil, fmt.Errorf("RSA key of %d bits is too weak: at least %d are needed", p.N.BitLen(), MinRSABits)
+		}
+	case ed25519.PrivateKey:
+		if alg != "EdDSA" {
+			return nil, fmt.Errorf("an Ed25519 key does not fit alg %q", alg)
+		}
+	default:
+		return nil, fmt.Errorf("unsupported key type %T", priv)
+	}
+	kid, err := Thumbprint(priv.Public())
+	if err != nil {
+		return nil, err
+	}
+	return &Key{Alg: alg, KID: kid, Private: priv}, nil
+}
+
+// Generate makes a new key for alg.
+func Generate(alg string) (*Key, error) {
+	var (
+		priv crypto.Signer
+		err  error
+	)
+	switch alg {
+	case "ES256":
+		priv, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	case "RS256", "PS256":
+		priv, err = rsa.GenerateKey(rand.Reader, MinRSABits)
+	case "EdDSA":
+		_, priv, err = ed25519.GenerateKey(rand.Reader)
+	default:
+		return nil, fmt.Errorf("unsupported alg %q", alg)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return New(alg, priv)
+}
+
+// ParsePEM reads a private key from PEM: PKCS #8 ("PRIVATE KEY"), SEC 1
+// ("EC PRIVATE KEY") or PKCS #1 ("RSA PRIVATE KEY").
+func ParsePEM(data []byte) (crypto.Signer, error) {
+	block, _ := pem.Decode(data)
+	if block == nil {
+		return nil, errors.New("no PEM block found")
+	}
+	var (
+		k   any
+		err error
+	)
+	switch block.Type {
+	case "PRIVATE KEY":
+		k, err = x509.ParsePKCS8PrivateKey(block.Bytes)
+	case "EC PRIVATE KEY":
+		k, err = x509.ParseECPrivateKey(block.Bytes)
+	case "RSA PRIVATE KEY":
+		k, err = x509.ParsePKCS1PrivateKey(block.Bytes)
+	default:
+		return nil, fmt.Errorf("PEM block %q is not a private key", block.Type)
+	}
+	if err != nil {
+		return nil, err
+	}
+	s, ok := k.(crypto.Signer)
+	if !ok {
+		return nil, fmt.Errorf("unsupported key type %T", k)
+	}
+	return s, nil
+}
+
+// EncodePEM writes a private key as PKCS #8 PEM.
+func EncodePEM(priv crypto.Signer) ([]byte, error) {
+	der, err := x509.MarshalPKCS8PrivateKey(priv)
+	if err != nil {
+		return nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), nil
+}
+
+// JWK is a public JSON Web Key (RFC 7517) as published in a JWKS.
+type JWK struct {
+	Kty string `json:"kty"`
+	Use string `json:"use,omitempty"`
+	Kid string `json:"kid,omitempty"`
+	Alg string `json:"alg,omitempty"`
+	Crv string `json:"crv,omitempty"`
+	X   string `json:"x,omitempty"`
+	Y   string `json:"y,omitempty"`
+	N   string `json:"n,omitempty"`
+	E   string `json:"e,omitempty"`
+}
+
+// PublicJWK returns the public JWK of k with kid, alg and use "sig".
+func (k *Key) PublicJWK() JWK {
+	j, _ := publicJWK(k.Public()) // New only admits supported key types
+	j.Kid, j.Alg, j.Use = k.KID, k.Alg, "sig"
+	return j
+}
+
+func b64(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
+
+func publicJWK(pub crypto.PublicKey) (JWK, error) {
+	switch p := pub.(type) {
+	case *ecdsa.PublicKey:
+		ecdh, err := p.ECDH()
+		if err != nil {
+			return JWK{}, err
+		}
+		raw := ecdh.Bytes() // 0x04 || X || Y
+		size := (len(raw) - 1) / 2
+		return JWK{Kty: "EC", Crv: p.Curve.Params().Name, X: b64(raw[1 : 1+size]), Y: b64(raw[1+size:])}, nil
+	case *rsa.PublicKey:
+		return JWK{Kty: "RSA", N: b64(p.N.Bytes()), E: b64(big.NewInt(int64(p.E)).Bytes())}, nil
+	case ed25519.PublicKey:
+		return JWK{Kty: "OKP", Crv: "Ed25519", X: b64(p)}, nil
+	}
+	return JWK{}, fmt.Errorf("unsupported public key type %T", pub)
+}
+
+// Thumbprint returns the RFC 7638 SHA-256 thumbprint of pub, base64url.
+func Thumbprint(pub crypto.PublicKey) (string, error) {
+	j, err := publicJWK(pub)
+	if err != nil {
+		return "", err
+	}
+	// The required members only, in lexicographic order (RFC 7638 §3.2).
+	var members any
+	switch j.Kty {
+	case "EC":
+		members = struct {
+			Crv string `json:"crv"`
+			Kty string `json:"kty"`
+			X   string `json:"x"`
+			Y   string `json:"y"`
+		}{j.Crv, j.Kty, j.X, j.Y}
+	case "RSA":
+		members = struct {
+			E   string `json:"e"`
+			Kty string `json:"kty"`
+			N   string `json:"n"`
+		}{j.E, j.Kty, j.N}
+	case "OKP":
+		members = struct {
+			Crv string `json:"crv"`
+			Kty string `json:"kty"`
+			X   string `json:"x"`
+		}{j.Crv, j.Kty, j.X}
+	}
+	b, err := json.Marshal(members)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(b)
+	return b64(sum[:]), nil
+}

@@ -1,0 +1,43 @@
+package middleware
+
+import "errors"
+
+// The reasons a token fails validation. [Validator.Validate] returns one of
+// them (test with errors.Is); its text is what error_description says, so
+// it is written for people and never holds any part of the token.
+var (
+	ErrMalformed       = errors.New("token is malformed")
+	ErrAlgorithm       = errors.New("token signing algorithm not allowed")
+	ErrCritical        = errors.New("token has critical header parameters that are not supported")
+	ErrType            = errors.New("token type is not an access token")
+	ErrUnknownKey      = errors.New("unknown signing key")
+	ErrKeysUnavailable = errors.New("signing keys unavailable")
+	ErrSignature       = errors.New("signature invalid")
+	ErrExpired         = errors.New("token expired")
+	ErrNotYetValid     = errors.New("token not valid yet")
+	ErrIssuedInFuture  = errors.New("token issued in the future")
+	ErrMissingClaim    = errors.New("token lacks a required claim")
+	ErrIssuer          = errors.New("token issuer not accepted")
+	ErrAudience        = errors.New("token audience not accepted")
+	ErrScopeClaim      = errors.New("token scope claim is neither a string nor an array of strings")
+)
+
+// reasons lists the sentinels above, for turning any error into a safe
+// description.
+var reasons = []error{
+	ErrMalformed, ErrAlgorithm, ErrCritical, ErrType, ErrUnknownKey,
+	ErrKeysUnavailable, ErrSignature, ErrExpired, ErrNotYetValid,
+	ErrIssuedInFuture, ErrMissingClaim, ErrIssuer, ErrAudience, ErrScopeClaim,
+}
+
+// describe returns the error_description for a validation error. An error
+// that is none of ours (from a TokenValidator the user wrote) gets a
+// generic text, since its message could hold anything.
+func describe(err error) string {
+	for _, r := range reasons {
+		if errors.Is(err, r) {
+			return r.Error()
+		}
+	}
+	return "token invalid"
+}

@@ -1,0 +1,153 @@
+// Package scope names the two OAuth 2.0 scopes of the service and the API
+// families each one grants, and parses the scope claim of an access token.
+//
+// The mapping is the published contract's §5.3 (CONTRACT.md §1):
+// pd_AdminWebApi grants the Admin API; pd_ConnectWebApi grants the Connect
+// API and the Connect Session API. Neither grants the other, and SCIM is
+// granted by no scope: it authenticates with per-tenant tokens.
+package scope
+
+import (
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+)
+
+// The scopes the identity service issues.
+const (
+	// AdminWebAPI grants the Admin API.
+	AdminWebAPI = "pd_AdminWebApi"
+	// ConnectWebAPI grants the Connect API and the Connect Session API.
+	ConnectWebAPI = "pd_ConnectWebApi"
+)
+
+// All lists every scope the identity service knows, in a stable order.
+func All() []string { return []string{AdminWebAPI, ConnectWebAPI} }
+
+// Known reports whether s is one of the scopes in All.
+func Known(s string) bool { return s == AdminWebAPI || s == ConnectWebAPI }
+
+// Family is one of the service's API families.
+type Family int
+
+// The API families of the service.
+const (
+	Admin Family = iota + 1
+	Connect
+	ConnectSession
+	SCIM
+)
+
+// String returns the family's name as the contract writes it.
+func (f Family) String() string {
+	switch f {
+	case Admin:
+		return "Admin API"
+	case Connect:
+		return "Connect API"
+	case ConnectSession:
+		return "Connect Session API"
+	case SCIM:
+		return "SCIM"
+	}
+	return "unknown API family"
+}
+
+// Required returns the scope that grants the family. ok is false for SCIM,
+// which no identity-service scope grants, and for unknown families.
+func (f Family) Required() (scope string, ok bool) {
+	switch f {
+	case Admin:
+		return AdminWebAPI, true
+	case Connect, ConnectSession:
+		return ConnectWebAPI, true
+	}
+	return "", false
+}
+
+// Grants returns the API families a scope grants, or nil for a scope the
+// service does not know.
+func Grants(scope string) []Family {
+	switch scope {
+	case AdminWebAPI:
+		return []Family{Admin}
+	case ConnectWebAPI:
+		return []Family{Connect, ConnectSession}
+	}
+	return nil
+}
+
+// Set is a set of scope names. The zero value is an empty set. A Set is a
+// small sorted slice, which beats a map for the one or two scopes a token
+// carries.
+type Set []string
+
+// NewSet returns the set of the given scopes; duplicates and empty strings
+// are dropped.
+func NewSet(scopes ...string) Set {
+	s := make(Set, 0, len(scopes))
+	for _, v := range scopes {
+		if v != "" {
+			s = append(s, v)
+		}
+	}
+	slices.Sort(s)
+	return slices.Compact(s)
+}
+
+// Has reports whether the set holds scope.
+func (s Set) Has(scope string) bool {
+	_, found := slices.BinarySearch(s, scope)
+	return found
+}
+
+// HasAny reports whether the set holds at least one of scopes.
+func (s Set) HasAny(scopes ...string) bool {
+	for _, v := range scopes {
+		if s.Has(v) {
+			return true
+		}
+	}
+	return false
+}
+
+// String returns the scopes space-delimited, the RFC 6749 §3.3 form.
+func (s Set) String() string { return strings.Join(s, " ") }
+
+// ErrInvalidClaim is returned by ParseClaim for a scope claim that is neither
+// a string nor an array of strings.
+var ErrInvalidClaim = errors.New("scope claim is neither a string nor an array of strings")
+
+// Parse splits a space-delimited scope string (RFC 6749 §3.3, RFC 9068 §2.2.3).
+func Parse(s string) Set { return NewSet(strings.Fields(s)...) }
+
+// ParseClaim parses the JSON value of a scope claim: a space-delimited
+// string (RFC 9068) or an array of strings (what IdentityServer emits). An
+// absent claim (nil or JSON null) is an empty set.
+func ParseClaim(raw json.RawMessage) (Set, error) {
+	raw = json.RawMessage(strings.TrimSpace(string(raw)))
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	switch raw[0] {
+	case '"':
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, ErrInvalidClaim
+		}
+		return Parse(s), nil
+	case '[':
+		var list []string
+		if err := json.Unmarshal(raw, &list); err != nil {
+			return nil, ErrInvalidClaim
+		}
+		for _, v := range list {
+			if strings.ContainsAny(v, " \t\r\n") {
+				return nil, ErrInvalidClaim
+			}
+		}
+		return NewSet(list...), nil
+	}
+	return nil, ErrInvalidClaim
+}

@@ -1,0 +1,253 @@
+// Package secret stores and checks client secrets and SCIM tenant tokens as
+// hashes, never as plain text (CONTRACT.md §2 and §4).
+//
+// A hash is written as "<kind>:<value>":
+//
+//	sha256:<base64>   base64 of SHA-256 of the UTF-8 secret: the IdentityServer
+//	                  form, so existing registrations carry over
+//	sha512:<base64>   the same with SHA-512
+//	bcrypt:<hash>     a bcrypt hash ("$2a$..."), for operators who must use
+//	                  low-entropy secrets; slow on purpose
+//
+// The fast forms are right for the random secrets that Generate makes; a
+// slow form is only worth its cost for secrets a person chose.
+package secret
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/sha512"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+)
+
+// Kind is the algorithm of a Hash.
+type Kind string
+
+// The hash kinds Parse accepts.
+const (
+	SHA256 Kind = "sha256"
+	SHA512 Kind = "sha512"
+	Bcrypt Kind = "bcrypt"
+)
+
+var (
+	// ErrPlainText means a value has no known "<kind>:" prefix, which is
+	// what a secret pasted in plain text looks like.
+	ErrPlainText = errors.New(`not a hash: want "sha256:", "sha512:" or "bcrypt:" followed by the hash (a plain-text secret is never accepted)`)
+	// ErrMalformed means the value after the prefix is not a valid hash of
+	// that kind.
+	ErrMalformed = errors.New("malformed hash")
+)
+
+// Hash is a parsed secret hash. The zero value matches nothing.
+type Hash struct {
+	kind Kind
+	sum  []byte // sha256/sha512 digest, or the bcrypt hash text
+	text string
+}
+
+// Parse reads a hash in the "<kind>:<value>" form.
+func Parse(s string) (Hash, error) {
+	kind, value, ok := strings.Cut(s, ":")
+	if !ok {
+		return Hash{}, ErrPlainText
+	}
+	h := Hash{kind: Kind(kind), text: s}
+	switch h.kind {
+	case SHA256, SHA512:
+		sum, err := base64.StdEncoding.DecodeString(value)
+		want := sha256.Size
+		if h.kind == SHA512 {
+			want = sha512.Size
+		}
+		if err != nil || len(sum) != want {
+			return Hash{}, fmt.Errorf("%w: %s wants the base64 of a %d-byte digest", ErrMalformed, kind, want)
+		}
+		h.sum = sum
+	case Bcrypt:
+		if _, err := bcrypt.Cost([]byte(value)); err != nil {
+			return Hash{}, fmt.Errorf("%w: bcrypt: %v", ErrMalformed, err)
+		}
+		h.sum = []byte(value)
+	default:
+		return Hash{}, ErrPlainText
+	}
+	return h, nil
+}
+
+// MustParse is Parse for hashes known at compile time; it panics on error.
+func MustParse(s string) Hash {
+	h, err := Parse(s)
+	if err != nil {
+		panic("secret: " + err.Error())
+	}
+	return h
+}
+
+// Kind returns the hash's algorithm.
+func (h Hash) Kind() Kind { return h.kind }
+
+// Slow reports whether checking a secret against h is deliberately slow.
+func (h Hash) Slow() bool { return h.kind == Bcrypt }
+
+// String returns the hash in the form Parse reads. It holds no secret.
+func (h Hash) String() string { return h.text }
+
+// MarshalText writes the hash in the form Parse reads.
+func (h Hash) MarshalText() ([]byte, error) { return []byte(h.text), nil }
+
+// UnmarshalText parses a hash, so a Hash can be a JSON field.
+func (h *Hash) UnmarshalText(b []byte) error {
+	p, err := Parse(string(b))
+	if err != nil {
+		return err
+	}
+	*h = p
+	return nil
+}
+
+// Equal reports whether h and o are the same hash.
+func (h Hash) Equal(o Hash) bool { return h.text == o.text }
+
+// Verify reports whether secret matches h, in time that does not depend on
+// how much of it matches.
+func (h Hash) Verify(secret string) bool {
+	switch h.kind {
+	case SHA256:
+		sum := sha256.Sum256([]byte(secret))
+		return subtle.ConstantTimeCompare(sum[:], h.sum) == 1
+	case SHA512:
+		sum := sha512.Sum512([]byte(secret))
+		return subtle.ConstantTimeCompare(sum[:], h.sum) == 1
+	case Bcrypt:
+		return bcrypt.CompareHashAndPassword(h.sum, []byte(secret)) == nil
+	}
+	return false
+}
+
+// HashSHA256 returns the "sha256:" hash of secret.
+func HashSHA256(secret string) string {
+	sum := sha256.Sum256([]byte(secret))
+	return string(SHA256) + ":" + base64.StdEncoding.EncodeToString(sum[:])
+}
+
+// HashBcrypt returns the "bcrypt:" hash of secret at the given cost
+// (bcrypt.DefaultCost when cost is 0).
+func HashBcrypt(secret string, cost int) (string, error) {
+	if cost == 0 {
+		cost = bcrypt.DefaultCost
+	}
+	b, err := bcrypt.GenerateFromPassword([]byte(secret), cost)
+	if err != nil {
+		return "", err
+	}
+	return string(Bcrypt) + ":" + string(b), nil
+}
+
+// Generate returns a new random secret of 256 bits, base64url-encoded, and
+// its "sha256:" hash for the configuration file.
+func Generate() (secret, hash string) {
+	var b [32]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24)
+	secret = base64.RawURLEncoding.EncodeToString(b[:])
+	return secret, HashSHA256(secret)
+}
+
+// unknown is what a secret is checked against when there is no hash to
+// check it against (an unknown client or tenant), so that case costs what
+// a wrong secret costs.
+var unknown = Hash{kind: SHA256, sum: make([]byte, sha256.Size)}
+
+// Verifier checks a secret against the hashes of one client or tenant.
+// It checks every hash, with no early exit, and remembers recent successes
+// against slow hashes for a short time so that token throughput does not
+// pay bcrypt's cost on every request. A nil *Verifier caches nothing.
+//
+// A cache entry is an HMAC, under a key made at random for this process, of
+// the hash and the secret: the secret itself is never kept. An entry costs
+// about 80 bytes.
+type Verifier struct {
+	ttl time.Duration
+	max int
+	key [32]byte
+
+	mu   sync.Mutex
+	seen map[[32]byte]time.Time
+}
+
+// NewVerifier returns a Verifier that remembers up to max successful
+// slow-hash checks for ttl each. Zero values mean 5 minutes and 4096.
+func NewVerifier(ttl time.Duration, max int) *Verifier {
+	if ttl <= 0 {
+		ttl = 5 * time.Minute
+	}
+	if max <= 0 {
+		max = 4096
+	}
+	v := &Verifier{ttl: ttl, max: max, seen: make(map[[32]byte]time.Time)}
+	_, _ = rand.Read(v.key[:])
+	return v
+}
+
+// Verify reports whether secret matches any of hashes. An empty list
+// matches nothing, after the same work as a wrong secret.
+func (v *Verifier) Verify(hashes []Hash, secret string) bool {
+	if len(hashes) == 0 {
+		unknown.Verify(secret)
+		return false
+	}
+	match := false
+	for _, h := range hashes {
+		var ok bool
+		if h.Slow() && v != nil {
+			ok = v.verifySlow(h, secret)
+		} else {
+			ok = h.Verify(secret)
+		}
+		match = match || ok
+	}
+	return match
+}
+
+func (v *Verifier) verifySlow(h Hash, secret string) bool {
+	mac := hmac.New(sha256.New, v.key[:])
+	mac.Write([]byte(h.text))
+	mac.Write([]byte{0})
+	mac.Write([]byte(secret))
+	var k [32]byte
+	mac.Sum(k[:0])
+
+	now := time.Now()
+	v.mu.Lock()
+	exp, hit := v.seen[k]
+	v.mu.Unlock()
+	if hit && now.Before(exp) {
+		return true
+	}
+	if !h.Verify(secret) {
+		return false
+	}
+	v.mu.Lock()
+	if len(v.seen) >= v.max {
+		for key, e := range v.seen {
+			if now.After(e) {
+				delete(v.seen, key)
+			}
+		}
+		if len(v.seen) >= v.max {
+			clear(v.seen)
+		}
+	}
+	v.seen[k] = now.Add(v.ttl)
+	v.mu.Unlock()
+	return true
+}
