@@ -199,3 +199,14 @@ func Thumbprint(pub crypto.PublicKey) (string, error) {
 	sum := sha256.Sum256(b)
 	return b64(sum[:]), nil
 }
+
+// AlgFor returns the default algorithm for a private key's type.
+func AlgFor(priv crypto.Signer) string {
+	switch priv.(type) {
+	case *rsa.PrivateKey:
+		return "RS256"
+	case ed25519.PrivateKey:
+		return "EdDSA"
+	}
+	return "ES256"
+}

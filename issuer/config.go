@@ -1,0 +1,387 @@
+package issuer
+
+import (
+	"bytes"
+	"crypto"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/idsauth/idsauth/internal/keys"
+	"github.com/idsauth/idsauth/scope"
+	"github.com/idsauth/idsauth/secret"
+)
+
+// Config is the issuer's configuration, as read from its JSON file by
+// LoadConfig or built in code. The package documentation describes the
+// file field by field.
+type Config struct {
+	// Issuer is the issuer URL, e.g. "https://host/ids": the "iss" of every
+	// token, and the path prefix the issuer serves under.
+	Issuer string `json:"issuer"`
+
+	// Keys are the signing keys. The first one signs; all are published in
+	// the JWKS. Empty means an ephemeral ES256 key made at start, for
+	// development only.
+	Keys []KeyConfig `json:"keys,omitempty"`
+
+	// Clients are the registered clients.
+	Clients []ClientConfig `json:"clients"`
+
+	// ScopeFormat is how the scope claim is written: "string" (space
+	// delimited, RFC 9068; the default) or "array" (IdentityServer's form).
+	ScopeFormat string `json:"scopeFormat,omitempty"`
+
+	// JWKSMaxAgeSeconds is the Cache-Control max-age of the JWKS and
+	// discovery answers. Zero means 300.
+	JWKSMaxAgeSeconds int `json:"jwksMaxAgeSeconds,omitempty"`
+
+	// Limits bound the token endpoint.
+	Limits Limits `json:"limits,omitzero"`
+
+	// SCIMTenants are the SCIM tenants and their token hashes. The issuer
+	// does not use them; they share this file so one reload updates both
+	// (see middleware.Tenants).
+	SCIMTenants []TenantConfig `json:"scimTenants,omitempty"`
+
+	// Logger receives the issuer's log lines. Nil logs nothing. No line
+	// holds a secret or a token.
+	Logger *slog.Logger `json:"-"`
+
+	// Now is the clock, for tests. Nil means time.Now.
+	Now func() time.Time `json:"-"`
+
+	// Set by Validate.
+	keys    []*keys.Key
+	clients map[string]*client
+	tenants map[string][]secret.Hash
+}
+
+// KeyConfig is one signing key.
+type KeyConfig struct {
+	// File is a PEM file holding a private key (PKCS #8, SEC 1 or PKCS #1).
+	// A relative path is read from the configuration file's folder.
+	File string `json:"file,omitempty"`
+	// Alg is the signing algorithm: "ES256" (P-256 keys), "RS256" (RSA of
+	// 2048 bits or more) or "EdDSA" (Ed25519). Empty means the one that
+	// fits the key's type.
+	Alg string `json:"alg,omitempty"`
+	// Key is the private key itself, for a Config built in code instead
+	// of File.
+	Key crypto.Signer `json:"-"`
+}
+
+// ClientConfig is one registered client.
+type ClientConfig struct {
+	// ClientID identifies the client. Required and unique.
+	ClientID string `json:"clientId"`
+	// SecretHashes are the hashes of the client's secrets, in the forms of
+	// package secret ("sha256:...", "sha512:...", "bcrypt:..."). Several
+	// let a secret be rotated without downtime. A plain-text secret is
+	// refused.
+	SecretHashes []string `json:"secretHashes"`
+	// GrantTypes the client may use. Empty means ["client_credentials"].
+	GrantTypes []string `json:"grantTypes,omitempty"`
+	// Scopes the client may ask for; each must be a scope the service
+	// knows (pd_AdminWebApi, pd_ConnectWebApi).
+	Scopes []string `json:"scopes"`
+	// AccessTokenLifetime in seconds. Zero means 3600.
+	AccessTokenLifetime int `json:"accessTokenLifetime,omitempty"`
+	// Audience is the "aud" of the client's tokens. Empty means
+	// "{issuer}/resources".
+	Audience []string `json:"audience,omitempty"`
+}
+
+// Limits bound the token endpoint. Zero values take the defaults.
+type Limits struct {
+	// MaxBodyBytes bounds a token request's body. Zero means 16 KiB.
+	MaxBodyBytes int64 `json:"maxBodyBytes,omitempty"`
+	// FailedAttemptsPerClient is how many failed authentications one
+	// client ID may have within FailureWindowSeconds before it is answered
+	// 429 slow_down. Zero means 10.
+	FailedAttemptsPerClient int `json:"failedAttemptsPerClient,omitempty"`
+	// FailedAttemptsPerAddress is the same for one remote address. Zero
+	// means 100.
+	FailedAttemptsPerAddress int `json:"failedAttemptsPerAddress,omitempty"`
+	// FailureWindowSeconds is the window of the two limits above; the
+	// allowance comes back evenly over it. Zero means 60.
+	FailureWindowSeconds int `json:"failureWindowSeconds,omitempty"`
+	// TrackedKeys bounds how many client IDs and addresses the limiter
+	// remembers; the least recently failing are forgotten first. Zero
+	// means 10000.
+	TrackedKeys int `json:"trackedKeys,omitempty"`
+	// TrustedProxyHeader, when set (e.g. "X-Forwarded-For"), is where the
+	// remote address is read from: the last address in it, the one the
+	// trusted proxy saw. Set it only behind a proxy that sets the header,
+	// else clients choose their own address.
+	TrustedProxyHeader string `json:"trustedProxyHeader,omitempty"`
+}
+
+// TenantConfig is one SCIM tenant.
+type TenantConfig struct {
+	// Tenant is the tenant's name, the {tenant} of the SCIM path.
+	Tenant string `json:"tenant"`
+	// TokenHashes are the hashes of the tenant's bearer tokens, in the
+	// forms of package secret. Several allow rotation.
+	TokenHashes []string `json:"tokenHashes"`
+}
+
+// ConfigError names the field of the configuration that is wrong and why.
+type ConfigError struct {
+	Field  string // e.g. "clients[1].clientId"
+	Reason string
+}
+
+func (e *ConfigError) Error() string { return "issuer config: " + e.Field + ": " + e.Reason }
+
+func fieldErr(field, format string, args ...any) error {
+	return &ConfigError{Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
+// LoadConfig reads and checks a configuration file. It returns an error
+// that names the first wrong field; it never returns a half-checked
+// Config.
+func LoadConfig(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return ParseConfig(data, filepath.Dir(path))
+}
+
+// ParseConfig reads and checks a configuration from JSON. Relative key
+// file paths are read from dir.
+func ParseConfig(data []byte, dir string) (*Config, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var c Config
+	if err := dec.Decode(&c); err != nil {
+		var syn *json.SyntaxError
+		var typ *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &syn):
+			return nil, fieldErr("(file)", "invalid JSON at byte %d: %v", syn.Offset, err)
+		case errors.As(err, &typ):
+			return nil, fieldErr(typ.Field, "wrong type: want %s", typ.Type)
+		}
+		return nil, fieldErr("(file)", "%v", err)
+	}
+	if dec.More() {
+		return nil, fieldErr("(file)", "more than one JSON value")
+	}
+	for i := range c.Keys {
+		if f := c.Keys[i].File; f != "" && !filepath.IsAbs(f) {
+			c.Keys[i].File = filepath.Join(dir, f)
+		}
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// Validate checks c and reads its key files. LoadConfig and New call it;
+// call it yourself to check a Config built in code.
+func (c *Config) Validate() error {
+	if c.Issuer == "" {
+		return fieldErr("issuer", "required")
+	}
+	if u, err := url.Parse(c.Issuer); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return fieldErr("issuer", "want an absolute http(s) URL without query or fragment, got %q", c.Issuer)
+	}
+	switch c.ScopeFormat {
+	case "", "string", "array":
+	default:
+		return fieldErr("scopeFormat", `want "string" or "array", got %q`, c.ScopeFormat)
+	}
+	if c.JWKSMaxAgeSeconds < 0 {
+		return fieldErr("jwksMaxAgeSeconds", "negative")
+	}
+	if err := c.Limits.validate(); err != nil {
+		return err
+	}
+	ks := make([]*keys.Key, 0, len(c.Keys))
+	seenKID := map[string]bool{}
+	for i, kc := range c.Keys {
+		k, err := kc.load()
+		if err != nil {
+			return fieldErr(fmt.Sprintf("keys[%d]", i), "%v", err)
+		}
+		if seenKID[k.KID] {
+			return fieldErr(fmt.Sprintf("keys[%d]", i), "the same key is listed twice")
+		}
+		seenKID[k.KID] = true
+		ks = append(ks, k)
+	}
+	clients := make(map[string]*client, len(c.Clients))
+	for i, cc := range c.Clients {
+		cl, err := cc.compile(fmt.Sprintf("clients[%d]", i))
+		if err != nil {
+			return err
+		}
+		if clients[cl.id] != nil {
+			return fieldErr(fmt.Sprintf("clients[%d].clientId", i), "duplicate client ID %q", cl.id)
+		}
+		clients[cl.id] = cl
+	}
+	tenants := make(map[string][]secret.Hash, len(c.SCIMTenants))
+	for i, tc := range c.SCIMTenants {
+		f := fmt.Sprintf("scimTenants[%d]", i)
+		if tc.Tenant == "" {
+			return fieldErr(f+".tenant", "empty")
+		}
+		if _, dup := tenants[tc.Tenant]; dup {
+			return fieldErr(f+".tenant", "duplicate tenant %q", tc.Tenant)
+		}
+		hashes, err := parseHashes(f+".tokenHashes", tc.TokenHashes)
+		if err != nil {
+			return err
+		}
+		tenants[tc.Tenant] = hashes
+	}
+	c.keys, c.clients, c.tenants = ks, clients, tenants
+	return nil
+}
+
+// Tenants returns the SCIM tenants' token hashes, for
+// middleware.NewTenants or (*middleware.Tenants).Replace. Call it on a
+// validated Config.
+func (c *Config) Tenants() map[string][]secret.Hash { return c.tenants }
+
+func (l Limits) validate() error {
+	for name, v := range map[string]int64{
+		"maxBodyBytes": l.MaxBodyBytes, "failedAttemptsPerClient": int64(l.FailedAttemptsPerClient),
+		"failedAttemptsPerAddress": int64(l.FailedAttemptsPerAddress), "failureWindowSeconds": int64(l.FailureWindowSeconds),
+		"trackedKeys": int64(l.TrackedKeys),
+	} {
+		if v < 0 {
+			return fieldErr("limits."+name, "negative")
+		}
+	}
+	return nil
+}
+
+func (l Limits) withDefaults() Limits {
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	if l.MaxBodyBytes == 0 {
+		l.MaxBodyBytes = 16 << 10
+	}
+	def(&l.FailedAttemptsPerClient, 10)
+	def(&l.FailedAttemptsPerAddress, 100)
+	def(&l.FailureWindowSeconds, 60)
+	def(&l.TrackedKeys, 10000)
+	return l
+}
+
+func (kc KeyConfig) load() (*keys.Key, error) {
+	priv := kc.Key
+	switch {
+	case priv != nil && kc.File != "":
+		return nil, errors.New("set file or a key in code, not both")
+	case priv == nil && kc.File == "":
+		return nil, errors.New("file: required")
+	case priv == nil:
+		data, err := os.ReadFile(kc.File)
+		if err != nil {
+			return nil, fmt.Errorf("file: %w", err)
+		}
+		priv, err = keys.ParsePEM(data)
+		if err != nil {
+			return nil, fmt.Errorf("file %s: %w", kc.File, err)
+		}
+	}
+	alg := kc.Alg
+	if alg == "" {
+		alg = keys.AlgFor(priv)
+	}
+	switch alg {
+	case "ES256", "RS256", "EdDSA":
+	default:
+		return nil, fmt.Errorf(`alg: want "ES256", "RS256" or "EdDSA", got %q`, alg)
+	}
+	return keys.New(alg, priv)
+}
+
+// client is a validated client registration.
+type client struct {
+	id            string
+	hashes        []secret.Hash
+	clientCreds   bool
+	scopes        scope.Set
+	lifetime      time.Duration
+	audience      []string
+	grantTypesRaw []string
+}
+
+func (cc ClientConfig) compile(f string) (*client, error) {
+	if cc.ClientID == "" {
+		return nil, fieldErr(f+".clientId", "empty")
+	}
+	f = fmt.Sprintf("%s (%q)", f, cc.ClientID)
+	if len(cc.SecretHashes) == 0 {
+		return nil, fieldErr(f+".secretHashes", "at least one hash is required")
+	}
+	hashes, err := parseHashes(f+".secretHashes", cc.SecretHashes)
+	if err != nil {
+		return nil, err
+	}
+	cl := &client{id: cc.ClientID, hashes: hashes, grantTypesRaw: cc.GrantTypes}
+	if len(cc.GrantTypes) == 0 {
+		cl.clientCreds = true
+	}
+	for i, g := range cc.GrantTypes {
+		if g == "" {
+			return nil, fieldErr(fmt.Sprintf("%s.grantTypes[%d]", f, i), "empty")
+		}
+		cl.clientCreds = cl.clientCreds || g == "client_credentials"
+	}
+	if len(cc.Scopes) == 0 {
+		return nil, fieldErr(f+".scopes", "at least one scope is required")
+	}
+	for i, s := range cc.Scopes {
+		if !scope.Known(s) {
+			return nil, fieldErr(fmt.Sprintf("%s.scopes[%d]", f, i), "unknown scope %q (known: %v)", s, scope.All())
+		}
+	}
+	cl.scopes = scope.NewSet(cc.Scopes...)
+	switch {
+	case cc.AccessTokenLifetime < 0:
+		return nil, fieldErr(f+".accessTokenLifetime", "negative")
+	case cc.AccessTokenLifetime == 0:
+		cl.lifetime = time.Hour
+	default:
+		cl.lifetime = time.Duration(cc.AccessTokenLifetime) * time.Second
+	}
+	for i, a := range cc.Audience {
+		if a == "" {
+			return nil, fieldErr(fmt.Sprintf("%s.audience[%d]", f, i), "empty")
+		}
+	}
+	cl.audience = cc.Audience
+	return cl, nil
+}
+
+func parseHashes(f string, in []string) ([]secret.Hash, error) {
+	if len(in) == 0 {
+		return nil, fieldErr(f, "at least one hash is required")
+	}
+	out := make([]secret.Hash, 0, len(in))
+	for i, s := range in {
+		h, err := secret.Parse(s)
+		if err != nil {
+			// The value may be a secret pasted in plain text: never echo it.
+			return nil, fieldErr(fmt.Sprintf("%s[%d]", f, i), "%v", err)
+		}
+		out = append(out, h)
+	}
+	return out, nil
+}

@@ -1,0 +1,59 @@
+// Package issuer is an OAuth 2.0 token issuer for the client_credentials
+// grant (RFC 6749 §4.4) that mounts in any http.ServeMux: the identity
+// service (IdS) of the contract, CONTRACT.md §2 and §3.
+//
+//	cfg, err := issuer.LoadConfig("idsauth.json")
+//	iss, err := issuer.New(cfg)
+//	mux.Handle("/ids/", iss) // the path comes from cfg.Issuer
+//
+// Tokens are RFC 9068 JWT access tokens (typ "at+jwt", kid the RFC 7638
+// thumbprint of the signing key) with iss, sub, client_id, aud, scope,
+// iat, nbf, exp and a 128-bit jti. A middleware.Validator checks them, by
+// the JWKS URL or, in the same process, with the Issuer as its KeySource.
+//
+// # Configuration file
+//
+// A JSON object; unknown fields are errors, and so is any bad value: the
+// error names the field (see ConfigError) and nothing of a bad file is
+// applied. A complete example is testdata/example-config.json.
+//
+//	issuer               the issuer URL, e.g. "https://host/ids" (required)
+//	keys                 signing keys; the first signs, all are published
+//	  [].file            PEM private key file (PKCS #8, SEC 1 or PKCS #1),
+//	                     relative to the configuration file's folder
+//	  [].alg             "ES256" (P-256), "RS256" (RSA ≥ 2048 bits) or "EdDSA"
+//	                     (Ed25519); empty: the one that fits the key
+//	clients              registered clients
+//	  [].clientId        required, unique
+//	  [].secretHashes    one or more hashes ("sha256:<base64>", "sha512:...",
+//	                     "bcrypt:..."; see package secret); never plain text
+//	  [].grantTypes      default ["client_credentials"]
+//	  [].scopes          scopes the client may ask for: pd_AdminWebApi,
+//	                     pd_ConnectWebApi
+//	  [].accessTokenLifetime  seconds, default 3600
+//	  [].audience        "aud" of its tokens, default ["{issuer}/resources"]
+//	scopeFormat          "string" (default) or "array" (IdentityServer's form)
+//	jwksMaxAgeSeconds    Cache-Control max-age of JWKS and discovery, default 300
+//	limits
+//	  .maxBodyBytes              token request body bound, default 16384
+//	  .failedAttemptsPerClient   failures per client ID in the window, default 10
+//	  .failedAttemptsPerAddress  failures per remote address, default 100
+//	  .failureWindowSeconds      default 60
+//	  .trackedKeys               client IDs and addresses remembered, default 10000
+//	  .trustedProxyHeader        e.g. "X-Forwarded-For"; only behind a proxy
+//	scimTenants          SCIM tenants, for middleware.SCIMAuth (not used here)
+//	  [].tenant          the {tenant} path segment
+//	  [].tokenHashes     hashes of the tenant's bearer tokens
+//
+// With no keys the issuer makes an ephemeral ES256 key and logs a warning:
+// development only, as its tokens die with the process.
+//
+// # Secrets
+//
+// secret.Generate makes a random secret and its hash; the example service
+// prints one with "go run ./examplesvc hash-secret". Every check is
+// constant-time; an unknown client costs the same work as a wrong secret.
+// Failed authentications are counted per client ID and per remote address;
+// past the limit the endpoint answers 429 slow_down with Retry-After,
+// without slowing other clients or addresses.
+package issuer

@@ -1,0 +1,317 @@
+package issuer
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/idsauth/idsauth/internal/keys"
+	"github.com/idsauth/idsauth/middleware"
+	"github.com/idsauth/idsauth/scope"
+	"github.com/idsauth/idsauth/secret"
+)
+
+// Issuer is an OAuth 2.0 client_credentials token issuer. It is an
+// http.Handler serving, under the path of its issuer URL (say "/ids"):
+//
+//	POST /ids/connect/token                         the token endpoint
+//	GET  /ids/.well-known/openid-configuration      the discovery document
+//	GET  /ids/.well-known/openid-configuration/jwks the signing keys
+//
+// It is also a middleware.KeySource, so a middleware.Validator in the same
+// process checks its tokens without HTTP. It is safe for concurrent use;
+// Reload swaps its configuration without dropping a request.
+type Issuer struct {
+	st      atomic.Pointer[state]
+	version atomic.Uint64 // counts key set changes
+
+	mu        sync.Mutex // serializes Reload
+	ephemeral *keys.Key  // made once, kept across reloads
+
+	verifier *secret.Verifier
+	logger   *slog.Logger
+	now      func() time.Time
+}
+
+// state is everything a configuration decides, swapped whole on Reload.
+type state struct {
+	issuer      string
+	prefix      string // URL path of the issuer, without a trailing slash
+	tokenPath   string
+	discPath    string
+	jwksPath    string
+	signer      *keys.Key
+	method      jwt.SigningMethod
+	byKID       map[string]*keys.Key
+	clients     map[string]*client
+	scopeArray  bool
+	defaultAud  []string
+	discovery   []byte
+	jwks        []byte
+	cacheHeader string
+	limits      Limits
+	byClient    *failureLimiter // kept across reloads while limits stay
+	byAddr      *failureLimiter
+}
+
+// New returns an Issuer for cfg, which it validates first.
+func New(cfg *Config) (*Issuer, error) {
+	iss := &Issuer{
+		verifier: secret.NewVerifier(0, 0),
+		logger:   cfg.Logger,
+		now:      cfg.Now,
+	}
+	if iss.logger == nil {
+		iss.logger = slog.New(slog.DiscardHandler)
+	}
+	if iss.now == nil {
+		iss.now = time.Now
+	}
+	if err := iss.Reload(cfg); err != nil {
+		return nil, err
+	}
+	return iss, nil
+}
+
+// Reload validates cfg and, only if it is valid, makes it the issuer's
+// configuration: keys, clients and limits change at once for every
+// request that starts after it returns. On error nothing changes.
+//
+// To rotate the signing key without a failed request: add the new key
+// after the current one and reload (it is published); once validators
+// have fetched the JWKS again, move it first and reload (it signs); once
+// the old key's last token has expired, remove it and reload.
+func (iss *Issuer) Reload(cfg *Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	iss.mu.Lock()
+	defer iss.mu.Unlock()
+	st, err := iss.compile(cfg)
+	if err != nil {
+		return err
+	}
+	old := iss.st.Load()
+	if old != nil && old.limits == st.limits {
+		st.byClient, st.byAddr = old.byClient, old.byAddr
+	} else {
+		l := st.limits
+		window := time.Duration(l.FailureWindowSeconds) * time.Second
+		st.byClient = newFailureLimiter(l.FailedAttemptsPerClient, window, l.TrackedKeys)
+		st.byAddr = newFailureLimiter(l.FailedAttemptsPerAddress, window, l.TrackedKeys)
+	}
+	if old == nil || string(old.jwks) != string(st.jwks) {
+		iss.version.Add(1)
+	}
+	iss.st.Store(st)
+	return nil
+}
+
+func (iss *Issuer) compile(cfg *Config) (*state, error) {
+	u, err := url.Parse(cfg.Issuer) // checked by Validate
+	if err != nil {
+		return nil, err
+	}
+	ks := cfg.keys
+	if len(ks) == 0 {
+		if iss.ephemeral == nil {
+			k, err := keys.Generate("ES256")
+			if err != nil {
+				return nil, err
+			}
+			iss.ephemeral = k
+		}
+		iss.logger.Warn("idsauth issuer: NO SIGNING KEY CONFIGURED; using an ephemeral ES256 key that dies with this process. Development only: tokens stop validating at restart.",
+			slog.String("kid", iss.ephemeral.KID))
+		ks = []*keys.Key{iss.ephemeral}
+	}
+	issuerURL := strings.TrimSuffix(cfg.Issuer, "/")
+	prefix := strings.TrimSuffix(u.Path, "/")
+	st := &state{
+		issuer:     issuerURL,
+		prefix:     prefix,
+		tokenPath:  prefix + "/connect/token",
+		discPath:   prefix + "/.well-known/openid-configuration",
+		jwksPath:   prefix + "/.well-known/openid-configuration/jwks",
+		signer:     ks[0],
+		method:     jwt.GetSigningMethod(ks[0].Alg),
+		byKID:      make(map[string]*keys.Key, len(ks)),
+		clients:    cfg.clients,
+		scopeArray: cfg.ScopeFormat == "array",
+		defaultAud: []string{issuerURL + "/resources"},
+		limits:     cfg.Limits.withDefaults(),
+	}
+	maxAge := cfg.JWKSMaxAgeSeconds
+	if maxAge == 0 {
+		maxAge = 300
+	}
+	st.cacheHeader = "public, max-age=" + strconv.Itoa(maxAge)
+	set := struct {
+		Keys []keys.JWK `json:"keys"`
+	}{}
+	for _, k := range ks {
+		st.byKID[k.KID] = k
+		set.Keys = append(set.Keys, k.PublicJWK())
+	}
+	if st.jwks, err = json.Marshal(set); err != nil {
+		return nil, err
+	}
+	st.discovery, err = json.Marshal(map[string]any{
+		"issuer":                                issuerURL,
+		"token_endpoint":                        issuerURL + "/connect/token",
+		"jwks_uri":                              issuerURL + "/.well-known/openid-configuration/jwks",
+		"grant_types_supported":                 []string{"client_credentials"},
+		"token_endpoint_auth_methods_supported": []string{"client_secret_basic", "client_secret_post"},
+		"scopes_supported":                      scope.All(),
+		"response_types_supported":              []string{"token"},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// URL returns the issuer URL: the "iss" of its tokens.
+func (iss *Issuer) URL() string { return iss.st.Load().issuer }
+
+// TokenURL returns the token endpoint's URL.
+func (iss *Issuer) TokenURL() string { return iss.st.Load().issuer + "/connect/token" }
+
+// JWKSURL returns the URL of the published key set.
+func (iss *Issuer) JWKSURL() string {
+	return iss.st.Load().issuer + "/.well-known/openid-configuration/jwks"
+}
+
+// ServeHTTP serves the token endpoint, the discovery document and the
+// JWKS, and 404 for any other path.
+func (iss *Issuer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	st := iss.st.Load()
+	switch r.URL.Path {
+	case st.tokenPath:
+		iss.token(w, r, st)
+	case st.discPath:
+		serveDocument(w, r, st.discovery, st.cacheHeader)
+	case st.jwksPath:
+		serveDocument(w, r, st.jwks, st.cacheHeader)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+func serveDocument(w http.ResponseWriter, r *http.Request, body []byte, cache string) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", cache)
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	if r.Method == http.MethodHead {
+		return
+	}
+	_, _ = w.Write(body)
+}
+
+// Keyfunc returns the public key that verifies t, found by its "kid"
+// among the keys the issuer publishes now. It makes *Issuer a
+// middleware.KeySource.
+func (iss *Issuer) Keyfunc(t *jwt.Token) (any, error) {
+	kid, _ := t.Header["kid"].(string)
+	k, ok := iss.st.Load().byKID[kid]
+	if !ok {
+		return nil, middleware.ErrUnknownKey
+	}
+	if alg, _ := t.Header["alg"].(string); alg != k.Alg {
+		return nil, middleware.ErrAlgorithm
+	}
+	return k.Public(), nil
+}
+
+// KeysVersion changes whenever a reload changes the published keys, so
+// that a validator's cache drops tokens of a key that is gone.
+func (iss *Issuer) KeysVersion() uint64 { return iss.version.Load() }
+
+// newJTI returns 128 random bits, base64url.
+func newJTI() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+var errNoSigner = errors.New("issuer has no signing key")
+
+// sign makes an access token for cl with the granted scopes (RFC 9068).
+func (st *state) sign(cl *client, granted []string, now time.Time) (string, error) {
+	if st.signer == nil {
+		return "", errNoSigner
+	}
+	aud := cl.audience
+	if len(aud) == 0 {
+		aud = st.defaultAud
+	}
+	var sc any = strings.Join(granted, " ")
+	if st.scopeArray {
+		sc = granted
+	}
+	claims := accessClaims{
+		Issuer:    st.issuer,
+		Subject:   cl.id,
+		ClientID:  cl.id,
+		Audience:  aud,
+		Scope:     sc,
+		IssuedAt:  now.Unix(),
+		NotBefore: now.Unix(),
+		Expires:   now.Add(cl.lifetime).Unix(),
+		ID:        newJTI(),
+	}
+	tok := &jwt.Token{
+		Header: map[string]any{"alg": st.signer.Alg, "typ": "at+jwt", "kid": st.signer.KID},
+		Claims: claims,
+		Method: st.method,
+	}
+	s, err := tok.SignedString(st.signer.Private)
+	if err != nil {
+		return "", fmt.Errorf("signing: %w", err)
+	}
+	return s, nil
+}
+
+// accessClaims is the claim set of an access token, in a fixed order.
+type accessClaims struct {
+	Issuer    string   `json:"iss"`
+	Subject   string   `json:"sub"`
+	ClientID  string   `json:"client_id"`
+	Audience  []string `json:"aud"`
+	Scope     any      `json:"scope"`
+	IssuedAt  int64    `json:"iat"`
+	NotBefore int64    `json:"nbf"`
+	Expires   int64    `json:"exp"`
+	ID        string   `json:"jti"`
+}
+
+func (c accessClaims) GetExpirationTime() (*jwt.NumericDate, error) {
+	return jwt.NewNumericDate(time.Unix(c.Expires, 0)), nil
+}
+func (c accessClaims) GetIssuedAt() (*jwt.NumericDate, error) {
+	return jwt.NewNumericDate(time.Unix(c.IssuedAt, 0)), nil
+}
+func (c accessClaims) GetNotBefore() (*jwt.NumericDate, error) {
+	return jwt.NewNumericDate(time.Unix(c.NotBefore, 0)), nil
+}
+func (c accessClaims) GetIssuer() (string, error)              { return c.Issuer, nil }
+func (c accessClaims) GetSubject() (string, error)             { return c.Subject, nil }
+func (c accessClaims) GetAudience() (jwt.ClaimStrings, error)  { return c.Audience, nil }

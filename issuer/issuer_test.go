@@ -1,0 +1,395 @@
+package issuer_test
+
+import (
+	"context"
+	"crypto"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/justinas/alice"
+	"golang.org/x/oauth2"
+	"golang.org/x/oauth2/clientcredentials"
+
+	"github.com/idsauth/idsauth/internal/keys"
+	"github.com/idsauth/idsauth/issuer"
+	"github.com/idsauth/idsauth/middleware"
+	"github.com/idsauth/idsauth/scope"
+	"github.com/idsauth/idsauth/secret"
+)
+
+func TestClientCredentialsAndRequireBearer(t *testing.T) {
+	s := newServer(t, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// The validator finds the JWKS by discovery, as a separate service would.
+	v, err := middleware.NewValidator(ctx, middleware.ValidatorConfig{Issuer: s.issuerURL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := httptest.NewServer(alice.New(middleware.RequireBearer(v), middleware.RequireScope(scope.AdminWebAPI)).ThenFunc(
+		func(w http.ResponseWriter, r *http.Request) {
+			c, _ := middleware.ClaimsFrom(r.Context())
+			fmt.Fprint(w, c.ClientID)
+		}))
+	defer api.Close()
+
+	for _, style := range []oauth2.AuthStyle{oauth2.AuthStyleInHeader, oauth2.AuthStyleInParams} {
+		t.Run(fmt.Sprint("auth style ", style), func(t *testing.T) {
+			cc := clientcredentials.Config{ClientID: "admin", ClientSecret: adminSecret, TokenURL: s.tokenURL(), Scopes: []string{scope.AdminWebAPI}, AuthStyle: style}
+			resp, err := cc.Client(ctx).Get(api.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != 200 || string(body) != "admin" {
+				t.Fatalf("got %d %q", resp.StatusCode, body)
+			}
+		})
+	}
+}
+
+func TestAccessTokenClaims(t *testing.T) {
+	s := newServer(t, func(c *issuer.Config) {
+		c.Clients[1].Audience = []string{"https://api.example"}
+	})
+	cc := clientcredentials.Config{ClientID: "connect", ClientSecret: connectSecret, TokenURL: s.tokenURL(), Scopes: []string{scope.ConnectWebAPI}}
+	before := time.Now().Unix()
+	tok, err := cc.Token(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := strings.Split(tok.AccessToken, ".")
+	if len(parts) != 3 {
+		t.Fatalf("not a JWS: %q", tok.AccessToken)
+	}
+	var header map[string]any
+	var claims map[string]any
+	decode(t, parts[0], &header)
+	decode(t, parts[1], &claims)
+
+	// The key: fetch the JWKS and check the kid is the key's thumbprint.
+	a := do(t, mustRequest(t, http.MethodGet, s.URL+"/ids/.well-known/openid-configuration/jwks"))
+	jwks := a.body["keys"].([]any)
+	if len(jwks) != 1 {
+		t.Fatalf("jwks = %v", a.raw)
+	}
+	jwk := jwks[0].(map[string]any)
+	if header["typ"] != "at+jwt" || header["alg"] != "ES256" || header["kid"] != jwk["kid"] || jwk["use"] != "sig" || jwk["alg"] != "ES256" {
+		t.Errorf("header %v, jwk %v", header, jwk)
+	}
+	if claims["iss"] != s.issuerURL() || claims["sub"] != "connect" || claims["client_id"] != "connect" || claims["scope"] != scope.ConnectWebAPI {
+		t.Errorf("claims = %v", claims)
+	}
+	if aud, _ := claims["aud"].([]any); len(aud) != 1 || aud[0] != "https://api.example" {
+		t.Errorf("aud = %v", claims["aud"])
+	}
+	iat, nbf, exp := claims["iat"].(float64), claims["nbf"].(float64), claims["exp"].(float64)
+	if int64(iat) < before || nbf != iat || exp != iat+600 {
+		t.Errorf("iat %v nbf %v exp %v", iat, nbf, exp)
+	}
+	jti, _ := claims["jti"].(string)
+	if raw, err := base64.RawURLEncoding.DecodeString(jti); err != nil || len(raw) < 16 {
+		t.Errorf("jti %q is not 128 random bits", jti)
+	}
+	// The signature verifies with the published key.
+	if _, err := jwt.Parse(tok.AccessToken, s.iss.Keyfunc); err != nil {
+		t.Fatalf("signature does not verify: %v", err)
+	}
+}
+
+func TestScopeFormatArray(t *testing.T) {
+	s := newServer(t, func(c *issuer.Config) { c.ScopeFormat = "array" })
+	a := post(t, s.tokenURL(), formType, form("grant_type", "client_credentials", "client_id", "connect", "client_secret", connectSecret, "scope", scope.AdminWebAPI+" "+scope.ConnectWebAPI))
+	if a.body["scope"] != scope.AdminWebAPI+" "+scope.ConnectWebAPI {
+		t.Errorf("the answer's scope is always a string: %v", a.body["scope"])
+	}
+	var claims map[string]any
+	decode(t, strings.Split(a.body["access_token"].(string), ".")[1], &claims)
+	if sc, _ := claims["scope"].([]any); len(sc) != 2 || sc[0] != scope.AdminWebAPI || sc[1] != scope.ConnectWebAPI {
+		t.Errorf("scope claim = %v", claims["scope"])
+	}
+}
+
+func TestDiscovery(t *testing.T) {
+	s := newServer(t, nil)
+	a := do(t, mustRequest(t, http.MethodGet, s.URL+"/ids/.well-known/openid-configuration"))
+	want := map[string]any{
+		"issuer":                                s.issuerURL(),
+		"token_endpoint":                        s.issuerURL() + "/connect/token",
+		"jwks_uri":                              s.issuerURL() + "/.well-known/openid-configuration/jwks",
+		"grant_types_supported":                 []any{"client_credentials"},
+		"token_endpoint_auth_methods_supported": []any{"client_secret_basic", "client_secret_post"},
+		"scopes_supported":                      []any{scope.AdminWebAPI, scope.ConnectWebAPI},
+		"response_types_supported":              []any{"token"},
+	}
+	for k, v := range want {
+		if fmt.Sprint(a.body[k]) != fmt.Sprint(v) {
+			t.Errorf("%s = %v, want %v", k, a.body[k], v)
+		}
+	}
+	if a.header.Get("Cache-Control") != "public, max-age=300" {
+		t.Errorf("Cache-Control = %q", a.header.Get("Cache-Control"))
+	}
+	if a := do(t, mustRequest(t, http.MethodPost, s.URL+"/ids/.well-known/openid-configuration/jwks")); a.status != 405 {
+		t.Errorf("POST to JWKS = %d", a.status)
+	}
+	if a := do(t, mustRequest(t, http.MethodGet, s.URL+"/ids/nothing")); a.status != 404 {
+		t.Errorf("unknown path = %d", a.status)
+	}
+}
+
+func TestBruteForceIsSlowedPerClient(t *testing.T) {
+	s := newServer(t, func(c *issuer.Config) {
+		c.Limits = issuer.Limits{FailedAttemptsPerClient: 5, FailedAttemptsPerAddress: 50, TrustedProxyHeader: "X-Forwarded-For"}
+	})
+	attack := form("grant_type", "client_credentials", "client_id", "admin", "client_secret", "guess", "scope", scope.AdminWebAPI)
+	var statuses []int
+	for range 20 {
+		a := post(t, s.tokenURL(), formType, attack, "X-Forwarded-For", "203.0.113.9")
+		statuses = append(statuses, a.status)
+		if a.status == 429 {
+			if a.body["error"] != "slow_down" || a.header.Get("Retry-After") == "" {
+				t.Fatalf("429 answer = %v %v", a.header, a.body)
+			}
+		}
+	}
+	want := "[401 401 401 401 401 429 429 429 429 429 429 429 429 429 429 429 429 429 429 429]"
+	if fmt.Sprint(statuses) != want {
+		t.Fatalf("statuses = %v", statuses)
+	}
+	// The right secret is refused too while the client is locked out.
+	locked := post(t, s.tokenURL(), formType, form("grant_type", "client_credentials", "client_id", "admin", "client_secret", adminSecret, "scope", scope.AdminWebAPI), "X-Forwarded-For", "198.51.100.1")
+	if locked.status != 429 {
+		t.Errorf("locked client got %d", locked.status)
+	}
+	// Another client from the same address is not slowed.
+	other := post(t, s.tokenURL(), formType, form("grant_type", "client_credentials", "client_id", "connect", "client_secret", connectSecret, "scope", scope.ConnectWebAPI), "X-Forwarded-For", "203.0.113.9")
+	if other.status != 200 {
+		t.Errorf("other client got %d %s", other.status, other.raw)
+	}
+}
+
+func TestBruteForceIsSlowedPerAddress(t *testing.T) {
+	s := newServer(t, func(c *issuer.Config) {
+		c.Limits = issuer.Limits{FailedAttemptsPerClient: 100, FailedAttemptsPerAddress: 3}
+	})
+	for i := range 3 {
+		a := post(t, s.tokenURL(), formType, form("grant_type", "client_credentials", "client_id", fmt.Sprint("random-", i), "client_secret", "x", "scope", scope.AdminWebAPI))
+		if a.status != 401 {
+			t.Fatalf("attempt %d: %d", i, a.status)
+		}
+	}
+	a := post(t, s.tokenURL(), formType, form("grant_type", "client_credentials", "client_id", "admin", "client_secret", adminSecret, "scope", scope.AdminWebAPI))
+	if a.status != 429 {
+		t.Fatalf("address not locked out: %d", a.status)
+	}
+}
+
+func TestReloadKeepsServingOnBadConfig(t *testing.T) {
+	s := newServer(t, nil)
+	bad := testConfig(s.issuerURL())
+	bad.Clients = append(bad.Clients, bad.Clients[0])
+	err := s.iss.Reload(bad)
+	var ce *issuer.ConfigError
+	if !errors.As(err, &ce) || ce.Field != "clients[3].clientId" {
+		t.Fatalf("err = %v", err)
+	}
+	a := post(t, s.tokenURL(), formType, form("grant_type", "client_credentials", "client_id", "admin", "client_secret", adminSecret, "scope", scope.AdminWebAPI))
+	if a.status != 200 {
+		t.Fatalf("after a bad reload: %d %s", a.status, a.raw)
+	}
+}
+
+// TestRotationUnderLoad rotates the signing key while clients keep asking
+// for tokens and a validator in the same process keeps checking them.
+func TestRotationUnderLoad(t *testing.T) {
+	k1, k2 := mustKey(t, "ES256"), mustKey(t, "EdDSA")
+	s := newServer(t, func(c *issuer.Config) { c.Keys = []issuer.KeyConfig{{Key: k1}} })
+	v, err := middleware.NewValidator(context.Background(), middleware.ValidatorConfig{Issuer: s.issuerURL(), Keys: s.iss})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var failures, done atomic.Int64
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				a := post(t, s.tokenURL(), formType, form("grant_type", "client_credentials", "client_id", "admin", "client_secret", adminSecret, "scope", scope.AdminWebAPI))
+				tok, _ := a.body["access_token"].(string)
+				if _, err := v.Validate(context.Background(), tok); a.status != 200 || err != nil {
+					failures.Add(1)
+				}
+				done.Add(1)
+			}
+		}()
+	}
+	reload := func(ks ...issuer.KeyConfig) {
+		for n := done.Load(); done.Load() < n+20; {
+			time.Sleep(time.Millisecond)
+		}
+		cfg := testConfig(s.issuerURL())
+		cfg.Keys = ks
+		if err := s.iss.Reload(cfg); err != nil {
+			t.Error(err)
+		}
+	}
+	reload(issuer.KeyConfig{Key: k1}, issuer.KeyConfig{Key: k2}) // publish the new key
+	reload(issuer.KeyConfig{Key: k2}, issuer.KeyConfig{Key: k1}) // it signs
+	reload(issuer.KeyConfig{Key: k2})                            // the old one goes
+	reload(issuer.KeyConfig{Key: k2})
+	close(stop)
+	wg.Wait()
+	if failures.Load() != 0 {
+		t.Fatalf("%d of %d requests failed during rotation", failures.Load(), done.Load())
+	}
+	// A token of the dropped key no longer validates.
+	old := newServer(t, func(c *issuer.Config) { c.Issuer = s.issuerURL(); c.Keys = []issuer.KeyConfig{{Key: k1}} })
+	a := post(t, old.tokenURL(), formType, form("grant_type", "client_credentials", "client_id", "admin", "client_secret", adminSecret, "scope", scope.AdminWebAPI))
+	if _, err := v.Validate(context.Background(), a.body["access_token"].(string)); !errors.Is(err, middleware.ErrUnknownKey) {
+		t.Fatalf("token of a dropped key: %v", err)
+	}
+}
+
+func TestEphemeralKeyIsAnnounced(t *testing.T) {
+	s := newServer(t, nil)
+	if !strings.Contains(s.logs.String(), "NO SIGNING KEY CONFIGURED") {
+		t.Fatalf("log = %s", s.logs.String())
+	}
+}
+
+func TestLoadConfig(t *testing.T) {
+	cfg, err := issuer.LoadConfig("testdata/example-config.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	iss, err := issuer.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if iss.URL() != "http://127.0.0.1:8080/ids" || len(cfg.Tenants()["demo"]) != 1 {
+		t.Errorf("loaded %v", cfg)
+	}
+	// demo-all's second hash is sha512 of another secret: both work.
+	srv := httptest.NewServer(iss)
+	defer srv.Close()
+	for _, sec := range []string{"demo-all-secret", "demo-all-secret-next"} {
+		a := post(t, srv.URL+"/ids/connect/token", formType, form("grant_type", "client_credentials", "client_id", "demo-all", "client_secret", sec, "scope", scope.ConnectWebAPI))
+		if a.status != 200 || a.body["expires_in"] != float64(1800) {
+			t.Errorf("secret %d: %d %s", len(sec), a.status, a.raw)
+		}
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	dir := t.TempDir()
+	writePEM := func(name, alg string) string {
+		k := mustKey(t, alg)
+		b, err := keys.EncodePEM(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	es := writePEM("es.pem", "ES256")
+	client := `{"clientId":"a","secretHashes":["` + secret.HashSHA256("s") + `"],"scopes":["pd_AdminWebApi"]}`
+	cases := []struct {
+		name, json, field, reason string
+	}{
+		{"unknown field", `{"issuer":"http://h/ids","clients":[],"colour":"red"}`, "(file)", `unknown field "colour"`},
+		{"missing issuer", `{"clients":[]}`, "issuer", "required"},
+		{"relative issuer", `{"issuer":"/ids","clients":[]}`, "issuer", "absolute"},
+		{"empty client ID", `{"issuer":"http://h/ids","clients":[{"clientId":"","secretHashes":["x"],"scopes":["pd_AdminWebApi"]}]}`, "clients[0].clientId", "empty"},
+		{"duplicate client ID", `{"issuer":"http://h/ids","clients":[` + client + `,` + client + `]}`, "clients[1].clientId", "duplicate"},
+		{"unknown scope", `{"issuer":"http://h/ids","clients":[{"clientId":"a","secretHashes":["` + secret.HashSHA256("s") + `"],"scopes":["pd_All"]}]}`, `clients[0] ("a").scopes[0]`, "unknown scope"},
+		{"plain-text secret", `{"issuer":"http://h/ids","clients":[{"clientId":"a","secretHashes":["hunter2"],"scopes":["pd_AdminWebApi"]}]}`, `clients[0] ("a").secretHashes[0]`, "plain-text secret is never accepted"},
+		{"bad sha256", `{"issuer":"http://h/ids","clients":[{"clientId":"a","secretHashes":["sha256:abc"],"scopes":["pd_AdminWebApi"]}]}`, `clients[0] ("a").secretHashes[0]`, "malformed"},
+		{"unreadable key", `{"issuer":"http://h/ids","keys":[{"file":"missing.pem"}],"clients":[]}`, "keys[0]", "no such file"},
+		{"RSA key under 2048 bits", `{"issuer":"http://h/ids","keys":[{"file":"` + absTestdata(t, "weak-rsa1024.pem") + `"}],"clients":[]}`, "keys[0]", "too weak"},
+		{"alg that does not fit the key", `{"issuer":"http://h/ids","keys":[{"file":"` + es + `","alg":"RS256"}],"clients":[]}`, "keys[0]", "does not fit"},
+		{"HMAC alg", `{"issuer":"http://h/ids","keys":[{"file":"` + es + `","alg":"HS256"}],"clients":[]}`, "keys[0]", "alg"},
+		{"duplicate tenant", `{"issuer":"http://h/ids","clients":[],"scimTenants":[{"tenant":"t","tokenHashes":["` + secret.HashSHA256("a") + `"]},{"tenant":"t","tokenHashes":["` + secret.HashSHA256("b") + `"]}]}`, "scimTenants[1].tenant", "duplicate"},
+		{"tenant with a plain token", `{"issuer":"http://h/ids","clients":[],"scimTenants":[{"tenant":"t","tokenHashes":["tok"]}]}`, "scimTenants[0].tokenHashes[0]", "plain-text"},
+		{"negative lifetime", `{"issuer":"http://h/ids","clients":[{"clientId":"a","secretHashes":["` + secret.HashSHA256("s") + `"],"scopes":["pd_AdminWebApi"],"accessTokenLifetime":-1}]}`, `clients[0] ("a").accessTokenLifetime`, "negative"},
+		{"wrong type", `{"issuer":"http://h/ids","clients":{}}`, "clients", "wrong type"},
+		{"bad JSON", `{"issuer":`, "(file)", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := issuer.ParseConfig([]byte(c.json), dir)
+			var ce *issuer.ConfigError
+			if !errors.As(err, &ce) {
+				t.Fatalf("err = %v, want a ConfigError", err)
+			}
+			if ce.Field != c.field || !strings.Contains(ce.Reason, c.reason) {
+				t.Fatalf("got %s: %s; want %s: ...%s...", ce.Field, ce.Reason, c.field, c.reason)
+			}
+			if strings.Contains(err.Error(), "hunter2") {
+				t.Fatal("the error echoes a plain-text secret")
+			}
+		})
+	}
+}
+
+func absTestdata(t *testing.T, name string) string {
+	p, err := filepath.Abs(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func mustKey(t *testing.T, alg string) crypto.Signer {
+	t.Helper()
+	k, err := keys.Generate(alg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k.Private
+}
+
+func mustRequest(t *testing.T, method, url string) *http.Request {
+	t.Helper()
+	req, err := http.NewRequest(method, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return req
+}
+
+func decode(t *testing.T, seg string, v any) {
+	t.Helper()
+	b, err := base64.RawURLEncoding.DecodeString(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatal(err)
+	}
+}
+
