@@ -312,6 +312,6 @@ func (c accessClaims) GetIssuedAt() (*jwt.NumericDate, error) {
 func (c accessClaims) GetNotBefore() (*jwt.NumericDate, error) {
 	return jwt.NewNumericDate(time.Unix(c.NotBefore, 0)), nil
 }
-func (c accessClaims) GetIssuer() (string, error)              { return c.Issuer, nil }
-func (c accessClaims) GetSubject() (string, error)             { return c.Subject, nil }
-func (c accessClaims) GetAudience() (jwt.ClaimStrings, error)  { return c.Audience, nil }
+func (c accessClaims) GetIssuer() (string, error)             { return c.Issuer, nil }
+func (c accessClaims) GetSubject() (string, error)            { return c.Subject, nil }
+func (c accessClaims) GetAudience() (jwt.ClaimStrings, error) { return c.Audience, nil }

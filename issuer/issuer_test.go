@@ -392,4 +392,3 @@ func decode(t *testing.T, seg string, v any) {
 		t.Fatal(err)
 	}
 }
-
