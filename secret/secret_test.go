@@ -1,0 +1,111 @@
+package secret_test
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/idsauth/idsauth/secret"
+)
+
+func TestParseAndVerify(t *testing.T) {
+	bc, err := secret.HashBcrypt("pw", 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name, hash, secret string
+		want               bool
+	}{
+		// The IdentityServer form: base64 of SHA-256 of "secret".
+		{"sha256 IdentityServer form", "sha256:K7gNU3sdo+OL0wNhqoVWhr3g6s1xYv72ol/pe/Unols=", "secret", true},
+		{"sha256 wrong", "sha256:K7gNU3sdo+OL0wNhqoVWhr3g6s1xYv72ol/pe/Unols=", "Secret", false},
+		{"sha512", "sha512:vSsar3708Jvp9Szi2NWZZ02Bqp1qRCFpbcTZPdBhnWgs5WtNZKnvCXdhztmeD2cmW192CF5bDufKRpayrW/isg==", "secret", true},
+		{"bcrypt", bc, "pw", true},
+		{"bcrypt wrong", bc, "pW", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h, err := secret.Parse(c.hash)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h.Verify(c.secret) != c.want {
+				t.Fatalf("Verify = %v", !c.want)
+			}
+			if h.String() != c.hash {
+				t.Fatalf("String = %q", h.String())
+			}
+		})
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	for s, want := range map[string]error{
+		"hunter2":            secret.ErrPlainText,
+		"md5:abc":            secret.ErrPlainText,
+		"sha256:abc":         secret.ErrMalformed,
+		"sha256:" + b(64):    secret.ErrMalformed,
+		"sha512:" + b(32):    secret.ErrMalformed,
+		"bcrypt:$2a$nothing": secret.ErrMalformed,
+	} {
+		_, err := secret.Parse(s)
+		if !errors.Is(err, want) {
+			t.Errorf("%q: err = %v, want %v", s, err, want)
+		}
+		if strings.Contains(fmt.Sprint(err), "hunter2") {
+			t.Error("error echoes the value")
+		}
+	}
+}
+
+// b returns the base64 of n zero bytes.
+func b(n int) string { return base64.StdEncoding.EncodeToString(make([]byte, n)) }
+
+func TestVerifierChecksEveryHashAndCachesSlowOnes(t *testing.T) {
+	bc, _ := secret.HashBcrypt("old-secret", 4)
+	hashes := []secret.Hash{secret.MustParse(bc), secret.MustParse(secret.HashSHA256("new-secret"))}
+	v := secret.NewVerifier(0, 2)
+	for _, s := range []string{"old-secret", "new-secret", "old-secret"} {
+		if !v.Verify(hashes, s) {
+			t.Errorf("%q refused", s)
+		}
+	}
+	if v.Verify(hashes, "other") || v.Verify(nil, "old-secret") {
+		t.Error("wrong secret or no hashes accepted")
+	}
+	var nilV *secret.Verifier
+	if !nilV.Verify(hashes, "old-secret") {
+		t.Error("nil Verifier refused a right secret")
+	}
+	// Fill past the bound: the cache stays correct.
+	for i := range 10 {
+		bi, _ := secret.HashBcrypt(fmt.Sprint("s", i), 4)
+		if !v.Verify([]secret.Hash{secret.MustParse(bi)}, fmt.Sprint("s", i)) {
+			t.Fatal("refused")
+		}
+	}
+	if !v.Verify(hashes, "old-secret") || v.Verify(hashes, "s1") {
+		t.Error("cache confused secrets after eviction")
+	}
+}
+
+func TestGenerate(t *testing.T) {
+	s1, h1 := secret.Generate()
+	s2, _ := secret.Generate()
+	if len(s1) != 43 || s1 == s2 {
+		t.Fatalf("secrets %q %q", s1, s2)
+	}
+	if !secret.MustParse(h1).Verify(s1) {
+		t.Fatal("hash does not match its secret")
+	}
+}
+
+func ExampleGenerate() {
+	plain, hash := secret.Generate()
+	// Give plain to the client once; put hash in the configuration file.
+	fmt.Println(len(plain), strings.HasPrefix(hash, "sha256:"), secret.MustParse(hash).Verify(plain))
+	// Output: 43 true true
+}
