@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -192,6 +193,19 @@ func (iss *Issuer) TokenURL() string { return iss.st.Load().issuer + "/connect/t
 // JWKSURL returns the URL of the published key set.
 func (iss *Issuer) JWKSURL() string {
 	return iss.st.Load().issuer + "/.well-known/openid-configuration/jwks"
+}
+
+// KeyIDs returns the key IDs the issuer publishes; the first one signs.
+func (iss *Issuer) KeyIDs() []string {
+	st := iss.st.Load()
+	ids := []string{st.signer.KID}
+	for kid := range st.byKID {
+		if kid != st.signer.KID {
+			ids = append(ids, kid)
+		}
+	}
+	slices.Sort(ids[1:])
+	return ids
 }
 
 // ServeHTTP serves the token endpoint, the discovery document and the

@@ -1,0 +1,129 @@
+// Command examplesvc is the reference service of idsauth: an identity
+// service and the four API families of the contract, in memory, behind
+// the library's middleware.
+//
+//	go run ./examplesvc                      serve on 127.0.0.1:8080 with the demo configuration
+//	go run ./examplesvc -config idsauth.json your own configuration (issuer format)
+//	go run ./examplesvc hash-secret          print a new secret and its hash
+//
+// SIGHUP reloads the configuration file; SIGINT and SIGTERM shut down
+// gracefully.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "hash-secret" {
+		if err := hashSecret(os.Args[2:], os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "hash-secret:", err)
+			os.Exit(2)
+		}
+		return
+	}
+	addr := flag.String("addr", "127.0.0.1:8080", "listen address, host:port")
+	configFile := flag.String("config", "", "configuration file (issuer JSON format with scimTenants); empty: the embedded demo configuration")
+	issuerURL := flag.String("issuer", "", "public issuer URL when behind a proxy; empty: http://<addr>/ids")
+	flag.Parse()
+
+	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, *addr, *configFile, *issuerURL, logger, os.Stdout); err != nil {
+		logger.Error("examplesvc stopped", "error", err)
+		os.Exit(1)
+	}
+}
+
+// run serves until ctx ends, then shuts down gracefully.
+func run(ctx context.Context, addr, configFile, issuerURL string, logger *slog.Logger, banner io.Writer) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	if issuerURL == "" {
+		issuerURL = "http://" + ln.Addr().String() + "/ids"
+	}
+	src := configSource{file: configFile, issuer: issuerURL}
+	svc, err := newService(ctx, src, logger)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	srv := &http.Server{
+		Handler:           svc.routes(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				svc.reload()
+			}
+		}
+	}()
+
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	printBanner(banner, "http://"+ln.Addr().String(), issuerURL, configFile == "")
+
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down: finishing requests in flight")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		return err
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+func printBanner(w io.Writer, base, issuerURL string, demo bool) {
+	fmt.Fprintf(w, `idsauth example service listening on %[1]s
+
+  Identity service   %[2]s/connect/token
+                     %[2]s/.well-known/openid-configuration
+  Admin API          %[1]s/webapi/api/v3/demo/Admin/Users      (pd_AdminWebApi)
+  Connect API        %[1]s/webapi/api/v3/demo/Connect/Documents (pd_ConnectWebApi)
+  Connect Session    %[1]s/webapi/api/v3/demo/Connect/Session   (pd_ConnectWebApi)
+  SCIM 2.0           %[1]s/webapi/scim-api/v1/demo/scim/Users    (tenant token)
+  Health             %[1]s/healthz
+`, base, issuerURL)
+	if demo {
+		fmt.Fprintf(w, `
+Try it (demo configuration):
+
+  TOKEN=$(curl -s -u demo-admin:demo-admin-secret -d grant_type=client_credentials -d scope=pd_AdminWebApi %[2]s/connect/token | sed 's/.*"access_token":"\([^"]*\)".*/\1/')
+  curl -s -H "Authorization: Bearer $TOKEN" '%[1]s/webapi/api/v3/demo/Admin/Users?page=1&pageSize=10'
+  curl -s -H "Authorization: Bearer demo-scim-token" %[1]s/webapi/scim-api/v1/demo/scim/Users
+`, base, issuerURL)
+	}
+}
