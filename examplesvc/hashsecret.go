@@ -48,4 +48,3 @@ func hashSecret(args []string, stdin io.Reader, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "hash:   %s\n", hash)
 	return nil
 }
-
