@@ -1,0 +1,365 @@
+// Package client is the calling side of the contract (CONTRACT.md §5): an
+// *http.Client that gets an access token by the client_credentials grant,
+// caches it, renews it shortly before it expires, and, when the service
+// rejects it early with invalid_token (a rotated key, a revoked token,
+// skewed clocks), fetches one new token and retries the call once.
+//
+//	cfg := client.Config{
+//		ClientID:     "reporting",
+//		ClientSecret: os.Getenv("REPORTING_SECRET"),
+//		BaseURL:      "https://docs.example.com",
+//		Scopes:       []string{scope.AdminWebAPI},
+//	}
+//	hc := cfg.Client(ctx)
+//	resp, err := hc.Get("https://docs.example.com/webapi/api/v3/demo/Admin/Users")
+//
+// Tokens come from golang.org/x/oauth2/clientcredentials. This package adds
+// what it leaves out: the retry on invalid_token (exactly once, never with
+// the same token), one token request for any number of concurrent callers,
+// waits bounded by each caller's context, and typed errors.
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/oauth2"
+	"golang.org/x/oauth2/clientcredentials"
+)
+
+// Config describes a client of the service.
+type Config struct {
+	// ClientID and ClientSecret are the client's registered credentials.
+	ClientID     string
+	ClientSecret string
+
+	// TokenURL is the token endpoint. Empty means BaseURL +
+	// "/ids/connect/token".
+	TokenURL string
+	// BaseURL is the service's base URL, used when TokenURL is empty.
+	BaseURL string
+
+	// Scopes to ask for, e.g. scope.AdminWebAPI.
+	Scopes []string
+
+	// AuthStyle is how credentials are sent: oauth2.AuthStyleInHeader
+	// (HTTP Basic), oauth2.AuthStyleInParams (form body), or zero to
+	// detect it on the first request.
+	AuthStyle oauth2.AuthStyle
+
+	// HTTPClient makes both the token requests and the calls. Nil means
+	// http.DefaultClient.
+	HTTPClient *http.Client
+
+	// RenewBefore is how long before its expiry a token is renewed. Zero
+	// means 30 seconds.
+	RenewBefore time.Duration
+
+	// FetchTimeout bounds one token request. Zero means 30 seconds.
+	FetchTimeout time.Duration
+}
+
+// TokenError is a failure of the token endpoint, as an OAuth 2.0 error
+// answer (RFC 6749 §5.2) or a transport error.
+type TokenError struct {
+	StatusCode  int           // HTTP status; 0 when no answer came
+	Code        string        // "invalid_client", "invalid_scope", "slow_down", ...
+	Description string        // error_description, for people
+	RetryAfter  time.Duration // from Retry-After, on 429 and 503
+	Err         error         // the underlying error
+}
+
+func (e *TokenError) Error() string {
+	if e.Code == "" {
+		return "client: token request failed: " + e.Err.Error()
+	}
+	s := "client: token request refused: " + e.Code
+	if e.Description != "" {
+		s += " (" + e.Description + ")"
+	}
+	return s
+}
+
+func (e *TokenError) Unwrap() error { return e.Err }
+
+// InvalidTokenError is returned when the service rejected a freshly
+// renewed token with invalid_token too: the problem is not an expired
+// token but the token or authentication configuration, and retrying will
+// not help. Response is the second 401, its body still readable.
+type InvalidTokenError struct {
+	Code        string // "invalid_token"
+	Description string // the service's error_description: for people, not a code
+	Response    *http.Response
+}
+
+func (e *InvalidTokenError) Error() string {
+	s := "client: the service rejected a renewed token: " + e.Code
+	if e.Description != "" {
+		s += " (" + e.Description + ")"
+	}
+	return s
+}
+
+// Client returns an HTTP client that authenticates every request. ctx
+// supplies values (not cancellation) to token requests; each call's own
+// context bounds its waits.
+//
+// A call whose token the service rejects with 401 invalid_token (in the
+// JSON body or the WWW-Authenticate challenge) is retried once with a new
+// token, if its body can be replayed (http.NewRequest sets GetBody for
+// bytes, strings and bytes.Buffer bodies); if not, the 401 comes back as
+// is. If the retry is rejected the same way, the call fails with an
+// *InvalidTokenError. Every other answer, a 401 without invalid_token and
+// a 403 included, comes back untouched.
+func (c *Config) Client(ctx context.Context) *http.Client {
+	base := c.HTTPClient
+	if base == nil {
+		base = http.DefaultClient
+	}
+	rt := base.Transport
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	out := *base
+	out.Transport = &Transport{Base: rt, tokens: c.newTokens(ctx, base)}
+	return &out
+}
+
+// Transport is the http.RoundTripper of the clients that Config.Client
+// returns.
+type Transport struct {
+	Base   http.RoundTripper
+	tokens *tokens
+}
+
+// RoundTrip sends req with a bearer token and retries once on
+// invalid_token, as Config.Client describes.
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	tok, err := t.tokens.get(req.Context())
+	if err != nil {
+		closeBody(req)
+		return nil, err
+	}
+	resp, err := t.send(req, tok, req.Body)
+	if err != nil || !rejected(resp) {
+		return resp, err
+	}
+	if req.Body != nil && req.Body != http.NoBody && req.GetBody == nil {
+		return resp, nil // cannot replay the body: the 401 as it is
+	}
+	t.tokens.drop(tok)
+	fresh, err := t.tokens.get(req.Context())
+	if err != nil {
+		resp.Body.Close()
+		return nil, err
+	}
+	if fresh == tok {
+		return resp, nil // never the same token twice
+	}
+	var body io.ReadCloser
+	if req.GetBody != nil {
+		if body, err = req.GetBody(); err != nil {
+			resp.Body.Close()
+			return nil, err
+		}
+	}
+	resp.Body.Close()
+	resp, err = t.send(req, fresh, body)
+	if err != nil || !rejected(resp) {
+		return resp, err
+	}
+	e := &InvalidTokenError{Code: "invalid_token", Response: resp}
+	e.Description = tokenErrorDescription(resp)
+	return nil, e
+}
+
+func (t *Transport) send(req *http.Request, token string, body io.ReadCloser) (*http.Response, error) {
+	r := req.Clone(req.Context())
+	r.Body = body
+	r.Header.Set("Authorization", "Bearer "+token)
+	return t.Base.RoundTrip(r)
+}
+
+func closeBody(req *http.Request) {
+	if req.Body != nil {
+		req.Body.Close()
+	}
+}
+
+// maxErrorBody bounds what is read of a 401 body to look for
+// invalid_token.
+const maxErrorBody = 64 << 10
+
+// rejected reports whether resp is a 401 invalid_token. It buffers the
+// body, so the caller can still read it.
+func rejected(resp *http.Response) bool {
+	if resp.StatusCode != http.StatusUnauthorized {
+		return false
+	}
+	for _, v := range resp.Header.Values("WWW-Authenticate") {
+		if strings.Contains(v, `error="invalid_token"`) {
+			bufferBody(resp)
+			return true
+		}
+	}
+	return bodyError(bufferBody(resp)).Code == "invalid_token"
+}
+
+func bufferBody(resp *http.Response) []byte {
+	if b, ok := resp.Body.(*bufferedBody); ok {
+		return b.data
+	}
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	resp.Body.Close()
+	resp.Body = &bufferedBody{Reader: bytes.NewReader(data), data: data}
+	return data
+}
+
+type bufferedBody struct {
+	*bytes.Reader
+	data []byte
+}
+
+func (*bufferedBody) Close() error { return nil }
+
+type oauthError struct {
+	Code        string `json:"error"`
+	Description string `json:"error_description"`
+}
+
+func bodyError(b []byte) oauthError {
+	var e oauthError
+	_ = json.Unmarshal(b, &e)
+	return e
+}
+
+func tokenErrorDescription(resp *http.Response) string {
+	return bodyError(bufferBody(resp)).Description
+}
+
+// tokens caches one token and fetches a new one at most once at a time.
+type tokens struct {
+	cc          clientcredentials.Config
+	ctx         context.Context // values for token requests, never cancelled
+	renewBefore time.Duration
+	timeout     time.Duration
+
+	mu       sync.Mutex
+	token    *oauth2.Token
+	failure  error     // the last fetch's error, returned until retryAt
+	retryAt  time.Time // no new fetch before this
+	inflight *fetch
+}
+
+type fetch struct {
+	done  chan struct{}
+	token *oauth2.Token
+	err   error
+}
+
+func (c *Config) newTokens(ctx context.Context, hc *http.Client) *tokens {
+	tokenURL := c.TokenURL
+	if tokenURL == "" {
+		tokenURL = strings.TrimSuffix(c.BaseURL, "/") + "/ids/connect/token"
+	}
+	t := &tokens{
+		cc: clientcredentials.Config{
+			ClientID: c.ClientID, ClientSecret: c.ClientSecret, TokenURL: tokenURL,
+			Scopes: c.Scopes, AuthStyle: c.AuthStyle,
+		},
+		ctx:         context.WithValue(context.WithoutCancel(ctx), oauth2.HTTPClient, hc),
+		renewBefore: c.RenewBefore,
+		timeout:     c.FetchTimeout,
+	}
+	if t.renewBefore == 0 {
+		t.renewBefore = 30 * time.Second
+	}
+	if t.timeout == 0 {
+		t.timeout = 30 * time.Second
+	}
+	return t
+}
+
+// get returns a token that is not about to expire, waiting for a fetch no
+// longer than ctx allows.
+func (t *tokens) get(ctx context.Context) (string, error) {
+	t.mu.Lock()
+	now := time.Now()
+	if tok := t.token; tok != nil && (tok.Expiry.IsZero() || now.Add(t.renewBefore).Before(tok.Expiry)) {
+		t.mu.Unlock()
+		return tok.AccessToken, nil
+	}
+	if t.failure != nil && now.Before(t.retryAt) {
+		err := t.failure
+		t.mu.Unlock()
+		return "", err
+	}
+	f := t.inflight
+	if f == nil {
+		f = &fetch{done: make(chan struct{})}
+		t.inflight = f
+		go t.fetch(f)
+	}
+	t.mu.Unlock()
+	select {
+	case <-f.done:
+		if f.err != nil {
+			return "", f.err
+		}
+		return f.token.AccessToken, nil
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
+// fetch asks the token endpoint once. A failure is remembered for its
+// Retry-After, or a second, so that callers do not storm the endpoint.
+func (t *tokens) fetch(f *fetch) {
+	ctx, cancel := context.WithTimeout(t.ctx, t.timeout)
+	defer cancel()
+	tok, err := t.cc.Token(ctx)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.inflight = nil
+	if err != nil {
+		te := tokenError(err)
+		t.failure, t.retryAt = te, time.Now().Add(max(te.RetryAfter, time.Second))
+		f.err = te
+	} else {
+		t.token, t.failure = tok, nil
+		f.token = tok
+	}
+	close(f.done)
+}
+
+// drop forgets token if it is still the cached one.
+func (t *tokens) drop(token string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.token != nil && t.token.AccessToken == token {
+		t.token = nil
+	}
+}
+
+func tokenError(err error) *TokenError {
+	te := &TokenError{Err: err}
+	var re *oauth2.RetrieveError
+	if errors.As(err, &re) {
+		te.Code, te.Description = re.ErrorCode, re.ErrorDescription
+		if re.Response != nil {
+			te.StatusCode = re.Response.StatusCode
+			if s, perr := strconv.Atoi(re.Response.Header.Get("Retry-After")); perr == nil && s > 0 {
+				te.RetryAfter = time.Duration(s) * time.Second
+			}
+		}
+	}
+	return te
+}

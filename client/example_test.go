@@ -1,0 +1,73 @@
+package client_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+
+	"github.com/justinas/alice"
+
+	"github.com/idsauth/idsauth/client"
+	"github.com/idsauth/idsauth/issuer"
+	"github.com/idsauth/idsauth/middleware"
+	"github.com/idsauth/idsauth/scope"
+	"github.com/idsauth/idsauth/secret"
+)
+
+// Call the Admin API. Against the example service (go run ./examplesvc)
+// the configuration is
+//
+//	client.Config{ClientID: "demo-admin", ClientSecret: "demo-admin-secret",
+//		BaseURL: "http://127.0.0.1:8080", Scopes: []string{scope.AdminWebAPI}}
+//
+// Here the same routes run in process so the example runs anywhere.
+func ExampleConfig_Client() {
+	base := startExampleService()
+	defer base.Close()
+
+	cfg := client.Config{
+		ClientID:     "demo-admin",
+		ClientSecret: "demo-admin-secret",
+		BaseURL:      base.URL,
+		Scopes:       []string{scope.AdminWebAPI},
+	}
+	hc := cfg.Client(context.Background())
+	resp, err := hc.Get(base.URL + "/webapi/api/v3/demo/Admin/Users?page=1&pageSize=10")
+	if err != nil {
+		log.Fatal(err) // a *client.TokenError or *client.InvalidTokenError, with errors.As
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	fmt.Println(resp.StatusCode, string(body))
+	// Output: 200 {"data":[],"pagingDetails":{"page":1,"pageSize":10,"totalPages":0,"totalCount":0}}
+}
+
+// startExampleService mounts an issuer with the demo-admin client and an
+// Admin route, as examplesvc does.
+func startExampleService() *httptest.Server {
+	mux := http.NewServeMux()
+	srv := httptest.NewServer(mux)
+	iss, err := issuer.New(&issuer.Config{
+		Issuer: srv.URL + "/ids",
+		Clients: []issuer.ClientConfig{{
+			ClientID: "demo-admin", SecretHashes: []string{secret.HashSHA256("demo-admin-secret")}, Scopes: []string{scope.AdminWebAPI},
+		}},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	v, err := middleware.NewValidator(context.Background(), middleware.ValidatorConfig{Issuer: iss.URL(), Keys: iss})
+	if err != nil {
+		log.Fatal(err)
+	}
+	mux.Handle("/ids/", iss)
+	mux.Handle("GET /webapi/api/v3/{datasourceId}/Admin/Users",
+		alice.New(middleware.RequireBearer(v), middleware.RequireScope(scope.AdminWebAPI)).ThenFunc(
+			func(w http.ResponseWriter, r *http.Request) {
+				fmt.Fprint(w, `{"data":[],"pagingDetails":{"page":1,"pageSize":10,"totalPages":0,"totalCount":0}}`)
+			}))
+	return srv
+}
