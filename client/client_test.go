@@ -28,12 +28,11 @@ import (
 // world is an identity service and an Admin API on loopback, with the
 // number of token requests and API calls counted.
 type world struct {
-	ids, api    *httptest.Server
-	iss         *issuer.Issuer
-	tokenCalls  atomic.Int64
-	apiCalls    atomic.Int64
-	cfg         *issuer.Config
-	validatorOf func(*issuer.Issuer) middleware.ValidatorConfig
+	ids, api   *httptest.Server
+	iss        *issuer.Issuer
+	tokenCalls atomic.Int64
+	apiCalls   atomic.Int64
+	cfg        *issuer.Config
 }
 
 func newWorld(t *testing.T, lifetime int, validator func(iss *issuer.Issuer) middleware.ValidatorConfig) *world {
