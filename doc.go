@@ -1,0 +1,40 @@
+// Package idsauth lets a Go web service adopt, and serve, the
+// authentication contract of a document-generation and administration
+// service: an identity service (IdS) at /ids that issues OAuth 2.0 access
+// tokens by the client_credentials grant, and four API families that
+// check them.
+//
+//	API family            path                                      needs
+//	Admin API             /webapi/api/v3/{datasourceId}/Admin/...   scope pd_AdminWebApi
+//	Connect API           /webapi/api/v3/{datasourceId}/Connect/... scope pd_ConnectWebApi
+//	Connect Session API   .../Connect/Session...                    scope pd_ConnectWebApi
+//	SCIM 2.0              /webapi/scim-api/v1/{tenant}/scim/...     a per-tenant token
+//
+// The packages:
+//
+//   - scope: the two scope names, the API family each grants, and parsing
+//     of the scope claim.
+//   - middleware: RequireBearer, RequireScope and SCIMAuth, each a
+//     func(http.Handler) http.Handler, on a Validator that checks JWTs
+//     against the issuer's JWKS (or its keys in process).
+//   - issuer: the token issuer, an http.Handler to mount at /ids/, with its
+//     configuration file, JWKS, discovery and key rotation by reload.
+//   - scimerr: SCIM error bodies (RFC 7644 §3.12).
+//   - secret: hashed client secrets and SCIM tokens.
+//   - client: the calling side, an *http.Client that gets, caches and
+//     renews tokens and retries once on invalid_token.
+//
+// The command examplesvc wires all of it; "go run ./examplesvc" starts it.
+// A service that validates tokens from an identity service elsewhere needs
+// only this:
+//
+//	v, err := middleware.NewValidator(ctx, middleware.ValidatorConfig{Issuer: "https://host/ids"})
+//	if err != nil {
+//		log.Fatal(err)
+//	}
+//	admin := alice.New(middleware.RequireBearer(v), middleware.RequireScope(scope.AdminWebAPI))
+//	mux.Handle("GET /webapi/api/v3/{datasourceId}/Admin/Users", admin.ThenFunc(listUsers))
+//
+// CONTRACT.md settles every status, header and body; each package's
+// documentation names the section it implements.
+package idsauth
