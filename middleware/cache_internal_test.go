@@ -1,0 +1,44 @@
+package middleware
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+func TestTokenCacheBound(t *testing.T) {
+	const size = 100
+	c := newTokenCache(size, time.Hour)
+	now := time.Now()
+	claims := &Claims{}
+	for i := range 100_000 {
+		c.put(fmt.Sprint("token-", i), claims, now, now.Add(time.Hour), 1)
+	}
+	// Each of the 16 shards holds at most ceil(100/16) = 7.
+	if n := c.len(); n > 16*7 || n < size/2 {
+		t.Fatalf("%d entries after a flood, bound %d", n, 16*7)
+	}
+	// Expired entries go first: fill every shard (16 each) with entries
+	// that expire, then add 16 live ones; none may be evicted.
+	c = newTokenCache(16*16, time.Hour)
+	for i := range 16 * 16 * 8 {
+		c.put(fmt.Sprint("old-", i), claims, now, now.Add(time.Second), 1)
+	}
+	later := now.Add(time.Minute)
+	for i := range 16 {
+		c.put(fmt.Sprint("new-", i), claims, later, later.Add(time.Hour), 1)
+	}
+	for i := range 16 {
+		if _, ok := c.get(fmt.Sprint("new-", i), later, 1); !ok {
+			t.Fatalf("a live entry was evicted while expired ones remained")
+		}
+	}
+	if _, ok := c.get("new-1", later, 2); ok {
+		t.Fatal("hit under another key set version")
+	}
+	n := c.len()
+	c.put(string(make([]byte, maxCachedToken+1)), claims, now, later, 1)
+	if c.len() != n {
+		t.Fatal("an oversized token was cached")
+	}
+}
