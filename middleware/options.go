@@ -83,7 +83,21 @@ func ClaimsFrom(ctx context.Context) (*Claims, bool) {
 }
 
 func withState(r *http.Request, c *Claims, o *options) *http.Request {
-	return r.WithContext(context.WithValue(r.Context(), stateKey{}, &state{claims: c, opts: o}))
+	return r.WithContext(&stateCtx{Context: r.Context(), st: state{claims: c, opts: o}})
+}
+
+// stateCtx carries the state in one allocation, where context.WithValue
+// and a *state would take two: this is on every request's path.
+type stateCtx struct {
+	context.Context
+	st state
+}
+
+func (c *stateCtx) Value(key any) any {
+	if _, ok := key.(stateKey); ok {
+		return &c.st
+	}
+	return c.Context.Value(key)
 }
 
 // logReason is the text of a rejection reason fit for a log line: ours as
