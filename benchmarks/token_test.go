@@ -2,6 +2,7 @@ package benchmarks
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -33,9 +34,13 @@ var tokenForm = "grant_type=client_credentials&client_id=" + clientID + "&client
 
 // runToken posts tokenForm to h b.N times and checks for a 200.
 func runToken(b *testing.B, h http.Handler) {
+	// One request, its body renewed each time: the endpoint is measured,
+	// not the parsing of a request line.
+	req := httptest.NewRequest(http.MethodPost, "http://127.0.0.1/ids/connect/token", nil)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.ContentLength = int64(len(tokenForm))
 	post := func() *httptest.ResponseRecorder {
-		req := httptest.NewRequest(http.MethodPost, "http://127.0.0.1/ids/connect/token", strings.NewReader(tokenForm))
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Body = io.NopCloser(strings.NewReader(tokenForm))
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
 		return rec

@@ -2,14 +2,19 @@ package middleware_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"golang.org/x/time/rate"
 
 	"github.com/idsauth/idsauth/internal/jwktest"
+	"github.com/idsauth/idsauth/internal/keys"
 	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/scope"
 )
@@ -200,5 +205,45 @@ func TestValidatorAlgorithmAllowList(t *testing.T) {
 	tok := jwktest.Sign(t, k, nil, jwktest.Claims(jwks.Issuer(), scope.AdminWebAPI, time.Hour))
 	if _, err := v.Validate(context.Background(), tok); !errors.Is(err, middleware.ErrAlgorithm) {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestValidatorSlowJWKSNeverHoldsARequest: a token with an unknown kid
+// triggers a JWKS fetch; when that fetch hangs, the request still ends
+// when its context does.
+func TestValidatorSlowJWKSNeverHoldsARequest(t *testing.T) {
+	k := jwktest.NewKey(t, "ES256")
+	release := make(chan struct{})
+	var slow atomic.Bool
+	mux := http.NewServeMux()
+	var srv *httptest.Server
+	mux.HandleFunc("/jwks", func(w http.ResponseWriter, r *http.Request) {
+		if slow.Load() {
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+			return
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"keys": []keys.JWK{k.PublicJWK()}})
+	})
+	srv = httptest.NewServer(mux)
+	defer srv.Close()
+	defer close(release)
+	v := newValidator(t, middleware.ValidatorConfig{Issuer: "https://ids.example/ids", JWKSURL: srv.URL + "/jwks", RefreshUnknownKID: rate.NewLimiter(rate.Inf, 1)})
+	slow.Store(true)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	tok := jwktest.Sign(t, jwktest.NewKey(t, "ES256"), nil, jwktest.Claims("https://ids.example/ids", scope.AdminWebAPI, time.Hour))
+	if _, err := v.Validate(ctx, tok); !errors.Is(err, middleware.ErrUnknownKey) {
+		t.Fatalf("err = %v", err)
+	}
+	if ctx.Err() == nil {
+		t.Fatal("Validate returned before the context ended: the fetch did not hang as the test meant")
+	}
+	// Known keys keep working while the JWKS hangs.
+	good := jwktest.Sign(t, k, nil, jwktest.Claims("https://ids.example/ids", scope.AdminWebAPI, time.Hour))
+	if _, err := v.Validate(context.Background(), good); err != nil {
+		t.Fatal(err)
 	}
 }

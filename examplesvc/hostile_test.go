@@ -1,0 +1,326 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/idsauth/idsauth/internal/jwktest"
+	"github.com/idsauth/idsauth/internal/keys"
+	"github.com/idsauth/idsauth/scope"
+)
+
+// inProcess is the example service's handler on a loopback server, with
+// its key known to the test and its log captured at debug level.
+type inProcess struct {
+	*httptest.Server
+	key  *keys.Key
+	logs *lockedBuffer
+}
+
+func (s *inProcess) issuer() string { return s.URL + "/ids" }
+
+func newInProcess(t *testing.T) *inProcess {
+	t.Helper()
+	dir := t.TempDir()
+	k := jwktest.NewKey(t, "ES256")
+	writeConfig(t, dir, writeKey(t, dir, "k.pem", k))
+	var h http.Handler
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) }))
+	t.Cleanup(srv.Close)
+	logs := &lockedBuffer{}
+	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	svc, err := newService(ctx, configSource{file: filepath.Join(dir, "config.json"), issuer: srv.URL + "/ids"}, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h = svc.routes()
+	return &inProcess{Server: srv, key: k, logs: logs}
+}
+
+// expectation is the answer's shape, from CONTRACT.md.
+type expectation struct {
+	status int
+	kind   string // challenge, invalid_token, invalid_request, insufficient_scope, scim, oauth, problem, ok
+	code   string // the OAuth error code, for kind oauth
+	desc   string // error_description, when it is pinned
+}
+
+var (
+	okWant        = expectation{status: 200, kind: "ok"}
+	challengeWant = expectation{status: 401, kind: "challenge"}
+	scimWant      = expectation{status: 401, kind: "scim"}
+)
+
+func invalid(desc string) expectation {
+	return expectation{status: 401, kind: "invalid_token", desc: desc}
+}
+
+func oauthErr(status int, code string) expectation {
+	return expectation{status: status, kind: "oauth", code: code}
+}
+
+func (e expectation) check(t *testing.T, r reply) {
+	t.Helper()
+	if r.status != e.status {
+		t.Fatalf("status = %d, want %d; body %q; WWW-Authenticate %q", r.status, e.status, r.body, r.header.Get("WWW-Authenticate"))
+	}
+	var m map[string]any
+	isJSON := json.Unmarshal([]byte(r.body), &m) == nil
+	challenge := r.header.Get("WWW-Authenticate")
+	switch e.kind {
+	case "ok":
+	case "challenge":
+		if challenge != `Bearer realm="idsauth"` || isJSON {
+			t.Fatalf("want a bare challenge, got %q and body %q", challenge, r.body)
+		}
+	case "invalid_token", "invalid_request", "insufficient_scope":
+		if !isJSON || m["error"] != e.kind || r.header.Get("Content-Type") != "application/json" {
+			t.Fatalf("body %q", r.body)
+		}
+		if e.desc != "" && m["error_description"] != e.desc {
+			t.Fatalf("error_description = %q, want %q", m["error_description"], e.desc)
+		}
+		if !strings.HasPrefix(challenge, `Bearer realm="idsauth", error="`+e.kind+`"`) {
+			t.Fatalf("WWW-Authenticate = %q", challenge)
+		}
+		if r.header.Get("Cache-Control") != "no-store" {
+			t.Fatal("no Cache-Control: no-store")
+		}
+	case "scim":
+		if !isJSON || m["status"] != strconv.Itoa(e.status) || r.header.Get("Content-Type") != "application/scim+json" {
+			t.Fatalf("want a SCIM %d error, got %q", e.status, r.body)
+		}
+		if e.status == 401 && challenge != `Bearer realm="scim"` {
+			t.Fatalf("WWW-Authenticate = %q", challenge)
+		}
+	case "oauth":
+		if !isJSON || m["error"] != e.code || r.header.Get("Cache-Control") != "no-store" || r.header.Get("Pragma") != "no-cache" {
+			t.Fatalf("want OAuth error %q, got %q", e.code, r.body)
+		}
+	case "problem":
+		if r.header.Get("Content-Type") != "application/problem+json" {
+			t.Fatalf("want a problem body, got %q", r.body)
+		}
+	default:
+		t.Fatalf("unknown kind %q", e.kind)
+	}
+}
+
+// TestHostileInput sends attacks at the example service over real HTTP and
+// checks each answer against CONTRACT.md; none may be a 5xx or echo a
+// token or a secret, and the debug log of the whole run holds neither.
+func TestHostileInput(t *testing.T) {
+	s := newInProcess(t)
+	k := s.key
+	attacker := jwktest.NewKey(t, "ES256")
+	var fetched atomic.Int64
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fetched.Add(1) }))
+	defer elsewhere.Close()
+
+	claims := jwktest.Claims(s.issuer(), scope.AdminWebAPI, time.Hour)
+	sign := func(header map[string]any, c map[string]any) string { return jwktest.Sign(t, k, header, c) }
+	seg := jwktest.Segment
+	valid := sign(nil, claims)
+	parts := strings.Split(valid, ".")
+	hs256 := func(keyBytes []byte) string {
+		in := seg(map[string]any{"alg": "HS256", "typ": "at+jwt", "kid": k.KID}) + "." + seg(claims)
+		mac := hmac.New(sha256.New, keyBytes)
+		mac.Write([]byte(in))
+		return in + "." + base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
+	}
+	der, _ := x509.MarshalPKIXPublicKey(k.Public())
+	pemBytes := pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
+	rawPayload := func(payload string) string {
+		// A payload written by hand, signed with the service's key.
+		h := seg(map[string]any{"alg": "ES256", "typ": "at+jwt", "kid": k.KID})
+		return signRaw(t, k, h, base64.RawURLEncoding.EncodeToString([]byte(payload)))
+	}
+	now := time.Now().Unix()
+	base := `"iss":"` + s.issuer() + `","sub":"c","client_id":"c","iat":` + itoa(now) + `,"nbf":` + itoa(now)
+
+	api := s.URL + "/webapi/api/v3/demo"
+	admin := api + "/Admin/Users"
+	scimUsers := s.URL + "/webapi/scim-api/v1/acme/scim/Users"
+	tokenURL := s.URL + "/ids/connect/token"
+	bearer := func(tok string) []string { return []string{"Authorization", "Bearer " + tok} }
+	formPost := func(body string, extra ...string) func() *http.Request {
+		return func() *http.Request {
+			r, _ := http.NewRequest("POST", tokenURL, strings.NewReader(body))
+			r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			for i := 0; i+1 < len(extra); i += 2 {
+				r.Header.Add(extra[i], extra[i+1])
+			}
+			return r
+		}
+	}
+	get := func(u string, header ...string) func() *http.Request {
+		return func() *http.Request {
+			r, _ := http.NewRequest("GET", u, nil)
+			for i := 0; i+1 < len(header); i += 2 {
+				r.Header.Add(header[i], header[i+1])
+			}
+			return r
+		}
+	}
+	good := url.Values{"grant_type": {"client_credentials"}, "client_id": {"admin"}, "client_secret": {"admin-secret"}, "scope": {scope.AdminWebAPI}}
+
+	cases := []struct {
+		name  string
+		req   func() *http.Request
+		want  expectation
+		token string // must not be echoed
+	}{
+		{"baseline: a valid token", get(admin, bearer(valid)...), okWant, ""},
+		{"alg none, empty signature", get(admin, bearer(seg(map[string]any{"alg": "none", "typ": "at+jwt"})+"."+parts[1]+".")...), invalid("token signing algorithm not allowed"), ""},
+		{"alg none with a signature", get(admin, bearer(seg(map[string]any{"alg": "none"})+"."+parts[1]+"."+parts[2])...), invalid("token signing algorithm not allowed"), ""},
+		{"alg NONE", get(admin, bearer(seg(map[string]any{"alg": "NONE"})+"."+parts[1]+".")...), invalid("token signing algorithm not allowed"), ""},
+		{"HS256 keyed with the public key PEM", get(admin, bearer(hs256(pemBytes))...), invalid("token signing algorithm not allowed"), ""},
+		{"HS256 keyed with the public key DER", get(admin, bearer(hs256(der))...), invalid("token signing algorithm not allowed"), ""},
+		{"alg unknown", get(admin, bearer(seg(map[string]any{"alg": "XS999", "kid": k.KID})+"."+parts[1]+"."+parts[2])...), invalid("token signing algorithm not allowed"), ""},
+		{"kid path traversal", get(admin, bearer(sign(map[string]any{"kid": "../../../../etc/passwd"}, claims))...), invalid("unknown signing key"), ""},
+		{"kid SQL", get(admin, bearer(sign(map[string]any{"kid": "' OR '1'='1' --"}, claims))...), invalid("unknown signing key"), ""},
+		{"kid of 10 KB", get(admin, bearer(sign(map[string]any{"kid": strings.Repeat("k", 10<<10)}, claims))...), invalid("unknown signing key"), ""},
+		{"kid as a number", get(admin, bearer(sign(map[string]any{"kid": 7}, claims))...), invalid("token is malformed"), ""},
+		{"jku pointing elsewhere", get(admin, bearer(jwktest.Sign(t, attacker, map[string]any{"jku": elsewhere.URL}, claims))...), invalid("unknown signing key"), ""},
+		{"x5u pointing elsewhere", get(admin, bearer(jwktest.Sign(t, attacker, map[string]any{"x5u": elsewhere.URL}, claims))...), invalid("unknown signing key"), ""},
+		{"embedded jwk of the attacker, no kid", get(admin, bearer(jwktest.Sign(t, attacker, map[string]any{"jwk": attacker.PublicJWK(), "kid": nil}, claims))...), invalid("unknown signing key"), ""},
+		{"our kid, attacker's signature", get(admin, bearer(jwktest.Sign(t, attacker, map[string]any{"kid": k.KID}, claims))...), invalid("signature invalid"), ""},
+		{"crit header", get(admin, bearer(sign(map[string]any{"crit": []string{"b64"}, "b64": false}, claims))...), invalid("token has critical header parameters that are not supported"), ""},
+		{"nested JWS", get(admin, bearer(rawPayload(valid))...), invalid("token is malformed"), ""},
+		{"JWE compact form", get(admin, bearer(seg(map[string]any{"alg": "RSA-OAEP", "enc": "A256GCM"})+".a.b.c.d")...), invalid("token is malformed"), ""},
+		{"4 segments", get(admin, bearer(valid+".x")...), invalid("token is malformed"), ""},
+		{"6 segments", get(admin, bearer(valid+".x.y.z")...), invalid("token is malformed"), ""},
+		{"non-base64url characters", get(admin, bearer(strings.ReplaceAll(valid, "-", "+")+"+/")...), invalid(""), ""},
+		{"base64 padding", get(admin, bearer(parts[0]+"=."+parts[1]+"."+parts[2])...), invalid("token is malformed"), ""},
+		{"huge numeric exp", get(admin, bearer(rawPayload(`{`+base+`,"exp":1e300,"scope":"pd_AdminWebApi"}`))...), invalid(""), ""},
+		{"exp as a string", get(admin, bearer(rawPayload(`{`+base+`,"exp":"tomorrow","scope":"pd_AdminWebApi"}`))...), invalid("token is malformed"), ""},
+		{"exp missing", get(admin, bearer(sign(nil, jwktest.With(claims, "exp", nil)))...), invalid("token lacks a required claim"), ""},
+		{"exp far in the future, signed by the issuer", get(admin, bearer(sign(nil, jwktest.With(claims, "exp", time.Now().AddDate(900, 0, 0).Unix())))...), okWant, ""},
+		{"negative nbf", get(admin, bearer(sign(nil, jwktest.With(claims, "nbf", -1000)))...), okWant, ""},
+		{"aud as an object", get(admin, bearer(sign(nil, jwktest.With(claims, "aud", map[string]any{"a": 1})))...), invalid("token is malformed"), ""},
+		{"scope as a number", get(admin, bearer(sign(nil, jwktest.With(claims, "scope", 1)))...), invalid("token scope claim is neither a string nor an array of strings"), ""},
+		{"scope array with a number", get(admin, bearer(sign(nil, jwktest.With(claims, "scope", []any{"pd_AdminWebApi", 1})))...), invalid("token scope claim is neither a string nor an array of strings"), ""},
+		{"duplicate scope keys: the last one counts", get(admin, bearer(rawPayload(`{`+base+`,"exp":`+itoa(now+3600)+`,"scope":"pd_AdminWebApi","scope":"pd_ConnectWebApi"}`))...), expectation{status: 403, kind: "insufficient_scope"}, ""},
+		{"another issuer, signed by our key", get(admin, bearer(sign(nil, jwktest.With(claims, "iss", "https://evil.example/ids")))...), invalid("token issuer not accepted"), ""},
+		{"typ id_token", get(admin, bearer(sign(map[string]any{"typ": "id+jwt"}, claims))...), invalid("token type is not an access token"), ""},
+		{"admin token at the Connect API", get(api+"/Connect/Session/x", bearer(valid)...), expectation{status: 403, kind: "insufficient_scope"}, ""},
+		{"valid token replayed at SCIM", get(scimUsers, bearer(valid)...), scimWant, valid},
+		{"token in the query only", get(admin + "?access_token=" + valid), challengeWant, valid},
+		{"bearer in lower case", get(admin, "Authorization", "bearer "+valid), okWant, ""},
+		{"two Authorization headers", get(admin, "Authorization", "Bearer "+valid, "Authorization", "Bearer "+valid), expectation{status: 400, kind: "invalid_request"}, valid},
+		{"a tab inside the token", get(admin, "Authorization", "Bearer "+parts[0]+"\t"+parts[1]), expectation{status: 400, kind: "invalid_request"}, ""},
+		{"10 KB of garbage", get(admin, bearer(strings.Repeat("%", 10<<10))...), invalid("token is malformed"), ""},
+		{"non-UTF-8 bytes in the token", get(admin, bearer("\xff\xfe.\xc3\x28.\x80")...), invalid("token is malformed"), ""},
+		{"quotes and backslashes in the token", get(admin, bearer(`a"b\c".x.y`)...), invalid("token is malformed"), `a"b\c"`},
+		{"scheme Basic", get(admin, "Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte("admin:admin-secret"))), challengeWant, ""},
+		{"token endpoint: scope escalation", formPost(withForm(good, "scope", scope.ConnectWebAPI)), oauthErr(400, "invalid_scope"), ""},
+		{"token endpoint: scope escalation beside an allowed scope", formPost(withForm(good, "scope", scope.AdminWebAPI+" "+scope.ConnectWebAPI)), oauthErr(400, "invalid_scope"), ""},
+		{"token endpoint: duplicate parameters", formPost(good.Encode() + "&client_id=connect"), oauthErr(400, "invalid_request"), ""},
+		{"token endpoint: client_id in Basic and body", formPost(good.Encode(), "Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte("admin:admin-secret"))), oauthErr(400, "invalid_request"), ""},
+		{"token endpoint: 1 MB form body", formPost(good.Encode() + "&pad=" + strings.Repeat("x", 1<<20)), oauthErr(400, "invalid_request"), ""},
+		{"token endpoint: non-UTF-8 client_id", formPost(withForm(good, "client_id", "\xff\xfeadmin")), oauthErr(401, "invalid_client"), ""},
+		{"token endpoint: CR, LF and quotes in the secret", formPost(withForm(good, "client_secret", "x\r\nSet-Cookie: a=b\"")), oauthErr(401, "invalid_client"), ""},
+		{"token endpoint: malformed Basic", formPost(withForm(url.Values{"grant_type": {"client_credentials"}, "scope": {scope.AdminWebAPI}}), "Authorization", "Basic !!!"), oauthErr(401, "invalid_client"), ""},
+		{"token endpoint: password grant", formPost(withForm(good, "grant_type", "password")), oauthErr(400, "unsupported_grant_type"), ""},
+		{"token endpoint: JSON body", func() *http.Request {
+			r, _ := http.NewRequest("POST", tokenURL, strings.NewReader(`{"grant_type":"client_credentials"}`))
+			r.Header.Set("Content-Type", "application/json")
+			return r
+		}, oauthErr(400, "invalid_request"), ""},
+		{"token endpoint: GET", get(tokenURL + "?" + good.Encode()), oauthErr(405, "invalid_request"), ""},
+		{"SCIM: another tenant's token", get(s.URL+"/webapi/scim-api/v1/other/scim/Users", "Authorization", "Bearer acme-scim-token"), scimWant, "acme-scim-token"},
+		{"SCIM: filter injection", get(scimUsers+"?filter="+url.QueryEscape(`userName eq "x" or 1 eq 1`), "Authorization", "Bearer acme-scim-token"), expectation{status: 400, kind: "scim"}, ""},
+		{"Admin: negative pageSize", get(admin+"?pageSize=-1", bearer(valid)...), expectation{status: 400, kind: "problem"}, ""},
+		{"Admin: page beyond int64", get(admin+"?page=99999999999999999999", bearer(valid)...), expectation{status: 400, kind: "problem"}, ""},
+	}
+	if len(cases) < 40 {
+		t.Fatalf("only %d cases", len(cases))
+	}
+	secrets := []string{"admin-secret", "connect-secret", "acme-scim-token"}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			req := c.req()
+			sentToken := strings.TrimPrefix(req.Header.Get("Authorization"), "Bearer ")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			r := reply{resp.StatusCode, resp.Header, string(b)}
+			if r.status >= 500 {
+				t.Fatalf("a %d", r.status)
+			}
+			c.want.check(t, r)
+			var headers bytes.Buffer
+			_ = resp.Header.Write(&headers)
+			everything := r.body + headers.String()
+			for _, tok := range []string{c.token, sentToken} {
+				if len(tok) >= 12 && r.status != 200 && strings.Contains(everything, tok[len(tok)-12:]) {
+					t.Fatalf("the answer echoes the token")
+				}
+			}
+			for _, sec := range secrets {
+				if strings.Contains(everything, sec) {
+					t.Fatalf("the answer echoes %q", sec)
+				}
+			}
+		})
+	}
+	if n := fetched.Load(); n != 0 {
+		t.Fatalf("a jku/x5u URL was fetched %d times", n)
+	}
+	logs := s.logs.String()
+	if strings.Count(logs, "request rejected") < 30 {
+		t.Fatalf("the log saw too little to be checked:\n%s", logs)
+	}
+	for _, sec := range append(secrets, parts[2], attacker.KID) {
+		if strings.Contains(logs, sec) {
+			t.Fatalf("the debug log holds %q", sec)
+		}
+	}
+}
+
+func withForm(v url.Values, kv ...string) string {
+	out := url.Values{}
+	for k, vs := range v {
+		out[k] = append([]string(nil), vs...)
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		out.Set(kv[i], kv[i+1])
+	}
+	return out.Encode()
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// signRaw signs the given header and payload segments with k.
+func signRaw(t *testing.T, k *keys.Key, header, payload string) string {
+	t.Helper()
+	sig, err := jwt.GetSigningMethod(k.Alg).Sign(header+"."+payload, k.Private)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return header + "." + payload + "." + base64.RawURLEncoding.EncodeToString(sig)
+}
