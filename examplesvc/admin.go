@@ -85,21 +85,22 @@ func queryInt(r *http.Request, name string, def, lo, hi int) (int, error) {
 }
 
 func (s *service) listUsers(w http.ResponseWriter, r *http.Request) {
-	users, ok := s.admin.users[r.PathValue("datasourceId")]
-	if !ok {
-		problem(w, http.StatusNotFound, "unknown data source")
-		return
-	}
-	paginate(w, r, users)
+	listOf(w, r, s.admin.users)
 }
 
 func (s *service) listGroups(w http.ResponseWriter, r *http.Request) {
-	groups, ok := s.admin.groups[r.PathValue("datasourceId")]
+	listOf(w, r, s.admin.groups)
+}
+
+// listOf answers one page of the request's data source's items, or 404
+// for a data source that does not exist.
+func listOf[T any](w http.ResponseWriter, r *http.Request, byDataSource map[string][]T) {
+	items, ok := byDataSource[r.PathValue("datasourceId")]
 	if !ok {
 		problem(w, http.StatusNotFound, "unknown data source")
 		return
 	}
-	paginate(w, r, groups)
+	paginate(w, r, items)
 }
 
 // writeJSON writes v as the JSON answer.

@@ -3,23 +3,33 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"html/template"
+	htemplate "html/template"
+	"io"
 	"net/http"
 	ttemplate "text/template"
 )
 
 // The Connect API: generate a small document from a template and JSON data.
 
-var (
-	textTemplates = map[string]*ttemplate.Template{
-		"welcome": ttemplate.Must(ttemplate.New("welcome").Parse("Dear {{.name}},\n\nwelcome to {{.company}}.\n")),
-		"invoice": ttemplate.Must(ttemplate.New("invoice").Parse("Invoice {{.number}} for {{.name}}: {{.amount}} due.\n")),
-	}
-	htmlTemplates = map[string]*template.Template{
-		"welcome": template.Must(template.New("welcome").Parse("<!doctype html><p>Dear {{.name}},</p><p>welcome to {{.company}}.</p>\n")),
-		"invoice": template.Must(template.New("invoice").Parse("<!doctype html><p>Invoice {{.number}} for {{.name}}: {{.amount}} due.</p>\n")),
-	}
-)
+// template is what text/template and html/template have in common.
+type template interface {
+	Execute(w io.Writer, data any) error
+}
+
+// renderings maps a format to its content type and templates.
+var renderings = map[string]struct {
+	contentType string
+	templates   map[string]template
+}{
+	"text": {"text/plain; charset=utf-8", map[string]template{
+		"welcome": ttemplate.Must(ttemplate.New("welcome").Option("missingkey=zero").Parse("Dear {{.name}},\n\nwelcome to {{.company}}.\n")),
+		"invoice": ttemplate.Must(ttemplate.New("invoice").Option("missingkey=zero").Parse("Invoice {{.number}} for {{.name}}: {{.amount}} due.\n")),
+	}},
+	"html": {"text/html; charset=utf-8", map[string]template{
+		"welcome": htemplate.Must(htemplate.New("welcome").Option("missingkey=zero").Parse("<!doctype html><p>Dear {{.name}},</p><p>welcome to {{.company}}.</p>\n")),
+		"invoice": htemplate.Must(htemplate.New("invoice").Option("missingkey=zero").Parse("<!doctype html><p>Invoice {{.number}} for {{.name}}: {{.amount}} due.</p>\n")),
+	}},
+}
 
 type documentRequest struct {
 	Template string         `json:"template"`
@@ -39,35 +49,24 @@ func (s *service) generateDocument(w http.ResponseWriter, r *http.Request) {
 		problem(w, http.StatusBadRequest, "the body must be a JSON object with template, format and data")
 		return
 	}
-	var (
-		out bytes.Buffer
-		err error
-	)
-	switch req.Format {
-	case "", "text":
-		t, ok := textTemplates[req.Template]
-		if !ok {
-			problem(w, http.StatusBadRequest, `unknown template; try "welcome" or "invoice"`)
-			return
-		}
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		err = t.Option("missingkey=zero").Execute(&out, req.Data)
-	case "html":
-		t, ok := htmlTemplates[req.Template]
-		if !ok {
-			problem(w, http.StatusBadRequest, `unknown template; try "welcome" or "invoice"`)
-			return
-		}
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		err = t.Option("missingkey=zero").Execute(&out, req.Data)
-	default:
+	if req.Format == "" {
+		req.Format = "text"
+	}
+	rendering, ok := renderings[req.Format]
+	if !ok {
 		problem(w, http.StatusBadRequest, `format must be "text" or "html"`)
 		return
 	}
-	if err != nil {
-		w.Header().Del("Content-Type")
+	t, ok := rendering.templates[req.Template]
+	if !ok {
+		problem(w, http.StatusBadRequest, `unknown template; try "welcome" or "invoice"`)
+		return
+	}
+	var out bytes.Buffer
+	if err := t.Execute(&out, req.Data); err != nil {
 		problem(w, http.StatusBadRequest, "the data does not fit the template")
 		return
 	}
+	w.Header().Set("Content-Type", rendering.contentType)
 	_, _ = w.Write(out.Bytes())
 }

@@ -300,6 +300,15 @@ func TestEndToEnd(t *testing.T) {
 			t.Fatalf("read after delete: %d", r.status)
 		}
 	})
+	t.Run("Connect renders HTML, escaped", func(t *testing.T) {
+		r := send(t, connect, "POST", api+"/Connect/Documents", `{"template":"welcome","format":"html","data":{"name":"<script>x</script>","company":"Acme"}}`)
+		if r.status != 200 || r.header.Get("Content-Type") != "text/html; charset=utf-8" || !strings.Contains(r.body, "&lt;script&gt;") {
+			t.Fatalf("got %d %q %q", r.status, r.header.Get("Content-Type"), r.body)
+		}
+		if r := send(t, connect, "POST", api+"/Connect/Documents", `{"template":"nope"}`); r.status != 400 {
+			t.Fatalf("unknown template: %d", r.status)
+		}
+	})
 	scimUsers := p.base + "/webapi/scim-api/v1/acme/scim/Users"
 	t.Run("SCIM with the tenant token", func(t *testing.T) {
 		r := send(t, plain, "POST", scimUsers, `{"schemas":["urn:ietf:params:scim:schemas:core:2.0:User"],"userName":"ada@acme.example"}`, "Authorization", "Bearer acme-scim-token")
