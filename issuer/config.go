@@ -50,7 +50,7 @@ type Config struct {
 	SCIMTenants []TenantConfig `json:"scimTenants,omitempty"`
 
 	// Logger receives the issuer's log lines. Nil logs nothing. No line
-	// holds a secret or a token.
+	// holds a secret or a token. New reads it; Reload keeps New's.
 	Logger *slog.Logger `json:"-"`
 
 	// Now is the clock, for tests. Nil means time.Now.

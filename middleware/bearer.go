@@ -59,7 +59,8 @@ func RequireBearer(v TokenValidator, opts ...Option) func(http.Handler) http.Han
 
 // RequireScope returns middleware that admits a request whose token, as
 // validated by RequireBearer before it, holds at least one of scopes.
-// Otherwise it answers 403 insufficient_scope naming the scopes. Without
+// Otherwise it answers 403 insufficient_scope naming the scopes (with no
+// scopes given, every request gets that 403). Without
 // RequireBearer in front it fails closed: every request gets a 401
 // challenge.
 func RequireScope(scopes ...string) func(http.Handler) http.Handler {
