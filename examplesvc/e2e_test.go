@@ -22,6 +22,7 @@ import (
 
 	"github.com/idsauth/idsauth/internal/jwktest"
 	"github.com/idsauth/idsauth/internal/keys"
+	"github.com/idsauth/idsauth/internal/testlog"
 	"github.com/idsauth/idsauth/scope"
 	"github.com/idsauth/idsauth/secret"
 )
@@ -31,25 +32,8 @@ type process struct {
 	cmd    *exec.Cmd
 	base   string
 	dir    string
-	stderr *lockedBuffer
+	stderr *testlog.Buffer
 	done   chan error
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 var (
@@ -130,7 +114,7 @@ func start(t *testing.T, dir string) *process {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &process{cmd: cmd, dir: dir, stderr: &lockedBuffer{}, done: make(chan error, 1)}
+	p := &process{cmd: cmd, dir: dir, stderr: &testlog.Buffer{}, done: make(chan error, 1)}
 	cmd.Stderr = p.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

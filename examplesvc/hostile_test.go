@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -25,6 +24,7 @@ import (
 
 	"github.com/idsauth/idsauth/internal/jwktest"
 	"github.com/idsauth/idsauth/internal/keys"
+	"github.com/idsauth/idsauth/internal/testlog"
 	"github.com/idsauth/idsauth/scope"
 )
 
@@ -33,7 +33,7 @@ import (
 type inProcess struct {
 	*httptest.Server
 	key  *keys.Key
-	logs *lockedBuffer
+	logs *testlog.Buffer
 }
 
 func (s *inProcess) issuer() string { return s.URL + "/ids" }
@@ -46,8 +46,7 @@ func newInProcess(t *testing.T) *inProcess {
 	var h http.Handler
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) }))
 	t.Cleanup(srv.Close)
-	logs := &lockedBuffer{}
-	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	logs, logger := testlog.New()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	svc, err := newService(ctx, configSource{file: filepath.Join(dir, "config.json"), issuer: srv.URL + "/ids"}, logger)

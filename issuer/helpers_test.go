@@ -4,14 +4,13 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 
+	"github.com/idsauth/idsauth/internal/testlog"
 	"github.com/idsauth/idsauth/issuer"
 	"github.com/idsauth/idsauth/scope"
 	"github.com/idsauth/idsauth/secret"
@@ -38,28 +37,10 @@ func testConfig(issuerURL string) *issuer.Config {
 	}
 }
 
-// syncBuffer collects log output from concurrent handlers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 type server struct {
 	*httptest.Server
 	iss  *issuer.Issuer
-	logs *syncBuffer
+	logs *testlog.Buffer
 }
 
 func (s *server) issuerURL() string { return s.URL + "/ids" }
@@ -73,8 +54,8 @@ func newServer(t *testing.T, edit func(*issuer.Config)) *server {
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	cfg := testConfig(srv.URL + "/ids")
-	logs := &syncBuffer{}
-	cfg.Logger = slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	logs, logger := testlog.New()
+	cfg.Logger = logger
 	if edit != nil {
 		edit(cfg)
 	}

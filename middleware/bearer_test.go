@@ -19,6 +19,7 @@ import (
 
 	"github.com/idsauth/idsauth/internal/jwktest"
 	"github.com/idsauth/idsauth/internal/keys"
+	"github.com/idsauth/idsauth/internal/testlog"
 	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/scope"
 )
@@ -287,10 +288,10 @@ func TestRejectHookAndLogger(t *testing.T) {
 		err    error
 	}
 	var got []rejection
-	var logs strings.Builder
+	logs, logger := testlog.New()
 	hook := func(r *http.Request, status int, err error) { got = append(got, rejection{status, err}) }
 	s := newAPI(t, "ES256", middleware.ValidatorConfig{},
-		middleware.WithRejectHook(hook), middleware.WithLogger(newJSONLogger(&logs)))
+		middleware.WithRejectHook(hook), middleware.WithLogger(logger))
 	expired := jwktest.Sign(t, s.key, nil, jwktest.With(jwktest.Claims(s.jwks.Issuer(), scope.AdminWebAPI, time.Hour), "exp", 1))
 	good := jwktest.Sign(t, s.key, nil, jwktest.Claims(s.jwks.Issuer(), scope.AdminWebAPI, time.Hour))
 	call(t, s.URL+"/admin")

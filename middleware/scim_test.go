@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/idsauth/idsauth/internal/jwktest"
+	"github.com/idsauth/idsauth/internal/testlog"
 	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/scimerr"
 	"github.com/idsauth/idsauth/scope"
@@ -156,9 +157,9 @@ func TestSCIMAuthIdentityTokens(t *testing.T) {
 
 func TestSCIMAuthHookLogsNoToken(t *testing.T) {
 	tenants := middleware.NewTenants(map[string][]secret.Hash{"acme": {secret.MustParse(secret.HashSHA256("acme-token"))}})
-	var logs strings.Builder
+	logs, logger := testlog.New()
 	var reasons []error
-	srv := scimServer(t, tenants, middleware.WithLogger(newJSONLogger(&logs)),
+	srv := scimServer(t, tenants, middleware.WithLogger(logger),
 		middleware.WithRejectHook(func(r *http.Request, status int, err error) { reasons = append(reasons, err) }),
 		middleware.WithTenant(func(r *http.Request) string { return r.Header.Get("X-Tenant") }))
 	req, _ := http.NewRequest("GET", scimURL(srv, "ignored"), nil)
