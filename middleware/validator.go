@@ -101,7 +101,8 @@ type ValidatorConfig struct {
 	// the earlier of its exp (with leeway) and CacheMaxAge, and forgotten
 	// as soon as the key set changes (a JWKS refresh, an issuer reload).
 	// An entry costs about 250 bytes plus the token (at most 4 KiB; longer
-	// tokens are not cached).
+	// tokens are not cached). With a Keys source that has no KeysVersion
+	// method the cache stays off, since it could not follow key removals.
 	CacheSize int
 
 	// CacheMaxAge bounds how long a validated token is remembered. Zero
