@@ -398,3 +398,31 @@ func decode(t *testing.T, seg string, v any) {
 		t.Fatal(err)
 	}
 }
+
+// TestInsideAnAliceChain: the issuer is a plain http.Handler, so it sits
+// behind other middleware and under any prefix the issuer URL names.
+func TestInsideAnAliceChain(t *testing.T) {
+	mux := http.NewServeMux()
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	iss, err := issuer.New(testConfig(srv.URL + "/auth/ids"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen atomic.Int64
+	count := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { seen.Add(1); next.ServeHTTP(w, r) })
+	}
+	mux.Handle("/auth/ids/", alice.New(count).Then(iss))
+	cc := clientcredentials.Config{ClientID: "admin", ClientSecret: adminSecret, TokenURL: iss.TokenURL(), Scopes: []string{scope.AdminWebAPI}}
+	if _, err := cc.Token(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if iss.TokenURL() != srv.URL+"/auth/ids/connect/token" || seen.Load() != 1 {
+		t.Fatalf("token URL %s, %d requests through the chain", iss.TokenURL(), seen.Load())
+	}
+	a := do(t, mustRequest(t, http.MethodGet, srv.URL+"/auth/ids/.well-known/openid-configuration"))
+	if a.status != 200 || a.body["issuer"] != srv.URL+"/auth/ids" {
+		t.Fatalf("discovery under the prefix: %d %v", a.status, a.body)
+	}
+}
