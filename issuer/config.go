@@ -313,13 +313,12 @@ func (kc KeyConfig) load() (*keys.Key, error) {
 
 // client is a validated client registration.
 type client struct {
-	id            string
-	hashes        []secret.Hash
-	clientCreds   bool
-	scopes        scope.Set
-	lifetime      time.Duration
-	audience      []string
-	grantTypesRaw []string
+	id          string
+	hashes      []secret.Hash
+	clientCreds bool
+	scopes      scope.Set
+	lifetime    time.Duration
+	audience    []string
 }
 
 func (cc ClientConfig) compile(f string) (*client, error) {
@@ -334,7 +333,7 @@ func (cc ClientConfig) compile(f string) (*client, error) {
 	if err != nil {
 		return nil, err
 	}
-	cl := &client{id: cc.ClientID, hashes: hashes, grantTypesRaw: cc.GrantTypes}
+	cl := &client{id: cc.ClientID, hashes: hashes}
 	if len(cc.GrantTypes) == 0 {
 		cl.clientCreds = true
 	}

@@ -33,8 +33,6 @@ type tokenError struct {
 	retry  time.Duration
 }
 
-func (e *tokenError) Error() string { return e.code + ": " + e.desc }
-
 func badRequest(code, desc string) *tokenError {
 	return &tokenError{status: http.StatusBadRequest, code: code, desc: desc}
 }

@@ -65,11 +65,12 @@ func RequireBearer(v TokenValidator, opts ...Option) func(http.Handler) http.Han
 // challenge.
 func RequireScope(scopes ...string) func(http.Handler) http.Handler {
 	need := strings.Join(scopes, " ")
+	closed := newOptions(DefaultRealm, nil) // for requests RequireBearer never saw
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s, ok := r.Context().Value(stateKey{}).(*state)
 			if !ok || s.claims == nil {
-				newOptions(DefaultRealm, nil).challenge(w, r, ErrNoToken)
+				closed.challenge(w, r, ErrNoToken)
 				return
 			}
 			if len(scopes) == 0 || !s.claims.Scopes.HasAny(scopes...) {
