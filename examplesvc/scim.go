@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -45,17 +46,13 @@ type userMeta struct {
 	Location     string    `json:"location"`
 }
 
+// userName is compared without case (RFC 7643 §4.1.1, caseExact false).
 type scimStore struct {
 	mu    sync.Mutex
 	users map[string]map[string]*scimUser // tenant → id → user
 }
 
 func newSCIMStore() *scimStore { return &scimStore{users: map[string]map[string]*scimUser{}} }
-
-// scimHandler adapts a SCIM handler: errors become SCIM error answers.
-func scimHandler(fn func(w http.ResponseWriter, r *http.Request) error) http.Handler {
-	return scimerr.Handler(fn)
-}
 
 func writeSCIM(w http.ResponseWriter, status int, v any) error {
 	w.Header().Set("Content-Type", scimerr.ContentType)
@@ -118,7 +115,7 @@ func (s *service) scimListUsers(w http.ResponseWriter, r *http.Request) error {
 	s.scim.mu.Lock()
 	var all []scimUser
 	for _, u := range s.scim.users[r.PathValue("tenant")] {
-		if want == nil || equalFold(u.UserName, *want) {
+		if want == nil || strings.EqualFold(u.UserName, *want) {
 			all = append(all, *u)
 		}
 	}
@@ -134,19 +131,6 @@ func (s *service) scimListUsers(w http.ResponseWriter, r *http.Request) error {
 		"itemsPerPage": to - from,
 		"Resources":    append([]scimUser{}, all[from:to]...),
 	})
-}
-
-// userName is case-insensitive in SCIM (RFC 7643 §4.1.1).
-func equalFold(a, b string) bool { return len(a) == len(b) && (a == b || lower(a) == lower(b)) }
-
-func lower(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if 'A' <= c && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
-		}
-	}
-	return string(b)
 }
 
 func readUser(w http.ResponseWriter, r *http.Request) (*scimUser, error) {
@@ -181,7 +165,7 @@ func (s *service) scimCreateUser(w http.ResponseWriter, r *http.Request) error {
 		s.scim.users[tenant] = users
 	}
 	for _, other := range users {
-		if equalFold(other.UserName, u.UserName) {
+		if strings.EqualFold(other.UserName, u.UserName) {
 			return scimerr.Conflict("userName is already taken")
 		}
 	}
@@ -217,7 +201,7 @@ func (s *service) scimReplaceUser(w http.ResponseWriter, r *http.Request) error 
 		return scimerr.NotFound("no user with that id")
 	}
 	for id, other := range users {
-		if id != old.ID && equalFold(other.UserName, u.UserName) {
+		if id != old.ID && strings.EqualFold(other.UserName, u.UserName) {
 			return scimerr.Conflict("userName is already taken")
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/idsauth/idsauth/issuer"
 	"github.com/idsauth/idsauth/middleware"
+	"github.com/idsauth/idsauth/scimerr"
 	"github.com/idsauth/idsauth/scope"
 )
 
@@ -115,13 +116,13 @@ func (s *service) routes() http.Handler {
 	mux.Handle(api+"/Connect/", connect.ThenFunc(notFound))
 
 	const scimBase = "/webapi/scim-api/v1/{tenant}/scim"
-	mux.Handle("GET "+scimBase+"/ServiceProviderConfig", scim.Then(scimHandler(serviceProviderConfig)))
-	mux.Handle("GET "+scimBase+"/Users", scim.Then(scimHandler(s.scimListUsers)))
-	mux.Handle("POST "+scimBase+"/Users", scim.Then(scimHandler(s.scimCreateUser)))
-	mux.Handle("GET "+scimBase+"/Users/{id}", scim.Then(scimHandler(s.scimGetUser)))
-	mux.Handle("PUT "+scimBase+"/Users/{id}", scim.Then(scimHandler(s.scimReplaceUser)))
-	mux.Handle("DELETE "+scimBase+"/Users/{id}", scim.Then(scimHandler(s.scimDeleteUser)))
-	mux.Handle(scimBase+"/", scim.Then(scimHandler(scimNotFound)))
+	mux.Handle("GET "+scimBase+"/ServiceProviderConfig", scim.Then(scimerr.Handler(serviceProviderConfig)))
+	mux.Handle("GET "+scimBase+"/Users", scim.Then(scimerr.Handler(s.scimListUsers)))
+	mux.Handle("POST "+scimBase+"/Users", scim.Then(scimerr.Handler(s.scimCreateUser)))
+	mux.Handle("GET "+scimBase+"/Users/{id}", scim.Then(scimerr.Handler(s.scimGetUser)))
+	mux.Handle("PUT "+scimBase+"/Users/{id}", scim.Then(scimerr.Handler(s.scimReplaceUser)))
+	mux.Handle("DELETE "+scimBase+"/Users/{id}", scim.Then(scimerr.Handler(s.scimDeleteUser)))
+	mux.Handle(scimBase+"/", scim.Then(scimerr.Handler(scimNotFound)))
 	return mux
 }
 
