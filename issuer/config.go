@@ -11,7 +11,9 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+	"unicode/utf8"
 
+	"github.com/idsauth/idsauth/internal/clientip"
 	"github.com/idsauth/idsauth/internal/keys"
 	"github.com/idsauth/idsauth/scope"
 	"github.com/idsauth/idsauth/secret"
@@ -98,29 +100,76 @@ type ClientConfig struct {
 }
 
 // Limits bound the token endpoint. Zero values take the defaults.
+//
+// Failed authentications are limited before the secret is checked: each
+// attempt reserves one failure from its budgets and gives it back if the
+// secret is right, so concurrent guesses cannot multiply a budget. The
+// budgets are per address, per client ID, and per client ID and address.
+// An address is answered 429 slow_down once it has failed
+// FailedAttemptsPerAddress times in the window, or once it has failed for
+// a client whose FailedAttemptsPerClient are spent. An address that has
+// not failed for that client within the window may still try, so a client
+// that knows its secret is never locked out by someone else's guesses.
+//
+// What an attacker with N addresses (IPv4 addresses, or IPv6 /64s) can do
+// in one window: verify at most FailedAttemptsPerClient secrets for one
+// client from all of them together, plus one per address (the budget
+// refills evenly, so a long attack gets FailedAttemptsPerClient + N per
+// window), and at most N × FailedAttemptsPerAddress secrets in all. The
+// attacker's own addresses are slowed; nobody else is.
 type Limits struct {
 	// MaxBodyBytes bounds a token request's body. Zero means 16 KiB.
 	MaxBodyBytes int64 `json:"maxBodyBytes,omitempty"`
 	// FailedAttemptsPerClient is how many failed authentications one
-	// client ID may have within FailureWindowSeconds before it is answered
-	// 429 slow_down. Zero means 10.
+	// client ID may have within FailureWindowSeconds, from all addresses
+	// together, before addresses that failed for it are answered 429
+	// slow_down. Zero means 10.
 	FailedAttemptsPerClient int `json:"failedAttemptsPerClient,omitempty"`
-	// FailedAttemptsPerAddress is the same for one remote address. Zero
-	// means 100.
+	// FailedAttemptsPerAddress is how many failed authentications one
+	// address may have within the window, for any clients, before it is
+	// answered 429 slow_down. Zero means 100.
 	FailedAttemptsPerAddress int `json:"failedAttemptsPerAddress,omitempty"`
 	// FailureWindowSeconds is the window of the two limits above; the
 	// allowance comes back evenly over it. Zero means 60.
 	FailureWindowSeconds int `json:"failureWindowSeconds,omitempty"`
-	// TrackedKeys bounds how many client IDs and addresses the limiter
-	// remembers; the least recently failing are forgotten first. Zero
-	// means 10000.
-	TrackedKeys int `json:"trackedKeys,omitempty"`
+	// LimiterMaxBytes is the memory the failure limiter holds, allocated
+	// once at start: 16 bytes per remembered client ID, address or pair,
+	// whatever the IDs look like (they are hashed). When it is full, the
+	// entries that free up soonest are forgotten first. Zero means 1 MiB
+	// (65,536 entries).
+	LimiterMaxBytes int `json:"limiterMaxBytes,omitempty"`
+	// FailureFloorMillis is the least time an invalid_client answer takes,
+	// waited out without computing, so that an unknown client, a wrong
+	// secret and a client with several or slow (bcrypt) hashes answer
+	// alike. Zero means automatic: none while every hash is fast (they do
+	// equal work already), else twice the time the costliest client's
+	// bcrypt hashes took when the configuration was loaded. -1 means
+	// none.
+	FailureFloorMillis int `json:"failureFloorMillis,omitempty"`
+	// MaxConcurrentSlowHashes bounds the bcrypt checks running at once;
+	// the others wait. Zero means half the CPUs, at least one.
+	MaxConcurrentSlowHashes int `json:"maxConcurrentSlowHashes,omitempty"`
 	// TrustedProxyHeader, when set (e.g. "X-Forwarded-For"), is where the
-	// remote address is read from: the last address in it, the one the
-	// trusted proxy saw. Set it only behind a proxy that sets the header,
-	// else clients choose their own address.
+	// remote address is read from: the rightmost address in it not added
+	// by a trusted hop (see TrustedProxies). Set it only behind a proxy
+	// that sets the header, else clients choose their own address.
+	// Addresses are keyed without their port, and IPv6 by its /64.
 	TrustedProxyHeader string `json:"trustedProxyHeader,omitempty"`
+	// TrustedProxies are the proxies (CIDR prefixes or addresses) whose
+	// entries in TrustedProxyHeader are believed. Empty means one trusted
+	// hop: the header's rightmost address. Otherwise the header is read
+	// only from a RemoteAddr in this list, and trusted entries are skipped
+	// from the right.
+	TrustedProxies []string `json:"trustedProxies,omitempty"`
 }
+
+// Input bounds, IdentityServer's InputLengthRestrictions: longer values
+// are refused with 400 invalid_request before anything is remembered.
+const (
+	MaxClientIDLength = 100 // characters of a client ID
+	MaxSecretLength   = 100 // characters of a client secret
+	MaxScopeLength    = 300 // characters of the scope parameter
+)
 
 // TenantConfig is one SCIM tenant.
 type TenantConfig struct {
@@ -257,11 +306,18 @@ func (l Limits) validate() error {
 	for name, v := range map[string]int64{
 		"maxBodyBytes": l.MaxBodyBytes, "failedAttemptsPerClient": int64(l.FailedAttemptsPerClient),
 		"failedAttemptsPerAddress": int64(l.FailedAttemptsPerAddress), "failureWindowSeconds": int64(l.FailureWindowSeconds),
-		"trackedKeys": int64(l.TrackedKeys),
+		"limiterMaxBytes": int64(l.LimiterMaxBytes), "maxConcurrentSlowHashes": int64(l.MaxConcurrentSlowHashes),
+		"failureFloorMillis": int64(l.FailureFloorMillis) + 1, // -1 is allowed
 	} {
 		if v < 0 {
 			return fieldErr("limits."+name, "negative")
 		}
+	}
+	if l.TrustedProxyHeader == "" && len(l.TrustedProxies) > 0 {
+		return fieldErr("limits.trustedProxies", "set trustedProxyHeader too")
+	}
+	if _, err := clientip.ParsePrefixes(l.TrustedProxies); err != nil {
+		return fieldErr("limits.trustedProxies", "%v", err)
 	}
 	return nil
 }
@@ -278,7 +334,7 @@ func (l Limits) withDefaults() Limits {
 	def(&l.FailedAttemptsPerClient, 10)
 	def(&l.FailedAttemptsPerAddress, 100)
 	def(&l.FailureWindowSeconds, 60)
-	def(&l.TrackedKeys, 10000)
+	def(&l.LimiterMaxBytes, 1<<20)
 	return l
 }
 
@@ -324,6 +380,9 @@ type client struct {
 func (cc ClientConfig) compile(f string) (*client, error) {
 	if cc.ClientID == "" {
 		return nil, fieldErr(f+".clientId", "empty")
+	}
+	if utf8.RuneCountInString(cc.ClientID) > MaxClientIDLength {
+		return nil, fieldErr(f+".clientId", "longer than %d characters", MaxClientIDLength)
 	}
 	f = fmt.Sprintf("%s (%q)", f, cc.ClientID)
 	if len(cc.SecretHashes) == 0 {

@@ -17,7 +17,9 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/idsauth/idsauth/internal/clientip"
 	"github.com/idsauth/idsauth/internal/keys"
+	"github.com/idsauth/idsauth/internal/limiter"
 	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/scope"
 	"github.com/idsauth/idsauth/secret"
@@ -40,9 +42,8 @@ type Issuer struct {
 	mu        sync.Mutex // serializes Reload
 	ephemeral *keys.Key  // made once, kept across reloads
 
-	verifier *secret.Verifier
-	logger   *slog.Logger
-	now      func() time.Time
+	logger *slog.Logger
+	now    func() time.Time
 }
 
 // state is everything a configuration decides, swapped whole on Reload.
@@ -62,16 +63,19 @@ type state struct {
 	jwks        []byte
 	cacheHeader string
 	limits      Limits
-	byClient    *failureLimiter // kept across reloads while limits stay
-	byAddr      *failureLimiter
+	addrs       clientip.Resolver
+	// Kept across reloads while their settings stay.
+	limiterCfg  limiter.Config
+	limiter     *limiter.Limiter
+	verifierCfg secret.VerifierConfig
+	verifier    *secret.Verifier
 }
 
 // New returns an Issuer for cfg, which it validates first.
 func New(cfg *Config) (*Issuer, error) {
 	iss := &Issuer{
-		verifier: secret.NewVerifier(0, 0),
-		logger:   cfg.Logger,
-		now:      cfg.Now,
+		logger: cfg.Logger,
+		now:    cfg.Now,
 	}
 	if iss.logger == nil {
 		iss.logger = slog.New(slog.DiscardHandler)
@@ -104,14 +108,21 @@ func (iss *Issuer) Reload(cfg *Config) error {
 		return err
 	}
 	old := iss.st.Load()
-	if old != nil && old.limits == st.limits {
-		st.byClient, st.byAddr = old.byClient, old.byAddr
+	if old != nil && old.limiterCfg == st.limiterCfg {
+		st.limiter = old.limiter
 	} else {
-		l := st.limits
-		window := time.Duration(l.FailureWindowSeconds) * time.Second
-		st.byClient = newFailureLimiter(l.FailedAttemptsPerClient, window, l.TrackedKeys)
-		st.byAddr = newFailureLimiter(l.FailedAttemptsPerAddress, window, l.TrackedKeys)
+		st.limiter = limiter.New(st.limiterCfg)
 	}
+	if old != nil && old.verifierCfg == st.verifierCfg {
+		st.verifier = old.verifier
+	} else {
+		st.verifier = secret.NewVerifier(st.verifierCfg)
+	}
+	subjects := make([][]secret.Hash, 0, len(st.clients))
+	for _, cl := range st.clients {
+		subjects = append(subjects, cl.hashes)
+	}
+	st.verifier.Prime(subjects...)
 	if old == nil || string(old.jwks) != string(st.jwks) {
 		iss.version.Add(1)
 	}
@@ -152,6 +163,19 @@ func (iss *Issuer) compile(cfg *Config) (*state, error) {
 		scopeArray: cfg.ScopeFormat == "array",
 		defaultAud: []string{issuerURL + "/resources"},
 		limits:     cfg.Limits.withDefaults(),
+	}
+	l := st.limits
+	trusted, _ := clientip.ParsePrefixes(l.TrustedProxies) // checked by Validate
+	st.addrs = clientip.Resolver{Header: l.TrustedProxyHeader, Trusted: trusted}
+	st.limiterCfg = limiter.Config{
+		PerSubject: l.FailedAttemptsPerClient,
+		PerAddress: l.FailedAttemptsPerAddress,
+		Window:     time.Duration(l.FailureWindowSeconds) * time.Second,
+		MaxBytes:   l.LimiterMaxBytes,
+	}
+	st.verifierCfg = secret.VerifierConfig{
+		MaxConcurrentSlow: l.MaxConcurrentSlowHashes,
+		FailureFloor:      time.Duration(l.FailureFloorMillis) * time.Millisecond,
 	}
 	maxAge := cfg.JWKSMaxAgeSeconds
 	if maxAge == 0 {

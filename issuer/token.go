@@ -5,13 +5,14 @@ import (
 	"io"
 	"log/slog"
 	"mime"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
+	"github.com/idsauth/idsauth/internal/limiter"
 	"github.com/idsauth/idsauth/internal/oauthwire"
 	"github.com/idsauth/idsauth/secret"
 )
@@ -29,8 +30,17 @@ type tokenError struct {
 	status int
 	code   string
 	desc   string
-	basic  bool // answer with a Basic challenge
-	retry  time.Duration
+	basic  bool          // answer with a Basic challenge
+	retry  int           // Retry-After seconds
+	limit  limiter.Limit // the budget that refused it, for the log
+}
+
+// attempt is who asked, for the refusal log: the client ID only when it
+// is registered (an unregistered one is attacker's text), and the address
+// as the limiter keys it.
+type attempt struct {
+	client string
+	addr   string
 }
 
 func badRequest(code, desc string) *tokenError {
@@ -39,15 +49,16 @@ func badRequest(code, desc string) *tokenError {
 
 // token serves the token endpoint (CONTRACT.md §2).
 func (iss *Issuer) token(w http.ResponseWriter, r *http.Request, st *state) {
-	resp, err := iss.issue(w, r, st)
+	var who attempt
+	resp, err := iss.issue(w, r, st, &who)
 	if err != nil {
-		iss.refuse(w, r, err)
+		iss.refuse(w, r, err, who)
 		return
 	}
 	oauthwire.WriteJSON(w, http.StatusOK, resp)
 }
 
-func (iss *Issuer) issue(w http.ResponseWriter, r *http.Request, st *state) (*tokenResponse, *tokenError) {
+func (iss *Issuer) issue(w http.ResponseWriter, r *http.Request, st *state, who *attempt) (*tokenResponse, *tokenError) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		return nil, &tokenError{status: http.StatusMethodNotAllowed, code: "invalid_request", desc: "the token endpoint takes POST only"}
@@ -69,23 +80,33 @@ func (iss *Issuer) issue(w http.ResponseWriter, r *http.Request, st *state) (*to
 	if terr != nil {
 		return nil, terr
 	}
-	now := iss.now()
-	addr := iss.remoteAddr(r, st)
-	if wait := max(st.byClient.retryAfter(id, now), st.byAddr.retryAfter(addr, now)); wait > 0 {
-		return nil, &tokenError{status: http.StatusTooManyRequests, code: "slow_down", desc: "too many failed attempts; try again later", retry: wait}
+	if tooLong(form.Get("scope"), MaxScopeLength) {
+		return nil, badRequest("invalid_request", "scope longer than "+strconv.Itoa(MaxScopeLength)+" characters")
 	}
+	now := iss.now()
 	cl := st.clients[id]
-	var hashes []secret.Hash // none for an unknown client: same work, no match
+	who.addr = st.addrs.Addr(r)
+	if cl != nil {
+		who.client = cl.id
+	}
+	res, no := st.limiter.Reserve(id, who.addr, now)
+	if res == nil {
+		return nil, &tokenError{status: http.StatusTooManyRequests, code: "slow_down", desc: "too many failed attempts; try again later", retry: no.RetryAfterSeconds(), limit: no.Limit}
+	}
+	var hashes []secret.Hash // none for an unknown client: the same work, no match
 	if cl != nil {
 		hashes = cl.hashes
 	}
-	if !iss.verifier.Verify(hashes, pass) {
-		if id != "" {
-			st.byClient.fail(id, now)
-		}
-		st.byAddr.fail(addr, now)
+	ok, err := st.verifier.Verify(r.Context(), hashes, pass)
+	switch {
+	case err != nil: // the request ended while waiting to be checked
+		res.Cancel()
+		return nil, &tokenError{status: http.StatusServiceUnavailable, code: "temporarily_unavailable", desc: "the request ended before the client could be authenticated"}
+	case !ok:
+		res.Failed()
 		return nil, &tokenError{status: http.StatusUnauthorized, code: "invalid_client", desc: "client authentication failed", basic: basic}
 	}
+	res.Succeeded()
 	if !cl.clientCreds {
 		return nil, badRequest("unauthorized_client", "the client may not use client_credentials")
 	}
@@ -134,17 +155,18 @@ func readForm(w http.ResponseWriter, r *http.Request, maxBytes int64) (url.Value
 }
 
 // credentials returns the client's ID and secret, from HTTP Basic (whose
-// parts are form-urlencoded, RFC 6749 §2.3.1) or the body, never both.
+// parts are form-urlencoded, RFC 6749 §2.3.1) or the body. RFC 6749 §2.3
+// forbids two authentication methods: Basic with a body client_secret, or
+// with a different body client_id, is refused; Basic with the same
+// client_id repeated in the body is one method, as requests-oauthlib sends
+// it and IdentityServer accepts it. Over-long values are refused here,
+// before anything is remembered of them.
 func credentials(r *http.Request, form url.Values) (id, pass string, basic bool, _ *tokenError) {
-	inBody := form.Has("client_id") || form.Has("client_secret")
 	authz := r.Header.Values("Authorization")
 	if len(authz) > 1 {
 		return "", "", false, badRequest("invalid_request", "more than one Authorization header")
 	}
 	if len(authz) == 1 && len(authz[0]) >= 6 && strings.EqualFold(authz[0][:6], "Basic ") {
-		if inBody {
-			return "", "", false, badRequest("invalid_request", "client credentials given both in the Authorization header and in the body")
-		}
 		u, p, ok := r.BasicAuth()
 		if ok {
 			var err1, err2 error
@@ -155,12 +177,40 @@ func credentials(r *http.Request, form url.Values) (id, pass string, basic bool,
 		if !ok || u == "" {
 			return "", "", true, &tokenError{status: http.StatusUnauthorized, code: "invalid_client", desc: "malformed Basic credentials", basic: true}
 		}
+		if form.Has("client_secret") || (form.Has("client_id") && form.Get("client_id") != u) {
+			return "", "", false, badRequest("invalid_request", "client credentials given both in the Authorization header and in the body")
+		}
+		if terr := checkLengths(u, p); terr != nil {
+			return "", "", false, terr
+		}
 		return u, p, true, nil
 	}
 	if !form.Has("client_id") {
 		return "", "", false, &tokenError{status: http.StatusUnauthorized, code: "invalid_client", desc: "no client credentials"}
 	}
-	return form.Get("client_id"), form.Get("client_secret"), false, nil
+	id, pass = form.Get("client_id"), form.Get("client_secret")
+	if terr := checkLengths(id, pass); terr != nil {
+		return "", "", false, terr
+	}
+	return id, pass, false, nil
+}
+
+// checkLengths refuses a client ID or secret longer than any the issuer
+// accepts in its configuration.
+func checkLengths(id, pass string) *tokenError {
+	if tooLong(id, MaxClientIDLength) {
+		return badRequest("invalid_request", "client_id longer than "+strconv.Itoa(MaxClientIDLength)+" characters")
+	}
+	if tooLong(pass, MaxSecretLength) {
+		return badRequest("invalid_request", "client_secret longer than "+strconv.Itoa(MaxSecretLength)+" characters")
+	}
+	return nil
+}
+
+// tooLong reports whether s has more than n characters, counting them
+// only when its bytes could be more.
+func tooLong(s string, n int) bool {
+	return len(s) > n && utf8.RuneCountInString(s) > n
 }
 
 // grantScopes checks the requested scopes against the client's and returns
@@ -186,36 +236,29 @@ func grantScopes(requested string, cl *client) ([]string, *tokenError) {
 	return granted, nil
 }
 
-// remoteAddr is the client's address, for the failure limiter.
-func (iss *Issuer) remoteAddr(r *http.Request, st *state) string {
-	if h := st.limits.TrustedProxyHeader; h != "" {
-		if v := r.Header.Values(h); len(v) > 0 {
-			last := v[len(v)-1]
-			if i := strings.LastIndexByte(last, ','); i >= 0 {
-				last = last[i+1:]
-			}
-			if a := strings.TrimSpace(last); a != "" {
-				return a
-			}
-		}
-	}
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
-}
-
 // refuse writes a token endpoint error and reports it.
-func (iss *Issuer) refuse(w http.ResponseWriter, r *http.Request, e *tokenError) {
+func (iss *Issuer) refuse(w http.ResponseWriter, r *http.Request, e *tokenError, who attempt) {
 	h := w.Header()
 	if e.basic {
 		h.Set("WWW-Authenticate", `Basic realm="idsauth", charset="UTF-8"`)
 	}
 	if e.retry > 0 {
-		h.Set("Retry-After", strconv.Itoa(retryAfterSeconds(e.retry)))
+		h.Set("Retry-After", strconv.Itoa(e.retry))
 	}
-	iss.logger.LogAttrs(r.Context(), slog.LevelInfo, "idsauth issuer: token request refused",
-		slog.Int("status", e.status), slog.String("error", e.code), slog.String("reason", e.desc))
+	attrs := []slog.Attr{slog.Int("status", e.status), slog.String("error", e.code), slog.String("reason", e.desc)}
+	if who.addr != "" {
+		client := who.client
+		if client == "" {
+			client = "(unregistered)"
+		}
+		attrs = append(attrs, slog.String("client_id", client), slog.String("address", who.addr))
+	}
+	switch e.limit {
+	case limiter.LimitAddress:
+		attrs = append(attrs, slog.String("limit", "address"))
+	case limiter.LimitSubject:
+		attrs = append(attrs, slog.String("limit", "client"))
+	}
+	iss.logger.LogAttrs(r.Context(), slog.LevelInfo, "idsauth issuer: token request refused", attrs...)
 	oauthwire.WriteJSON(w, e.status, oauthwire.Error{Code: e.code, Description: e.desc})
 }

@@ -44,7 +44,14 @@ func TestTokenEndpoint(t *testing.T) {
 				}
 			}},
 		{name: "credentials in Basic and in the body", contentType: formType, body: good, header: []string{"Authorization", basic("admin", adminSecret)}, status: 400, code: "invalid_request"},
-		{name: "client_id in the body beside Basic", contentType: formType, body: form("grant_type", "client_credentials", "client_id", "admin", "scope", scope.AdminWebAPI), header: []string{"Authorization", basic("admin", adminSecret)}, status: 400, code: "invalid_request"},
+		{name: "the same client_id in the body beside Basic is one method", contentType: formType, body: form("grant_type", "client_credentials", "client_id", "admin", "scope", scope.AdminWebAPI), header: []string{"Authorization", basic("admin", adminSecret)}, status: 200},
+		{name: "another client_id in the body beside Basic is refused", contentType: formType, body: form("grant_type", "client_credentials", "client_id", "connect", "scope", scope.AdminWebAPI), header: []string{"Authorization", basic("admin", adminSecret)}, status: 400, code: "invalid_request"},
+		{name: "a body client_secret beside Basic is refused", contentType: formType, body: form("grant_type", "client_credentials", "client_id", "admin", "client_secret", adminSecret, "scope", scope.AdminWebAPI), header: []string{"Authorization", basic("admin", adminSecret)}, status: 400, code: "invalid_request"},
+		{name: "an empty body client_secret beside Basic is refused", contentType: formType, body: form("grant_type", "client_credentials", "client_secret", "", "scope", scope.AdminWebAPI), header: []string{"Authorization", basic("admin", adminSecret)}, status: 400, code: "invalid_request"},
+		{name: "client_id over 100 characters", contentType: formType, body: form("grant_type", "client_credentials", "client_id", strings.Repeat("a", 101), "client_secret", "x", "scope", scope.AdminWebAPI), status: 400, code: "invalid_request"},
+		{name: "client_id of 100 multi-byte characters is only unknown", contentType: formType, body: form("grant_type", "client_credentials", "client_id", strings.Repeat("é", 100), "client_secret", "x", "scope", scope.AdminWebAPI), status: 401, code: "invalid_client"},
+		{name: "client_secret over 100 characters in Basic", contentType: formType, body: form("grant_type", "client_credentials", "scope", scope.AdminWebAPI), header: []string{"Authorization", basic("admin", strings.Repeat("s", 101))}, status: 400, code: "invalid_request"},
+		{name: "scope over 300 characters", contentType: formType, body: form("grant_type", "client_credentials", "client_id", "admin", "client_secret", adminSecret, "scope", strings.Repeat(scope.AdminWebAPI+" ", 21)), status: 400, code: "invalid_request"},
 		{name: "unknown client", contentType: formType, body: form("grant_type", "client_credentials", "client_id", "nobody", "client_secret", adminSecret, "scope", scope.AdminWebAPI), status: 401, code: "invalid_client"},
 		{name: "wrong secret", contentType: formType, body: form("grant_type", "client_credentials", "client_id", "admin", "client_secret", "wrong", "scope", scope.AdminWebAPI), status: 401, code: "invalid_client"},
 		{name: "wrong secret over Basic gets a Basic challenge", contentType: formType, body: form("grant_type", "client_credentials", "scope", scope.AdminWebAPI), header: []string{"Authorization", basic("admin", "wrong")}, status: 401, code: "invalid_client",
@@ -121,8 +128,14 @@ func TestTokenEndpoint(t *testing.T) {
 	if logs := s.logs.String(); strings.Contains(logs, adminSecret) || strings.Contains(logs, "wrong") || strings.Contains(logs, connectSecret) {
 		t.Errorf("log holds a secret:\n%s", logs)
 	}
-	if len(issued) != 4 {
-		t.Fatalf("%d tokens issued, want 4", len(issued))
+	wantIssued := 0
+	for _, c := range cases {
+		if c.status == 200 {
+			wantIssued++
+		}
+	}
+	if len(issued) != wantIssued {
+		t.Fatalf("%d tokens issued, want %d", len(issued), wantIssued)
 	}
 	for _, tok := range issued {
 		for _, part := range strings.Split(tok, ".") {

@@ -29,6 +29,7 @@ type options struct {
 	tenant      func(*http.Request) string
 	idTokens    TokenValidator
 	idTokenNeed []string
+	scimLimits  SCIMLimits
 }
 
 func newOptions(realm string, opts []Option) *options {
@@ -107,7 +108,7 @@ func logReason(err error) string {
 	switch {
 	case errors.Is(err, ErrNoToken), errors.Is(err, ErrMultipleHeaders),
 		errors.Is(err, ErrSpaceInToken), errors.Is(err, ErrInsufficientScope),
-		errors.Is(err, ErrSCIMToken):
+		errors.Is(err, ErrSCIMToken), errors.Is(err, ErrSCIMTooManyFailures):
 		return err.Error()
 	}
 	return describe(err)

@@ -3,10 +3,16 @@ package middleware
 import (
 	"errors"
 	"net/http"
+	"net/netip"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/idsauth/idsauth/internal/bearer"
+	"github.com/idsauth/idsauth/internal/clientip"
+	"github.com/idsauth/idsauth/internal/limiter"
 	"github.com/idsauth/idsauth/internal/oauthwire"
 	"github.com/idsauth/idsauth/scimerr"
 	"github.com/idsauth/idsauth/secret"
@@ -22,8 +28,15 @@ type TenantStore interface {
 // Tenants is a TenantStore held in memory. Its whole content is swapped
 // at once by Replace, so a configuration reload never shows a reader half
 // of it. It is safe for concurrent use; the zero value has no tenants.
+//
+// SCIMAuth primes its Verifier with a Tenants' hashes (see
+// secret.Verifier.Prime), at start and on every Replace, so that the
+// failure floor covers the costliest tenant from the first request.
 type Tenants struct {
 	m atomic.Pointer[map[string][]secret.Hash]
+
+	mu        sync.Mutex // serializes Replace and attach
+	verifiers []*secret.Verifier
 }
 
 // NewTenants returns a store holding tenants, each with one or more token
@@ -37,10 +50,29 @@ func NewTenants(tenants map[string][]secret.Hash) *Tenants {
 // Replace swaps the whole content of the store for tenants.
 func (t *Tenants) Replace(tenants map[string][]secret.Hash) {
 	cp := make(map[string][]secret.Hash, len(tenants))
+	subjects := make([][]secret.Hash, 0, len(tenants))
 	for k, v := range tenants {
 		cp[k] = append([]secret.Hash(nil), v...)
+		subjects = append(subjects, cp[k])
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, v := range t.verifiers {
+		v.Prime(subjects...)
 	}
 	t.m.Store(&cp)
+}
+
+// attach primes v with the tenants' hashes now and on every Replace.
+func (t *Tenants) attach(v *secret.Verifier) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if m := t.m.Load(); m != nil {
+		for _, hashes := range *m {
+			v.Prime(hashes)
+		}
+	}
+	t.verifiers = append(t.verifiers, v)
 }
 
 // TenantTokens returns the token hashes of tenant.
@@ -57,8 +89,17 @@ func (t *Tenants) TenantTokens(tenant string) []secret.Hash {
 // one case on purpose, so that tenants cannot be probed.
 var ErrSCIMToken = errors.New("the authorization header is invalid or missing")
 
+// ErrSCIMTooManyFailures is the reject hook's reason for a SCIM 429: the
+// address failed too often.
+var ErrSCIMTooManyFailures = errors.New("too many failed attempts")
+
 // DefaultSCIMRealm is SCIMAuth's realm when none is configured.
 const DefaultSCIMRealm = "scim"
+
+// MaxSCIMTokenLength bounds a SCIM tenant token: a longer bearer value is
+// refused (or, with WithIdentityTokens, only validated as an access
+// token) without being hashed or remembered.
+const MaxSCIMTokenLength = 1024
 
 // WithTenant sets how SCIMAuth finds the tenant of a request. The default
 // is the ServeMux path value "tenant", as in the pattern
@@ -77,31 +118,109 @@ func WithIdentityTokens(v TokenValidator, scopes ...string) Option {
 	}
 }
 
+// SCIMLimits bound failed SCIM authentications, as issuer.Limits bound
+// the token endpoint's, with a tenant in place of a client. Zero values
+// take the defaults; SCIMAuth always limits.
+//
+// A wrong token reserves one failure from the budgets of its address and
+// its tenant before it is checked. An address is answered 429 once it has
+// failed FailedAttemptsPerAddress times in the window, or once it has
+// failed for a tenant whose FailedAttemptsPerTenant are spent; an address
+// that has not failed for that tenant may still try, so the tenant's own
+// provisioning client is never locked out by someone else's guesses. An
+// attacker with N addresses (IPv4 addresses or IPv6 /64s) can check at
+// most FailedAttemptsPerTenant + N tokens per tenant per window, and
+// N × FailedAttemptsPerAddress in all.
+type SCIMLimits struct {
+	// FailedAttemptsPerTenant: failures per tenant per window, from all
+	// addresses together. Zero means 10.
+	FailedAttemptsPerTenant int
+	// FailedAttemptsPerAddress: failures per address per window, for any
+	// tenants. Zero means 100.
+	FailedAttemptsPerAddress int
+	// FailureWindow over which the budgets refill evenly. Zero means one
+	// minute.
+	FailureWindow time.Duration
+	// LimiterMaxBytes is the limiter's memory, allocated once: 16 bytes
+	// per remembered tenant, address or pair. Zero means 1 MiB.
+	LimiterMaxBytes int
+	// FailureFloor is the least time a 401 for a wrong token takes,
+	// waited out without computing (see secret.VerifierConfig). Zero means
+	// automatic, from the hashes of a *Tenants store; a TenantStore of
+	// your own with bcrypt hashes should set it. Negative means none.
+	FailureFloor time.Duration
+	// MaxConcurrentSlowHashes bounds the bcrypt checks running at once.
+	// Zero means half the CPUs, at least one.
+	MaxConcurrentSlowHashes int
+	// TrustedProxyHeader and TrustedProxies say where the client address
+	// is read, as in issuer.Limits: empty means RemoteAddr. Addresses are
+	// keyed without their port, and IPv6 by its /64.
+	TrustedProxyHeader string
+	TrustedProxies     []netip.Prefix
+}
+
+// WithSCIMLimits sets SCIMAuth's failure limits.
+func WithSCIMLimits(l SCIMLimits) Option {
+	return func(o *options) { o.scimLimits = l }
+}
+
+// scimGuard is SCIMAuth's failure limiter, verifier and address reader.
+type scimGuard struct {
+	limiter  *limiter.Limiter
+	verifier *secret.Verifier
+	addrs    clientip.Resolver
+}
+
+func newSCIMGuard(l SCIMLimits, tenants TenantStore) *scimGuard {
+	def := func(v, d int) int {
+		if v <= 0 {
+			return d
+		}
+		return v
+	}
+	window := l.FailureWindow
+	if window <= 0 {
+		window = time.Minute
+	}
+	g := &scimGuard{
+		limiter: limiter.New(limiter.Config{
+			PerSubject: def(l.FailedAttemptsPerTenant, 10),
+			PerAddress: def(l.FailedAttemptsPerAddress, 100),
+			Window:     window,
+			MaxBytes:   def(l.LimiterMaxBytes, 1<<20),
+		}),
+		verifier: secret.NewVerifier(secret.VerifierConfig{
+			MaxConcurrentSlow: l.MaxConcurrentSlowHashes,
+			FailureFloor:      l.FailureFloor,
+		}),
+		addrs: clientip.Resolver{Header: l.TrustedProxyHeader, Trusted: l.TrustedProxies},
+	}
+	if t, ok := tenants.(*Tenants); ok {
+		t.attach(g.verifier)
+	}
+	return g
+}
+
 // SCIMAuth returns middleware that admits a SCIM request whose bearer token
 // matches one of its tenant's token hashes (CONTRACT.md §4). Every refusal
 // is the same 401 SCIM error with a Bearer challenge and
 // Content-Type: application/scim+json, whether the token was missing,
-// malformed or wrong, or the tenant unknown; each does the same hashing
-// work, so neither the answer nor its time tells them apart.
+// malformed or wrong, or the tenant unknown; a wrong token and an unknown
+// tenant do the same work and take the same time (see secret.Verifier).
+// Failed attempts are limited (see SCIMLimits): past a budget the answer
+// is a 429 SCIM error with Retry-After.
 func SCIMAuth(tenants TenantStore, opts ...Option) func(http.Handler) http.Handler {
 	o := newOptions(DefaultSCIMRealm, opts)
 	if o.tenant == nil {
 		o.tenant = func(r *http.Request) string { return r.PathValue("tenant") }
 	}
-	verifier := secret.NewVerifier(0, 0)
+	g := newSCIMGuard(o.scimLimits, tenants)
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			tok, err := bearer.Token(r)
-			hashes := tenants.TenantTokens(o.tenant(r))
-			if err != nil {
-				hashes = nil // the same work as a wrong token
-			}
-			if verifier.Verify(hashes, tok) && err == nil {
-				next.ServeHTTP(w, r)
-				return
-			}
 			if err == nil && o.idTokens != nil && strings.Count(tok, ".") == 2 {
-				if claims, verr := o.idTokens.Validate(r.Context(), tok); verr == nil {
+				claims, verr := o.idTokens.Validate(r.Context(), tok)
+				if verr == nil && claims != nil {
 					if claims.Scopes.HasAny(o.idTokenNeed...) {
 						next.ServeHTTP(w, withState(r, claims, o))
 						return
@@ -111,9 +230,50 @@ func SCIMAuth(tenants TenantStore, opts ...Option) func(http.Handler) http.Handl
 					return
 				}
 			}
+			if err == nil && len(tok) <= MaxSCIMTokenLength {
+				switch g.check(w, r, o, tenants, tok) {
+				case checkPassed:
+					next.ServeHTTP(w, r)
+					return
+				case checkAnswered:
+					return
+				}
+			}
 			o.reject(r, http.StatusUnauthorized, ErrSCIMToken)
 			w.Header().Set("WWW-Authenticate", oauthwire.Challenge(o.realm, oauthwire.Error{}))
 			scimerr.Write(w, scimerr.Unauthorized("The authorization header is invalid or missing"))
 		})
 	}
+}
+
+type checkResult int
+
+const (
+	checkFailed   checkResult = iota // answer 401
+	checkPassed                      // serve the request
+	checkAnswered                    // an answer was written
+)
+
+// check verifies tok against the tenant's hashes under the failure limits.
+func (g *scimGuard) check(w http.ResponseWriter, r *http.Request, o *options, tenants TenantStore, tok string) checkResult {
+	tenant := o.tenant(r)
+	res, no := g.limiter.Reserve(tenant, g.addrs.Addr(r), time.Now())
+	if res == nil {
+		o.reject(r, http.StatusTooManyRequests, ErrSCIMTooManyFailures)
+		w.Header().Set("Retry-After", strconv.Itoa(no.RetryAfterSeconds()))
+		scimerr.Write(w, scimerr.New(http.StatusTooManyRequests, "Too many failed attempts; try again later"))
+		return checkAnswered
+	}
+	ok, err := g.verifier.Verify(r.Context(), tenants.TenantTokens(tenant), tok)
+	switch {
+	case err != nil: // the request ended while waiting to be checked
+		res.Cancel()
+		scimerr.Write(w, scimerr.New(http.StatusServiceUnavailable, "The request ended before it could be authenticated"))
+		return checkAnswered
+	case ok:
+		res.Succeeded()
+		return checkPassed
+	}
+	res.Failed()
+	return checkFailed
 }

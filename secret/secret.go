@@ -14,7 +14,6 @@
 package secret
 
 import (
-	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/sha512"
@@ -23,8 +22,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
-	"time"
 
 	"golang.org/x/crypto/bcrypt"
 )
@@ -160,94 +157,4 @@ func Generate() (secret, hash string) {
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24)
 	secret = base64.RawURLEncoding.EncodeToString(b[:])
 	return secret, HashSHA256(secret)
-}
-
-// unknown is what a secret is checked against when there is no hash to
-// check it against (an unknown client or tenant), so that case costs what
-// a wrong secret costs.
-var unknown = Hash{kind: SHA256, sum: make([]byte, sha256.Size)}
-
-// Verifier checks a secret against the hashes of one client or tenant.
-// It checks every hash, with no early exit, and remembers recent successes
-// against slow hashes for a short time so that token throughput does not
-// pay bcrypt's cost on every request. A nil *Verifier caches nothing.
-//
-// A cache entry is an HMAC, under a key made at random for this process, of
-// the hash and the secret: the secret itself is never kept. An entry costs
-// about 80 bytes.
-type Verifier struct {
-	ttl time.Duration
-	max int
-	key [32]byte
-
-	mu   sync.Mutex
-	seen map[[32]byte]time.Time
-}
-
-// NewVerifier returns a Verifier that remembers up to max successful
-// slow-hash checks for ttl each. Zero values mean 5 minutes and 4096.
-func NewVerifier(ttl time.Duration, max int) *Verifier {
-	if ttl <= 0 {
-		ttl = 5 * time.Minute
-	}
-	if max <= 0 {
-		max = 4096
-	}
-	v := &Verifier{ttl: ttl, max: max, seen: make(map[[32]byte]time.Time)}
-	_, _ = rand.Read(v.key[:])
-	return v
-}
-
-// Verify reports whether secret matches any of hashes. An empty list
-// matches nothing, after the same work as a wrong secret.
-func (v *Verifier) Verify(hashes []Hash, secret string) bool {
-	if len(hashes) == 0 {
-		unknown.Verify(secret)
-		return false
-	}
-	match := false
-	for _, h := range hashes {
-		var ok bool
-		if h.Slow() && v != nil {
-			ok = v.verifySlow(h, secret)
-		} else {
-			ok = h.Verify(secret)
-		}
-		match = match || ok
-	}
-	return match
-}
-
-func (v *Verifier) verifySlow(h Hash, secret string) bool {
-	mac := hmac.New(sha256.New, v.key[:])
-	mac.Write([]byte(h.text))
-	mac.Write([]byte{0})
-	mac.Write([]byte(secret))
-	var k [32]byte
-	mac.Sum(k[:0])
-
-	now := time.Now()
-	v.mu.Lock()
-	exp, hit := v.seen[k]
-	v.mu.Unlock()
-	if hit && now.Before(exp) {
-		return true
-	}
-	if !h.Verify(secret) {
-		return false
-	}
-	v.mu.Lock()
-	if len(v.seen) >= v.max {
-		for key, e := range v.seen {
-			if now.After(e) {
-				delete(v.seen, key)
-			}
-		}
-		if len(v.seen) >= v.max {
-			clear(v.seen)
-		}
-	}
-	v.seen[k] = now.Add(v.ttl)
-	v.mu.Unlock()
-	return true
 }

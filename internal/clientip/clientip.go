@@ -1,0 +1,128 @@
+// Package clientip finds the address a request came from, in the form the
+// failure limiters key on: one address is one key, however it is written.
+//
+// IPv4 addresses are kept whole; IPv6 addresses are grouped by their /64
+// prefix, the smallest block one subscriber is usually given, so an
+// attacker cannot turn one connection into 2^64 keys. A port, an IPv6 zone
+// and the IPv4-mapped IPv6 form are dropped.
+package clientip
+
+import (
+	"net/http"
+	"net/netip"
+	"strings"
+)
+
+// Resolver finds a request's client address. The zero value uses
+// RemoteAddr only, which is right for a server that clients reach
+// directly.
+type Resolver struct {
+	// Header, when set (e.g. "X-Forwarded-For"), is read for the client
+	// address: a comma-separated list that each proxy appends to.
+	Header string
+	// Trusted are the proxies whose additions to Header are believed.
+	// Empty means one trusted hop: the header's rightmost address, which
+	// the proxy in front of this server added. Otherwise the header is
+	// read only when RemoteAddr is in Trusted (so a client reaching the
+	// server directly cannot choose its address), and the address taken
+	// is the rightmost one not in Trusted: the last hop no trusted proxy
+	// vouches for.
+	Trusted []netip.Prefix
+}
+
+// Invalid is the key of an address that cannot be parsed. They all share
+// it, so garbage cannot mint keys.
+const Invalid = "invalid"
+
+// Addr returns the client address of r, normalised: IPv4 as it is, IPv6
+// as its /64 prefix, Invalid when it cannot be parsed.
+func (res Resolver) Addr(r *http.Request) string {
+	remote := parse(r.RemoteAddr)
+	if res.Header == "" {
+		return key(remote)
+	}
+	if len(res.Trusted) > 0 && !res.trusted(remote) {
+		return key(remote)
+	}
+	values := r.Header.Values(res.Header)
+	for i := len(values) - 1; i >= 0; i-- {
+		v := values[i]
+		for v != "" {
+			var part string
+			if j := strings.LastIndexByte(v, ','); j >= 0 {
+				part, v = v[j+1:], v[:j]
+			} else {
+				part, v = v, ""
+			}
+			part = strings.TrimSpace(part)
+			if part == "" {
+				continue
+			}
+			a := parse(part)
+			if len(res.Trusted) > 0 && a.IsValid() && res.trusted(a) {
+				continue
+			}
+			return key(a)
+		}
+	}
+	return key(remote)
+}
+
+func (res Resolver) trusted(a netip.Addr) bool {
+	if !a.IsValid() {
+		return false
+	}
+	for _, p := range res.Trusted {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// parse reads an address written as "IP", "IP:port", "[IPv6]" or
+// "[IPv6]:port"; the zero Addr when it is none of those.
+func parse(s string) netip.Addr {
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		return ap.Addr().Unmap().WithZone("")
+	}
+	s = strings.TrimSuffix(strings.TrimPrefix(s, "["), "]")
+	if a, err := netip.ParseAddr(s); err == nil {
+		return a.Unmap().WithZone("")
+	}
+	return netip.Addr{}
+}
+
+func key(a netip.Addr) string {
+	switch {
+	case !a.IsValid():
+		return Invalid
+	case a.Is4():
+		return a.String()
+	}
+	p, _ := a.Prefix(64)
+	return p.String()
+}
+
+// ParsePrefixes reads CIDR prefixes ("10.0.0.0/8") or single addresses
+// ("192.0.2.1", taken as /32 or /128), for Resolver.Trusted.
+func ParsePrefixes(in []string) ([]netip.Prefix, error) {
+	out := make([]netip.Prefix, 0, len(in))
+	for _, s := range in {
+		if strings.Contains(s, "/") {
+			p, err := netip.ParsePrefix(s)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, p.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(s)
+		if err != nil {
+			return nil, err
+		}
+		a = a.Unmap()
+		out = append(out, netip.PrefixFrom(a, a.BitLen()))
+	}
+	return out, nil
+}

@@ -1,0 +1,269 @@
+// Package limiter bounds failed authentications: a client secret at the
+// token endpoint, a tenant token at SCIM. The issuer and SCIMAuth share it.
+//
+// Three budgets are kept, each a GCRA bucket (a token bucket stored as one
+// timestamp) that refills evenly over the window:
+//
+//   - per address: every failure from one address, whatever it aimed at;
+//   - per subject (a client ID or a tenant): failures from any address;
+//   - per subject and address: whether that address has failed for that
+//     subject within the window.
+//
+// A check is a reservation, taken before the secret is verified, so
+// concurrent guesses cannot multiply a budget; success gives it back. When
+// a subject's budget is spent (someone is guessing its secret), an address
+// that has not failed for it within the window may still try once: so the
+// subject's own caller, who knows the secret, is never locked out by
+// somebody else's failures, while the number of secrets verified for one
+// subject stays bounded by its budget plus one per failing address per
+// window.
+//
+// Memory is fixed in bytes: keys are hashed with a per-process random seed
+// to 64 bits, and entries (16 bytes each) live in two set-associative
+// tables allocated once, one for the buckets and one for the pair marks,
+// half the bytes each. When a set is full the entry holding the least
+// information (the one that frees up soonest) is replaced, so a flood of
+// new keys forgets single failures before it forgets a locked-out key, and
+// a flood of pair marks only ever replaces pair marks.
+package limiter
+
+import (
+	"hash/maphash"
+	"math/bits"
+	"slices"
+	"sync"
+	"time"
+)
+
+// EntryBytes is what one remembered key costs.
+const EntryBytes = 16
+
+// ways is the number of entries per set.
+const ways = 4
+
+// Config sets the budgets. Every field must be positive.
+type Config struct {
+	PerSubject int           // failures per subject per window, from any address
+	PerAddress int           // failures per address per window
+	Window     time.Duration // over which a budget refills
+	MaxBytes   int           // memory of the table; at least one set is kept
+}
+
+// Limit names the budget that refused a request.
+type Limit string
+
+// The budgets.
+const (
+	LimitAddress Limit = "address"         // the address failed too often
+	LimitSubject Limit = "subject+address" // the subject's budget is spent and this address failed for it
+)
+
+// Key kinds, so that a subject and an address with the same text differ.
+const (
+	kindAddress byte = iota + 1
+	kindSubject
+	kindPair
+)
+
+// Refusal says why and for how long a reservation was refused.
+type Refusal struct {
+	Limit      Limit
+	RetryAfter time.Duration
+}
+
+// RetryAfterSeconds is RetryAfter rounded up to whole seconds, at least
+// 1, for a Retry-After header.
+func (r Refusal) RetryAfterSeconds() int {
+	return max(1, int((r.RetryAfter+time.Second-1)/time.Second))
+}
+
+// Limiter holds the budgets. It is safe for concurrent use.
+type Limiter struct {
+	seed        maphash.Seed
+	window      int64 // nanoseconds
+	subjectStep int64 // window / PerSubject
+	addressStep int64 // window / PerAddress
+
+	mu      sync.Mutex
+	buckets table // per address and per subject
+	pairs   table // per subject and address
+}
+
+// table is a set-associative array of entries.
+type table struct {
+	entries []entry
+	setMask uint64
+}
+
+func newTable(bytes int) table {
+	sets := max(1, bytes/(EntryBytes*ways))
+	sets = 1 << (bits.Len(uint(sets)) - 1) // a power of two, at most asked
+	return table{entries: make([]entry, sets*ways), setMask: uint64(sets - 1)}
+}
+
+// entry is one key's state. until is a GCRA theoretical arrival time in
+// Unix nanoseconds (a bucket is full when until <= now) or, for a pair, the
+// end of its failure mark. An entry with until <= now holds nothing.
+type entry struct {
+	key   uint64
+	until int64
+}
+
+// New returns a Limiter for c, whose fields must be positive.
+func New(c Config) *Limiter {
+	w := int64(c.Window)
+	return &Limiter{
+		seed:        maphash.MakeSeed(),
+		window:      w,
+		subjectStep: max(1, w/int64(c.PerSubject)),
+		addressStep: max(1, w/int64(c.PerAddress)),
+		buckets:     newTable(c.MaxBytes / 2),
+		pairs:       newTable(c.MaxBytes / 2),
+	}
+}
+
+// Bytes is the memory the tables hold, fixed at New: at most
+// Config.MaxBytes, and at least 128.
+func (l *Limiter) Bytes() int {
+	return (len(l.buckets.entries) + len(l.pairs.entries)) * EntryBytes
+}
+
+// Reservation is a budget taken for one verification. Exactly one of
+// Succeeded, Failed or Cancel should be called on it.
+type Reservation struct {
+	l            *Limiter
+	subject      uint64
+	address      uint64
+	pair         uint64
+	tookSubject  bool
+	pairMark     int64 // what this reservation wrote into the pair
+	pairPrevious int64 // what was there before
+}
+
+// Reserve takes one failure from the budgets of subject and addr at now,
+// before a secret is verified. It refuses when addr's budget is spent, or
+// when the subject's is and addr has failed for the subject within the
+// window.
+func (l *Limiter) Reserve(subject, addr string, now time.Time) (*Reservation, Refusal) {
+	t := now.UnixNano()
+	r := &Reservation{
+		l:       l,
+		address: l.hash(kindAddress, addr, ""),
+		subject: l.hash(kindSubject, subject, ""),
+		pair:    l.hash(kindPair, subject, addr),
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	a := l.buckets.slot(r.address)
+	if wait := l.wait(a, l.addressStep, t); wait > 0 {
+		return nil, Refusal{Limit: LimitAddress, RetryAfter: time.Duration(wait)}
+	}
+	s := l.buckets.slot(r.subject, a)
+	p := l.pairs.slot(r.pair)
+	sWait := l.wait(s, l.subjectStep, t)
+	if sWait > 0 && p.until > t {
+		return nil, Refusal{Limit: LimitSubject, RetryAfter: time.Duration(min(sWait, p.until-t))}
+	}
+	if sWait == 0 {
+		take(s, l.subjectStep, t)
+		r.tookSubject = true
+	}
+	take(a, l.addressStep, t)
+	r.pairPrevious = p.until
+	r.pairMark = max(p.until, t+l.window)
+	p.until = r.pairMark
+	return r, Refusal{}
+}
+
+// Succeeded gives the reservation back: the secret was right, so nothing
+// is charged, and the address is no longer marked as failing for the
+// subject.
+func (r *Reservation) Succeeded() {
+	r.l.mu.Lock()
+	defer r.l.mu.Unlock()
+	r.giveBack()
+	if p := r.l.pairs.find(r.pair); p != nil {
+		p.until = 0
+	}
+}
+
+// Failed keeps the reservation: the failure stays charged.
+func (r *Reservation) Failed() {}
+
+// Cancel gives the reservation back when no secret was verified (the
+// request ended first). The pair mark is undone only if no other
+// reservation has changed it since.
+func (r *Reservation) Cancel() {
+	r.l.mu.Lock()
+	defer r.l.mu.Unlock()
+	r.giveBack()
+	if p := r.l.pairs.find(r.pair); p != nil && p.until == r.pairMark {
+		p.until = r.pairPrevious
+	}
+}
+
+func (r *Reservation) giveBack() {
+	if e := r.l.buckets.find(r.address); e != nil {
+		e.until -= r.l.addressStep
+	}
+	if r.tookSubject {
+		if e := r.l.buckets.find(r.subject); e != nil {
+			e.until -= r.l.subjectStep
+		}
+	}
+}
+
+// wait is how long until e's bucket has a token: 0 when it has one now.
+func (l *Limiter) wait(e *entry, step, now int64) int64 {
+	return max(0, max(e.until, now)+step-l.window-now)
+}
+
+func take(e *entry, step, now int64) { e.until = max(e.until, now) + step }
+
+func (l *Limiter) hash(kind byte, a, b string) uint64 {
+	var h maphash.Hash
+	h.SetSeed(l.seed)
+	h.WriteByte(kind)
+	h.WriteString(a)
+	h.WriteByte(0)
+	h.WriteString(b)
+	return h.Sum64() | 1 // never 0, the empty slot's key
+}
+
+func (t *table) set(key uint64) []entry {
+	i := (key >> 32 & t.setMask) * ways
+	return t.entries[i : i+ways]
+}
+
+// find returns key's entry, or nil.
+func (t *table) find(key uint64) *entry {
+	set := t.set(key)
+	for i := range set {
+		if set[i].key == key {
+			return &set[i]
+		}
+	}
+	return nil
+}
+
+// slot returns key's entry, making one if needed in place of the entry of
+// its set that frees up soonest, other than those in keep (entries the
+// caller still holds).
+func (t *table) slot(key uint64, keep ...*entry) *entry {
+	set := t.set(key)
+	victim := -1
+	for i := range set {
+		e := &set[i]
+		if e.key == key {
+			return e
+		}
+		if slices.Contains(keep, e) {
+			continue
+		}
+		if victim < 0 || e.until < set[victim].until {
+			victim = i
+		}
+	}
+	set[victim] = entry{key: key}
+	return &set[victim]
+}

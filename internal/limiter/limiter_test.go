@@ -1,0 +1,172 @@
+package limiter
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+var t0 = time.Unix(1_800_000_000, 0)
+
+func newTest(perSubject, perAddress int) *Limiter {
+	return New(Config{PerSubject: perSubject, PerAddress: perAddress, Window: time.Minute, MaxBytes: 1 << 20})
+}
+
+func TestAddressBudget(t *testing.T) {
+	l := newTest(100, 3)
+	for i := range 3 {
+		r, no := l.Reserve(fmt.Sprint("client-", i), "198.51.100.7", t0)
+		if r == nil {
+			t.Fatalf("attempt %d refused: %+v", i, no)
+		}
+		r.Failed()
+	}
+	r, no := l.Reserve("client-x", "198.51.100.7", t0)
+	if r != nil || no.Limit != LimitAddress || no.RetryAfter != 20*time.Second {
+		t.Fatalf("4th attempt: %v %+v, want refused by address for 20s", r, no)
+	}
+	if r, _ := l.Reserve("client-x", "198.51.100.8", t0); r == nil {
+		t.Fatal("another address is refused too")
+	}
+	if r, _ := l.Reserve("client-x", "198.51.100.7", t0.Add(20*time.Second)); r == nil {
+		t.Fatal("still refused once one failure has refilled")
+	}
+}
+
+// The lockout: wrong secrets from X spend the client's budget; the
+// right secret from Y, which has not failed, still gets through, and so
+// does every later request from Y; X stays refused.
+func TestFailuresElsewhereNeverLockOutTheClient(t *testing.T) {
+	l := newTest(10, 100)
+	for i := range 15 {
+		r, no := l.Reserve("payroll", "203.0.113.9", t0)
+		switch {
+		case i < 10 && r == nil:
+			t.Fatalf("attempt %d from X refused early: %+v", i, no)
+		case i >= 10 && (r != nil || no.Limit != LimitSubject || no.RetryAfter <= 0):
+			t.Fatalf("attempt %d from X: %v %+v, want refused", i, r, no)
+		}
+		if r != nil {
+			r.Failed()
+		}
+	}
+	for i := range 20 {
+		r, no := l.Reserve("payroll", "198.51.100.7", t0)
+		if r == nil {
+			t.Fatalf("request %d from Y refused: %+v", i, no)
+		}
+		r.Succeeded()
+	}
+	if r, _ := l.Reserve("payroll", "203.0.113.9", t0); r != nil {
+		t.Fatal("X is no longer refused")
+	}
+}
+
+// However many arrive at once, one address gets at most the budget.
+func TestConcurrentGuessesTakeAtMostTheBudget(t *testing.T) {
+	l := newTest(10, 100)
+	var granted atomic.Int64
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for range 64 {
+		wg.Go(func() {
+			<-start
+			if r, _ := l.Reserve("payroll", "203.0.113.9", t0); r != nil {
+				granted.Add(1)
+				r.Failed()
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	if g := granted.Load(); g != 10 {
+		t.Fatalf("%d of 64 concurrent guesses were granted, want the budget, 10", g)
+	}
+}
+
+// Over one window, N failing addresses get at most the subject's budget
+// plus one verification each.
+func TestVerificationsPerSubjectAreBounded(t *testing.T) {
+	const budget, addrs = 10, 50
+	l := newTest(budget, 1000)
+	granted := 0
+	for round := range 20 {
+		now := t0.Add(time.Duration(round) * time.Second) // 20 s of a 60 s window
+		for a := range addrs {
+			if r, _ := l.Reserve("payroll", fmt.Sprint("203.0.113.", a), now); r != nil {
+				granted++
+				r.Failed()
+			}
+		}
+	}
+	// 20 s of refill is 3 more subject tokens (one per 6 s, at 0, 6, 12 and 18 s after the burst).
+	if limit := budget + 3 + addrs; granted > limit {
+		t.Fatalf("%d verifications, want at most %d", granted, limit)
+	}
+	if granted < addrs {
+		t.Fatalf("only %d verifications: an address that had not failed was refused", granted)
+	}
+}
+
+func TestSuccessChargesNothing(t *testing.T) {
+	l := newTest(2, 2)
+	for i := range 1000 {
+		r, no := l.Reserve("payroll", "198.51.100.7", t0)
+		if r == nil {
+			t.Fatalf("success %d refused: %+v", i, no)
+		}
+		r.Succeeded()
+	}
+	for i := range 1000 {
+		r, no := l.Reserve("payroll", "198.51.100.7", t0)
+		if r == nil {
+			t.Fatalf("cancel %d refused: %+v", i, no)
+		}
+		r.Cancel()
+	}
+}
+
+// The table never grows, whatever the keys look like; a flood of single
+// failures forgets them before it forgets a locked-out key.
+func TestMemoryIsFixedAndLockoutsSurviveFloods(t *testing.T) {
+	l := New(Config{PerSubject: 5, PerAddress: 5, Window: time.Minute, MaxBytes: 64 << 10})
+	if l.Bytes() != 64<<10 {
+		t.Fatalf("Bytes = %d", l.Bytes())
+	}
+	for range 5 {
+		r, _ := l.Reserve("payroll", "203.0.113.9", t0)
+		r.Failed()
+	}
+	long := strings.Repeat("x", 1<<10)
+	for i := range 40_000 {
+		if r, _ := l.Reserve(fmt.Sprint(long, i), fmt.Sprint("198.51.", i>>8&255, ".", i&255), t0); r != nil {
+			r.Failed()
+		}
+	}
+	if n := len(l.buckets.entries) + len(l.pairs.entries); n*EntryBytes != 64<<10 {
+		t.Fatalf("tables grew to %d entries", n)
+	}
+	if r, no := l.Reserve("payroll", "203.0.113.9", t0); r != nil || no.Limit != LimitAddress {
+		t.Fatalf("the locked-out address was forgotten: %v %+v", r, no)
+	}
+}
+
+func TestRetryAfterSeconds(t *testing.T) {
+	for d, want := range map[time.Duration]int{0: 1, time.Millisecond: 1, time.Second: 1, 1500 * time.Millisecond: 2, 20 * time.Second: 20} {
+		if got := (Refusal{RetryAfter: d}).RetryAfterSeconds(); got != want {
+			t.Errorf("%v: %d, want %d", d, got, want)
+		}
+	}
+}
+
+func TestNewRoundsTheTableDown(t *testing.T) {
+	for _, c := range []struct{ bytes, want int }{{0, 128}, {100, 128}, {1 << 20, 1 << 20}, {1<<20 + 1000, 1 << 20}, {3 << 20, 2 << 20}} {
+		l := New(Config{PerSubject: 1, PerAddress: 1, Window: time.Second, MaxBytes: c.bytes})
+		if l.Bytes() != c.want {
+			t.Errorf("MaxBytes %d: Bytes = %d, want %d", c.bytes, l.Bytes(), c.want)
+		}
+	}
+}

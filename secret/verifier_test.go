@@ -1,0 +1,171 @@
+package secret_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/idsauth/idsauth/secret"
+)
+
+func bcryptHash(t testing.TB, s string, cost int) secret.Hash {
+	t.Helper()
+	h, err := secret.HashBcrypt(s, cost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return secret.MustParse(h)
+}
+
+func verify(t *testing.T, v *secret.Verifier, hashes []secret.Hash, s string) bool {
+	t.Helper()
+	ok, err := v.Verify(context.Background(), hashes, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ok
+}
+
+func TestVerifierChecksEveryHashAndCachesSlowOnes(t *testing.T) {
+	hashes := []secret.Hash{bcryptHash(t, "old-secret", 4), secret.MustParse(secret.HashSHA256("new-secret"))}
+	v := secret.NewVerifier(secret.VerifierConfig{CacheEntries: 2, FailureFloor: -1})
+	for _, s := range []string{"old-secret", "new-secret", "old-secret"} {
+		if !verify(t, v, hashes, s) {
+			t.Errorf("%q refused", s)
+		}
+	}
+	if c := v.Counts(); c.Slow != 1 || c.CacheHits != 1 {
+		t.Errorf("counts = %+v, want one bcrypt and one cache hit", c)
+	}
+	if verify(t, v, hashes, "other") || verify(t, v, nil, "old-secret") {
+		t.Error("wrong secret or no hashes accepted")
+	}
+	// Fill past the bound: the cache stays correct.
+	for i := range 10 {
+		if !verify(t, v, []secret.Hash{bcryptHash(t, fmt.Sprint("s", i), 4)}, fmt.Sprint("s", i)) {
+			t.Fatal("refused")
+		}
+	}
+	if !verify(t, v, hashes, "old-secret") || verify(t, v, hashes, "s1") {
+		t.Error("cache confused secrets after eviction")
+	}
+}
+
+// Unknown, wrong and rotated do the same fast work for every fast kind,
+// and an unknown subject never burns bcrypt.
+func TestVerifierDoesTheSameWorkOnEveryPath(t *testing.T) {
+	sha512 := "sha512:" + b(64)
+	for _, kind := range []string{"sha256", "sha512", "bcrypt"} {
+		t.Run(kind, func(t *testing.T) {
+			hash := func(s string) secret.Hash {
+				switch kind {
+				case "sha256":
+					return secret.MustParse(secret.HashSHA256(s))
+				case "sha512":
+					return secret.MustParse(sha512)
+				}
+				return bcryptHash(t, s, 4)
+			}
+			one := []secret.Hash{hash("a")}
+			rotated := []secret.Hash{hash("b"), hash("c")}
+			v := secret.NewVerifier(secret.VerifierConfig{})
+			v.Prime(one, rotated)
+			work := map[string]secret.Counts{}
+			for name, hashes := range map[string][]secret.Hash{"unknown": nil, "wrong": one, "rotated": rotated} {
+				before := v.Counts()
+				if verify(t, v, hashes, "guess") {
+					t.Fatal("a guess matched")
+				}
+				after := v.Counts()
+				work[name] = secret.Counts{Fast: after.Fast - before.Fast, Slow: after.Slow - before.Slow, Floors: after.Floors - before.Floors}
+			}
+			if work["unknown"].Fast != work["wrong"].Fast || work["wrong"].Fast != work["rotated"].Fast || work["unknown"].Fast < secret.MinComparisons {
+				t.Errorf("fast comparisons differ: %+v", work)
+			}
+			if work["unknown"].Slow != 0 {
+				t.Errorf("an unknown subject burned bcrypt: %+v", work)
+			}
+			slowConfig := kind == "bcrypt"
+			if (v.Floor() > 0) != slowConfig {
+				t.Errorf("floor = %v with %s hashes", v.Floor(), kind)
+			}
+			wantFloors := uint64(0)
+			if slowConfig {
+				wantFloors = 1 // every failure is held to the floor
+			}
+			for name, w := range work {
+				if w.Floors != wantFloors {
+					t.Errorf("%s: %d floor waits, want %d", name, w.Floors, wantFloors)
+				}
+			}
+		})
+	}
+}
+
+func TestVerifierPadsToTheLongestList(t *testing.T) {
+	v := secret.NewVerifier(secret.VerifierConfig{})
+	six := make([]secret.Hash, 6)
+	for i := range six {
+		six[i] = secret.MustParse(secret.HashSHA256(fmt.Sprint(i)))
+	}
+	v.Prime(six)
+	before := v.Counts().Fast
+	verify(t, v, nil, "x")
+	if got := v.Counts().Fast - before; got != 6 {
+		t.Fatalf("unknown subject did %d comparisons, want 6", got)
+	}
+}
+
+func TestVerifierFloorSettings(t *testing.T) {
+	bc := []secret.Hash{bcryptHash(t, "x", 4)}
+	for _, c := range []struct {
+		set, want time.Duration
+	}{{-1, 0}, {7, 7}} {
+		f := secret.NewVerifier(secret.VerifierConfig{FailureFloor: c.set})
+		f.Prime(bc)
+		if f.Floor() != c.want {
+			t.Errorf("FailureFloor %v: Floor() = %v, want %v", c.set, f.Floor(), c.want)
+		}
+	}
+}
+
+// However many arrive at once, at most MaxConcurrentSlow bcrypt checks run
+// together.
+func TestVerifierBoundsConcurrentSlowChecks(t *testing.T) {
+	v := secret.NewVerifier(secret.VerifierConfig{MaxConcurrentSlow: 2, CacheTTL: -1, FailureFloor: -1})
+	slow := []secret.Hash{bcryptHash(t, "x", 8)}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() { _, _ = v.Verify(context.Background(), slow, "guess") })
+	}
+	wg.Wait()
+	if c := v.Counts(); c.Slow != 8 || c.SlowPeak < 1 || c.SlowPeak > 2 {
+		t.Fatalf("counts = %+v, want 8 checks, at most 2 at once", c)
+	}
+}
+
+// A slow check waits for its turn only while its request lasts, and then
+// says so instead of answering.
+func TestVerifierSlowChecksWaitForTheirTurn(t *testing.T) {
+	v := secret.NewVerifier(secret.VerifierConfig{MaxConcurrentSlow: 1, CacheTTL: -1, FailureFloor: -1})
+	slow := []secret.Hash{bcryptHash(t, "x", 10)}
+	var wg sync.WaitGroup
+	wg.Go(func() { _, _ = v.Verify(context.Background(), slow, "y") })
+	for v.Counts().Slow == 0 { // the first check holds the only slot once it has counted itself
+		runtime.Gosched()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	ok, err := v.Verify(ctx, slow, "x")
+	if ok || !errors.Is(err, context.Canceled) {
+		t.Errorf("Verify with an ended request while the slot is taken = %v, %v", ok, err)
+	}
+	wg.Wait()
+	if c := v.Counts(); c.Slow != 1 {
+		t.Errorf("counts = %+v, want one bcrypt run", c)
+	}
+}
