@@ -34,6 +34,7 @@ type inProcess struct {
 	*httptest.Server
 	key  *keys.Key
 	logs *testlog.Buffer
+	svc  *service
 }
 
 func (s *inProcess) issuer() string { return s.URL + "/ids" }
@@ -54,14 +55,14 @@ func newInProcess(t *testing.T) *inProcess {
 		t.Fatal(err)
 	}
 	h = svc.routes()
-	return &inProcess{Server: srv, key: k, logs: logs}
+	return &inProcess{Server: srv, key: k, logs: logs, svc: svc}
 }
 
 // expectation is the answer's shape, from CONTRACT.md.
 type expectation struct {
 	status int
-	kind   string // challenge, invalid_token, invalid_request, insufficient_scope, scim, oauth, problem, ok
-	code   string // the OAuth error code, for kind oauth
+	kind   string // challenge, invalid_token, invalid_request, insufficient_scope, scim, scimlist, oauth, problem, ok
+	code   string // the OAuth error code, for kind oauth; the scimType, for kind scim
 	desc   string // error_description, when it is pinned
 }
 
@@ -69,6 +70,8 @@ var (
 	okWant        = expectation{status: 200, kind: "ok"}
 	challengeWant = expectation{status: 401, kind: "challenge"}
 	scimWant      = expectation{status: 401, kind: "scim"}
+	scimListWant  = expectation{status: 200, kind: "scimlist"}
+	invalidValue  = expectation{status: 400, kind: "scim", code: "invalidValue"}
 )
 
 func invalid(desc string) expectation {
@@ -112,6 +115,19 @@ func (e expectation) check(t *testing.T, r reply) {
 		}
 		if e.status == 401 && challenge != `Bearer realm="scim"` {
 			t.Fatalf("WWW-Authenticate = %q", challenge)
+		}
+		if e.code != "" && m["scimType"] != e.code {
+			t.Fatalf("scimType = %v, want %q", m["scimType"], e.code)
+		}
+	case "scimlist":
+		var list struct {
+			Schemas      []string
+			ItemsPerPage int
+			Resources    []json.RawMessage
+		}
+		if json.Unmarshal([]byte(r.body), &list) != nil || r.header.Get("Content-Type") != "application/scim+json" ||
+			len(list.Schemas) != 1 || list.Schemas[0] != listSchema || list.ItemsPerPage != len(list.Resources) || list.ItemsPerPage > scimMaxResults {
+			t.Fatalf("want a SCIM list, got %q", r.body)
 		}
 	case "oauth":
 		if !isJSON || m["error"] != e.code || r.header.Get("Cache-Control") != "no-store" || r.header.Get("Pragma") != "no-cache" {
@@ -181,6 +197,14 @@ func TestHostileInput(t *testing.T) {
 			}
 			return r
 		}
+	}
+	for i := range 3 { // paging rows need users on both sides of a window
+		if r := send(t, http.DefaultClient, "POST", scimUsers, `{"userName":"user`+strconv.Itoa(i)+`"}`, "Authorization", "Bearer acme-scim-token"); r.status != 201 {
+			t.Fatalf("SCIM create: %d %s", r.status, r.body)
+		}
+	}
+	scimGet := func(query string) func() *http.Request {
+		return get(scimUsers+"?"+query, "Authorization", "Bearer acme-scim-token")
 	}
 	good := url.Values{"grant_type": {"client_credentials"}, "client_id": {"admin"}, "client_secret": {"admin-secret"}, "scope": {scope.AdminWebAPI}}
 
@@ -252,6 +276,15 @@ func TestHostileInput(t *testing.T) {
 		{"SCIM: filter injection", get(scimUsers+"?filter="+url.QueryEscape(`userName eq "x" or 1 eq 1`), "Authorization", "Bearer acme-scim-token"), expectation{status: 400, kind: "scim"}, ""},
 		{"Admin: negative pageSize", get(admin+"?pageSize=-1", bearer(valid)...), expectation{status: 400, kind: "problem"}, ""},
 		{"Admin: page beyond int64", get(admin+"?page=99999999999999999999", bearer(valid)...), expectation{status: 400, kind: "problem"}, ""},
+		{"Admin: the last page number at the largest page size", get(admin+"?page=1073741824&pageSize=1000", bearer(valid)...), okWant, ""},
+		{"SCIM paging: count at int64 max after startIndex 2", scimGet("startIndex=2&count=9223372036854775807"), scimListWant, ""},
+		{"SCIM paging: count beyond int64", scimGet("count=99999999999999999999"), scimListWant, ""},
+		{"SCIM paging: startIndex at int64 max", scimGet("startIndex=9223372036854775807&count=9223372036854775807"), scimListWant, ""},
+		{"SCIM paging: startIndex at int64 min", scimGet("startIndex=-9223372036854775808&count=2"), scimListWant, ""},
+		{"SCIM paging: negative startIndex and count", scimGet("startIndex=-1&count=-1"), scimListWant, ""},
+		{"SCIM paging: count not an integer", scimGet("count=ten"), invalidValue, ""},
+		{"SCIM paging: startIndex a fraction", scimGet("startIndex=1.5"), invalidValue, ""},
+		{"SCIM paging: startIndex in hex", scimGet("startIndex=0x7fffffffffffffff"), invalidValue, ""},
 	}
 	if len(cases) < 40 {
 		t.Fatalf("only %d cases", len(cases))

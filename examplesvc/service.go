@@ -56,6 +56,10 @@ type service struct {
 	mu      sync.Mutex // serializes reloads
 	current *issuer.Config
 
+	// The stores hold the API families' data. Each guards its own state:
+	// locks are taken inside store methods only, never by handlers, and
+	// every store hands out copies (or, for the read-only admin store,
+	// slices nobody writes).
 	admin    *adminStore
 	sessions *sessionStore
 	scim     *scimStore
@@ -87,8 +91,8 @@ func newService(ctx context.Context, src configSource, logger *slog.Logger) (*se
 		v:        v,
 		current:  cfg,
 		admin:    newAdminStore(),
-		sessions: newSessionStore(),
-		scim:     newSCIMStore(),
+		sessions: newSessionStore(maxSessionsPerClient),
+		scim:     newSCIMStore(maxUsersPerTenant),
 	}, nil
 }
 

@@ -1,0 +1,169 @@
+package main
+
+import (
+	"cmp"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"unicode"
+)
+
+// maxUsersPerTenant bounds one tenant's users, so one tenant cannot fill
+// the memory the others need; the store as a whole holds at most this
+// many per tenant ever configured.
+const maxUsersPerTenant = 10000
+
+var (
+	errTenantFull    = errors.New("this tenant holds the most users this service keeps; delete one first")
+	errUserNameTaken = errors.New("userName is already taken")
+	errNoUser        = errors.New("no user with that id")
+)
+
+// scimStore holds SCIM users per tenant. Its methods take its lock;
+// callers never do. A stored *scimUser is never modified (replace stores
+// a new one), so copies of it may be read after the lock is released.
+type scimStore struct {
+	mu      sync.Mutex
+	max     int // users per tenant
+	seq     uint64
+	tenants map[string]*tenantUsers
+}
+
+// tenantUsers are one tenant's users, by ID and by folded userName, so
+// that both look-ups are O(1).
+type tenantUsers struct {
+	byID   map[string]*scimUser
+	byName map[string]string // foldUserName(userName) → ID
+}
+
+func newSCIMStore(maxPerTenant int) *scimStore {
+	return &scimStore{max: maxPerTenant, tenants: map[string]*tenantUsers{}}
+}
+
+// create stores u, whose ID the caller has chosen, in tenant.
+func (s *scimStore) create(tenant string, u *scimUser) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.tenants[tenant]
+	if t == nil {
+		t = &tenantUsers{byID: map[string]*scimUser{}, byName: map[string]string{}}
+		s.tenants[tenant] = t
+	}
+	name := foldUserName(u.UserName)
+	if _, taken := t.byName[name]; taken {
+		return errUserNameTaken
+	}
+	if len(t.byID) >= s.max {
+		return errTenantFull
+	}
+	s.seq++
+	u.seq = s.seq
+	t.byID[u.ID] = u
+	t.byName[name] = u.ID
+	return nil
+}
+
+// get returns a copy of tenant's user id.
+func (s *scimStore) get(tenant, id string) (scimUser, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	u, ok := s.tenants[tenant].lookup(id)
+	if !ok {
+		return scimUser{}, false
+	}
+	return *u, true
+}
+
+// byUserName returns a copy of tenant's user whose userName equals name
+// without regard to case.
+func (s *scimStore) byUserName(tenant, name string) (scimUser, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.tenants[tenant]
+	if t == nil {
+		return scimUser{}, false
+	}
+	u, ok := t.lookup(t.byName[foldUserName(name)])
+	if !ok {
+		return scimUser{}, false
+	}
+	return *u, true
+}
+
+// replace puts build(old) in the place of tenant's user id, with the old
+// user's ID and creation order. build runs under the lock, so the old
+// user it sees is the one it replaces.
+func (s *scimStore) replace(tenant, id string, build func(old scimUser) *scimUser) (scimUser, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.tenants[tenant]
+	old, ok := t.lookup(id)
+	if !ok {
+		return scimUser{}, errNoUser
+	}
+	next := build(*old)
+	oldName, name := foldUserName(old.UserName), foldUserName(next.UserName)
+	if other, taken := t.byName[name]; taken && other != id {
+		return scimUser{}, errUserNameTaken
+	}
+	next.ID, next.seq = id, old.seq
+	delete(t.byName, oldName)
+	t.byName[name] = id
+	t.byID[id] = next
+	return *next, nil
+}
+
+// delete removes tenant's user id and reports whether it was there.
+func (s *scimStore) delete(tenant, id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.tenants[tenant]
+	u, ok := t.lookup(id)
+	if !ok {
+		return false
+	}
+	delete(t.byName, foldUserName(u.UserName))
+	delete(t.byID, id)
+	return true
+}
+
+// list returns copies of tenant's users in the order they were created.
+// Only the copy is made under the lock; the sort is not.
+func (s *scimStore) list(tenant string) []scimUser {
+	s.mu.Lock()
+	var all []scimUser
+	if t := s.tenants[tenant]; t != nil {
+		all = make([]scimUser, 0, len(t.byID))
+		for _, u := range t.byID {
+			all = append(all, *u)
+		}
+	}
+	s.mu.Unlock()
+	slices.SortFunc(all, func(a, b scimUser) int { return cmp.Compare(a.seq, b.seq) })
+	return all
+}
+
+// lookup is a nil-safe read of t.byID.
+func (t *tenantUsers) lookup(id string) (*scimUser, bool) {
+	if t == nil {
+		return nil, false
+	}
+	u, ok := t.byID[id]
+	return u, ok
+}
+
+// foldUserName maps a userName to a key that two names share exactly when
+// strings.EqualFold says they are equal (RFC 7643 §4.1.1: userName is
+// caseExact false): each rune becomes the smallest rune of its
+// unicode.SimpleFold orbit, the same classes EqualFold compares by. Invalid
+// UTF-8 bytes become U+FFFD, as EqualFold decodes them.
+func foldUserName(name string) string {
+	return strings.Map(func(r rune) rune {
+		least := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			least = min(least, f)
+		}
+		return least
+	}, name)
+}
