@@ -2,10 +2,10 @@ package main
 
 import (
 	"context"
-	_ "embed"
 	"log/slog"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/justinas/alice"
@@ -15,34 +15,6 @@ import (
 	"github.com/idsauth/idsauth/scimerr"
 	"github.com/idsauth/idsauth/scope"
 )
-
-//go:embed default-config.json
-var defaultConfig []byte
-
-// configSource is where the configuration comes from: a file, or the
-// embedded demo configuration when file is empty. issuer replaces the
-// file's issuer URL.
-type configSource struct {
-	file   string
-	issuer string
-}
-
-func (s configSource) load() (*issuer.Config, error) {
-	var (
-		cfg *issuer.Config
-		err error
-	)
-	if s.file == "" {
-		cfg, err = issuer.ParseConfig(defaultConfig, ".")
-	} else {
-		cfg, err = issuer.LoadConfig(s.file)
-	}
-	if err != nil {
-		return nil, err
-	}
-	cfg.Issuer = s.issuer
-	return cfg, cfg.Validate()
-}
 
 // service holds the issuer, the validator and the in-memory data of the
 // four API families.
@@ -142,6 +114,13 @@ func (s *service) reload() {
 	cfg, err := s.src.load()
 	if err != nil {
 		s.logger.Error("reload refused: keeping the current configuration", "error", err)
+		return
+	}
+	// The validator checks iss and aud against the URL the service
+	// started with; a new one would fail every new token.
+	if strings.TrimSuffix(cfg.Issuer, "/") != s.iss.URL() {
+		s.logger.Error("reload refused: keeping the current configuration", "error", "the issuer URL changed; restart to change it",
+			"issuer", s.iss.URL(), "new_issuer", cfg.Issuer)
 		return
 	}
 	cfg.Logger = s.logger
