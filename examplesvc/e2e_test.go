@@ -83,6 +83,8 @@ func writeConfig(t *testing.T, dir string, keyFiles ...string) {
 		"clients": []map[string]any{
 			{"clientId": "admin", "secretHashes": []string{secret.HashSHA256("admin-secret")}, "scopes": []string{scope.AdminWebAPI}},
 			{"clientId": "connect", "secretHashes": []string{secret.HashSHA256("connect-secret")}, "scopes": []string{scope.ConnectWebAPI}},
+			// A client whose tokens are for another resource server.
+			{"clientId": "payments", "secretHashes": []string{secret.HashSHA256("payments-secret")}, "scopes": []string{scope.AdminWebAPI}, "audience": []string{"https://payments.example/api"}},
 		},
 		"scimTenants": []map[string]any{{"tenant": "acme", "tokenHashes": []string{secret.HashSHA256("acme-scim-token")}}},
 	}

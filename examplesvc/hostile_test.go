@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+	"golang.org/x/oauth2/clientcredentials"
 
 	"github.com/idsauth/idsauth/internal/jwktest"
 	"github.com/idsauth/idsauth/internal/keys"
@@ -172,7 +173,7 @@ func TestHostileInput(t *testing.T) {
 		return signRaw(t, k, h, base64.RawURLEncoding.EncodeToString([]byte(payload)))
 	}
 	now := time.Now().Unix()
-	base := `"iss":"` + s.issuer() + `","sub":"c","client_id":"c","iat":` + itoa(now) + `,"nbf":` + itoa(now)
+	base := `"iss":"` + s.issuer() + `","aud":"` + s.issuer() + `/resources","sub":"c","client_id":"c","iat":` + itoa(now) + `,"nbf":` + itoa(now)
 
 	api := s.URL + "/webapi/api/v3/demo"
 	admin := api + "/Admin/Users"
@@ -205,6 +206,10 @@ func TestHostileInput(t *testing.T) {
 	}
 	scimGet := func(query string) func() *http.Request {
 		return get(scimUsers+"?"+query, "Authorization", "Bearer acme-scim-token")
+	}
+	payments, err := (&clientcredentials.Config{ClientID: "payments", ClientSecret: "payments-secret", TokenURL: tokenURL, Scopes: []string{scope.AdminWebAPI}}).Token(t.Context())
+	if err != nil {
+		t.Fatal(err)
 	}
 	good := url.Values{"grant_type": {"client_credentials"}, "client_id": {"admin"}, "client_secret": {"admin-secret"}, "scope": {scope.AdminWebAPI}}
 
@@ -245,6 +250,8 @@ func TestHostileInput(t *testing.T) {
 		{"scope as a number", get(admin, bearer(sign(nil, jwktest.With(claims, "scope", 1)))...), invalid("token scope claim is neither a string nor an array of strings"), ""},
 		{"scope array with a number", get(admin, bearer(sign(nil, jwktest.With(claims, "scope", []any{"pd_AdminWebApi", 1})))...), invalid("token scope claim is neither a string nor an array of strings"), ""},
 		{"duplicate scope keys: the last one counts", get(admin, bearer(rawPayload(`{`+base+`,"exp":`+itoa(now+3600)+`,"scope":"pd_AdminWebApi","scope":"pd_ConnectWebApi"}`))...), expectation{status: 403, kind: "insufficient_scope"}, ""},
+		{"our issuer's token for another audience", get(admin, bearer(payments.AccessToken)...), invalid("token audience not accepted"), payments.AccessToken},
+		{"aud missing", get(admin, bearer(sign(nil, jwktest.With(claims, "aud", nil)))...), invalid(""), ""},
 		{"another issuer, signed by our key", get(admin, bearer(sign(nil, jwktest.With(claims, "iss", "https://evil.example/ids")))...), invalid("token issuer not accepted"), ""},
 		{"typ id_token", get(admin, bearer(sign(map[string]any{"typ": "id+jwt"}, claims))...), invalid("token type is not an access token"), ""},
 		{"admin token at the Connect API", get(api+"/Connect/Session/x", bearer(valid)...), expectation{status: 403, kind: "insufficient_scope"}, ""},
@@ -289,7 +296,7 @@ func TestHostileInput(t *testing.T) {
 	if len(cases) < 40 {
 		t.Fatalf("only %d cases", len(cases))
 	}
-	secrets := []string{"admin-secret", "connect-secret", "acme-scim-token"}
+	secrets := []string{"admin-secret", "connect-secret", "payments-secret", "acme-scim-token"}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			req := c.req()

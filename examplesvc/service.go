@@ -51,7 +51,14 @@ func newService(ctx context.Context, src configSource, logger *slog.Logger) (*se
 		return nil, err
 	}
 	// The issuer is in this process: validate with its keys, no HTTP.
-	v, err := middleware.NewValidator(ctx, middleware.ValidatorConfig{Issuer: iss.URL(), Keys: iss})
+	// The audience is the issuer's default for its clients, the resource
+	// these APIs are; a token minted for another audience is refused
+	// (RFC 9068 §4).
+	v, err := middleware.NewValidator(ctx, middleware.ValidatorConfig{
+		Issuer:   iss.URL(),
+		Audience: []string{iss.URL() + "/resources"},
+		Keys:     iss,
+	})
 	if err != nil {
 		return nil, err
 	}
