@@ -83,25 +83,30 @@ func (s *service) scimListUsers(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	tenant := r.PathValue("tenant")
-	var all []scimUser
+	var (
+		total int
+		users []scimUser
+	)
 	if f := q.Get("filter"); f != "" {
 		want, err := parseUserNameFilter(f)
 		if err != nil {
 			return err
 		}
+		var match []scimUser
 		if u, ok := s.scim.byUserName(tenant, want); ok {
-			all = []scimUser{u}
+			match = []scimUser{u}
 		}
+		from, to := pg.window(len(match))
+		total, users = len(match), append([]scimUser{}, match[from:to]...)
 	} else {
-		all = s.scim.list(tenant)
+		total, users = s.scim.page(tenant, pg)
 	}
-	from, to := pg.window(len(all))
 	return writeSCIM(w, http.StatusOK, map[string]any{
 		"schemas":      []string{listSchema},
-		"totalResults": len(all),
+		"totalResults": total,
 		"startIndex":   pg.start,
-		"itemsPerPage": to - from,
-		"Resources":    append([]scimUser{}, all[from:to]...),
+		"itemsPerPage": len(users),
+		"Resources":    users,
 	})
 }
 

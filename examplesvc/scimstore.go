@@ -22,7 +22,7 @@ var (
 
 // scimStore holds SCIM users per tenant. Its methods take its lock;
 // callers never do. A stored *scimUser is never modified (replace stores
-// a new one), so copies of it may be read after the lock is released.
+// a new one), so the copies its methods return may share its slices.
 type scimStore struct {
 	mu      sync.Mutex
 	max     int // users per tenant
@@ -31,10 +31,12 @@ type scimStore struct {
 }
 
 // tenantUsers are one tenant's users, by ID and by folded userName, so
-// that both look-ups are O(1).
+// that both look-ups are O(1), and in creation order, so that a page is
+// cut without sorting.
 type tenantUsers struct {
 	byID   map[string]*scimUser
 	byName map[string]string // foldUserName(userName) → ID
+	order  []*scimUser       // ascending seq
 }
 
 func newSCIMStore(maxPerTenant int) *scimStore {
@@ -61,6 +63,7 @@ func (s *scimStore) create(tenant string, u *scimUser) error {
 	u.seq = s.seq
 	t.byID[u.ID] = u
 	t.byName[name] = u.ID
+	t.order = append(t.order, u)
 	return nil
 }
 
@@ -111,6 +114,7 @@ func (s *scimStore) replace(tenant, id string, build func(old scimUser) *scimUse
 	delete(t.byName, oldName)
 	t.byName[name] = id
 	t.byID[id] = next
+	t.order[t.position(old)] = next
 	return *next, nil
 }
 
@@ -125,23 +129,32 @@ func (s *scimStore) delete(tenant, id string) bool {
 	}
 	delete(t.byName, foldUserName(u.UserName))
 	delete(t.byID, id)
+	i := t.position(u)
+	t.order = slices.Delete(t.order, i, i+1)
 	return true
 }
 
-// list returns copies of tenant's users in the order they were created.
-// Only the copy is made under the lock; the sort is not.
-func (s *scimStore) list(tenant string) []scimUser {
+// page returns how many users tenant has and copies of those in window p,
+// in the order they were created.
+func (s *scimStore) page(tenant string, p scimPage) (total int, users []scimUser) {
 	s.mu.Lock()
-	var all []scimUser
-	if t := s.tenants[tenant]; t != nil {
-		all = make([]scimUser, 0, len(t.byID))
-		for _, u := range t.byID {
-			all = append(all, *u)
-		}
+	defer s.mu.Unlock()
+	t := s.tenants[tenant]
+	if t == nil {
+		return 0, []scimUser{}
 	}
-	s.mu.Unlock()
-	slices.SortFunc(all, func(a, b scimUser) int { return cmp.Compare(a.seq, b.seq) })
-	return all
+	from, to := p.window(len(t.order))
+	users = make([]scimUser, 0, to-from)
+	for _, u := range t.order[from:to] {
+		users = append(users, *u)
+	}
+	return len(t.order), users
+}
+
+// position finds u in t.order by its creation number.
+func (t *tenantUsers) position(u *scimUser) int {
+	i, _ := slices.BinarySearchFunc(t.order, u.seq, func(v *scimUser, seq uint64) int { return cmp.Compare(v.seq, seq) })
+	return i
 }
 
 // lookup is a nil-safe read of t.byID.
