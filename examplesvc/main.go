@@ -72,10 +72,11 @@ func run(ctx context.Context, addr, configFile, issuerURL string, logger *slog.L
 	}
 	srv := &http.Server{
 		Handler: svc.routes(),
-		// Go's default is 1 MiB. 32 KiB holds a bearer token of up to
-		// 16 KiB (this issuer's are under 1 KiB) with room for ordinary
-		// headers; the token endpoint's Basic credentials are far smaller
-		// (the issuer caps client IDs and secrets at 100 characters).
+		// Go's default is 1 MiB of headers per request. 32 KiB holds a
+		// bearer token of up to 16 KiB (this issuer's are under 1 KiB)
+		// with room for ordinary headers; the token endpoint's Basic
+		// credentials (client ID and secret, 100 characters each at most)
+		// need far less.
 		MaxHeaderBytes:    32 << 10,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
