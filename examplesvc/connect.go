@@ -38,7 +38,7 @@ type documentRequest struct {
 }
 
 func (s *service) generateDocument(w http.ResponseWriter, r *http.Request) {
-	if _, ok := s.admin.users[r.PathValue("datasourceId")]; !ok {
+	if !s.admin.hasDataSource(r.PathValue("datasourceId")) {
 		problem(w, http.StatusNotFound, "unknown data source")
 		return
 	}

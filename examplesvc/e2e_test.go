@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -78,10 +79,12 @@ func writeKey(t *testing.T, dir, name string, k *keys.Key) string {
 func writeConfig(t *testing.T, dir string, keyFiles ...string) {
 	t.Helper()
 	cfg := map[string]any{
-		"issuer": "http://placeholder/ids", // replaced by -issuer
+		"issuer": "http://placeholder/ids", // tests replace it with -issuer or configSource.issuer
 		"clients": []map[string]any{
 			{"clientId": "admin", "secretHashes": []string{secret.HashSHA256("admin-secret")}, "scopes": []string{scope.AdminWebAPI}},
 			{"clientId": "connect", "secretHashes": []string{secret.HashSHA256("connect-secret")}, "scopes": []string{scope.ConnectWebAPI}},
+			// A client whose tokens are for another resource server.
+			{"clientId": "payments", "secretHashes": []string{secret.HashSHA256("payments-secret")}, "scopes": []string{scope.AdminWebAPI}, "audience": []string{"https://payments.example/api"}},
 		},
 		"scimTenants": []map[string]any{{"tenant": "acme", "tokenHashes": []string{secret.HashSHA256("acme-scim-token")}}},
 	}
@@ -104,12 +107,31 @@ func writeConfig(t *testing.T, dir string, keyFiles ...string) {
 	}
 }
 
-// start runs the binary with the config in dir on a free loopback port
-// (-addr 127.0.0.1:0; the banner's first line says which).
+// start runs the binary with the config in dir on a free loopback port,
+// with -issuer naming that port: the file's issuer is a placeholder.
 func start(t *testing.T, dir string) *process {
 	t.Helper()
+	addr := freeAddr(t)
+	return startArgs(t, dir, "-addr", addr, "-issuer", "http://"+addr+"/ids")
+}
+
+// freeAddr returns a loopback address whose port was free a moment ago.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// startArgs runs the binary with the config in dir and args; the
+// banner's first line says where it listens.
+func startArgs(t *testing.T, dir string, args ...string) *process {
+	t.Helper()
 	bin := build(t)
-	cmd := exec.Command(bin, "-addr", "127.0.0.1:0", "-config", filepath.Join(dir, "config.json"))
+	cmd := exec.Command(bin, append([]string{"-config", filepath.Join(dir, "config.json")}, args...)...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -312,6 +334,16 @@ func TestEndToEnd(t *testing.T) {
 		r := send(t, plain, "GET", scimUsers, "", "Authorization", "Bearer "+tok.AccessToken)
 		if r.status != 401 || r.header.Get("Content-Type") != "application/scim+json" || !strings.Contains(r.body, `"status":"401"`) {
 			t.Fatalf("got %d %s", r.status, r.body)
+		}
+	})
+	t.Run("header bounds: a 16 KiB token is read, 64 KiB of headers is not", func(t *testing.T) {
+		r := send(t, plain, "GET", api+"/Admin/Users", "", "Authorization", "Bearer "+strings.Repeat("a", 16<<10))
+		if r.status != 401 || !strings.Contains(r.body, "invalid_token") {
+			t.Fatalf("16 KiB token: %d %s", r.status, r.body)
+		}
+		r = send(t, plain, "GET", p.base+"/healthz", "", "X-Pad", strings.Repeat("a", 64<<10))
+		if r.status != http.StatusRequestHeaderFieldsTooLarge {
+			t.Fatalf("64 KiB header: %d, want 431", r.status)
 		}
 	})
 	t.Run("no secret or token in the log", func(t *testing.T) {

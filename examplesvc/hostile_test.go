@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+	"golang.org/x/oauth2/clientcredentials"
 
 	"github.com/idsauth/idsauth/internal/jwktest"
 	"github.com/idsauth/idsauth/internal/keys"
@@ -34,6 +35,7 @@ type inProcess struct {
 	*httptest.Server
 	key  *keys.Key
 	logs *testlog.Buffer
+	svc  *service
 }
 
 func (s *inProcess) issuer() string { return s.URL + "/ids" }
@@ -54,14 +56,14 @@ func newInProcess(t *testing.T) *inProcess {
 		t.Fatal(err)
 	}
 	h = svc.routes()
-	return &inProcess{Server: srv, key: k, logs: logs}
+	return &inProcess{Server: srv, key: k, logs: logs, svc: svc}
 }
 
 // expectation is the answer's shape, from CONTRACT.md.
 type expectation struct {
 	status int
-	kind   string // challenge, invalid_token, invalid_request, insufficient_scope, scim, oauth, problem, ok
-	code   string // the OAuth error code, for kind oauth
+	kind   string // challenge, invalid_token, invalid_request, insufficient_scope, scim, scimlist, oauth, problem, ok
+	code   string // the OAuth error code, for kind oauth; the scimType, for kind scim
 	desc   string // error_description, when it is pinned
 }
 
@@ -69,6 +71,8 @@ var (
 	okWant        = expectation{status: 200, kind: "ok"}
 	challengeWant = expectation{status: 401, kind: "challenge"}
 	scimWant      = expectation{status: 401, kind: "scim"}
+	scimListWant  = expectation{status: 200, kind: "scimlist"}
+	invalidValue  = expectation{status: 400, kind: "scim", code: "invalidValue"}
 )
 
 func invalid(desc string) expectation {
@@ -113,6 +117,19 @@ func (e expectation) check(t *testing.T, r reply) {
 		if e.status == 401 && challenge != `Bearer realm="scim"` {
 			t.Fatalf("WWW-Authenticate = %q", challenge)
 		}
+		if e.code != "" && m["scimType"] != e.code {
+			t.Fatalf("scimType = %v, want %q", m["scimType"], e.code)
+		}
+	case "scimlist":
+		var list struct {
+			Schemas      []string
+			ItemsPerPage int
+			Resources    []json.RawMessage
+		}
+		if json.Unmarshal([]byte(r.body), &list) != nil || r.header.Get("Content-Type") != "application/scim+json" ||
+			len(list.Schemas) != 1 || list.Schemas[0] != listSchema || list.ItemsPerPage != len(list.Resources) || list.ItemsPerPage > scimMaxResults {
+			t.Fatalf("want a SCIM list, got %q", r.body)
+		}
 	case "oauth":
 		if !isJSON || m["error"] != e.code || r.header.Get("Cache-Control") != "no-store" || r.header.Get("Pragma") != "no-cache" {
 			t.Fatalf("want OAuth error %q, got %q", e.code, r.body)
@@ -156,7 +173,7 @@ func TestHostileInput(t *testing.T) {
 		return signRaw(t, k, h, base64.RawURLEncoding.EncodeToString([]byte(payload)))
 	}
 	now := time.Now().Unix()
-	base := `"iss":"` + s.issuer() + `","sub":"c","client_id":"c","iat":` + itoa(now) + `,"nbf":` + itoa(now)
+	base := `"iss":"` + s.issuer() + `","aud":"` + s.issuer() + `/resources","sub":"c","client_id":"c","iat":` + itoa(now) + `,"nbf":` + itoa(now)
 
 	api := s.URL + "/webapi/api/v3/demo"
 	admin := api + "/Admin/Users"
@@ -181,6 +198,18 @@ func TestHostileInput(t *testing.T) {
 			}
 			return r
 		}
+	}
+	for i := range 3 { // paging rows need users on both sides of a window
+		if r := send(t, http.DefaultClient, "POST", scimUsers, `{"userName":"user`+strconv.Itoa(i)+`"}`, "Authorization", "Bearer acme-scim-token"); r.status != 201 {
+			t.Fatalf("SCIM create: %d %s", r.status, r.body)
+		}
+	}
+	scimGet := func(query string) func() *http.Request {
+		return get(scimUsers+"?"+query, "Authorization", "Bearer acme-scim-token")
+	}
+	payments, err := (&clientcredentials.Config{ClientID: "payments", ClientSecret: "payments-secret", TokenURL: tokenURL, Scopes: []string{scope.AdminWebAPI}}).Token(t.Context())
+	if err != nil {
+		t.Fatal(err)
 	}
 	good := url.Values{"grant_type": {"client_credentials"}, "client_id": {"admin"}, "client_secret": {"admin-secret"}, "scope": {scope.AdminWebAPI}}
 
@@ -221,6 +250,8 @@ func TestHostileInput(t *testing.T) {
 		{"scope as a number", get(admin, bearer(sign(nil, jwktest.With(claims, "scope", 1)))...), invalid("token scope claim is neither a string nor an array of strings"), ""},
 		{"scope array with a number", get(admin, bearer(sign(nil, jwktest.With(claims, "scope", []any{"pd_AdminWebApi", 1})))...), invalid("token scope claim is neither a string nor an array of strings"), ""},
 		{"duplicate scope keys: the last one counts", get(admin, bearer(rawPayload(`{`+base+`,"exp":`+itoa(now+3600)+`,"scope":"pd_AdminWebApi","scope":"pd_ConnectWebApi"}`))...), expectation{status: 403, kind: "insufficient_scope"}, ""},
+		{"our issuer's token for another audience", get(admin, bearer(payments.AccessToken)...), invalid("token audience not accepted"), payments.AccessToken},
+		{"aud missing", get(admin, bearer(sign(nil, jwktest.With(claims, "aud", nil)))...), invalid(""), ""},
 		{"another issuer, signed by our key", get(admin, bearer(sign(nil, jwktest.With(claims, "iss", "https://evil.example/ids")))...), invalid("token issuer not accepted"), ""},
 		{"typ id_token", get(admin, bearer(sign(map[string]any{"typ": "id+jwt"}, claims))...), invalid("token type is not an access token"), ""},
 		{"admin token at the Connect API", get(api+"/Connect/Session/x", bearer(valid)...), expectation{status: 403, kind: "insufficient_scope"}, ""},
@@ -252,11 +283,20 @@ func TestHostileInput(t *testing.T) {
 		{"SCIM: filter injection", get(scimUsers+"?filter="+url.QueryEscape(`userName eq "x" or 1 eq 1`), "Authorization", "Bearer acme-scim-token"), expectation{status: 400, kind: "scim"}, ""},
 		{"Admin: negative pageSize", get(admin+"?pageSize=-1", bearer(valid)...), expectation{status: 400, kind: "problem"}, ""},
 		{"Admin: page beyond int64", get(admin+"?page=99999999999999999999", bearer(valid)...), expectation{status: 400, kind: "problem"}, ""},
+		{"Admin: the last page number at the largest page size", get(admin+"?page=1073741824&pageSize=1000", bearer(valid)...), okWant, ""},
+		{"SCIM paging: count at int64 max after startIndex 2", scimGet("startIndex=2&count=9223372036854775807"), scimListWant, ""},
+		{"SCIM paging: count beyond int64", scimGet("count=99999999999999999999"), scimListWant, ""},
+		{"SCIM paging: startIndex at int64 max", scimGet("startIndex=9223372036854775807&count=9223372036854775807"), scimListWant, ""},
+		{"SCIM paging: startIndex at int64 min", scimGet("startIndex=-9223372036854775808&count=2"), scimListWant, ""},
+		{"SCIM paging: negative startIndex and count", scimGet("startIndex=-1&count=-1"), scimListWant, ""},
+		{"SCIM paging: count not an integer", scimGet("count=ten"), invalidValue, ""},
+		{"SCIM paging: startIndex a fraction", scimGet("startIndex=1.5"), invalidValue, ""},
+		{"SCIM paging: startIndex in hex", scimGet("startIndex=0x7fffffffffffffff"), invalidValue, ""},
 	}
 	if len(cases) < 40 {
 		t.Fatalf("only %d cases", len(cases))
 	}
-	secrets := []string{"admin-secret", "connect-secret", "acme-scim-token"}
+	secrets := []string{"admin-secret", "connect-secret", "payments-secret", "acme-scim-token"}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			req := c.req()

@@ -3,7 +3,8 @@
 // the library's middleware.
 //
 //	go run ./examplesvc                      serve on 127.0.0.1:8080 with the demo configuration
-//	go run ./examplesvc -config idsauth.json your own configuration (issuer format)
+//	go run ./examplesvc -config idsauth.json your own configuration (issuer format), its issuer URL as it is
+//	go run ./examplesvc -issuer URL ...      replace the configuration's issuer URL (behind a proxy)
 //	go run ./examplesvc hash-secret          print a new secret and its hash
 //
 // SIGHUP reloads the configuration file; SIGINT and SIGTERM shut down
@@ -35,7 +36,7 @@ func main() {
 	}
 	addr := flag.String("addr", "127.0.0.1:8080", "listen address, host:port")
 	configFile := flag.String("config", "", "configuration file (issuer JSON format with scimTenants); empty: the embedded demo configuration")
-	issuerURL := flag.String("issuer", "", "public issuer URL when behind a proxy; empty: http://<addr>/ids")
+	issuerURL := flag.String("issuer", "", "public issuer URL, replacing the configuration's; empty: the file's issuer, or http://<addr>/ids for the demo configuration")
 	flag.Parse()
 
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -53,17 +54,30 @@ func run(ctx context.Context, addr, configFile, issuerURL string, logger *slog.L
 	if err != nil {
 		return err
 	}
-	if issuerURL == "" {
-		issuerURL = "http://" + ln.Addr().String() + "/ids"
-	}
+	// Only -issuer replaces a file's issuer; the demo configuration's
+	// follows the listen address, so that it works on any port.
 	src := configSource{file: configFile, issuer: issuerURL}
+	if configFile == "" && issuerURL == "" {
+		src.issuer = "http://" + ln.Addr().String() + "/ids"
+	}
 	svc, err := newService(ctx, src, logger)
 	if err != nil {
 		ln.Close()
 		return err
 	}
+	if src.issuer == "" {
+		for _, w := range issuerWarnings(svc.iss.URL(), ln.Addr()) {
+			logger.Warn(w, "issuer", svc.iss.URL(), "listen", ln.Addr().String())
+		}
+	}
 	srv := &http.Server{
-		Handler:           svc.routes(),
+		Handler: svc.routes(),
+		// Go's default is 1 MiB of headers per request. 32 KiB holds a
+		// bearer token of up to 16 KiB (this issuer's are under 1 KiB)
+		// with room for ordinary headers; the token endpoint's Basic
+		// credentials (client ID and secret, 100 characters each at most)
+		// need far less.
+		MaxHeaderBytes:    32 << 10,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      60 * time.Second,
@@ -87,7 +101,7 @@ func run(ctx context.Context, addr, configFile, issuerURL string, logger *slog.L
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	printBanner(banner, "http://"+ln.Addr().String(), issuerURL, configFile == "")
+	printBanner(banner, "http://"+ln.Addr().String(), svc.iss.URL(), configFile == "")
 
 	select {
 	case err := <-errc:

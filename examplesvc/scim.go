@@ -2,14 +2,10 @@ package main
 
 import (
 	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"regexp"
-	"slices"
-	"strconv"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/idsauth/idsauth/scimerr"
@@ -31,6 +27,7 @@ type scimUser struct {
 	Active      *bool     `json:"active,omitempty"`
 	Emails      []email   `json:"emails,omitempty"`
 	Meta        *userMeta `json:"meta,omitempty"`
+	seq         uint64    // creation order, set by scimStore
 }
 
 type email struct {
@@ -45,14 +42,6 @@ type userMeta struct {
 	LastModified time.Time `json:"lastModified"`
 	Location     string    `json:"location"`
 }
-
-// userName is compared without case (RFC 7643 §4.1.1, caseExact false).
-type scimStore struct {
-	mu    sync.Mutex
-	users map[string]map[string]*scimUser // tenant → id → user
-}
-
-func newSCIMStore() *scimStore { return &scimStore{users: map[string]map[string]*scimUser{}} }
 
 func writeSCIM(w http.ResponseWriter, status int, v any) error {
 	w.Header().Set("Content-Type", scimerr.ContentType)
@@ -70,7 +59,7 @@ func serviceProviderConfig(w http.ResponseWriter, r *http.Request) error {
 		"schemas":        []string{"urn:ietf:params:scim:schemas:core:2.0:ServiceProviderConfig"},
 		"patch":          no,
 		"bulk":           map[string]any{"supported": false, "maxOperations": 0, "maxPayloadSize": 0},
-		"filter":         map[string]any{"supported": true, "maxResults": 200},
+		"filter":         map[string]any{"supported": true, "maxResults": scimMaxResults},
 		"changePassword": no,
 		"sort":           no,
 		"etag":           no,
@@ -88,49 +77,51 @@ func serviceProviderConfig(w http.ResponseWriter, r *http.Request) error {
 var userNameFilter = regexp.MustCompile(`^\s*(?i:userName)\s+(?i:eq)\s+"((?:[^"\\]|\\.)*)"\s*$`)
 
 func (s *service) scimListUsers(w http.ResponseWriter, r *http.Request) error {
-	var want *string
-	if f := r.URL.Query().Get("filter"); f != "" {
-		m := userNameFilter.FindStringSubmatch(f)
-		if m == nil {
-			return scimerr.BadRequest(scimerr.InvalidFilter, `only the filter userName eq "..." is supported`)
-		}
-		var v string
-		if err := json.Unmarshal([]byte(`"`+m[1]+`"`), &v); err != nil {
-			return scimerr.BadRequest(scimerr.InvalidFilter, "bad string in filter")
-		}
-		want = &v
+	q := r.URL.Query()
+	pg, err := parseSCIMPage(q)
+	if err != nil {
+		return err
 	}
-	start, count := 1, 100
-	for name, p := range map[string]*int{"startIndex": &start, "count": &count} {
-		if v := r.URL.Query().Get(name); v != "" {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 0 {
-				return scimerr.BadRequest(scimerr.InvalidValue, name+" must be a non-negative integer")
-			}
-			*p = n
+	tenant := r.PathValue("tenant")
+	var (
+		total int
+		users []scimUser
+	)
+	if f := q.Get("filter"); f != "" {
+		want, err := parseUserNameFilter(f)
+		if err != nil {
+			return err
 		}
-	}
-	start = max(start, 1)
-
-	s.scim.mu.Lock()
-	var all []scimUser
-	for _, u := range s.scim.users[r.PathValue("tenant")] {
-		if want == nil || strings.EqualFold(u.UserName, *want) {
-			all = append(all, *u)
+		var match []scimUser
+		if u, ok := s.scim.byUserName(tenant, want); ok {
+			match = []scimUser{u}
 		}
+		from, to := pg.window(len(match))
+		total, users = len(match), append([]scimUser{}, match[from:to]...)
+	} else {
+		total, users = s.scim.page(tenant, pg)
 	}
-	s.scim.mu.Unlock()
-	slices.SortFunc(all, func(a, b scimUser) int { return a.Meta.Created.Compare(b.Meta.Created) })
-
-	from := min(start-1, len(all))
-	to := min(from+count, len(all))
 	return writeSCIM(w, http.StatusOK, map[string]any{
 		"schemas":      []string{listSchema},
-		"totalResults": len(all),
-		"startIndex":   start,
-		"itemsPerPage": to - from,
-		"Resources":    append([]scimUser{}, all[from:to]...),
+		"totalResults": total,
+		"startIndex":   pg.start,
+		"itemsPerPage": len(users),
+		"Resources":    users,
 	})
+}
+
+// parseUserNameFilter returns the value of the one filter supported,
+// userName eq "value".
+func parseUserNameFilter(f string) (string, error) {
+	m := userNameFilter.FindStringSubmatch(f)
+	if m == nil {
+		return "", scimerr.BadRequest(scimerr.InvalidFilter, `only the filter userName eq "..." is supported`)
+	}
+	var v string
+	if err := json.Unmarshal([]byte(`"`+m[1]+`"`), &v); err != nil {
+		return "", scimerr.BadRequest(scimerr.InvalidFilter, "bad string in filter")
+	}
+	return v, nil
 }
 
 func readUser(w http.ResponseWriter, r *http.Request) (*scimUser, error) {
@@ -144,48 +135,43 @@ func readUser(w http.ResponseWriter, r *http.Request) (*scimUser, error) {
 	return &u, nil
 }
 
+// storeErr turns the SCIM store's errors into SCIM errors.
+func storeErr(err error) error {
+	switch {
+	case errors.Is(err, errUserNameTaken):
+		return scimerr.Conflict(err.Error())
+	case errors.Is(err, errNoUser):
+		return scimerr.NotFound(err.Error())
+	case errors.Is(err, errTenantFull):
+		// 400 without a scimType: RFC 7644 has none for a quota, and a
+		// 409 would tell provisioning clients the user already exists.
+		return scimerr.New(http.StatusBadRequest, err.Error())
+	}
+	return err
+}
+
 func (s *service) scimCreateUser(w http.ResponseWriter, r *http.Request) error {
 	u, err := readUser(w, r)
 	if err != nil {
 		return err
 	}
-	tenant := r.PathValue("tenant")
-	var b [16]byte
-	_, _ = rand.Read(b[:])
 	now := time.Now().UTC()
 	u.Schemas = []string{userSchema}
-	u.ID = hex.EncodeToString(b[:])
+	u.ID = rand.Text()
 	u.Meta = &userMeta{ResourceType: "User", Created: now, LastModified: now, Location: r.URL.Path + "/" + u.ID}
-
-	s.scim.mu.Lock()
-	defer s.scim.mu.Unlock()
-	users := s.scim.users[tenant]
-	if users == nil {
-		users = map[string]*scimUser{}
-		s.scim.users[tenant] = users
+	if err := s.scim.create(r.PathValue("tenant"), u); err != nil {
+		return storeErr(err)
 	}
-	for _, other := range users {
-		if strings.EqualFold(other.UserName, u.UserName) {
-			return scimerr.Conflict("userName is already taken")
-		}
-	}
-	users[u.ID] = u
 	w.Header().Set("Location", u.Meta.Location)
 	return writeSCIM(w, http.StatusCreated, u)
 }
 
 func (s *service) scimGetUser(w http.ResponseWriter, r *http.Request) error {
-	s.scim.mu.Lock()
-	u, ok := s.scim.users[r.PathValue("tenant")][r.PathValue("id")]
-	var out scimUser
-	if ok {
-		out = *u
-	}
-	s.scim.mu.Unlock()
+	u, ok := s.scim.get(r.PathValue("tenant"), r.PathValue("id"))
 	if !ok {
-		return scimerr.NotFound("no user with that id")
+		return storeErr(errNoUser)
 	}
-	return writeSCIM(w, http.StatusOK, out)
+	return writeSCIM(w, http.StatusOK, u)
 }
 
 func (s *service) scimReplaceUser(w http.ResponseWriter, r *http.Request) error {
@@ -193,33 +179,22 @@ func (s *service) scimReplaceUser(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	s.scim.mu.Lock()
-	defer s.scim.mu.Unlock()
-	users := s.scim.users[r.PathValue("tenant")]
-	old, ok := users[r.PathValue("id")]
-	if !ok {
-		return scimerr.NotFound("no user with that id")
+	out, err := s.scim.replace(r.PathValue("tenant"), r.PathValue("id"), func(old scimUser) *scimUser {
+		meta := *old.Meta
+		meta.LastModified = time.Now().UTC()
+		u.Schemas, u.Meta = []string{userSchema}, &meta
+		return u
+	})
+	if err != nil {
+		return storeErr(err)
 	}
-	for id, other := range users {
-		if id != old.ID && strings.EqualFold(other.UserName, u.UserName) {
-			return scimerr.Conflict("userName is already taken")
-		}
-	}
-	meta := *old.Meta
-	meta.LastModified = time.Now().UTC()
-	u.Schemas, u.ID, u.Meta = []string{userSchema}, old.ID, &meta
-	users[old.ID] = u
-	return writeSCIM(w, http.StatusOK, u)
+	return writeSCIM(w, http.StatusOK, out)
 }
 
 func (s *service) scimDeleteUser(w http.ResponseWriter, r *http.Request) error {
-	s.scim.mu.Lock()
-	defer s.scim.mu.Unlock()
-	users := s.scim.users[r.PathValue("tenant")]
-	if _, ok := users[r.PathValue("id")]; !ok {
-		return scimerr.NotFound("no user with that id")
+	if !s.scim.delete(r.PathValue("tenant"), r.PathValue("id")) {
+		return storeErr(errNoUser)
 	}
-	delete(users, r.PathValue("id"))
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

@@ -2,10 +2,10 @@ package main
 
 import (
 	"context"
-	_ "embed"
 	"log/slog"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/justinas/alice"
@@ -15,34 +15,6 @@ import (
 	"github.com/idsauth/idsauth/scimerr"
 	"github.com/idsauth/idsauth/scope"
 )
-
-//go:embed default-config.json
-var defaultConfig []byte
-
-// configSource is where the configuration comes from: a file, or the
-// embedded demo configuration when file is empty. issuer replaces the
-// file's issuer URL.
-type configSource struct {
-	file   string
-	issuer string
-}
-
-func (s configSource) load() (*issuer.Config, error) {
-	var (
-		cfg *issuer.Config
-		err error
-	)
-	if s.file == "" {
-		cfg, err = issuer.ParseConfig(defaultConfig, ".")
-	} else {
-		cfg, err = issuer.LoadConfig(s.file)
-	}
-	if err != nil {
-		return nil, err
-	}
-	cfg.Issuer = s.issuer
-	return cfg, cfg.Validate()
-}
 
 // service holds the issuer, the validator and the in-memory data of the
 // four API families.
@@ -56,6 +28,10 @@ type service struct {
 	mu      sync.Mutex // serializes reloads
 	current *issuer.Config
 
+	// The stores hold the API families' data. Each guards its own state:
+	// locks are taken inside store methods only, never by handlers, and
+	// every store hands out copies (or, for the read-only admin store,
+	// slices nobody writes).
 	admin    *adminStore
 	sessions *sessionStore
 	scim     *scimStore
@@ -75,7 +51,14 @@ func newService(ctx context.Context, src configSource, logger *slog.Logger) (*se
 		return nil, err
 	}
 	// The issuer is in this process: validate with its keys, no HTTP.
-	v, err := middleware.NewValidator(ctx, middleware.ValidatorConfig{Issuer: iss.URL(), Keys: iss})
+	// The audience is the issuer's default for its clients, the resource
+	// these APIs are; a token minted for another audience is refused
+	// (RFC 9068 §4).
+	v, err := middleware.NewValidator(ctx, middleware.ValidatorConfig{
+		Issuer:   iss.URL(),
+		Audience: []string{iss.URL() + "/resources"},
+		Keys:     iss,
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -87,8 +70,8 @@ func newService(ctx context.Context, src configSource, logger *slog.Logger) (*se
 		v:        v,
 		current:  cfg,
 		admin:    newAdminStore(),
-		sessions: newSessionStore(),
-		scim:     newSCIMStore(),
+		sessions: newSessionStore(maxSessionsPerClient),
+		scim:     newSCIMStore(maxUsersPerTenant),
 	}, nil
 }
 
@@ -138,6 +121,13 @@ func (s *service) reload() {
 	cfg, err := s.src.load()
 	if err != nil {
 		s.logger.Error("reload refused: keeping the current configuration", "error", err)
+		return
+	}
+	// The validator checks iss and aud against the URL the service
+	// started with; a new one would fail every new token.
+	if strings.TrimSuffix(cfg.Issuer, "/") != s.iss.URL() {
+		s.logger.Error("reload refused: keeping the current configuration", "error", "the issuer URL changed; restart to change it",
+			"issuer", s.iss.URL(), "new_issuer", cfg.Issuer)
 		return
 	}
 	cfg.Logger = s.logger
