@@ -78,6 +78,12 @@ func writeKey(t *testing.T, dir, name string, k *keys.Key) string {
 
 func writeConfig(t *testing.T, dir string, keyFiles ...string) {
 	t.Helper()
+	writeConfigLimits(t, dir, nil, keyFiles...)
+}
+
+// writeConfigLimits is writeConfig with the issuer's "limits" section.
+func writeConfigLimits(t *testing.T, dir string, limits map[string]any, keyFiles ...string) {
+	t.Helper()
 	cfg := map[string]any{
 		"issuer": "http://placeholder/ids", // tests replace it with -issuer or configSource.issuer
 		"clients": []map[string]any{
@@ -93,6 +99,9 @@ func writeConfig(t *testing.T, dir string, keyFiles ...string) {
 		ks = append(ks, map[string]string{"file": f})
 	}
 	cfg["keys"] = ks
+	if limits != nil {
+		cfg["limits"] = limits
+	}
 	b, err := json.MarshalIndent(cfg, "", "  ")
 	if err != nil {
 		t.Fatal(err)

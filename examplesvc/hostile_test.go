@@ -42,9 +42,15 @@ func (s *inProcess) issuer() string { return s.URL + "/ids" }
 
 func newInProcess(t *testing.T) *inProcess {
 	t.Helper()
+	return newInProcessLimits(t, nil)
+}
+
+// newInProcessLimits is newInProcess with the configuration's "limits".
+func newInProcessLimits(t *testing.T, limits map[string]any) *inProcess {
+	t.Helper()
 	dir := t.TempDir()
 	k := jwktest.NewKey(t, "ES256")
-	writeConfig(t, dir, writeKey(t, dir, "k.pem", k))
+	writeConfigLimits(t, dir, limits, writeKey(t, dir, "k.pem", k))
 	var h http.Handler
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) }))
 	t.Cleanup(srv.Close)
@@ -271,6 +277,11 @@ func TestHostileInput(t *testing.T) {
 		{"token endpoint: 1 MB form body", formPost(good.Encode() + "&pad=" + strings.Repeat("x", 1<<20)), oauthErr(400, "invalid_request"), ""},
 		{"token endpoint: non-UTF-8 client_id", formPost(withForm(good, "client_id", "\xff\xfeadmin")), oauthErr(401, "invalid_client"), ""},
 		{"token endpoint: CR, LF and quotes in the secret", formPost(withForm(good, "client_secret", "x\r\nSet-Cookie: a=b\"")), oauthErr(401, "invalid_client"), ""},
+		{"token endpoint: Basic plus the same client_id in the body (requests-oauthlib)", formPost(withForm(url.Values{"grant_type": {"client_credentials"}, "client_id": {"admin"}, "scope": {scope.AdminWebAPI}}), "Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte("admin:admin-secret"))), okWant, ""},
+		{"token endpoint: Basic plus another client_id in the body", formPost(withForm(url.Values{"grant_type": {"client_credentials"}, "client_id": {"connect"}, "scope": {scope.AdminWebAPI}}), "Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte("admin:admin-secret"))), oauthErr(400, "invalid_request"), ""},
+		{"token endpoint: a 200 KiB client_id in Basic", formPost(withForm(url.Values{"grant_type": {"client_credentials"}, "scope": {scope.AdminWebAPI}}), "Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(strings.Repeat("c", 200<<10)+":x"))), oauthErr(400, "invalid_request"), ""},
+		{"token endpoint: a 1 KiB client_secret in the body", formPost(withForm(url.Values{"grant_type": {"client_credentials"}, "client_id": {"admin"}, "client_secret": {strings.Repeat("s", 1<<10)}, "scope": {scope.AdminWebAPI}})), oauthErr(400, "invalid_request"), ""},
+		{"SCIM: a 2 KiB bearer value is refused unhashed", get(scimUsers, bearer(strings.Repeat("t", 2<<10))...), scimWant, ""},
 		{"token endpoint: malformed Basic", formPost(withForm(url.Values{"grant_type": {"client_credentials"}, "scope": {scope.AdminWebAPI}}), "Authorization", "Basic !!!"), oauthErr(401, "invalid_client"), ""},
 		{"token endpoint: password grant", formPost(withForm(good, "grant_type", "password")), oauthErr(400, "unsupported_grant_type"), ""},
 		{"token endpoint: JSON body", func() *http.Request {
@@ -338,6 +349,65 @@ func TestHostileInput(t *testing.T) {
 		if strings.Contains(logs, sec) {
 			t.Fatalf("the debug log holds %q", sec)
 		}
+	}
+}
+
+// TestHostileAddresses: behind a trusted proxy header, one client address
+// is one limiter key however it is written (ports, IPv6 spellings, one
+// /64), at the token endpoint and at SCIM; another address is not slowed.
+func TestHostileAddresses(t *testing.T) {
+	s := newInProcessLimits(t, map[string]any{"trustedProxyHeader": "X-Forwarded-For", "failedAttemptsPerAddress": 3, "failedAttemptsPerClient": 100})
+	tokenURL := s.URL + "/ids/connect/token"
+	scimUsers := s.URL + "/webapi/scim-api/v1/acme/scim/Users"
+	wrongSecret := withForm(url.Values{"grant_type": {"client_credentials"}, "client_id": {"admin"}, "client_secret": {"wrong"}, "scope": {scope.AdminWebAPI}})
+	tokenTry := func(xff string) reply {
+		return send(t, http.DefaultClient, "POST", tokenURL, wrongSecret, "Content-Type", "application/x-www-form-urlencoded", "X-Forwarded-For", xff)
+	}
+	scimTry := func(xff string) reply {
+		return send(t, http.DefaultClient, "GET", scimUsers, "", "Authorization", "Bearer wrong-token", "X-Forwarded-For", xff)
+	}
+	cases := []struct {
+		name      string
+		spellings []string // three failures, then the fourth is refused
+	}{
+		{"IPv4 with a new port each time", []string{"203.0.113.5:1001", "203.0.113.5:1002", "203.0.113.5:1003", "203.0.113.5:1004"}},
+		{"one IPv6 address written five ways", []string{"2001:db8:0:0:1::1", "2001:DB8::1:0:0:1", "[2001:db8::1:0:0:1]:1234", "2001:0db8:0000:0000:0001:0000:0000:0001", "[2001:0DB8::1:0:0:1]"}},
+		{"IPv6 addresses of one /64", []string{"2001:db8:5:5::1", "2001:db8:5:5::2", "2001:db8:5:5:ffff::3", "2001:db8:5:5:1:2:3:4"}},
+		{"IPv4-mapped IPv6 is the IPv4 address", []string{"198.51.100.9", "::ffff:198.51.100.9", "[::ffff:198.51.100.9]:7", "198.51.100.9:8"}},
+		{"a proxy chain: the rightmost address counts", []string{"10.0.0.1, 192.0.2.77", "10.0.0.2, 192.0.2.77", "spoofed, 192.0.2.77:5", "192.0.2.77"}},
+	}
+	for _, c := range cases {
+		for _, ep := range []struct {
+			name string
+			try  func(string) reply
+			fail expectation
+			slow expectation
+		}{
+			{"token endpoint", tokenTry, oauthErr(401, "invalid_client"), oauthErr(429, "slow_down")},
+			{"SCIM", scimTry, scimWant, expectation{status: 429, kind: "scim"}},
+		} {
+			t.Run(ep.name+": "+c.name, func(t *testing.T) {
+				// SCIM comes second: the token endpoint's failures were its own.
+				for i, sp := range c.spellings {
+					r := ep.try(sp)
+					if i < 3 {
+						ep.fail.check(t, r)
+						continue
+					}
+					ep.slow.check(t, r)
+					if r.header.Get("Retry-After") == "" {
+						t.Fatal("429 without Retry-After")
+					}
+				}
+			})
+		}
+	}
+	// Every spelling above was locked out; an address never seen is not.
+	if r := tokenTry("192.0.2.200"); r.status != 401 {
+		t.Fatalf("a fresh address got %d", r.status)
+	}
+	if r := scimTry("192.0.2.201"); r.status != 401 {
+		t.Fatalf("a fresh address got %d at SCIM", r.status)
 	}
 }
 

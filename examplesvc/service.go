@@ -7,13 +7,16 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/justinas/alice"
 
+	"github.com/idsauth/idsauth/internal/clientip"
 	"github.com/idsauth/idsauth/issuer"
 	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/scimerr"
 	"github.com/idsauth/idsauth/scope"
+	"github.com/idsauth/idsauth/secret"
 )
 
 // service holds the issuer, the validator and the in-memory data of the
@@ -81,7 +84,7 @@ func (s *service) routes() http.Handler {
 	bearer := alice.New(middleware.RequireBearer(s.v, logs))
 	admin := bearer.Append(middleware.RequireScope(scope.AdminWebAPI))
 	connect := bearer.Append(middleware.RequireScope(scope.ConnectWebAPI))
-	scim := alice.New(middleware.SCIMAuth(s.tenants, logs))
+	scim := alice.New(middleware.SCIMAuth(s.tenants, logs, middleware.WithSCIMLimits(scimLimits(s.current.Limits))))
 
 	mux := http.NewServeMux()
 	mux.Handle("/ids/", s.iss)
@@ -107,6 +110,26 @@ func (s *service) routes() http.Handler {
 	mux.Handle("DELETE "+scimBase+"/Users/{id}", scim.Then(scimerr.Handler(s.scimDeleteUser)))
 	mux.Handle(scimBase+"/", scim.Then(scimerr.Handler(scimNotFound)))
 	return mux
+}
+
+// scimLimits are SCIMAuth's failure limits, taken from the issuer's so that
+// one file sets both: the same budgets, with a tenant in place of a client,
+// and the same trusted proxy. They are read at start; a reload does not
+// change them.
+func scimLimits(l issuer.Limits) middleware.SCIMLimits {
+	trusted, _ := clientip.ParsePrefixes(l.TrustedProxies) // checked by the issuer
+	return middleware.SCIMLimits{
+		FailedAttemptsPerTenant:  l.FailedAttemptsPerClient,
+		FailedAttemptsPerAddress: l.FailedAttemptsPerAddress,
+		FailureWindow:            time.Duration(l.FailureWindowSeconds) * time.Second,
+		LimiterMaxBytes:          l.LimiterMaxBytes,
+		TrustedProxyHeader:       l.TrustedProxyHeader,
+		TrustedProxies:           trusted,
+		Verifier: secret.NewVerifier(secret.VerifierConfig{
+			MaxConcurrentSlow: l.MaxConcurrentSlowHashes,
+			FailureFloor:      time.Duration(l.FailureFloorMillis) * time.Millisecond,
+		}),
+	}
 }
 
 // reload reads the configuration again and applies it to the issuer and

@@ -90,6 +90,12 @@ func call(t *testing.T, url string, authz ...string) answer {
 	for _, a := range authz {
 		req.Header.Add("Authorization", a)
 	}
+	return doAnswer(t, req)
+}
+
+// doAnswer sends req and reads the whole answer.
+func doAnswer(t *testing.T, req *http.Request) answer {
+	t.Helper()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -144,14 +144,15 @@ type SCIMLimits struct {
 	// LimiterMaxBytes is the limiter's memory, allocated once: 16 bytes
 	// per remembered tenant, address or pair. Zero means 1 MiB.
 	LimiterMaxBytes int
-	// FailureFloor is the least time a 401 for a wrong token takes,
-	// waited out without computing (see secret.VerifierConfig). Zero means
-	// automatic, from the hashes of a *Tenants store; a TenantStore of
-	// your own with bcrypt hashes should set it. Negative means none.
-	FailureFloor time.Duration
-	// MaxConcurrentSlowHashes bounds the bcrypt checks running at once.
-	// Zero means half the CPUs, at least one.
-	MaxConcurrentSlowHashes int
+	// Verifier checks tokens against their hashes: equal work for an
+	// unknown tenant and a wrong token, a failure floor, and a bound on
+	// concurrent bcrypt checks (see secret.Verifier). Nil means one of
+	// SCIMAuth's own with the default settings. A *Tenants store primes
+	// it with its hashes; a TenantStore of your own with bcrypt hashes
+	// should call Prime itself or set VerifierConfig.FailureFloor. Give
+	// several SCIMAuth middlewares one Verifier to bound their bcrypt
+	// work together.
+	Verifier *secret.Verifier
 	// TrustedProxyHeader and TrustedProxies say where the client address
 	// is read, as in issuer.Limits: empty means RemoteAddr. Addresses are
 	// keyed without their port, and IPv6 by its /64.
@@ -189,11 +190,11 @@ func newSCIMGuard(l SCIMLimits, tenants TenantStore) *scimGuard {
 			Window:     window,
 			MaxBytes:   def(l.LimiterMaxBytes, 1<<20),
 		}),
-		verifier: secret.NewVerifier(secret.VerifierConfig{
-			MaxConcurrentSlow: l.MaxConcurrentSlowHashes,
-			FailureFloor:      l.FailureFloor,
-		}),
-		addrs: clientip.Resolver{Header: l.TrustedProxyHeader, Trusted: l.TrustedProxies},
+		verifier: l.Verifier,
+		addrs:    clientip.Resolver{Header: l.TrustedProxyHeader, Trusted: l.TrustedProxies},
+	}
+	if g.verifier == nil {
+		g.verifier = secret.NewVerifier(secret.VerifierConfig{})
 	}
 	if t, ok := tenants.(*Tenants); ok {
 		t.attach(g.verifier)
