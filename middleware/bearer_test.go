@@ -317,3 +317,24 @@ func TestRejectHookAndLogger(t *testing.T) {
 		t.Errorf("%d log lines, want 3:\n%s", n, logs.String())
 	}
 }
+
+// nilValidator is a TokenValidator with a bug: it returns neither claims
+// nor an error.
+type nilValidator struct{}
+
+func (nilValidator) Validate(context.Context, string) (*middleware.Claims, error) { return nil, nil }
+
+func TestRequireBearerNilClaimsFailClosed(t *testing.T) {
+	var reasons []error
+	h := alice.New(middleware.RequireBearer(nilValidator{}, middleware.WithRealm("test"), middleware.WithRejectHook(func(r *http.Request, status int, err error) {
+		reasons = append(reasons, err)
+	})), middleware.RequireScope(scope.AdminWebAPI)).ThenFunc(func(w http.ResponseWriter, r *http.Request) {
+		t.Error("handler reached")
+	})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	wantError(t, call(t, srv.URL, "Bearer a.b.c"), 401, "invalid_token", "token invalid")
+	if len(reasons) != 1 || reasons[0] != middleware.ErrNoClaims {
+		t.Fatalf("reasons = %v", reasons)
+	}
+}

@@ -101,7 +101,8 @@ func SCIMAuth(tenants TenantStore, opts ...Option) func(http.Handler) http.Handl
 				return
 			}
 			if err == nil && o.idTokens != nil && strings.Count(tok, ".") == 2 {
-				if claims, verr := o.idTokens.Validate(r.Context(), tok); verr == nil {
+				// A validator's (nil, nil) is a refusal, never a pass.
+				if claims, verr := o.idTokens.Validate(r.Context(), tok); verr == nil && claims != nil {
 					if claims.Scopes.HasAny(o.idTokenNeed...) {
 						next.ServeHTTP(w, withState(r, claims, o))
 						return
