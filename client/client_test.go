@@ -60,7 +60,7 @@ func newWorld(t *testing.T, lifetime int, validator func(iss *issuer.Issuer) mid
 		}
 		iss.ServeHTTP(rw, r)
 	}))
-	vc := middleware.ValidatorConfig{Issuer: iss.URL(), Keys: iss}
+	vc := middleware.ValidatorConfig{Issuer: iss.URL(), Audience: []string{iss.URL() + "/resources"}, Keys: iss}
 	if validator != nil {
 		vc = validator(iss)
 	}
@@ -155,7 +155,7 @@ func TestRejectedTokenIsRenewedOnce(t *testing.T) {
 
 func TestEveryTokenRejectedGivesTypedErrorAfterOneRetry(t *testing.T) {
 	w := newWorld(t, 0, func(iss *issuer.Issuer) middleware.ValidatorConfig {
-		return middleware.ValidatorConfig{Issuer: "https://another.example/ids", Keys: iss}
+		return middleware.ValidatorConfig{Issuer: "https://another.example/ids", Audience: []string{iss.URL() + "/resources"}, Keys: iss}
 	})
 	c := w.client()
 	_, _, err := get(t, c, w.api.URL)
@@ -182,7 +182,7 @@ func (o *onceReader) Read(p []byte) (int, error) { return o.r.Read(p) }
 
 func TestNonReplayableBodyIsNotRetried(t *testing.T) {
 	w := newWorld(t, 0, func(iss *issuer.Issuer) middleware.ValidatorConfig {
-		return middleware.ValidatorConfig{Issuer: "https://another.example/ids", Keys: iss}
+		return middleware.ValidatorConfig{Issuer: "https://another.example/ids", Audience: []string{iss.URL() + "/resources"}, Keys: iss}
 	})
 	c := w.client()
 	req, _ := http.NewRequest(http.MethodPost, w.api.URL, &onceReader{strings.NewReader("stream")})

@@ -75,7 +75,7 @@ func newService(ctx context.Context, src configSource, logger *slog.Logger) (*se
 		return nil, err
 	}
 	// The issuer is in this process: validate with its keys, no HTTP.
-	v, err := middleware.NewValidator(ctx, middleware.ValidatorConfig{Issuer: iss.URL(), Keys: iss})
+	v, err := middleware.NewValidator(ctx, middleware.ValidatorConfig{Issuer: iss.URL(), Audience: []string{iss.URL() + "/resources"}, Keys: iss})
 	if err != nil {
 		return nil, err
 	}

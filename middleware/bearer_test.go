@@ -41,6 +41,9 @@ func newAPI(t *testing.T, alg string, cfg middleware.ValidatorConfig, opts ...mi
 	if cfg.Issuer == "" {
 		cfg.Issuer = jwks.Issuer()
 	}
+	if len(cfg.Audience) == 0 && !cfg.AnyAudience {
+		cfg.Audience = []string{cfg.Issuer + "/resources"} // what jwktest.Claims puts in aud
+	}
 	v, err := middleware.NewValidator(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
