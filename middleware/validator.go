@@ -26,7 +26,9 @@ import (
 // fetching a JWKS: *issuer.Issuer is one, and so is any keyfunc.Keyfunc.
 // The token it is given has its header, method and signature; its claims
 // are not read before the signature is verified, so they are nil. The
-// key may be a jwt.VerificationKeySet, for any of several keys.
+// key may be a jwt.VerificationKeySet, for any of several keys. A
+// KeySource is trusted as it is: the checks on a JWK's "use", "key_ops"
+// and "alg" are those of the validator's own JWKS source.
 //
 // A KeySource that also has a KeysVersion() uint64 method, whose value
 // changes whenever keys are added or removed, lets the validator's cache
