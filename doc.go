@@ -28,7 +28,10 @@
 // A service that validates tokens from an identity service elsewhere needs
 // only this:
 //
-//	v, err := middleware.NewValidator(ctx, middleware.ValidatorConfig{Issuer: "https://host/ids"})
+//	v, err := middleware.NewValidator(ctx, middleware.ValidatorConfig{
+//		Issuer:   "https://host/ids",
+//		Audience: []string{"https://host/ids/resources"}, // what the issuer puts in "aud"
+//	})
 //	if err != nil {
 //		log.Fatal(err)
 //	}

@@ -60,7 +60,7 @@ func run(b *testing.B, h http.Handler, token string) {
 func idsauth(b *testing.B, s *setup, cacheSize int) http.Handler {
 	ctx, cancel := context.WithCancel(context.Background())
 	b.Cleanup(cancel)
-	v, err := middleware.NewValidator(ctx, middleware.ValidatorConfig{Issuer: s.jwks.Issuer(), JWKSURL: s.jwks.JWKSURL(), CacheSize: cacheSize})
+	v, err := middleware.NewValidator(ctx, middleware.ValidatorConfig{Issuer: s.jwks.Issuer(), Audience: []string{s.jwks.Issuer() + "/resources"}, JWKSURL: s.jwks.JWKSURL(), CacheSize: cacheSize})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -13,6 +13,12 @@
 //	hc := cfg.Client(ctx)
 //	resp, err := hc.Get("https://docs.example.com/webapi/api/v3/demo/Admin/Users")
 //
+// The token goes only to the service: to requests for the origin (scheme,
+// host and port) of BaseURL, or of Config.Origins. A request for any other
+// origin, a redirect to one included, is sent as it is, without the
+// token. x/oauth2's Transport attaches its token to every request and
+// every redirect, wherever it goes.
+//
 // Tokens come from golang.org/x/oauth2/clientcredentials. This package adds
 // what it leaves out: the retry on invalid_token (exactly once, never with
 // the same token), one token request for any number of concurrent callers,
@@ -25,7 +31,9 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -44,8 +52,17 @@ type Config struct {
 	// TokenURL is the token endpoint. Empty means BaseURL +
 	// "/ids/connect/token".
 	TokenURL string
-	// BaseURL is the service's base URL, used when TokenURL is empty.
+	// BaseURL is the service's base URL, used when TokenURL is empty. Its
+	// origin is the one that receives the token, unless Origins is set.
 	BaseURL string
+
+	// Origins, when set, are the only origins that receive the token,
+	// each written "scheme://host[:port]" (a path is ignored; a missing
+	// port is the scheme's default), e.g. "https://api.example.com".
+	// Empty means the origin of BaseURL alone; with neither, no request
+	// gets the token. Requests for any other origin, redirects included,
+	// are sent without it.
+	Origins []string
 
 	// Scopes to ask for, e.g. scope.AdminWebAPI.
 	Scopes []string
@@ -129,20 +146,55 @@ func (c *Config) Client(ctx context.Context) *http.Client {
 		rt = http.DefaultTransport
 	}
 	out := *base
-	out.Transport = &Transport{Base: rt, tokens: c.newTokens(ctx, base)}
+	out.Transport = &Transport{Base: rt, tokens: c.newTokens(ctx, base), origins: c.origins()}
 	return &out
+}
+
+// origins returns the set of origins that receive the token.
+func (c *Config) origins() map[string]bool {
+	list := c.Origins
+	if len(list) == 0 && c.BaseURL != "" {
+		list = []string{c.BaseURL}
+	}
+	set := make(map[string]bool, len(list))
+	for _, s := range list {
+		if u, err := url.Parse(s); err == nil && u.Host != "" {
+			set[origin(u)] = true
+		}
+	}
+	return set
+}
+
+// origin is u's scheme, host and port, in one form for one origin.
+func origin(u *url.URL) string {
+	scheme := strings.ToLower(u.Scheme)
+	port := u.Port()
+	if port == "" {
+		switch scheme {
+		case "http":
+			port = "80"
+		case "https":
+			port = "443"
+		}
+	}
+	return scheme + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port)
 }
 
 // Transport is the http.RoundTripper of the clients that Config.Client
 // returns.
 type Transport struct {
-	Base   http.RoundTripper
-	tokens *tokens
+	Base    http.RoundTripper
+	tokens  *tokens
+	origins map[string]bool
 }
 
 // RoundTrip sends req with a bearer token and retries once on
-// invalid_token, as Config.Client describes.
+// invalid_token, as Config.Client describes. A request for an origin that
+// is not the service's goes to Base untouched: no token, no retry.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if !t.origins[origin(req.URL)] {
+		return t.Base.RoundTrip(req)
+	}
 	tok, err := t.tokens.get(req.Context())
 	if err != nil {
 		closeBody(req)

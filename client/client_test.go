@@ -60,7 +60,7 @@ func newWorld(t *testing.T, lifetime int, validator func(iss *issuer.Issuer) mid
 		}
 		iss.ServeHTTP(rw, r)
 	}))
-	vc := middleware.ValidatorConfig{Issuer: iss.URL(), Keys: iss}
+	vc := middleware.ValidatorConfig{Issuer: iss.URL(), Audience: []string{iss.URL() + "/resources"}, Keys: iss}
 	if validator != nil {
 		vc = validator(iss)
 	}
@@ -93,7 +93,9 @@ func newKey(t *testing.T) crypto.Signer {
 }
 
 func (w *world) client(mod ...func(*client.Config)) *http.Client {
-	cfg := client.Config{ClientID: "reporting", ClientSecret: "s3cret", BaseURL: w.ids.URL, Scopes: []string{scope.AdminWebAPI}}
+	// The identity service and the API listen on two origins here: the
+	// API's is the one the token is for.
+	cfg := client.Config{ClientID: "reporting", ClientSecret: "s3cret", BaseURL: w.ids.URL, Origins: []string{w.api.URL}, Scopes: []string{scope.AdminWebAPI}}
 	for _, m := range mod {
 		m(&cfg)
 	}
@@ -155,7 +157,7 @@ func TestRejectedTokenIsRenewedOnce(t *testing.T) {
 
 func TestEveryTokenRejectedGivesTypedErrorAfterOneRetry(t *testing.T) {
 	w := newWorld(t, 0, func(iss *issuer.Issuer) middleware.ValidatorConfig {
-		return middleware.ValidatorConfig{Issuer: "https://another.example/ids", Keys: iss}
+		return middleware.ValidatorConfig{Issuer: "https://another.example/ids", Audience: []string{iss.URL() + "/resources"}, Keys: iss}
 	})
 	c := w.client()
 	_, _, err := get(t, c, w.api.URL)
@@ -182,7 +184,7 @@ func (o *onceReader) Read(p []byte) (int, error) { return o.r.Read(p) }
 
 func TestNonReplayableBodyIsNotRetried(t *testing.T) {
 	w := newWorld(t, 0, func(iss *issuer.Issuer) middleware.ValidatorConfig {
-		return middleware.ValidatorConfig{Issuer: "https://another.example/ids", Keys: iss}
+		return middleware.ValidatorConfig{Issuer: "https://another.example/ids", Audience: []string{iss.URL() + "/resources"}, Keys: iss}
 	})
 	c := w.client()
 	req, _ := http.NewRequest(http.MethodPost, w.api.URL, &onceReader{strings.NewReader("stream")})
@@ -198,7 +200,12 @@ func TestNonReplayableBodyIsNotRetried(t *testing.T) {
 
 func TestOtherAnswersPassUntouched(t *testing.T) {
 	w := newWorld(t, 0, nil)
-	c := w.client()
+	// One server answers for every case (the case is in the path), so that
+	// its origin can be the one the token is for.
+	var current atomic.Pointer[func(http.ResponseWriter)]
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) { (*current.Load())(rw) }))
+	defer srv.Close()
+	c := w.client(func(cfg *client.Config) { cfg.Origins = []string{srv.URL} })
 	cases := []struct {
 		name   string
 		status int
@@ -213,15 +220,15 @@ func TestOtherAnswersPassUntouched(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var hits atomic.Int64
-			srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+			answer := func(rw http.ResponseWriter) {
 				hits.Add(1)
 				if tc.header != "" {
 					rw.Header().Set("WWW-Authenticate", tc.header)
 				}
 				rw.WriteHeader(tc.status)
 				fmt.Fprint(rw, tc.body)
-			}))
-			defer srv.Close()
+			}
+			current.Store(&answer)
 			status, body, err := get(t, c, srv.URL)
 			if err != nil || status != tc.status || body != tc.body || hits.Load() != 1 {
 				t.Fatalf("got %d %q %v after %d calls", status, body, err, hits.Load())
@@ -276,7 +283,7 @@ func TestCancelledContextEndsTheWait(t *testing.T) {
 	}))
 	defer hang.Close()
 	defer close(release) // before Close, which waits for the handler
-	cfg := client.Config{ClientID: "a", ClientSecret: "b", TokenURL: hang.URL}
+	cfg := client.Config{ClientID: "a", ClientSecret: "b", TokenURL: hang.URL, Origins: []string{"http://127.0.0.1:1"}}
 	c := cfg.Client(context.Background())
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
@@ -337,6 +344,92 @@ func TestTokenEndpointErrorsAreTyped(t *testing.T) {
 		var te *client.TokenError
 		if !errors.As(err, &te) || te.Code != "slow_down" || te.StatusCode != 429 || te.RetryAfter < time.Second {
 			t.Fatalf("err = %#v", err)
+		}
+	})
+}
+
+// TestTokenOnlyToTheServiceOrigin: the token goes to the configured origin
+// and nowhere else, neither on a redirect nor on a direct call.
+func TestTokenOnlyToTheServiceOrigin(t *testing.T) {
+	w := newWorld(t, 0, nil)
+	var elsewhere atomic.Int64
+	var leaked atomic.Value
+	leaked.Store("")
+	evil := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		elsewhere.Add(1)
+		if a := r.Header.Get("Authorization"); a != "" {
+			leaked.Store(a)
+		}
+		fmt.Fprint(rw, "evil")
+	}))
+	defer evil.Close()
+	var sawToken atomic.Int64
+	api := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ") {
+			sawToken.Add(1)
+		}
+		switch r.URL.Path {
+		case "/away":
+			http.Redirect(rw, r, evil.URL+"/landing", http.StatusFound)
+		case "/here":
+			http.Redirect(rw, r, "/landing", http.StatusFound)
+		default:
+			fmt.Fprint(rw, "api")
+		}
+	}))
+	defer api.Close()
+	c := w.client(func(cfg *client.Config) { cfg.Origins = []string{api.URL} })
+
+	if status, body, err := get(t, c, api.URL+"/here"); err != nil || status != 200 || body != "api" || sawToken.Load() != 2 {
+		t.Fatalf("same-origin redirect: %d %q %v, token seen %d times, want 2", status, body, err, sawToken.Load())
+	}
+	if status, body, err := get(t, c, api.URL+"/away"); err != nil || status != 200 || body != "evil" {
+		t.Fatalf("redirect away: %d %q %v", status, body, err)
+	}
+	if sawToken.Load() != 3 || elsewhere.Load() != 1 {
+		t.Fatalf("token seen %d times at the API (want 3), %d calls elsewhere (want 1)", sawToken.Load(), elsewhere.Load())
+	}
+	if status, body, err := get(t, c, evil.URL+"/direct"); err != nil || status != 200 || body != "evil" {
+		t.Fatalf("direct call: %d %q %v", status, body, err)
+	}
+	if elsewhere.Load() != 2 {
+		t.Fatalf("%d calls elsewhere, want 2", elsewhere.Load())
+	}
+	if a := leaked.Load().(string); a != "" {
+		t.Fatalf("another origin received Authorization: %.12s...", a)
+	}
+	if n := w.tokenCalls.Load(); n != 1 {
+		t.Fatalf("%d token requests, want 1", n)
+	}
+
+	t.Run("the default origin is BaseURL's", func(t *testing.T) {
+		cfg := client.Config{ClientID: "reporting", ClientSecret: "s3cret", BaseURL: w.ids.URL, Scopes: []string{scope.AdminWebAPI}}
+		hc := cfg.Client(context.Background())
+		before := w.tokenCalls.Load()
+		if _, _, err := get(t, hc, evil.URL); err != nil {
+			t.Fatal(err)
+		}
+		if w.tokenCalls.Load() != before || leaked.Load().(string) != "" {
+			t.Fatal("a token was fetched or sent for another origin")
+		}
+		// The identity service's own origin is BaseURL's: a call there
+		// carries the token (the JWKS does not mind).
+		if status, _, err := get(t, hc, w.ids.URL+"/ids/.well-known/openid-configuration"); err != nil || status != 200 || w.tokenCalls.Load() != before+1 {
+			t.Fatalf("%d %v, %d token requests", status, err, w.tokenCalls.Load()-before)
+		}
+	})
+	t.Run("origins compare scheme, host and port", func(t *testing.T) {
+		u := strings.Replace(api.URL, "http://", "HTTP://", 1)
+		hc := w.client(func(cfg *client.Config) { cfg.Origins = []string{u + "/ignored/path"} })
+		before := sawToken.Load()
+		if _, _, err := get(t, hc, api.URL); err != nil || sawToken.Load() != before+1 {
+			t.Fatalf("%v: the token was not sent to its own origin", err)
+		}
+		other := w.client(func(cfg *client.Config) {
+			cfg.Origins = []string{strings.Replace(api.URL, "127.0.0.1", "localhost", 1)}
+		})
+		if _, _, err := get(t, other, api.URL); err != nil || sawToken.Load() != before+1 {
+			t.Fatalf("%v: the token went to another host name", err)
 		}
 	})
 }

@@ -180,6 +180,12 @@ func TestHostileInput(t *testing.T) {
 	}
 	now := time.Now().Unix()
 	base := `"iss":"` + s.issuer() + `","aud":"` + s.issuer() + `/resources","sub":"c","client_id":"c","iat":` + itoa(now) + `,"nbf":` + itoa(now)
+	later := itoa(now + 3600)
+	// A token with a valid signature, 940 KiB long (base64 of 705 KiB).
+	huge := sign(nil, jwktest.With(claims, "pad", strings.Repeat("p", 940<<10*3/4)))
+	if len(huge) < 940<<10 {
+		t.Fatalf("the huge token is only %d bytes", len(huge))
+	}
 
 	api := s.URL + "/webapi/api/v3/demo"
 	admin := api + "/Admin/Users"
@@ -252,6 +258,23 @@ func TestHostileInput(t *testing.T) {
 		{"exp missing", get(admin, bearer(sign(nil, jwktest.With(claims, "exp", nil)))...), invalid("token lacks a required claim"), ""},
 		{"exp far in the future, signed by the issuer", get(admin, bearer(sign(nil, jwktest.With(claims, "exp", time.Now().AddDate(900, 0, 0).Unix())))...), okWant, ""},
 		{"negative nbf", get(admin, bearer(sign(nil, jwktest.With(claims, "nbf", -1000)))...), okWant, ""},
+		// Issue 12: tokens signed by the issuer's key but shaped wrong.
+		{"nbf 1e300 overflows no int64", get(admin, bearer(rawPayload(`{`+base[:strings.Index(base, `,"iat"`)]+`,"iat":`+itoa(now)+`,"nbf":1e300,"exp":`+later+`,"scope":"pd_AdminWebApi"}`))...), invalid("token is malformed"), ""},
+		{"nbf 1e19, past int64", get(admin, bearer(rawPayload(`{`+base[:strings.Index(base, `,"iat"`)]+`,"iat":`+itoa(now)+`,"nbf":1e19,"exp":`+later+`,"scope":"pd_AdminWebApi"}`))...), invalid("token is malformed"), ""},
+		{"iat 1e300", get(admin, bearer(rawPayload(`{`+base[:strings.Index(base, `,"iat"`)]+`,"iat":1e300,"nbf":`+itoa(now)+`,"exp":`+later+`,"scope":"pd_AdminWebApi"}`))...), invalid("token is malformed"), ""},
+		{"exp as a numeric string", get(admin, bearer(rawPayload(`{`+base+`,"exp":"9999999999","scope":"pd_AdminWebApi"}`))...), invalid("token is malformed"), ""},
+		{"exp past, EXP future: names are case-sensitive", get(admin, bearer(rawPayload(`{`+base+`,"exp":`+itoa(now-3600)+`,"EXP":`+later+`,"scope":"pd_AdminWebApi"}`))...), invalid("token expired"), ""},
+		{"EXP future, exp past: names are case-sensitive", get(admin, bearer(rawPayload(`{`+base+`,"EXP":`+later+`,"exp":`+itoa(now-3600)+`,"scope":"pd_AdminWebApi"}`))...), invalid("token expired"), ""},
+		{"ISS right, iss wrong: names are case-sensitive", get(admin, bearer(sign(nil, jwktest.With(claims, "iss", "https://evil.example/ids", "ISS", s.issuer())))...), invalid("token issuer not accepted"), ""},
+		{"Exp only: a missing exp", get(admin, bearer(sign(nil, jwktest.With(claims, "exp", nil, "Exp", time.Now().Add(time.Hour).Unix())))...), invalid("token lacks a required claim"), ""},
+		{"scope split on a non-breaking space", get(admin, bearer(sign(nil, jwktest.With(claims, "scope", "pd_ConnectWebApi\u00a0pd_AdminWebApi")))...), invalid("token scope claim holds a scope name with whitespace in it"), ""},
+		{"scope split on a tab", get(admin, bearer(sign(nil, jwktest.With(claims, "scope", "pd_ConnectWebApi\tpd_AdminWebApi")))...), invalid("token scope claim holds a scope name with whitespace in it"), ""},
+		{"token bound to a DPoP key (cnf jkt)", get(admin, bearer(sign(nil, jwktest.With(claims, "cnf", map[string]any{"jkt": "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I"})))...), invalid("token is bound to a key"), ""},
+		{"token bound to a certificate (cnf x5t#S256)", get(admin, bearer(sign(nil, jwktest.With(claims, "cnf", map[string]any{"x5t#S256": "bwcK0esc3ACC3DB2Y5_lESsXE8o9ltc05O89jdN-dg2"})))...), invalid("token is bound to a key"), ""},
+		{"940 KB token with a valid signature", get(admin, bearer(huge)...), invalid("token is too large"), ""},
+		{"token minted for another resource server", get(admin, bearer(sign(nil, jwktest.With(claims, "aud", "https://other-api.example")))...), invalid("token audience not accepted"), ""},
+		{"token without aud", get(admin, bearer(sign(nil, jwktest.With(claims, "aud", nil)))...), invalid("token audience not accepted"), ""},
+		{"garbage payload, attacker's signature: the signature is checked first", get(admin, bearer(signRaw(t, attacker, seg(map[string]any{"alg": "ES256", "typ": "at+jwt", "kid": k.KID}), base64.RawURLEncoding.EncodeToString([]byte(`{"exp":`))))...), invalid("signature invalid"), ""},
 		{"aud as an object", get(admin, bearer(sign(nil, jwktest.With(claims, "aud", map[string]any{"a": 1})))...), invalid("token is malformed"), ""},
 		{"scope as a number", get(admin, bearer(sign(nil, jwktest.With(claims, "scope", 1)))...), invalid("token scope claim is neither a string nor an array of strings"), ""},
 		{"scope array with a number", get(admin, bearer(sign(nil, jwktest.With(claims, "scope", []any{"pd_AdminWebApi", 1})))...), invalid("token scope claim is neither a string nor an array of strings"), ""},

@@ -123,10 +123,13 @@ func (iss *Issuer) Reload(cfg *Config) error {
 		subjects = append(subjects, cl.hashes)
 	}
 	st.verifier.Prime(subjects...)
+	// Swap first, then bump: a validation that read the new version has
+	// also read the new keys, so no token of a removed key is cached under
+	// it.
+	iss.st.Store(st)
 	if old == nil || string(old.jwks) != string(st.jwks) {
 		iss.version.Add(1)
 	}
-	iss.st.Store(st)
 	return nil
 }
 

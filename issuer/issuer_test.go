@@ -35,7 +35,7 @@ func TestClientCredentialsAndRequireBearer(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	// The validator finds the JWKS by discovery, as a separate service would.
-	v, err := middleware.NewValidator(ctx, middleware.ValidatorConfig{Issuer: s.issuerURL()})
+	v, err := middleware.NewValidator(ctx, middleware.ValidatorConfig{Issuer: s.issuerURL(), Audience: []string{s.issuerURL() + "/resources"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +230,7 @@ func TestReloadKeepsServingOnBadConfig(t *testing.T) {
 func TestRotationUnderLoad(t *testing.T) {
 	k1, k2 := mustKey(t, "ES256"), mustKey(t, "EdDSA")
 	s := newServer(t, func(c *issuer.Config) { c.Keys = []issuer.KeyConfig{{Key: k1}} })
-	v, err := middleware.NewValidator(context.Background(), middleware.ValidatorConfig{Issuer: s.issuerURL(), Keys: s.iss})
+	v, err := middleware.NewValidator(context.Background(), middleware.ValidatorConfig{Issuer: s.issuerURL(), Audience: []string{s.issuerURL() + "/resources"}, Keys: s.iss})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,10 @@ var (
 	ErrSpaceInToken = bearer.ErrSpaceInToken
 	// ErrInsufficientScope: a valid token without the route's scope (403).
 	ErrInsufficientScope = errors.New("token lacks the scope this API requires")
+	// ErrNoClaims: a TokenValidator returned neither claims nor an error,
+	// a bug in that validator. The request is refused (401 invalid_token,
+	// described on the wire only as "token invalid"), never admitted.
+	ErrNoClaims = errors.New("token validator returned no claims and no error")
 )
 
 // RequireBearer returns middleware that admits a request only with a valid
@@ -48,6 +52,9 @@ func RequireBearer(v TokenValidator, opts ...Option) func(http.Handler) http.Han
 				return
 			}
 			claims, err := v.Validate(r.Context(), tok)
+			if err == nil && claims == nil {
+				err = ErrNoClaims // fail closed on a validator's bug
+			}
 			if err != nil {
 				o.fail(w, r, http.StatusUnauthorized, err, oauthwire.Error{Code: "invalid_token", Description: describe(err)})
 				return

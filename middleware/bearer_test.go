@@ -41,6 +41,9 @@ func newAPI(t *testing.T, alg string, cfg middleware.ValidatorConfig, opts ...mi
 	if cfg.Issuer == "" {
 		cfg.Issuer = jwks.Issuer()
 	}
+	if len(cfg.Audience) == 0 && !cfg.AnyAudience {
+		cfg.Audience = []string{cfg.Issuer + "/resources"} // what jwktest.Claims puts in aud
+	}
 	v, err := middleware.NewValidator(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -321,5 +324,26 @@ func TestRejectHookAndLogger(t *testing.T) {
 	}
 	if n := strings.Count(logs.String(), "idsauth: request rejected"); n != 3 {
 		t.Errorf("%d log lines, want 3:\n%s", n, logs.String())
+	}
+}
+
+// nilValidator is a TokenValidator with a bug: it returns neither claims
+// nor an error.
+type nilValidator struct{}
+
+func (nilValidator) Validate(context.Context, string) (*middleware.Claims, error) { return nil, nil }
+
+func TestRequireBearerNilClaimsFailClosed(t *testing.T) {
+	var reasons []error
+	h := alice.New(middleware.RequireBearer(nilValidator{}, middleware.WithRealm("test"), middleware.WithRejectHook(func(r *http.Request, status int, err error) {
+		reasons = append(reasons, err)
+	})), middleware.RequireScope(scope.AdminWebAPI)).ThenFunc(func(w http.ResponseWriter, r *http.Request) {
+		t.Error("handler reached")
+	})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	wantError(t, call(t, srv.URL, "Bearer a.b.c"), 401, "invalid_token", "token invalid")
+	if len(reasons) != 1 || reasons[0] != middleware.ErrNoClaims {
+		t.Fatalf("reasons = %v", reasons)
 	}
 }

@@ -13,25 +13,45 @@ import (
 // Only validated tokens enter, so garbage cannot grow or flush it. An
 // entry lives until the earlier of the token's exp (plus leeway) and the
 // maximum age, and dies early when the key set changes (see KeySource).
-// Memory is bounded by the entry count: an entry costs about 250 bytes
-// plus the token itself, which is capped at maxCachedToken bytes.
 //
-// Reads take a shard's read lock only; shards keep writers apart.
+// The cache holds at most size entries, whatever their spread over the
+// shards. When it is full, an insert evicts the oldest entry: a ring of
+// keys in insertion order finds it in constant time. Since every entry
+// gets the same maximum age, the oldest is also about the first to
+// expire. Entries are not aged out otherwise; a dead one (expired, or of
+// an old key set) is a miss and waits its turn in the ring.
+//
+// Memory: an entry costs about cacheEntryOverhead bytes plus the token,
+// which the cache copies (so it pins no request's memory) and which is at
+// most maxCachedToken bytes. TestCacheEntryMemory measures it.
+//
+// Reads take one shard's read lock and allocate nothing. Inserts, which
+// follow a signature check, are serialized by one mutex.
 type tokenCache struct {
 	seed   maphash.Seed
 	maxAge time.Duration
 	shards [cacheShards]cacheShard
+
+	mu   sync.Mutex // held by every insert; taken before a shard's lock
+	size int        // capacity, at least 1
+	ring []string   // the keys in insertion order; circular once full
+	next int        // once full, the slot of the oldest key
 }
 
 const (
 	cacheShards    = 16
 	maxCachedToken = 4 << 10
+
+	// cacheEntryOverhead is what an entry costs beside its token, in
+	// bytes, measured after a GC with the claims IdentityServer and this
+	// module's issuer put in a token: the *Claims and its strings, the
+	// map slot and the ring slot. TestCacheEntryMemory keeps it honest.
+	cacheEntryOverhead = 520
 )
 
 type cacheShard struct {
-	mu  sync.RWMutex
-	m   map[string]cacheEntry
-	max int
+	mu sync.RWMutex
+	m  map[string]cacheEntry
 }
 
 type cacheEntry struct {
@@ -41,11 +61,9 @@ type cacheEntry struct {
 }
 
 func newTokenCache(size int, maxAge time.Duration) *tokenCache {
-	c := &tokenCache{seed: maphash.MakeSeed(), maxAge: maxAge}
-	per := max(1, (size+cacheShards-1)/cacheShards)
+	c := &tokenCache{seed: maphash.MakeSeed(), maxAge: maxAge, size: max(1, size)}
 	for i := range c.shards {
 		c.shards[i].m = make(map[string]cacheEntry)
-		c.shards[i].max = per
 	}
 	return c
 }
@@ -68,7 +86,8 @@ func (c *tokenCache) get(token string, now time.Time, keys uint64) (*Claims, boo
 }
 
 // put remembers a validated token until expires, or maxAge from now if
-// that is earlier.
+// that is earlier. The cache keeps token itself: pass a copy that nothing
+// else holds.
 func (c *tokenCache) put(token string, claims *Claims, now, expires time.Time, keys uint64) {
 	if len(token) > maxCachedToken {
 		return
@@ -79,33 +98,36 @@ func (c *tokenCache) put(token string, claims *Claims, now, expires time.Time, k
 	if !now.Before(expires) {
 		return
 	}
+	e := cacheEntry{claims: claims, expires: expires, keys: keys}
 	s := c.shard(token)
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.m[token]; !ok && len(s.m) >= s.max {
-		s.evict(now)
+	if _, ok := s.m[token]; ok {
+		s.m[token] = e // validated again, under a new key set: keep its slot
+		s.mu.Unlock()
+		return
 	}
-	s.m[token] = cacheEntry{claims: claims, expires: expires, keys: keys}
-}
-
-// evict drops the expired entries, or, when none has expired, one entry
-// (map order picks it at random, so no pattern of tokens can aim at a
-// particular one).
-func (s *cacheShard) evict(now time.Time) {
-	dropped := false
-	for k, e := range s.m {
-		if !now.Before(e.expires) {
-			delete(s.m, k)
-			dropped = true
+	s.mu.Unlock()
+	if len(c.ring) < c.size {
+		if len(c.ring) == cap(c.ring) {
+			grown := make([]string, len(c.ring), min(c.size, max(64, 2*cap(c.ring))))
+			copy(grown, c.ring)
+			c.ring = grown
 		}
+		c.ring = append(c.ring, token)
+	} else {
+		old := c.ring[c.next]
+		os := c.shard(old)
+		os.mu.Lock()
+		delete(os.m, old)
+		os.mu.Unlock()
+		c.ring[c.next] = token
+		c.next = (c.next + 1) % c.size
 	}
-	if dropped {
-		return
-	}
-	for k := range s.m {
-		delete(s.m, k)
-		return
-	}
+	s.mu.Lock()
+	s.m[token] = e
+	s.mu.Unlock()
 }
 
 // len counts the entries, for tests.

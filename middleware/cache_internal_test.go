@@ -18,6 +18,11 @@ func TestTokenCacheBound(t *testing.T) {
 	if n := c.len(); n > 16*7 || n < size/2 {
 		t.Fatalf("%d entries after a flood, bound %d", n, 16*7)
 	}
+	// The configured size is the real capacity, however the tokens
+	// spread over the shards.
+	if n := c.len(); n != size {
+		t.Fatalf("%d entries after a flood, want exactly %d", n, size)
+	}
 	// Expired entries go first: fill every shard (16 each) with entries
 	// that expire, then add 16 live ones; none may be evicted.
 	c = newTokenCache(16*16, time.Hour)
@@ -40,5 +45,49 @@ func TestTokenCacheBound(t *testing.T) {
 	c.put(string(make([]byte, maxCachedToken+1)), claims, now, later, 1)
 	if c.len() != n {
 		t.Fatal("an oversized token was cached")
+	}
+}
+
+// TestTokenCacheCapacityAndOrder: a cache of 10000 holds 10000 tokens,
+// and once full each insert evicts exactly the oldest entry.
+func TestTokenCacheCapacityAndOrder(t *testing.T) {
+	const size = 10000
+	c := newTokenCache(size, time.Hour)
+	now := time.Now()
+	claims := &Claims{}
+	for i := range size {
+		c.put(fmt.Sprint("token-", i), claims, now, now.Add(time.Hour), 1)
+	}
+	if n := c.len(); n != size {
+		t.Fatalf("%d of %d tokens kept", n, size)
+	}
+	for i := range 3 * size {
+		c.put(fmt.Sprint("more-", i), claims, now, now.Add(time.Hour), 1)
+		if _, ok := c.get(fmt.Sprint("more-", i), now, 1); !ok {
+			t.Fatalf("the newest entry %d is missing", i)
+		}
+		oldest := fmt.Sprint("token-", i)
+		if i >= size {
+			oldest = fmt.Sprint("more-", i-size)
+		}
+		if _, ok := c.get(oldest, now, 1); ok {
+			t.Fatalf("insert %d did not evict the oldest entry", i)
+		}
+		if i+1 < size {
+			if _, ok := c.get(fmt.Sprint("token-", i+1), now, 1); !ok {
+				t.Fatalf("insert %d evicted more than the oldest entry", i)
+			}
+		}
+	}
+	if n := c.len(); n != size {
+		t.Fatalf("%d entries, want %d", n, size)
+	}
+	// A token put again keeps its one slot.
+	c.put("more-29999", claims, now, now.Add(time.Hour), 2)
+	if n := c.len(); n != size || len(c.ring) != size {
+		t.Fatalf("%d entries, ring %d", n, len(c.ring))
+	}
+	if _, ok := c.get("more-29999", now, 2); !ok {
+		t.Fatal("the entry was not updated")
 	}
 }

@@ -209,3 +209,17 @@ func TestCacheConcurrentHits(t *testing.T) {
 		t.Fatalf("%d validations failed", failed.Load())
 	}
 }
+
+// TestCacheHitAllocatesNothing: the warm path stays allocation-free.
+func TestCacheHitAllocatesNothing(t *testing.T) {
+	k := jwktest.NewKey(t, "ES256")
+	v := newValidator(t, middleware.ValidatorConfig{Issuer: iss, Keys: newCountingKeys(k)})
+	tok := jwktest.Sign(t, k, nil, jwktest.Claims(iss, scope.AdminWebAPI, time.Hour))
+	ctx := context.Background()
+	if _, err := v.Validate(ctx, tok); err != nil {
+		t.Fatal(err)
+	}
+	if n := testing.AllocsPerRun(100, func() { _, _ = v.Validate(ctx, tok) }); n != 0 {
+		t.Fatalf("%v allocations per cached validation, want 0", n)
+	}
+}

@@ -3,9 +3,11 @@ package middleware
 import (
 	"encoding/base64"
 	"encoding/json"
+	"errors"
+	"math"
+	"slices"
+	"strconv"
 	"time"
-
-	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/idsauth/idsauth/scope"
 )
@@ -43,35 +45,126 @@ func (c *Claims) Raw() (map[string]any, error) {
 	return m, c.Decode(&m)
 }
 
-// jwtClaims is what the parser decodes into.
-type jwtClaims struct {
-	jwt.RegisteredClaims
-	ClientID string          `json:"client_id"`
-	Scope    json.RawMessage `json:"scope"`
-}
+// The range of a NumericDate this package reads: years 1 to 9999, as in
+// RFC 3339. Wider values are refused rather than overflow time.Time or
+// int64 arithmetic (1e19 and 1e300 are valid JSON numbers).
+const (
+	minNumericDate = -62135596800 // 0001-01-01T00:00:00Z
+	maxNumericDate = 253402300799 // 9999-12-31T23:59:59Z
+)
 
-func (j *jwtClaims) claims(payload string) (*Claims, error) {
-	s, err := scope.ParseClaim(j.Scope)
-	if err != nil {
+// claims decodes and checks the payload of a token whose signature is
+// good. payload64 is its base64url form, kept for Claims.Decode.
+//
+// Claim names are matched exactly (RFC 7519 §4): the payload is read into
+// a map, not a struct, since encoding/json matches struct fields without
+// regard to case and "EXP" would pass for "exp". Every registered claim
+// this package reads must have its JSON type; JSON null counts as absent.
+func (v *Validator) claims(payload []byte, payload64 string, now time.Time) (*Claims, error) {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(payload, &raw); err != nil {
+		return nil, ErrMalformed
+	}
+	c := &Claims{payload: payload64}
+	var exp, nbf, iat *time.Time
+	for name, val := range raw {
+		var err error
+		switch name {
+		case "iss":
+			err = jsonString(val, &c.Issuer)
+		case "sub":
+			err = jsonString(val, &c.Subject)
+		case "client_id":
+			err = jsonString(val, &c.ClientID)
+		case "jti":
+			err = jsonString(val, &c.ID)
+		case "aud":
+			c.Audience, err = audience(val)
+		case "exp":
+			exp, err = numericDate(val, &c.ExpiresAt)
+		case "nbf":
+			nbf, err = numericDate(val, &c.NotBefore)
+		case "iat":
+			iat, err = numericDate(val, &c.IssuedAt)
+		case "cnf":
+			if !v.allowBound {
+				return nil, ErrBoundToken
+			}
+		}
+		if err != nil {
+			return nil, ErrMalformed
+		}
+	}
+	switch {
+	case exp == nil:
+		return nil, ErrMissingClaim
+	case !now.Before(exp.Add(v.leeway)):
+		return nil, ErrExpired
+	case nbf != nil && now.Add(v.leeway).Before(*nbf):
+		return nil, ErrNotYetValid
+	case iat != nil && now.Add(v.leeway).Before(*iat):
+		return nil, ErrIssuedInFuture
+	case c.Issuer != v.issuer:
+		return nil, ErrIssuer
+	case len(v.audience) > 0 && !slices.ContainsFunc(c.Audience, func(a string) bool { return slices.Contains(v.audience, a) }):
+		return nil, ErrAudience
+	}
+	s, err := scope.ParseClaim(raw["scope"])
+	switch {
+	case errors.Is(err, scope.ErrInvalidName):
+		return nil, ErrScopeName
+	case err != nil:
 		return nil, ErrScopeClaim
 	}
-	c := &Claims{
-		Issuer:   j.Issuer,
-		Subject:  j.Subject,
-		ClientID: j.ClientID,
-		Audience: j.Audience,
-		Scopes:   s,
-		ID:       j.ID,
-		payload:  payload,
-	}
-	if j.IssuedAt != nil {
-		c.IssuedAt = j.IssuedAt.Time
-	}
-	if j.NotBefore != nil {
-		c.NotBefore = j.NotBefore.Time
-	}
-	if j.ExpiresAt != nil {
-		c.ExpiresAt = j.ExpiresAt.Time
-	}
+	c.Scopes = s
 	return c, nil
+}
+
+func isNull(val json.RawMessage) bool { return string(val) == "null" }
+
+// jsonString reads a JSON string (or null) into dst.
+func jsonString(val json.RawMessage, dst *string) error {
+	if isNull(val) {
+		return nil
+	}
+	if len(val) == 0 || val[0] != '"' {
+		return ErrMalformed
+	}
+	return json.Unmarshal(val, dst)
+}
+
+// audience reads "aud": one string or an array of strings (RFC 7519 §4.1.3).
+func audience(val json.RawMessage) ([]string, error) {
+	switch {
+	case isNull(val):
+		return nil, nil
+	case len(val) > 0 && val[0] == '"':
+		var s string
+		err := json.Unmarshal(val, &s)
+		return []string{s}, err
+	case len(val) > 0 && val[0] == '[':
+		var list []string
+		err := json.Unmarshal(val, &list)
+		return list, err
+	}
+	return nil, ErrMalformed
+}
+
+// numericDate reads a NumericDate (RFC 7519 §2): a JSON number of seconds,
+// fractions allowed, within years 1 to 9999. It returns nil for null.
+func numericDate(val json.RawMessage, dst *time.Time) (*time.Time, error) {
+	if isNull(val) {
+		return nil, nil
+	}
+	// The document is valid JSON, so a value starting so is a number.
+	if len(val) == 0 || (val[0] != '-' && (val[0] < '0' || val[0] > '9')) {
+		return nil, ErrMalformed
+	}
+	f, err := strconv.ParseFloat(string(val), 64)
+	if err != nil || math.IsNaN(f) || f < minNumericDate || f > maxNumericDate {
+		return nil, ErrMalformed
+	}
+	sec, frac := math.Modf(f)
+	*dst = time.Unix(int64(sec), int64(frac*1e9))
+	return dst, nil
 }

@@ -6,6 +6,7 @@ import "errors"
 // them (test with errors.Is); its text is what error_description says, so
 // it is written for people and never holds any part of the token.
 var (
+	ErrTooLarge        = errors.New("token is too large")
 	ErrMalformed       = errors.New("token is malformed")
 	ErrAlgorithm       = errors.New("token signing algorithm not allowed")
 	ErrCritical        = errors.New("token has critical header parameters that are not supported")
@@ -20,14 +21,17 @@ var (
 	ErrIssuer          = errors.New("token issuer not accepted")
 	ErrAudience        = errors.New("token audience not accepted")
 	ErrScopeClaim      = errors.New("token scope claim is neither a string nor an array of strings")
+	ErrScopeName       = errors.New("token scope claim holds a scope name with whitespace in it")
+	ErrBoundToken      = errors.New("token is bound to a key")
 )
 
 // reasons lists the sentinels above, for turning any error into a safe
 // description.
 var reasons = []error{
-	ErrMalformed, ErrAlgorithm, ErrCritical, ErrType, ErrUnknownKey,
+	ErrTooLarge, ErrMalformed, ErrAlgorithm, ErrCritical, ErrType, ErrUnknownKey,
 	ErrKeysUnavailable, ErrSignature, ErrExpired, ErrNotYetValid,
 	ErrIssuedInFuture, ErrMissingClaim, ErrIssuer, ErrAudience, ErrScopeClaim,
+	ErrScopeName, ErrBoundToken,
 }
 
 // describe returns the error_description for a validation error. An error

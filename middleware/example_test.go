@@ -7,6 +7,7 @@ import (
 	"log"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 
 	"github.com/justinas/alice"
 	"golang.org/x/oauth2/clientcredentials"
@@ -39,11 +40,16 @@ func ExampleNewValidator() {
 	ids, iss := exampleIssuer()
 	defer ids.Close()
 
-	// Only the issuer URL: the JWKS is found by discovery and refreshed in
-	// the background until ctx ends.
+	// The issuer URL and who this API is, as the issuer writes it in
+	// "aud" (this module's issuer and IdentityServer with its static
+	// audience on: "{issuer}/resources"). The JWKS is found by discovery
+	// and refreshed in the background until ctx ends.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	v, err := middleware.NewValidator(ctx, middleware.ValidatorConfig{Issuer: iss.URL()})
+	v, err := middleware.NewValidator(ctx, middleware.ValidatorConfig{
+		Issuer:   iss.URL(),
+		Audience: []string{iss.URL() + "/resources"},
+	})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -59,7 +65,10 @@ func ExampleNewValidator() {
 	}
 	fmt.Println(claims.ClientID, claims.Scopes)
 
-	_, err = v.Validate(ctx, tok.AccessToken+"x")
+	// One more byte of payload: the signature no longer fits, and the
+	// claims are never read.
+	tampered := strings.Replace(tok.AccessToken, ".", ".e", 1)
+	_, err = v.Validate(ctx, tampered)
 	fmt.Println(err)
 	// Output:
 	// reporting pd_AdminWebApi
@@ -70,7 +79,7 @@ func ExampleRequireBearer() {
 	ids, iss := exampleIssuer()
 	defer ids.Close()
 	// The issuer runs in this process: validate with its keys directly.
-	v, err := middleware.NewValidator(context.Background(), middleware.ValidatorConfig{Issuer: iss.URL(), Keys: iss})
+	v, err := middleware.NewValidator(context.Background(), middleware.ValidatorConfig{Issuer: iss.URL(), Audience: []string{iss.URL() + "/resources"}, Keys: iss})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -104,7 +113,7 @@ func ExampleRequireBearer() {
 func ExampleRequireScope() {
 	ids, iss := exampleIssuer()
 	defer ids.Close()
-	v, err := middleware.NewValidator(context.Background(), middleware.ValidatorConfig{Issuer: iss.URL(), Keys: iss})
+	v, err := middleware.NewValidator(context.Background(), middleware.ValidatorConfig{Issuer: iss.URL(), Audience: []string{iss.URL() + "/resources"}, Keys: iss})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package middleware_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -18,8 +19,9 @@ import (
 )
 
 // FuzzValidate feeds arbitrary tokens to a validator. It must never panic,
-// and it may accept a token only if the token verifies, independently of
-// the validator, with the one key it trusts.
+// it must refuse every token over its size cap with ErrTooLarge, and it
+// may accept a token only if the token verifies, independently of the
+// validator, with the one key it trusts.
 func FuzzValidate(f *testing.F) {
 	k, err := keys.Generate("ES256")
 	if err != nil {
@@ -34,13 +36,18 @@ func FuzzValidate(f *testing.F) {
 	f.Add("a.b.c")
 	f.Add("....")
 	f.Add("")
-	v, err := middleware.NewValidator(context.Background(), middleware.ValidatorConfig{Issuer: iss, Keys: newCountingKeys(k)})
+	const maxSize = 1 << 10
+	f.Add(jwktest.Sign(f, k, nil, jwktest.With(claims, "pad", strings.Repeat("p", maxSize))))
+	v, err := middleware.NewValidator(context.Background(), middleware.ValidatorConfig{Issuer: iss, Audience: []string{iss + "/resources"}, Keys: newCountingKeys(k), MaxTokenSize: maxSize})
 	if err != nil {
 		f.Fatal(err)
 	}
 	pub := k.Public()
 	f.Fuzz(func(t *testing.T, token string) {
 		c, err := v.Validate(context.Background(), token)
+		if len(token) > maxSize && !errors.Is(err, middleware.ErrTooLarge) {
+			t.Fatalf("a %d-byte token over the %d-byte cap: err = %v", len(token), maxSize, err)
+		}
 		if err != nil {
 			if c != nil {
 				t.Fatal("claims with an error")

@@ -108,7 +108,7 @@ func logReason(err error) string {
 	switch {
 	case errors.Is(err, ErrNoToken), errors.Is(err, ErrMultipleHeaders),
 		errors.Is(err, ErrSpaceInToken), errors.Is(err, ErrInsufficientScope),
-		errors.Is(err, ErrSCIMToken), errors.Is(err, ErrSCIMTooManyFailures):
+		errors.Is(err, ErrSCIMToken), errors.Is(err, ErrSCIMTooManyFailures), errors.Is(err, ErrNoClaims):
 		return err.Error()
 	}
 	return describe(err)

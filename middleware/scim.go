@@ -220,8 +220,8 @@ func SCIMAuth(tenants TenantStore, opts ...Option) func(http.Handler) http.Handl
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			tok, err := bearer.Token(r)
 			if err == nil && o.idTokens != nil && strings.Count(tok, ".") == 2 {
-				claims, verr := o.idTokens.Validate(r.Context(), tok)
-				if verr == nil && claims != nil {
+				// A validator's (nil, nil) is a refusal, never a pass.
+				if claims, verr := o.idTokens.Validate(r.Context(), tok); verr == nil && claims != nil {
 					if claims.Scopes.HasAny(o.idTokenNeed...) {
 						next.ServeHTTP(w, withState(r, claims, o))
 						return

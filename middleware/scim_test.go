@@ -208,3 +208,14 @@ func ExampleSCIMAuth() {
 	// 200 application/scim+json
 	// 401 application/scim+json
 }
+
+func TestSCIMAuthIdentityTokensNilClaimsFailClosed(t *testing.T) {
+	tenants := middleware.NewTenants(map[string][]secret.Hash{"acme": {secret.MustParse(secret.HashSHA256("acme-token"))}})
+	srv := scimServer(t, tenants, middleware.WithIdentityTokens(nilValidator{}, scope.AdminWebAPI))
+	k := jwktest.NewKey(t, "ES256")
+	tok := jwktest.Sign(t, k, nil, jwktest.Claims(iss, scope.AdminWebAPI, time.Hour))
+	wantSCIM401(t, call(t, scimURL(srv, "acme"), "Bearer "+tok))
+	if a := call(t, scimURL(srv, "acme"), "Bearer acme-token"); a.status != 200 {
+		t.Fatalf("tenant token: %d", a.status)
+	}
+}

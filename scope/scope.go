@@ -12,6 +12,8 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // The scopes the identity service issues.
@@ -119,35 +121,75 @@ func (s Set) String() string { return strings.Join(s, " ") }
 // a string nor an array of strings.
 var ErrInvalidClaim = errors.New("scope claim is neither a string nor an array of strings")
 
-// Parse splits a space-delimited scope string (RFC 6749 §3.3, RFC 9068 §2.2.3).
-func Parse(s string) Set { return NewSet(strings.Fields(s)...) }
+// ErrInvalidName is returned by ParseClaim for a scope claim in which a
+// scope name holds whitespace or a control character: a tab, a line break,
+// a non-breaking space (U+00A0) and the like. RFC 6749 §3.3 separates
+// scope names with U+0020 alone and allows no other whitespace in them, so
+// such a claim is refused rather than read one way or the other.
+// errors.Is(ErrInvalidName, ErrInvalidClaim) holds.
+var ErrInvalidName error = invalidName{}
+
+type invalidName struct{}
+
+func (invalidName) Error() string        { return "scope claim holds a scope name with whitespace in it" }
+func (invalidName) Is(target error) bool { return target == ErrInvalidClaim }
+
+// Parse splits a space-delimited scope string (RFC 6749 §3.3, RFC 9068
+// §2.2.3). The delimiter is U+0020 alone: a tab, a line break or a
+// non-breaking space (U+00A0) stays part of a name, so
+// "pd_ConnectWebApi\u00a0pd_AdminWebApi" is one name that matches neither
+// scope. Runs of spaces and spaces at either end are tolerated.
+func Parse(s string) Set {
+	out := make(Set, 0, strings.Count(s, " ")+1)
+	for name := range strings.SplitSeq(s, " ") {
+		if name != "" {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
 
 // ParseClaim parses the JSON value of a scope claim: a space-delimited
-// string (RFC 9068) or an array of strings (what IdentityServer emits). An
-// absent claim (nil or JSON null) is an empty set.
+// string (RFC 9068), split as Parse does on U+0020 only, or an array of
+// strings (what IdentityServer emits). An absent claim (nil or JSON null)
+// is an empty set. A name holding any other whitespace or a control
+// character fails with ErrInvalidName, a value of another JSON type with
+// ErrInvalidClaim.
 func ParseClaim(raw json.RawMessage) (Set, error) {
 	raw = json.RawMessage(strings.TrimSpace(string(raw)))
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
 	}
+	var names []string
 	switch raw[0] {
 	case '"':
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
 			return nil, ErrInvalidClaim
 		}
-		return Parse(s), nil
+		names = strings.Split(s, " ")
 	case '[':
-		var list []string
-		if err := json.Unmarshal(raw, &list); err != nil {
+		if err := json.Unmarshal(raw, &names); err != nil {
 			return nil, ErrInvalidClaim
 		}
-		for _, v := range list {
-			if strings.ContainsAny(v, " \t\r\n") {
-				return nil, ErrInvalidClaim
+		for _, v := range names {
+			if strings.Contains(v, " ") {
+				return nil, ErrInvalidName
 			}
 		}
-		return NewSet(list...), nil
+	default:
+		return nil, ErrInvalidClaim
 	}
-	return nil, ErrInvalidClaim
+	for _, v := range names {
+		if strings.IndexFunc(v, oddRune) >= 0 {
+			return nil, ErrInvalidName
+		}
+	}
+	return NewSet(names...), nil
+}
+
+// oddRune reports runes that may not appear in a scope name.
+func oddRune(r rune) bool {
+	return unicode.IsSpace(r) || unicode.IsControl(r) || r == utf8.RuneError
 }

@@ -27,6 +27,15 @@ func TestParseClaim(t *testing.T) {
 		{"object", `{"a":1}`, nil, scope.ErrInvalidClaim},
 		{"array with a number", `["a",1]`, nil, scope.ErrInvalidClaim},
 		{"array element with a space", `["a b"]`, nil, scope.ErrInvalidClaim},
+		{"array element with a space is a bad name", `["a b"]`, nil, scope.ErrInvalidName},
+		// RFC 6749 §3.3: scope names are separated by U+0020 and hold no
+		// other whitespace.
+		{"array element with a non-breaking space", `["pd_ConnectWebApi\u00a0pd_AdminWebApi"]`, nil, scope.ErrInvalidName},
+		{"invalid UTF-8 in a name", "\"a\xffb\"", nil, scope.ErrInvalidName},
+		{"non-breaking space inside a name is refused", `"pd_ConnectWebApi\u00a0pd_AdminWebApi"`, nil, scope.ErrInvalidName},
+		{"tab inside a name is refused", `"pd_ConnectWebApi\tpd_AdminWebApi"`, nil, scope.ErrInvalidName},
+		{"line feed inside a name is refused", `"pd_ConnectWebApi\npd_AdminWebApi"`, nil, scope.ErrInvalidName},
+		{"ideographic space inside a name is refused", `"pd_ConnectWebApi\u3000pd_AdminWebApi"`, nil, scope.ErrInvalidName},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -38,6 +47,17 @@ func TestParseClaim(t *testing.T) {
 				t.Fatalf("got %q, want %q", got, c.want)
 			}
 		})
+	}
+}
+
+// TestParseGrantsNothingAcrossOtherWhitespace: Parse splits on U+0020
+// alone, so no other separator can make a second, granted, name.
+func TestParseGrantsNothingAcrossOtherWhitespace(t *testing.T) {
+	for _, sep := range []string{"\u00a0", "\t", "\n", "\r", "\v", "\f", "\u2003", "\u3000", "\u0085", "\u2028"} {
+		s := scope.Parse(scope.ConnectWebAPI + sep + scope.AdminWebAPI)
+		if s.HasAny(scope.AdminWebAPI, scope.ConnectWebAPI) || len(s) != 1 {
+			t.Errorf("separator %q: %q grants a known scope", sep, s)
+		}
 	}
 }
 

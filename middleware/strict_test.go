@@ -1,0 +1,365 @@
+package middleware_test
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"golang.org/x/time/rate"
+
+	"github.com/idsauth/idsauth/internal/jwktest"
+	"github.com/idsauth/idsauth/internal/keys"
+	"github.com/idsauth/idsauth/middleware"
+	"github.com/idsauth/idsauth/scope"
+)
+
+// signPayload signs a payload written by hand with k, under a header of
+// jwktest's defaults.
+func signPayload(t *testing.T, k *keys.Key, payload string) string {
+	t.Helper()
+	h := jwktest.Segment(map[string]any{"alg": k.Alg, "typ": "at+jwt", "kid": k.KID})
+	p := base64.RawURLEncoding.EncodeToString([]byte(payload))
+	sig, err := jwt.GetSigningMethod(k.Alg).Sign(h+"."+p, k.Private)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h + "." + p + "." + base64.RawURLEncoding.EncodeToString(sig)
+}
+
+// TestValidatorStrictClaims: tokens signed by the trusted key but shaped
+// wrong (issue 12). Every one is refused with the reason given.
+func TestValidatorStrictClaims(t *testing.T) {
+	k := jwktest.NewKey(t, "ES256")
+	src := newCountingKeys(k)
+	v := newValidator(t, middleware.ValidatorConfig{Issuer: iss, Keys: src, CacheSize: -1})
+	now := time.Now().Unix()
+	n := func(v int64) string { return strconv.FormatInt(v, 10) }
+	head := `"iss":"` + iss + `","aud":"` + iss + `/resources","scope":"pd_AdminWebApi"`
+	times := func(iat, nbf, exp string) string {
+		return `{` + head + `,"iat":` + iat + `,"nbf":` + nbf + `,"exp":` + exp + `}`
+	}
+	cases := []struct {
+		name    string
+		payload string
+		want    error
+	}{
+		{"baseline", times(n(now), n(now), n(now+3600)), nil},
+		{"fractional NumericDates are numbers too", times(n(now)+".5", n(now)+".25", n(now+3600)+".75"), nil},
+		{"nbf 1e300", times(n(now), "1e300", n(now+3600)), middleware.ErrMalformed},
+		{"nbf 1e19", times(n(now), "1e19", n(now+3600)), middleware.ErrMalformed},
+		{"nbf -1e19", times(n(now), "-1e19", n(now+3600)), middleware.ErrMalformed},
+		{"iat 1e300", times("1e300", n(now), n(now+3600)), middleware.ErrMalformed},
+		{"exp 1e300", times(n(now), n(now), "1e300"), middleware.ErrMalformed},
+		{"exp 1e19", times(n(now), n(now), "1e19"), middleware.ErrMalformed},
+		{"exp 9223372036854775807", times(n(now), n(now), "9223372036854775807"), middleware.ErrMalformed},
+		{"exp 1e400 (not even a float64)", times(n(now), n(now), "1e400"), middleware.ErrMalformed},
+		{"exp as a numeric string", times(n(now), n(now), `"9999999999"`), middleware.ErrMalformed},
+		{"nbf as a string", times(n(now), `"0"`, n(now+3600)), middleware.ErrMalformed},
+		{"exp as true", times(n(now), n(now), `true`), middleware.ErrMalformed},
+		{"exp as an array", times(n(now), n(now), `[9999999999]`), middleware.ErrMalformed},
+		{"exp null is a missing exp", times(n(now), n(now), `null`), middleware.ErrMissingClaim},
+		{"exp past, EXP future", `{` + head + `,"exp":` + n(now-3600) + `,"EXP":` + n(now+3600) + `}`, middleware.ErrExpired},
+		{"EXP only", `{` + head + `,"EXP":` + n(now+3600) + `}`, middleware.ErrMissingClaim},
+		{"ISS right, iss wrong", `{"iss":"https://evil.example/ids","ISS":"` + iss + `","aud":"` + iss + `/resources","exp":` + n(now+3600) + `}`, middleware.ErrIssuer},
+		{"Iss only", `{"Iss":"` + iss + `","aud":"` + iss + `/resources","exp":` + n(now+3600) + `}`, middleware.ErrIssuer},
+		{"AUD right, aud wrong", `{"iss":"` + iss + `","aud":"other","AUD":"` + iss + `/resources","exp":` + n(now+3600) + `}`, middleware.ErrAudience},
+		{"NBF ignored, nbf in the future", `{` + head + `,"nbf":` + n(now+3600) + `,"NBF":0,"exp":` + n(now+7200) + `}`, middleware.ErrNotYetValid},
+		{"iss as a number", `{"iss":5,"exp":` + n(now+3600) + `}`, middleware.ErrMalformed},
+		{"aud array with a number", `{"iss":"` + iss + `","aud":["` + iss + `/resources",1],"exp":` + n(now+3600) + `}`, middleware.ErrMalformed},
+		{"payload not an object", `[1]`, middleware.ErrMalformed},
+		{"payload with trailing data", times(n(now), n(now), n(now+3600)) + `x`, middleware.ErrMalformed},
+		{"scope on a non-breaking space", `{"iss":"` + iss + `","aud":"` + iss + `/resources","exp":` + n(now+3600) + `,"scope":"pd_ConnectWebApi\u00a0pd_AdminWebApi"}`, middleware.ErrScopeName},
+		{"cnf with jkt", `{` + head + `,"exp":` + n(now+3600) + `,"cnf":{"jkt":"0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I"}}`, middleware.ErrBoundToken},
+		{"cnf with x5t#S256", `{` + head + `,"exp":` + n(now+3600) + `,"cnf":{"x5t#S256":"bwcK0esc3ACC3DB2Y5_lESsXE8o9ltc05O89jdN-dg2"}}`, middleware.ErrBoundToken},
+		{"CNF is just a claim", `{` + head + `,"exp":` + n(now+3600) + `,"CNF":{"jkt":"x"}}`, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			claims, err := v.Validate(context.Background(), signPayload(t, k, c.payload))
+			if c.want == nil {
+				if err != nil || claims == nil {
+					t.Fatalf("err = %v", err)
+				}
+				return
+			}
+			if !errors.Is(err, c.want) || claims != nil {
+				t.Fatalf("err = %v, want %v", err, c.want)
+			}
+		})
+	}
+	t.Run("a 1e300 nbf never reaches the time checks", func(t *testing.T) {
+		// With a clock far in the future the check would pass if 1e300
+		// were read as a time at all.
+		far := newValidator(t, middleware.ValidatorConfig{Issuer: iss, Keys: src, Now: func() time.Time { return time.Unix(1<<40, 0) }, Leeway: -1})
+		if _, err := far.Validate(context.Background(), signPayload(t, k, times(n(now), "1e300", "1e300"))); !errors.Is(err, middleware.ErrMalformed) {
+			t.Fatalf("err = %v", err)
+		}
+	})
+}
+
+func TestValidatorBoundTokensOptIn(t *testing.T) {
+	k := jwktest.NewKey(t, "ES256")
+	tok := jwktest.Sign(t, k, nil, jwktest.With(jwktest.Claims(iss, scope.AdminWebAPI, time.Hour), "cnf", map[string]any{"jkt": "abc"}))
+	v := newValidator(t, middleware.ValidatorConfig{Issuer: iss, Keys: newCountingKeys(k)})
+	if _, err := v.Validate(context.Background(), tok); !errors.Is(err, middleware.ErrBoundToken) || err.Error() != "token is bound to a key" {
+		t.Fatalf("default: err = %v", err)
+	}
+	opt := newValidator(t, middleware.ValidatorConfig{Issuer: iss, Keys: newCountingKeys(k), AllowBoundTokens: true})
+	c, err := opt.Validate(context.Background(), tok)
+	if err != nil {
+		t.Fatalf("opted in: %v", err)
+	}
+	raw, err := c.Raw()
+	if err != nil || raw["cnf"] == nil {
+		t.Fatalf("cnf not readable: %v %v", raw, err)
+	}
+}
+
+// TestValidatorSizeCap: the cap applies before any decoding, so an
+// oversized token is refused whatever it holds, valid signature included.
+func TestValidatorSizeCap(t *testing.T) {
+	k := jwktest.NewKey(t, "ES256")
+	src := newCountingKeys(k)
+	claims := jwktest.Claims(iss, scope.AdminWebAPI, time.Hour)
+	pad := func(size int) string {
+		// A valid token of exactly size bytes, padded in a private claim.
+		base := len(jwktest.Sign(t, k, nil, jwktest.With(claims, "pad", "")))
+		tok := jwktest.Sign(t, k, nil, jwktest.With(claims, "pad", strings.Repeat("p", (size-base)*3/4)))
+		for len(tok) < size {
+			tok = jwktest.Sign(t, k, nil, jwktest.With(claims, "pad", strings.Repeat("p", (size-base)*3/4+(size-len(tok)))))
+		}
+		return tok
+	}
+	def := newValidator(t, middleware.ValidatorConfig{Issuer: iss, Keys: src, CacheSize: -1})
+	small := newValidator(t, middleware.ValidatorConfig{Issuer: iss, Keys: src, CacheSize: -1, MaxTokenSize: 2048})
+	at, over := pad(16<<10-8), pad(16<<10+8)
+	if len(at) > middleware.DefaultMaxTokenSize || len(over) <= middleware.DefaultMaxTokenSize {
+		t.Fatalf("sizes %d %d", len(at), len(over))
+	}
+	before := src.lookups.Load()
+	for _, c := range []struct {
+		name string
+		v    *middleware.Validator
+		tok  string
+		want error
+	}{
+		{"just under the default cap", def, at, nil},
+		{"just over the default cap", def, over, middleware.ErrTooLarge},
+		{"940 KiB", def, strings.Repeat("A", 940<<10), middleware.ErrTooLarge},
+		{"over a configured cap", small, pad(2100), middleware.ErrTooLarge},
+		{"under a configured cap", small, pad(1500), nil},
+	} {
+		_, err := c.v.Validate(context.Background(), c.tok)
+		if (c.want == nil && err != nil) || !errors.Is(err, c.want) {
+			t.Errorf("%s (%d bytes): err = %v, want %v", c.name, len(c.tok), err, c.want)
+		}
+	}
+	if n := src.lookups.Load() - before; n != 2 {
+		t.Errorf("%d key lookups, want 2: an oversized token must not get that far", n)
+	}
+	if _, err := middleware.NewValidator(context.Background(), middleware.ValidatorConfig{Issuer: iss, Keys: src, AnyAudience: true, MaxTokenSize: -1}); err == nil {
+		t.Error("a negative MaxTokenSize was accepted")
+	}
+}
+
+// TestValidatorSignatureBeforeClaims: a payload that is not even JSON is
+// refused for its signature when the signature is wrong.
+func TestValidatorSignatureBeforeClaims(t *testing.T) {
+	k, other := jwktest.NewKey(t, "ES256"), jwktest.NewKey(t, "ES256")
+	v := newValidator(t, middleware.ValidatorConfig{Issuer: iss, Keys: newCountingKeys(k)})
+	forged := signPayload(t, other, `{"exp":`)
+	forged = strings.Replace(forged, jwktest.Segment(map[string]any{"alg": "ES256", "typ": "at+jwt", "kid": other.KID}), jwktest.Segment(map[string]any{"alg": "ES256", "typ": "at+jwt", "kid": k.KID}), 1)
+	if _, err := v.Validate(context.Background(), forged); !errors.Is(err, middleware.ErrSignature) {
+		t.Fatalf("err = %v, want ErrSignature", err)
+	}
+	if _, err := v.Validate(context.Background(), signPayload(t, k, `{"exp":`)); !errors.Is(err, middleware.ErrMalformed) {
+		t.Fatalf("err = %v, want ErrMalformed", err)
+	}
+}
+
+func TestValidatorAudienceRequired(t *testing.T) {
+	k := jwktest.NewKey(t, "ES256")
+	src := newCountingKeys(k)
+	if _, err := middleware.NewValidator(context.Background(), middleware.ValidatorConfig{Issuer: iss, Keys: src}); err == nil || !strings.Contains(err.Error(), "Audience is required") {
+		t.Fatalf("no audience: err = %v", err)
+	}
+	if _, err := middleware.NewValidator(context.Background(), middleware.ValidatorConfig{Issuer: iss, Keys: src, Audience: []string{"a"}, AnyAudience: true}); err == nil {
+		t.Fatal("Audience with AnyAudience accepted")
+	}
+	mine := jwktest.Sign(t, k, nil, jwktest.With(jwktest.Claims(iss, scope.AdminWebAPI, time.Hour), "aud", "https://admin-api.example"))
+	theirs := jwktest.Sign(t, k, nil, jwktest.With(jwktest.Claims(iss, scope.AdminWebAPI, time.Hour), "aud", []string{"https://billing.example"}))
+	none := jwktest.Sign(t, k, nil, jwktest.With(jwktest.Claims(iss, scope.AdminWebAPI, time.Hour), "aud", nil))
+	strict := newValidator(t, middleware.ValidatorConfig{Issuer: iss, Keys: src, Audience: []string{"https://admin-api.example"}})
+	anyAud := newValidator(t, middleware.ValidatorConfig{Issuer: iss, Keys: src, AnyAudience: true})
+	for _, c := range []struct {
+		name string
+		v    *middleware.Validator
+		tok  string
+		want error
+	}{
+		{"ours", strict, mine, nil},
+		{"minted for another resource server", strict, theirs, middleware.ErrAudience},
+		{"no aud", strict, none, middleware.ErrAudience},
+		{"any audience, said explicitly", anyAud, theirs, nil},
+		{"any audience, none at all", anyAud, none, nil},
+	} {
+		if _, err := c.v.Validate(context.Background(), c.tok); (c.want == nil && err != nil) || !errors.Is(err, c.want) {
+			t.Errorf("%s: err = %v, want %v", c.name, err, c.want)
+		}
+	}
+}
+
+// jwksBody is a JWKS of the given JWKs.
+func jwksBody(t *testing.T, ks ...any) []byte {
+	t.Helper()
+	b, err := json.Marshal(map[string]any{"keys": ks})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestValidatorJWKUse: only keys without "use" or with "use":"sig" (and
+// with "verify" among their key_ops, if any) verify tokens, with a kid or
+// without one.
+func TestValidatorJWKUse(t *testing.T) {
+	k := jwktest.NewKey(t, "ES256")
+	claims := jwktest.Claims("", scope.AdminWebAPI, time.Hour)
+	jwk := func(use string, ops ...string) map[string]any {
+		j := k.PublicJWK()
+		j.Use = use
+		b, _ := json.Marshal(j)
+		var m map[string]any
+		_ = json.Unmarshal(b, &m)
+		if ops != nil {
+			m["key_ops"] = ops
+		}
+		return m
+	}
+	for _, c := range []struct {
+		name string
+		jwk  map[string]any
+		ok   bool
+	}{
+		{"use sig", jwk("sig"), true},
+		{"no use", jwk(""), true},
+		{"use enc", jwk("enc"), false},
+		{"key_ops verify", jwk("", "verify"), true},
+		{"key_ops encrypt only", jwk("", "encrypt"), false},
+	} {
+		for _, withKID := range []bool{true, false} {
+			t.Run(c.name+" kid "+strconv.FormatBool(withKID), func(t *testing.T) {
+				jwks := jwktest.NewJWKS(t)
+				jwks.SetBody(jwksBody(t, c.jwk))
+				v := newValidator(t, middleware.ValidatorConfig{Issuer: jwks.Issuer(), RefreshUnknownKID: rate.NewLimiter(rate.Every(time.Hour), 1)})
+				var header map[string]any
+				if !withKID {
+					header = map[string]any{"kid": nil}
+				}
+				tok := jwktest.Sign(t, k, header, jwktest.With(claims, "iss", jwks.Issuer(), "aud", jwks.Issuer()+"/resources"))
+				_, err := v.Validate(context.Background(), tok)
+				if c.ok && err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				if !c.ok && !errors.Is(err, middleware.ErrUnknownKey) {
+					t.Fatalf("err = %v, want ErrUnknownKey", err)
+				}
+			})
+		}
+	}
+}
+
+// TestValidatorEd25519Alg: "Ed25519" (RFC 9864) is EdDSA over an Ed25519
+// key, from a JWKS whose key says "EdDSA", "Ed25519" or nothing, and from
+// an in-process key source.
+func TestValidatorEd25519Alg(t *testing.T) {
+	ed, ec := jwktest.NewKey(t, "EdDSA"), jwktest.NewKey(t, "ES256")
+	claims := jwktest.Claims("", scope.AdminWebAPI, time.Hour)
+	for _, jwkAlg := range []string{"EdDSA", "Ed25519", ""} {
+		t.Run("JWK alg "+jwkAlg, func(t *testing.T) {
+			j := ed.PublicJWK()
+			j.Alg = jwkAlg
+			jwks := jwktest.NewJWKS(t)
+			jwks.SetBody(jwksBody(t, j))
+			v := newValidator(t, middleware.ValidatorConfig{Issuer: jwks.Issuer()})
+			c := jwktest.With(claims, "iss", jwks.Issuer(), "aud", jwks.Issuer()+"/resources")
+			for _, alg := range []string{"Ed25519", "EdDSA"} {
+				if _, err := v.Validate(context.Background(), jwktest.Sign(t, ed, map[string]any{"alg": alg}, c)); err != nil {
+					t.Errorf("alg %s: %v", alg, err)
+				}
+			}
+		})
+	}
+	c := jwktest.With(claims, "iss", iss, "aud", iss+"/resources")
+	edTok := jwktest.Sign(t, ed, map[string]any{"alg": "Ed25519"}, c)
+	t.Run("listed alone in Algorithms", func(t *testing.T) {
+		v := newValidator(t, middleware.ValidatorConfig{Issuer: iss, Keys: newCountingKeys(ed), Algorithms: []string{"Ed25519"}})
+		if _, err := v.Validate(context.Background(), edTok); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := v.Validate(context.Background(), jwktest.Sign(t, ed, nil, c)); !errors.Is(err, middleware.ErrAlgorithm) {
+			t.Fatalf("EdDSA not listed: err = %v", err)
+		}
+	})
+	t.Run("not listed", func(t *testing.T) {
+		v := newValidator(t, middleware.ValidatorConfig{Issuer: iss, Keys: newCountingKeys(ed), Algorithms: []string{"EdDSA"}})
+		if _, err := v.Validate(context.Background(), edTok); !errors.Is(err, middleware.ErrAlgorithm) {
+			t.Fatalf("err = %v", err)
+		}
+	})
+	t.Run("over an ECDSA key", func(t *testing.T) {
+		v := newValidator(t, middleware.ValidatorConfig{Issuer: iss, Keys: newCountingKeys(ec)})
+		tok := jwktest.Sign(t, ec, nil, c)
+		parts := strings.Split(tok, ".")
+		h := jwktest.Segment(map[string]any{"alg": "Ed25519", "typ": "at+jwt", "kid": ec.KID})
+		if _, err := v.Validate(context.Background(), h+"."+parts[1]+"."+parts[2]); !errors.Is(err, middleware.ErrSignature) {
+			t.Fatalf("err = %v", err)
+		}
+	})
+}
+
+// TestValidatorIdenticalJWKSRefetchKeepsCache: a token with an unknown kid
+// makes the validator fetch the JWKS again; when the set comes back the
+// same, tokens already validated stay cached (the same *Claims comes
+// back, without a second validation); when it comes back changed, they
+// are validated again.
+func TestValidatorIdenticalJWKSRefetchKeepsCache(t *testing.T) {
+	k := jwktest.NewKey(t, "ES256")
+	jwks := jwktest.NewJWKS(t, k)
+	v := newValidator(t, middleware.ValidatorConfig{Issuer: jwks.Issuer(), RefreshUnknownKID: rate.NewLimiter(rate.Inf, 1)})
+	c := jwktest.Claims(jwks.Issuer(), scope.AdminWebAPI, time.Hour)
+	tok := jwktest.Sign(t, k, nil, c)
+	first, err := v.Validate(context.Background(), tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := v.Validate(context.Background(), tok); again != first {
+		t.Fatal("the cache is not on: the test proves nothing")
+	}
+	for range 5 {
+		hits := jwks.Hits()
+		if _, err := v.Validate(context.Background(), jwktest.Sign(t, jwktest.NewKey(t, "ES256"), nil, c)); !errors.Is(err, middleware.ErrUnknownKey) {
+			t.Fatalf("err = %v", err)
+		}
+		if jwks.Hits() != hits+1 {
+			t.Fatalf("the unknown kid caused %d fetches, want 1", jwks.Hits()-hits)
+		}
+		if again, err := v.Validate(context.Background(), tok); err != nil || again != first {
+			t.Fatalf("an identical key set emptied the cache (%v)", err)
+		}
+	}
+	// Control: a changed key set does empty it.
+	jwks.SetKeys(k, jwktest.NewKey(t, "ES256"))
+	if _, err := v.Validate(context.Background(), jwktest.Sign(t, jwktest.NewKey(t, "ES256"), nil, c)); !errors.Is(err, middleware.ErrUnknownKey) {
+		t.Fatalf("err = %v", err)
+	}
+	if again, err := v.Validate(context.Background(), tok); err != nil || again == first {
+		t.Fatalf("a changed key set kept the cache (%v)", err)
+	}
+}
