@@ -39,8 +39,12 @@
 //	  .failedAttemptsPerClient   failures per client ID in the window, default 10
 //	  .failedAttemptsPerAddress  failures per remote address, default 100
 //	  .failureWindowSeconds      default 60
-//	  .trackedKeys               client IDs and addresses remembered, default 10000
+//	  .limiterMaxBytes           the failure limiter's memory, default 1 MiB
+//	  .failureFloorMillis        least time of a failure answer; default
+//	                             automatic, -1 none
+//	  .maxConcurrentSlowHashes   bcrypt checks at once, default half the CPUs
 //	  .trustedProxyHeader        e.g. "X-Forwarded-For"; only behind a proxy
+//	  .trustedProxies            CIDRs of the proxies whose entries count
 //	scimTenants          SCIM tenants, for middleware.SCIMAuth (not used here)
 //	  [].tenant          the {tenant} path segment
 //	  [].tokenHashes     hashes of the tenant's bearer tokens
@@ -52,8 +56,9 @@
 //
 // secret.Generate makes a random secret and its hash; the example service
 // prints one with "go run ./examplesvc hash-secret". Every check is
-// constant-time; an unknown client costs the same work as a wrong secret.
-// Failed authentications are counted per client ID and per remote address;
-// past the limit the endpoint answers 429 slow_down with Retry-After,
-// without slowing other clients or addresses.
+// constant-time, and an unknown client, a wrong secret and a client with
+// several or slow hashes answer alike (see secret.Verifier). Failed
+// authentications are limited before the secret is checked, per address
+// and per client ID, without ever locking a client out of an address that
+// has not failed: see Limits for exactly what an attacker can do.
 package issuer
