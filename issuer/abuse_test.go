@@ -1,9 +1,11 @@
 package issuer_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"strings"
 	"sync"
@@ -148,10 +150,16 @@ func TestEveryFailureDoesTheSameWork(t *testing.T) {
 					t.Fatalf("%s: %d %s", id, a.status, a.raw)
 				}
 				after := issuer.VerifierCounts(s.iss)
-				work[id] = secret.Counts{Fast: after.Fast - before.Fast, Slow: after.Slow - before.Slow, Floors: after.Floors - before.Floors}
+				work[id] = secret.Counts{Fast: after.Fast - before.Fast, Slow: after.Slow - before.Slow, Floors: after.Floors - before.Floors, Queued: after.Queued - before.Queued}
 			}
-			if w := work["nobody"]; w.Fast != work["single"].Fast || w.Fast != work["rotated"].Fast || w.Floors != 1 || work["single"].Floors != 1 || work["rotated"].Floors != 1 {
-				t.Errorf("work differs: %+v", work)
+			turns := uint64(0)
+			if kind == "bcrypt" {
+				turns = 1 // every failure waits its turn among the slow checks, and holds it alike
+			}
+			for id, w := range work {
+				if w.Fast != work["nobody"].Fast || w.Floors != 1 || w.Queued != turns {
+					t.Errorf("%s: work %+v differs from the unknown client's %+v", id, w, work["nobody"])
+				}
 			}
 			if work["nobody"].Slow != 0 {
 				t.Errorf("an unknown client burned bcrypt: %+v", work)
@@ -181,5 +189,38 @@ func TestRefusalLogNamesWho(t *testing.T) {
 		if strings.Contains(logs, never) {
 			t.Errorf("the log holds %q:\n%s", never, logs)
 		}
+	}
+}
+
+// TestEndedRequestsAreCharged: a guess whose request has ended (the client
+// hung up, or a deadline in front of the issuer fired) is still charged: an
+// attacker cannot buy free bcrypt checks, or free guesses answered by a
+// deadline's 503, by ending requests early. The client has two bcrypt
+// hashes, as during a rotation.
+func TestEndedRequestsAreCharged(t *testing.T) {
+	hashes := make([]string, 2)
+	for i := range hashes {
+		h, err := secret.HashBcrypt(fmt.Sprint("pw-", i), 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hashes[i] = h
+	}
+	s := newServer(t, func(c *issuer.Config) {
+		c.Clients = append(c.Clients, issuer.ClientConfig{ClientID: "rotating", SecretHashes: hashes, Scopes: []string{scope.AdminWebAPI}})
+		c.Limits = issuer.Limits{FailedAttemptsPerClient: 3}
+	})
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	counts := map[int]int{}
+	for range 10 {
+		req := httptest.NewRequestWithContext(ended, http.MethodPost, s.tokenURL(), strings.NewReader(form("grant_type", "client_credentials", "client_id", "rotating", "client_secret", "guess", "scope", scope.AdminWebAPI)))
+		req.Header.Set("Content-Type", formType)
+		rec := httptest.NewRecorder()
+		s.iss.ServeHTTP(rec, req)
+		counts[rec.Code]++
+	}
+	if counts[401] != 3 || counts[429] != 7 {
+		t.Fatalf("answers to 10 ended guesses = %v, want 3 charged failures then 429s", counts)
 	}
 }

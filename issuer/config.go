@@ -103,20 +103,24 @@ type ClientConfig struct {
 //
 // Failed authentications are limited before the secret is checked: each
 // attempt reserves one failure from its budgets and gives it back if the
-// secret is right, so concurrent guesses cannot multiply a budget. The
+// secret is right, so concurrent guesses cannot multiply a budget, and an
+// attempt that was checked is charged even if its request ends early. The
 // budgets are per address, per client ID, and per client ID and address.
 // An address is answered 429 slow_down once it has failed
 // FailedAttemptsPerAddress times in the window, or once it has failed for
-// a client whose FailedAttemptsPerClient are spent. An address that has
-// not failed for that client within the window may still try, so a client
-// that knows its secret is never locked out by someone else's guesses.
+// a client whose FailedAttemptsPerClient are spent. Someone else's
+// failures never lock a client out of an address that gave its right
+// secret within the last 24 hours (however many requests it has in
+// flight), nor, while the limiter has room to remember it, out of an
+// address that has not failed for it.
 //
 // What an attacker with N addresses (IPv4 addresses, or IPv6 /64s) can do
 // in one window: verify at most FailedAttemptsPerClient secrets for one
-// client from all of them together, plus one per address (the budget
-// refills evenly, so a long attack gets FailedAttemptsPerClient + N per
-// window), and at most N × FailedAttemptsPerAddress secrets in all. The
-// attacker's own addresses are slowed; nobody else is.
+// client from all of them together, plus one per address that the limiter
+// can remember (half of LimiterMaxBytes, 16 bytes an address: more
+// addresses than that are refused, not forgotten), and at most
+// N × FailedAttemptsPerAddress secrets in all. The attacker's own
+// addresses are slowed.
 type Limits struct {
 	// MaxBodyBytes bounds a token request's body. Zero means 16 KiB.
 	MaxBodyBytes int64 `json:"maxBodyBytes,omitempty"`
@@ -130,21 +134,21 @@ type Limits struct {
 	// answered 429 slow_down. Zero means 100.
 	FailedAttemptsPerAddress int `json:"failedAttemptsPerAddress,omitempty"`
 	// FailureWindowSeconds is the window of the two limits above; the
-	// allowance comes back evenly over it. Zero means 60.
+	// allowance comes back evenly over it. Zero means 60; at most a day.
 	FailureWindowSeconds int `json:"failureWindowSeconds,omitempty"`
 	// LimiterMaxBytes is the memory the failure limiter holds, allocated
 	// once at start: 16 bytes per remembered client ID, address or pair,
 	// whatever the IDs look like (they are hashed). When it is full, the
 	// entries that free up soonest are forgotten first. Zero means 1 MiB
-	// (65,536 entries).
+	// (65,536 entries); otherwise from 4 KiB to 1 GiB.
 	LimiterMaxBytes int `json:"limiterMaxBytes,omitempty"`
 	// FailureFloorMillis is the least time an invalid_client answer takes,
 	// waited out without computing, so that an unknown client, a wrong
 	// secret and a client with several or slow (bcrypt) hashes answer
 	// alike. Zero means automatic: none while every hash is fast (they do
 	// equal work already), else twice the time the costliest client's
-	// bcrypt hashes took when the configuration was loaded. -1 means
-	// none.
+	// bcrypt hashes took when the configuration was loaded. At most
+	// 10000; -1 means none.
 	FailureFloorMillis int `json:"failureFloorMillis,omitempty"`
 	// MaxConcurrentSlowHashes bounds the bcrypt checks running at once;
 	// the others wait. Zero means half the CPUs, at least one.
@@ -312,6 +316,24 @@ func (l Limits) validate() error {
 		if v < 0 {
 			return fieldErr("limits."+name, "negative")
 		}
+	}
+	for _, b := range []struct {
+		name   string
+		v, max int64
+	}{
+		{"failureWindowSeconds", int64(l.FailureWindowSeconds), 86400},
+		{"failureFloorMillis", int64(l.FailureFloorMillis), 10000},
+		{"limiterMaxBytes", int64(l.LimiterMaxBytes), 1 << 30},
+	} {
+		if b.v > b.max {
+			return fieldErr("limits."+b.name, "at most %d", b.max)
+		}
+	}
+	if l.LimiterMaxBytes != 0 && l.LimiterMaxBytes < 4<<10 {
+		return fieldErr("limits.limiterMaxBytes", "at least 4096 (or 0 for the default)")
+	}
+	if err := clientip.CheckHeader(l.TrustedProxyHeader); err != nil {
+		return fieldErr("limits.trustedProxyHeader", "%v", err)
 	}
 	if l.TrustedProxyHeader == "" && len(l.TrustedProxies) > 0 {
 		return fieldErr("limits.trustedProxies", "set trustedProxyHeader too")

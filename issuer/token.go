@@ -97,12 +97,7 @@ func (iss *Issuer) issue(w http.ResponseWriter, r *http.Request, st *state, who 
 	if cl != nil {
 		hashes = cl.hashes
 	}
-	ok, err := st.verifier.Verify(r.Context(), hashes, pass)
-	switch {
-	case err != nil: // the request ended while waiting to be checked
-		res.Cancel()
-		return nil, &tokenError{status: http.StatusServiceUnavailable, code: "temporarily_unavailable", desc: "the request ended before the client could be authenticated"}
-	case !ok:
+	if !st.verifier.Verify(r.Context(), hashes, pass) {
 		res.Failed()
 		return nil, &tokenError{status: http.StatusUnauthorized, code: "invalid_client", desc: "client authentication failed", basic: basic}
 	}

@@ -122,15 +122,17 @@ func WithIdentityTokens(v TokenValidator, scopes ...string) Option {
 // the token endpoint's, with a tenant in place of a client. Zero values
 // take the defaults; SCIMAuth always limits.
 //
-// A wrong token reserves one failure from the budgets of its address and
-// its tenant before it is checked. An address is answered 429 once it has
-// failed FailedAttemptsPerAddress times in the window, or once it has
-// failed for a tenant whose FailedAttemptsPerTenant are spent; an address
-// that has not failed for that tenant may still try, so the tenant's own
-// provisioning client is never locked out by someone else's guesses. An
-// attacker with N addresses (IPv4 addresses or IPv6 /64s) can check at
-// most FailedAttemptsPerTenant + N tokens per tenant per window, and
-// N × FailedAttemptsPerAddress in all.
+// A token reserves one failure from the budgets of its address and its
+// tenant before it is checked; the right token gives it back. An address
+// is answered 429 once it has failed FailedAttemptsPerAddress times in the
+// window, or once it has failed for a tenant whose FailedAttemptsPerTenant
+// are spent. Someone else's guesses never lock the tenant's provisioning
+// client out of an address that gave the right token within 24 hours, nor,
+// while the limiter has room, out of one that has not failed. An attacker
+// with N addresses (IPv4 addresses or IPv6 /64s) can check at most
+// FailedAttemptsPerTenant tokens per tenant per window plus one per
+// address the limiter can remember, and N × FailedAttemptsPerAddress in
+// all.
 type SCIMLimits struct {
 	// FailedAttemptsPerTenant: failures per tenant per window, from all
 	// addresses together. Zero means 10.
@@ -148,14 +150,16 @@ type SCIMLimits struct {
 	// unknown tenant and a wrong token, a failure floor, and a bound on
 	// concurrent bcrypt checks (see secret.Verifier). Nil means one of
 	// SCIMAuth's own with the default settings. A *Tenants store primes
-	// it with its hashes; a TenantStore of your own with bcrypt hashes
-	// should call Prime itself or set VerifierConfig.FailureFloor. Give
-	// several SCIMAuth middlewares one Verifier to bound their bcrypt
-	// work together.
+	// it with its hashes at start and on Replace; with a TenantStore of
+	// your own it learns each bcrypt cost the first time it sees one
+	// (call Prime at start to cover that first time too). Give several
+	// SCIMAuth middlewares one Verifier to bound their bcrypt work
+	// together.
 	Verifier *secret.Verifier
 	// TrustedProxyHeader and TrustedProxies say where the client address
 	// is read, as in issuer.Limits: empty means RemoteAddr. Addresses are
-	// keyed without their port, and IPv6 by its /64.
+	// keyed without their port, and IPv6 by its /64. SCIMAuth panics on
+	// "Forwarded" (RFC 7239), whose form it does not read.
 	TrustedProxyHeader string
 	TrustedProxies     []netip.Prefix
 }
@@ -173,6 +177,9 @@ type scimGuard struct {
 }
 
 func newSCIMGuard(l SCIMLimits, tenants TenantStore) *scimGuard {
+	if err := clientip.CheckHeader(l.TrustedProxyHeader); err != nil {
+		panic("middleware: SCIMLimits.TrustedProxyHeader: " + err.Error())
+	}
 	def := func(v, d int) int {
 		if v <= 0 {
 			return d
@@ -265,13 +272,7 @@ func (g *scimGuard) check(w http.ResponseWriter, r *http.Request, o *options, te
 		scimerr.Write(w, scimerr.New(http.StatusTooManyRequests, "Too many failed attempts; try again later"))
 		return checkAnswered
 	}
-	ok, err := g.verifier.Verify(r.Context(), tenants.TenantTokens(tenant), tok)
-	switch {
-	case err != nil: // the request ended while waiting to be checked
-		res.Cancel()
-		scimerr.Write(w, scimerr.New(http.StatusServiceUnavailable, "The request ended before it could be authenticated"))
-		return checkAnswered
-	case ok:
+	if g.verifier.Verify(r.Context(), tenants.TenantTokens(tenant), tok) {
 		res.Succeeded()
 		return checkPassed
 	}

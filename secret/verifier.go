@@ -49,13 +49,19 @@ type VerifierConfig struct {
 //
 //   - fast hashes: every check does the same number of comparisons, at
 //     least MinComparisons and at least the most hashes of any subject
-//     given to Prime, padding with comparisons that cannot match;
-//   - slow hashes (bcrypt): an unknown subject burns no bcrypt; instead
-//     every failure waits until the failure floor (see
-//     VerifierConfig.FailureFloor), which covers the slowest subject's
-//     work. A failure that takes longer than the floor, because slow
-//     checks are queued behind MaxConcurrentSlow, answers later and so
-//     shows load, not which subject was asked for.
+//     seen, padding with comparisons that cannot match;
+//   - slow hashes (bcrypt): once any has been seen (by Prime, or in a
+//     check), every failing check, an unknown subject's included, waits
+//     its turn among MaxConcurrentSlow, holds its turn for as long as the
+//     costliest subject's slow hashes take (computing them, or waiting out
+//     the rest without CPU), and returns no sooner than the failure floor
+//     after it began. So the queue delays every failure alike, an unknown
+//     subject burns no bcrypt, and a flood of guesses cannot take every
+//     core.
+//
+// A check that has compared anything is a failure or a success, never an
+// error: a caller charges a failure for it, so ending requests early
+// cannot buy free guesses.
 //
 // Successes against slow hashes are remembered for a short time as an
 // HMAC, under a key made at random for this Verifier, of the hash and the
@@ -72,10 +78,10 @@ type Verifier struct {
 	seen     map[[32]byte]time.Time
 	pad      int                   // fast comparisons per check
 	costTime map[int]time.Duration // measured bcrypt time per cost
-	floor    time.Duration         // automatic floor
+	hold     time.Duration         // the costliest subject's slow work
 
-	fast, slowCount, hits, floors atomic.Uint64
-	running, peak                 atomic.Int64
+	fast, slowCount, hits, floors, queued atomic.Uint64
+	running, peak                         atomic.Int64
 }
 
 // NewVerifier returns a Verifier configured by c.
@@ -106,8 +112,10 @@ func NewVerifier(c VerifierConfig) *Verifier {
 // Prime prepares v for the given subjects' hashes (every client, or every
 // tenant): it pads fast checks to the longest list, and measures one check
 // of each bcrypt cost it has not seen (so a cost-12 hash makes Prime take
-// about a quarter of a second) to set the automatic failure floor. Call
-// it at start and on every reload; the floor and padding only grow.
+// about a quarter of a second) to set how long a failing check holds its
+// turn and the automatic failure floor. Call it at start and on every
+// reload; what it sets only grows. A check of hashes that Prime has not
+// seen primes them first.
 func (v *Verifier) Prime(subjects ...[]Hash) {
 	for _, hashes := range subjects {
 		var slow time.Duration
@@ -118,7 +126,7 @@ func (v *Verifier) Prime(subjects ...[]Hash) {
 		}
 		v.mu.Lock()
 		v.pad = max(v.pad, len(hashes))
-		v.floor = max(v.floor, 2*slow)
+		v.hold = max(v.hold, slow)
 		v.mu.Unlock()
 	}
 }
@@ -143,17 +151,26 @@ func (v *Verifier) measure(h Hash) time.Duration {
 	return d
 }
 
-// Floor returns the failure floor in force.
+// Floor returns the failure floor in force: FailureFloor when set, else
+// twice the costliest subject's slow work (zero with fast hashes only).
 func (v *Verifier) Floor() time.Duration {
-	switch {
-	case v.fixed > 0:
-		return v.fixed
-	case v.fixed < 0:
-		return 0
-	}
+	floor, _ := v.timing()
+	return floor
+}
+
+// timing returns the failure floor and how long a failing check holds its
+// turn; both zero when failures are not timed.
+func (v *Verifier) timing() (floor, hold time.Duration) {
 	v.mu.Lock()
-	defer v.mu.Unlock()
-	return v.floor
+	hold = v.hold
+	v.mu.Unlock()
+	switch {
+	case v.fixed < 0:
+		return 0, 0
+	case v.fixed > 0:
+		return v.fixed, hold
+	}
+	return 2 * hold, hold
 }
 
 // Counts are what a Verifier has done since it was made, for tests and
@@ -163,24 +180,26 @@ type Counts struct {
 	Slow      uint64 // slow-hash (bcrypt) checks run
 	CacheHits uint64 // slow checks answered from the success cache
 	Floors    uint64 // failures held until the failure floor
-	SlowPeak  int64  // the most slow checks that ever ran at once
+	Queued    uint64 // failures that took a turn among the slow checks
+	SlowPeak  int64  // the most turns ever held at once
 }
 
 // Counts returns v's counters.
 func (v *Verifier) Counts() Counts {
-	return Counts{Fast: v.fast.Load(), Slow: v.slowCount.Load(), CacheHits: v.hits.Load(), Floors: v.floors.Load(), SlowPeak: v.peak.Load()}
+	return Counts{Fast: v.fast.Load(), Slow: v.slowCount.Load(), CacheHits: v.hits.Load(), Floors: v.floors.Load(), Queued: v.queued.Load(), SlowPeak: v.peak.Load()}
 }
 
 // dummy is what padding compares against: no secret hashes to it.
 var dummy = Hash{kind: SHA256, sum: make([]byte, sha256.Size)}
 
 // Verify reports whether secret matches any of hashes (none: an unknown
-// subject). It compares every fast hash, with no early exit. A failure returns
-// no sooner than the failure floor after the call. The error is ctx's,
-// when ctx ended while a slow check waited for its turn: then no check
-// was made and the answer says nothing.
-func (v *Verifier) Verify(ctx context.Context, hashes []Hash, secret string) (bool, error) {
+// subject). It compares every fast hash, with no early exit. A failure
+// returns no sooner than the failure floor after the call. When ctx ends
+// while the check waits for its turn among the slow checks, the answer is
+// false: what was compared before is charged like any failure.
+func (v *Verifier) Verify(ctx context.Context, hashes []Hash, secret string) bool {
 	start := time.Now()
+	v.learn(hashes)
 	v.mu.Lock()
 	pad := v.pad
 	v.mu.Unlock()
@@ -196,41 +215,71 @@ func (v *Verifier) Verify(ctx context.Context, hashes []Hash, secret string) (bo
 		dummy.Verify(secret)
 	}
 	v.fast.Add(uint64(fast))
-	// Slow hashes stop at the first match: a success's time tells nothing
-	// to someone who does not already hold the secret, and a failure
-	// waits for the floor whatever it did.
+	if match {
+		return true
+	}
+	var slow []Hash
 	for _, h := range hashes {
-		if match {
-			break
+		if h.Slow() {
+			if v.cached(h, secret) {
+				return true
+			}
+			slow = append(slow, h)
 		}
-		if !h.Slow() {
-			continue
-		}
-		ok, err := v.verifySlow(ctx, h, secret)
-		if err != nil {
-			return false, err
-		}
-		match = ok
 	}
-	if !match {
-		v.holdFailure(ctx, start)
+	floor, hold := v.timing()
+	if (len(slow) > 0 || hold > 0) && v.slowChecks(ctx, slow, secret, hold) {
+		return true
 	}
-	return match, nil
+	v.holdFailure(ctx, start, floor)
+	return false
+}
+
+// slowChecks waits for a turn among the slow checks, checks secret against
+// slow, and, failing, keeps the turn until hold has passed, so that every
+// failure holds it alike. It reports a match.
+func (v *Verifier) slowChecks(ctx context.Context, slow []Hash, secret string, hold time.Duration) bool {
+	select {
+	case v.slow <- struct{}{}:
+	case <-ctx.Done():
+		return false
+	}
+	taken := time.Now()
+	n := v.running.Add(1)
+	for peak := v.peak.Load(); n > peak && !v.peak.CompareAndSwap(peak, n); peak = v.peak.Load() {
+	}
+	defer func() {
+		v.running.Add(-1)
+		<-v.slow
+	}()
+	for _, h := range slow {
+		v.slowCount.Add(1)
+		if h.Verify(secret) {
+			v.remember(h, secret)
+			return true
+		}
+	}
+	v.queued.Add(1)
+	sleep(ctx, time.Until(taken.Add(hold)))
+	return false
 }
 
 // holdFailure waits, without computing, until the failure floor after
 // start, or until ctx ends (the caller is gone; the answer is moot).
-func (v *Verifier) holdFailure(ctx context.Context, start time.Time) {
-	floor := v.Floor()
+func (v *Verifier) holdFailure(ctx context.Context, start time.Time, floor time.Duration) {
 	if floor <= 0 {
 		return
 	}
 	v.floors.Add(1)
-	wait := time.Until(start.Add(floor))
-	if wait <= 0 {
+	sleep(ctx, time.Until(start.Add(floor)))
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) {
+	if d <= 0 {
 		return
 	}
-	t := time.NewTimer(wait)
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
@@ -238,43 +287,61 @@ func (v *Verifier) holdFailure(ctx context.Context, start time.Time) {
 	}
 }
 
-func (v *Verifier) verifySlow(ctx context.Context, h Hash, secret string) (bool, error) {
-	var k [32]byte
-	if v.ttl > 0 {
-		mac := hmac.New(sha256.New, v.key[:])
-		mac.Write([]byte(h.text))
-		mac.Write([]byte{0})
-		mac.Write([]byte(secret))
-		mac.Sum(k[:0])
-		now := time.Now()
-		v.mu.Lock()
-		exp, hit := v.seen[k]
-		v.mu.Unlock()
-		if hit && now.Before(exp) {
-			v.hits.Add(1)
-			return true, nil
+// learn primes v with hashes it has not seen the like of: a longer list,
+// or a bcrypt cost not yet measured.
+func (v *Verifier) learn(hashes []Hash) {
+	v.mu.Lock()
+	fresh := len(hashes) > v.pad
+	for _, h := range hashes {
+		if h.Slow() {
+			cost, _ := bcrypt.Cost(h.sum)
+			_, known := v.costTime[cost]
+			fresh = fresh || !known
 		}
 	}
-	if err := ctx.Err(); err != nil {
-		return false, err
+	v.mu.Unlock()
+	if fresh {
+		v.Prime(hashes)
 	}
-	select {
-	case v.slow <- struct{}{}:
-	case <-ctx.Done():
-		return false, ctx.Err()
+}
+
+// macKey is the success cache's key for h and secret.
+func (v *Verifier) macKey(h Hash, secret string) [32]byte {
+	var k [32]byte
+	mac := hmac.New(sha256.New, v.key[:])
+	mac.Write([]byte(h.text))
+	mac.Write([]byte{0})
+	mac.Write([]byte(secret))
+	mac.Sum(k[:0])
+	return k
+}
+
+// cached reports whether secret matched h recently.
+func (v *Verifier) cached(h Hash, secret string) bool {
+	if v.ttl <= 0 {
+		return false
 	}
-	v.slowCount.Add(1)
-	n := v.running.Add(1)
-	for peak := v.peak.Load(); n > peak && !v.peak.CompareAndSwap(peak, n); peak = v.peak.Load() {
-	}
-	ok := h.Verify(secret)
-	v.running.Add(-1)
-	<-v.slow
-	if !ok || v.ttl <= 0 {
-		return ok, nil
-	}
+	k := v.macKey(h, secret)
 	now := time.Now()
 	v.mu.Lock()
+	exp, hit := v.seen[k]
+	v.mu.Unlock()
+	if hit && now.Before(exp) {
+		v.hits.Add(1)
+		return true
+	}
+	return false
+}
+
+// remember records that secret matched h.
+func (v *Verifier) remember(h Hash, secret string) {
+	if v.ttl <= 0 {
+		return
+	}
+	k := v.macKey(h, secret)
+	now := time.Now()
+	v.mu.Lock()
+	defer v.mu.Unlock()
 	if len(v.seen) >= v.max {
 		for key, e := range v.seen {
 			if now.After(e) {
@@ -286,6 +353,4 @@ func (v *Verifier) verifySlow(ctx context.Context, h Hash, secret string) (bool,
 		}
 	}
 	v.seen[k] = now.Add(v.ttl)
-	v.mu.Unlock()
-	return true, nil
 }

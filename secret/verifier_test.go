@@ -2,7 +2,6 @@ package secret_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -23,11 +22,7 @@ func bcryptHash(t testing.TB, s string, cost int) secret.Hash {
 
 func verify(t *testing.T, v *secret.Verifier, hashes []secret.Hash, s string) bool {
 	t.Helper()
-	ok, err := v.Verify(context.Background(), hashes, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ok
+	return v.Verify(context.Background(), hashes, s)
 }
 
 func TestVerifierChecksEveryHashAndCachesSlowOnes(t *testing.T) {
@@ -81,7 +76,7 @@ func TestVerifierDoesTheSameWorkOnEveryPath(t *testing.T) {
 					t.Fatal("a guess matched")
 				}
 				after := v.Counts()
-				work[name] = secret.Counts{Fast: after.Fast - before.Fast, Slow: after.Slow - before.Slow, Floors: after.Floors - before.Floors}
+				work[name] = secret.Counts{Fast: after.Fast - before.Fast, Slow: after.Slow - before.Slow, Floors: after.Floors - before.Floors, Queued: after.Queued - before.Queued}
 			}
 			if work["unknown"].Fast != work["wrong"].Fast || work["wrong"].Fast != work["rotated"].Fast || work["unknown"].Fast < secret.MinComparisons {
 				t.Errorf("fast comparisons differ: %+v", work)
@@ -93,13 +88,13 @@ func TestVerifierDoesTheSameWorkOnEveryPath(t *testing.T) {
 			if (v.Floor() > 0) != slowConfig {
 				t.Errorf("floor = %v with %s hashes", v.Floor(), kind)
 			}
-			wantFloors := uint64(0)
+			want := uint64(0)
 			if slowConfig {
-				wantFloors = 1 // every failure is held to the floor
+				want = 1 // every failure takes a turn and is held to the floor
 			}
 			for name, w := range work {
-				if w.Floors != wantFloors {
-					t.Errorf("%s: %d floor waits, want %d", name, w.Floors, wantFloors)
+				if w.Floors != want || w.Queued != want {
+					t.Errorf("%s: %d floor waits and %d turns, want %d each", name, w.Floors, w.Queued, want)
 				}
 			}
 		})
@@ -140,7 +135,7 @@ func TestVerifierBoundsConcurrentSlowChecks(t *testing.T) {
 	slow := []secret.Hash{bcryptHash(t, "x", 8)}
 	var wg sync.WaitGroup
 	for range 8 {
-		wg.Go(func() { _, _ = v.Verify(context.Background(), slow, "guess") })
+		wg.Go(func() { v.Verify(context.Background(), slow, "guess") })
 	}
 	wg.Wait()
 	if c := v.Counts(); c.Slow != 8 || c.SlowPeak < 1 || c.SlowPeak > 2 {
@@ -149,23 +144,46 @@ func TestVerifierBoundsConcurrentSlowChecks(t *testing.T) {
 }
 
 // A slow check waits for its turn only while its request lasts, and then
-// says so instead of answering.
+// answers false without computing anything more.
 func TestVerifierSlowChecksWaitForTheirTurn(t *testing.T) {
 	v := secret.NewVerifier(secret.VerifierConfig{MaxConcurrentSlow: 1, CacheTTL: -1, FailureFloor: -1})
 	slow := []secret.Hash{bcryptHash(t, "x", 10)}
+	v.Prime(slow)
 	var wg sync.WaitGroup
-	wg.Go(func() { _, _ = v.Verify(context.Background(), slow, "y") })
-	for v.Counts().Slow == 0 { // the first check holds the only slot once it has counted itself
+	wg.Go(func() { v.Verify(context.Background(), slow, "y") })
+	for v.Counts().Slow == 0 { // the first check holds the only turn once it has counted itself
 		runtime.Gosched()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	ok, err := v.Verify(ctx, slow, "x")
-	if ok || !errors.Is(err, context.Canceled) {
-		t.Errorf("Verify with an ended request while the slot is taken = %v, %v", ok, err)
+	if v.Verify(ctx, slow, "x") {
+		t.Error("a check that never ran matched")
 	}
 	wg.Wait()
 	if c := v.Counts(); c.Slow != 1 {
 		t.Errorf("counts = %+v, want one bcrypt run", c)
+	}
+}
+
+// Hashes nobody primed are learned on sight: the floor covers a bcrypt
+// subject from its first failure on, and padding the longest list.
+func TestVerifierLearnsUnprimedHashes(t *testing.T) {
+	v := secret.NewVerifier(secret.VerifierConfig{})
+	if v.Floor() != 0 {
+		t.Fatal("a floor before any slow hash")
+	}
+	verify(t, v, []secret.Hash{bcryptHash(t, "x", 4)}, "y")
+	if v.Floor() <= 0 {
+		t.Fatal("no floor after a bcrypt subject failed")
+	}
+	six := make([]secret.Hash, 6)
+	for i := range six {
+		six[i] = secret.MustParse(secret.HashSHA256(fmt.Sprint(i)))
+	}
+	verify(t, v, six, "y")
+	before := v.Counts().Fast
+	verify(t, v, nil, "y")
+	if got := v.Counts().Fast - before; got != 6 {
+		t.Fatalf("after a six-hash subject, an unknown one did %d comparisons, want 6", got)
 	}
 }

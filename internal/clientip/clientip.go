@@ -8,6 +8,7 @@
 package clientip
 
 import (
+	"errors"
 	"net/http"
 	"net/netip"
 	"strings"
@@ -26,7 +27,8 @@ type Resolver struct {
 	// read only when RemoteAddr is in Trusted (so a client reaching the
 	// server directly cannot choose its address), and the address taken
 	// is the rightmost one not in Trusted: the last hop no trusted proxy
-	// vouches for.
+	// vouches for. A peer with no IP address (a Unix socket) is a local
+	// proxy, and trusted.
 	Trusted []netip.Prefix
 }
 
@@ -41,7 +43,7 @@ func (res Resolver) Addr(r *http.Request) string {
 	if res.Header == "" {
 		return key(remote)
 	}
-	if len(res.Trusted) > 0 && !res.trusted(remote) {
+	if len(res.Trusted) > 0 && remote.IsValid() && !res.trusted(remote) {
 		return key(remote)
 	}
 	values := r.Header.Values(res.Header)
@@ -73,7 +75,7 @@ func (res Resolver) trusted(a netip.Addr) bool {
 		return false
 	}
 	for _, p := range res.Trusted {
-		if p.Contains(a) {
+		if unmap(p).Contains(a) {
 			return true
 		}
 	}
@@ -104,6 +106,25 @@ func key(a netip.Addr) string {
 	return p.String()
 }
 
+// unmap writes an IPv4-mapped IPv6 prefix (::ffff:10.0.0.0/104) as the
+// IPv4 prefix it is, since addresses are compared unmapped.
+func unmap(p netip.Prefix) netip.Prefix {
+	if a := p.Addr(); a.Is4In6() && p.Bits() >= 96 {
+		return netip.PrefixFrom(a.Unmap(), p.Bits()-96).Masked()
+	}
+	return p
+}
+
+// CheckHeader refuses a header the Resolver cannot read: RFC 7239's
+// Forwarded, whose entries are "for=..." pairs, would make every client
+// the one Invalid key.
+func CheckHeader(name string) error {
+	if strings.EqualFold(strings.TrimSpace(name), "Forwarded") {
+		return errors.New(`"Forwarded" (RFC 7239) is not read: name a header that holds a comma-separated list of addresses, such as X-Forwarded-For`)
+	}
+	return nil
+}
+
 // ParsePrefixes reads CIDR prefixes ("10.0.0.0/8") or single addresses
 // ("192.0.2.1", taken as /32 or /128), for Resolver.Trusted.
 func ParsePrefixes(in []string) ([]netip.Prefix, error) {
@@ -114,7 +135,7 @@ func ParsePrefixes(in []string) ([]netip.Prefix, error) {
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, p.Masked())
+			out = append(out, unmap(p.Masked()))
 			continue
 		}
 		a, err := netip.ParseAddr(s)

@@ -37,6 +37,8 @@ func TestAddr(t *testing.T) {
 		{"trusted hops are skipped", behind, "10.1.1.1:1", []string{"203.0.113.5, 10.2.2.2, 2001:db8:ffff::1"}, "203.0.113.5"},
 		{"untrusted remote: header ignored", behind, "198.51.100.7:1", []string{"203.0.113.5"}, "198.51.100.7"},
 		{"all trusted: remote", behind, "10.1.1.1:1", []string{"10.3.3.3"}, "10.1.1.1"},
+		{"a Unix socket peer is a local proxy", behind, "@", []string{"203.0.113.6"}, "203.0.113.6"},
+		{"a mapped trusted prefix matches", Resolver{Header: "X-Forwarded-For", Trusted: []netip.Prefix{netip.MustParsePrefix("::ffff:10.0.0.0/104")}}, "10.1.1.1:1", []string{"203.0.113.7"}, "203.0.113.7"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -75,13 +77,14 @@ func TestOneAddressIsOneKey(t *testing.T) {
 }
 
 func TestParsePrefixes(t *testing.T) {
-	got, err := ParsePrefixes([]string{"10.0.0.0/8", "192.0.2.1", "::ffff:192.0.2.2", "2001:db8::/32"})
+	got, err := ParsePrefixes([]string{"10.0.0.0/8", "192.0.2.1", "::ffff:192.0.2.2", "2001:db8::/32", "::ffff:10.0.0.0/104"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []netip.Prefix{
 		netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("192.0.2.1/32"),
 		netip.MustParsePrefix("192.0.2.2/32"), netip.MustParsePrefix("2001:db8::/32"),
+		netip.MustParsePrefix("10.0.0.0/8"),
 	}
 	for i := range want {
 		if got[i] != want[i] {
@@ -91,6 +94,19 @@ func TestParsePrefixes(t *testing.T) {
 	for _, bad := range []string{"10.0.0.0/33", "host.example", ""} {
 		if _, err := ParsePrefixes([]string{bad}); err == nil {
 			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+func TestCheckHeader(t *testing.T) {
+	for _, h := range []string{"Forwarded", "forwarded", " Forwarded "} {
+		if CheckHeader(h) == nil {
+			t.Errorf("%q accepted", h)
+		}
+	}
+	for _, h := range []string{"X-Forwarded-For", "X-Real-IP", ""} {
+		if err := CheckHeader(h); err != nil {
+			t.Errorf("%q refused: %v", h, err)
 		}
 	}
 }

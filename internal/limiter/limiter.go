@@ -13,18 +13,21 @@
 // concurrent guesses cannot multiply a budget; success gives it back. When
 // a subject's budget is spent (someone is guessing its secret), an address
 // that has not failed for it within the window may still try once: so the
-// subject's own caller, who knows the secret, is never locked out by
-// somebody else's failures, while the number of secrets verified for one
-// subject stays bounded by its budget plus one per failing address per
-// window.
+// subject's own caller, who knows the secret, is not locked out by somebody
+// else's failures, while the number of secrets verified for one subject
+// stays bounded by its budget plus one per failing address per window (and
+// by the pair table's size). An address that gave the right secret is
+// trusted for that subject for GoodFor, until it fails, and skips the
+// spent budget, however many requests it has in flight.
 //
 // Memory is fixed in bytes: keys are hashed with a per-process random seed
 // to 64 bits, and entries (16 bytes each) live in two set-associative
 // tables allocated once, one for the buckets and one for the pair marks,
 // half the bytes each. When a set is full the entry holding the least
 // information (the one that frees up soonest) is replaced, so a flood of
-// new keys forgets single failures before it forgets a locked-out key, and
-// a flood of pair marks only ever replaces pair marks.
+// new keys forgets single failures before it forgets a locked-out key. A
+// pair mark that still means something is never replaced: when its set is
+// full, a new address is refused rather than a failure forgotten.
 package limiter
 
 import (
@@ -128,26 +131,36 @@ func (l *Limiter) Bytes() int {
 	return (len(l.buckets.entries) + len(l.pairs.entries)) * EntryBytes
 }
 
+// GoodFor is how long an address that gave a subject's right secret stays
+// trusted for it: it may keep trying while others have spent the
+// subject's budget, until it fails once.
+const GoodFor = 24 * time.Hour
+
 // Reservation is a budget taken for one verification. Exactly one of
-// Succeeded, Failed or Cancel should be called on it.
+// Succeeded or Failed is called on it.
 type Reservation struct {
-	l            *Limiter
-	subject      uint64
-	address      uint64
-	pair         uint64
-	tookSubject  bool
-	pairMark     int64 // what this reservation wrote into the pair
-	pairPrevious int64 // what was there before
+	l           *Limiter
+	now         int64
+	subject     uint64
+	address     uint64
+	pair        uint64
+	tookSubject bool
+	good        bool // the address was trusted for the subject
 }
 
 // Reserve takes one failure from the budgets of subject and addr at now,
-// before a secret is verified. It refuses when addr's budget is spent, or
-// when the subject's is and addr has failed for the subject within the
-// window.
+// before a secret is verified. It refuses when addr's budget is spent; or
+// when the subject's is, unless addr is trusted for the subject (it gave
+// the right secret within GoodFor and has not failed since) or has not
+// failed for it within the window and there is room to remember that it
+// now tries. Room matters: pair marks that still mean something are never
+// forgotten to make room, so an attacker with more addresses than the
+// table holds gets no more tries, only refusals.
 func (l *Limiter) Reserve(subject, addr string, now time.Time) (*Reservation, Refusal) {
 	t := now.UnixNano()
 	r := &Reservation{
 		l:       l,
+		now:     t,
 		address: l.hash(kindAddress, addr, ""),
 		subject: l.hash(kindSubject, subject, ""),
 		pair:    l.hash(kindPair, subject, addr),
@@ -159,46 +172,49 @@ func (l *Limiter) Reserve(subject, addr string, now time.Time) (*Reservation, Re
 		return nil, Refusal{Limit: LimitAddress, RetryAfter: time.Duration(wait)}
 	}
 	s := l.buckets.slot(r.subject, a)
-	p := l.pairs.slot(r.pair)
+	p := l.pairs.mark(r.pair, t)
 	sWait := l.wait(s, l.subjectStep, t)
-	if sWait > 0 && p.until > t {
-		return nil, Refusal{Limit: LimitSubject, RetryAfter: time.Duration(min(sWait, p.until-t))}
-	}
-	if sWait == 0 {
+	switch {
+	case p != nil && goodAt(p, t):
+		r.good = true
+	case sWait == 0:
 		take(s, l.subjectStep, t)
 		r.tookSubject = true
+		if p != nil {
+			p.until = max(p.until, t+l.window)
+		}
+	case p == nil: // no room to remember another address for it
+		return nil, Refusal{Limit: LimitSubject, RetryAfter: time.Duration(sWait)}
+	case p.until > t: // this address failed for it within the window
+		return nil, Refusal{Limit: LimitSubject, RetryAfter: time.Duration(min(sWait, p.until-t))}
+	default: // the subject's budget is spent; this address may try once
+		p.until = t + l.window
 	}
 	take(a, l.addressStep, t)
-	r.pairPrevious = p.until
-	r.pairMark = max(p.until, t+l.window)
-	p.until = r.pairMark
 	return r, Refusal{}
 }
 
 // Succeeded gives the reservation back: the secret was right, so nothing
-// is charged, and the address is no longer marked as failing for the
-// subject.
+// is charged, and the address is trusted for the subject for GoodFor.
 func (r *Reservation) Succeeded() {
 	r.l.mu.Lock()
 	defer r.l.mu.Unlock()
 	r.giveBack()
-	if p := r.l.pairs.find(r.pair); p != nil {
-		p.until = 0
+	if p := r.l.pairs.mark(r.pair, r.now); p != nil {
+		p.until = -(r.now + int64(GoodFor))
 	}
 }
 
-// Failed keeps the reservation: the failure stays charged.
-func (r *Reservation) Failed() {}
-
-// Cancel gives the reservation back when no secret was verified (the
-// request ended first). The pair mark is undone only if no other
-// reservation has changed it since.
-func (r *Reservation) Cancel() {
+// Failed keeps the reservation: the failure stays charged, and an address
+// that was trusted for the subject no longer is.
+func (r *Reservation) Failed() {
+	if !r.good {
+		return
+	}
 	r.l.mu.Lock()
 	defer r.l.mu.Unlock()
-	r.giveBack()
-	if p := r.l.pairs.find(r.pair); p != nil && p.until == r.pairMark {
-		p.until = r.pairPrevious
+	if p := r.l.pairs.find(r.pair); p != nil {
+		p.until = r.now + r.l.window
 	}
 }
 
@@ -244,6 +260,35 @@ func (t *table) find(key uint64) *entry {
 		}
 	}
 	return nil
+}
+
+// goodAt reports whether pair mark e trusts its address at t. A pair's
+// until is a failure mark when positive, and minus the end of a trust
+// when negative.
+func goodAt(e *entry, t int64) bool { return e.until < 0 && -e.until > t }
+
+// liveAt reports whether pair mark e still means something at t.
+func liveAt(e *entry, t int64) bool { return e.until > t || goodAt(e, t) }
+
+// mark returns key's pair mark, making one in place of a mark of its set
+// that no longer means anything; nil when every mark of the set does.
+func (t *table) mark(key uint64, now int64) *entry {
+	set := t.set(key)
+	free := -1
+	for i := range set {
+		e := &set[i]
+		if e.key == key {
+			return e
+		}
+		if free < 0 && (e.key == 0 || !liveAt(e, now)) {
+			free = i
+		}
+	}
+	if free < 0 {
+		return nil
+	}
+	set[free] = entry{key: key}
+	return &set[free]
 }
 
 // slot returns key's entry, making one if needed in place of the entry of

@@ -120,12 +120,61 @@ func TestSuccessChargesNothing(t *testing.T) {
 		}
 		r.Succeeded()
 	}
-	for i := range 1000 {
+}
+
+// An address that gave the right secret keeps getting through while
+// someone else has spent the subject's budget, with many requests in
+// flight at once, until it fails once.
+func TestTrustedAddressSkipsTheSpentBudget(t *testing.T) {
+	l := newTest(3, 100)
+	r, _ := l.Reserve("payroll", "198.51.100.7", t0)
+	r.Succeeded()
+	for range 3 {
+		r, _ := l.Reserve("payroll", "203.0.113.9", t0)
+		r.Failed()
+	}
+	var inFlight []*Reservation
+	for i := range 20 {
 		r, no := l.Reserve("payroll", "198.51.100.7", t0)
 		if r == nil {
-			t.Fatalf("cancel %d refused: %+v", i, no)
+			t.Fatalf("concurrent request %d from the trusted address refused: %+v", i, no)
 		}
-		r.Cancel()
+		inFlight = append(inFlight, r)
+	}
+	for _, r := range inFlight {
+		r.Succeeded()
+	}
+	r, _ = l.Reserve("payroll", "198.51.100.7", t0)
+	r.Failed()
+	if r, no := l.Reserve("payroll", "198.51.100.7", t0); r != nil || no.Limit != LimitSubject {
+		t.Fatalf("a trusted address that failed is still trusted: %v %+v", r, no)
+	}
+	if r, _ := l.Reserve("payroll", "198.51.100.7", t0.Add(GoodFor+2*time.Minute)); r == nil {
+		t.Fatal("refused once everything has refilled")
+	}
+}
+
+// More addresses than the pair table holds get no more tries than it can
+// remember: live marks are never evicted, so the surplus is refused.
+func TestPairTableOverflowRefusesInsteadOfForgetting(t *testing.T) {
+	const budget = 5
+	l := New(Config{PerSubject: budget, PerAddress: 1000, Window: time.Minute, MaxBytes: 8 << 10}) // 256 pair marks
+	marks := len(l.pairs.entries)
+	granted := 0
+	for round := range 10 {
+		now := t0.Add(time.Duration(round) * time.Millisecond)
+		for a := range 4 * marks {
+			if r, _ := l.Reserve("payroll", fmt.Sprintf("2001:db8:%x::/64", a), now); r != nil {
+				granted++
+				r.Failed()
+			}
+		}
+	}
+	if granted > budget+marks {
+		t.Fatalf("%d verifications from %d addresses, want at most %d (budget + %d marks)", granted, 4*marks, budget+marks, marks)
+	}
+	if granted < marks/2 {
+		t.Fatalf("only %d verifications: the table held far fewer marks than it has room for", granted)
 	}
 }
 
