@@ -49,12 +49,14 @@ type Config struct {
 	ClientID     string
 	ClientSecret string
 
+	// BaseURL is the service's root URL, e.g. "https://docs.example.com":
+	// the token URL is BaseURL + "/ids/connect/token" unless TokenURL is
+	// set, and the origin of BaseURL (scheme, host and port) is the one
+	// that receives the token unless Origins is set.
+	BaseURL string
 	// TokenURL is the token endpoint. Empty means BaseURL +
 	// "/ids/connect/token".
 	TokenURL string
-	// BaseURL is the service's base URL, used when TokenURL is empty. Its
-	// origin is the one that receives the token, unless Origins is set.
-	BaseURL string
 
 	// Origins, when set, are the only origins that receive the token,
 	// each written "scheme://host[:port]" (a path is ignored; a missing
@@ -146,7 +148,7 @@ func (c *Config) Client(ctx context.Context) *http.Client {
 		rt = http.DefaultTransport
 	}
 	out := *base
-	out.Transport = &Transport{Base: rt, tokens: c.newTokens(ctx, base), origins: c.origins()}
+	out.Transport = &transport{base: rt, tokens: c.newTokens(ctx, base), origins: c.origins()}
 	return &out
 }
 
@@ -180,20 +182,21 @@ func origin(u *url.URL) string {
 	return scheme + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port)
 }
 
-// Transport is the http.RoundTripper of the clients that Config.Client
-// returns.
-type Transport struct {
-	Base    http.RoundTripper
+// transport is the http.RoundTripper of the clients that Config.Client
+// returns. To put another RoundTripper under it (tracing, a proxy), set
+// it as Config.HTTPClient's Transport.
+type transport struct {
+	base    http.RoundTripper
 	tokens  *tokens
 	origins map[string]bool
 }
 
 // RoundTrip sends req with a bearer token and retries once on
 // invalid_token, as Config.Client describes. A request for an origin that
-// is not the service's goes to Base untouched: no token, no retry.
-func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+// is not the service's goes to the base transport untouched: no token, no retry.
+func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !t.origins[origin(req.URL)] {
-		return t.Base.RoundTrip(req)
+		return t.base.RoundTrip(req)
 	}
 	tok, err := t.tokens.get(req.Context())
 	if err != nil {
@@ -233,11 +236,11 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return nil, e
 }
 
-func (t *Transport) send(req *http.Request, token string, body io.ReadCloser) (*http.Response, error) {
+func (t *transport) send(req *http.Request, token string, body io.ReadCloser) (*http.Response, error) {
 	r := req.Clone(req.Context())
 	r.Body = body
 	r.Header.Set("Authorization", "Bearer "+token)
-	return t.Base.RoundTrip(r)
+	return t.base.RoundTrip(r)
 }
 
 func closeBody(req *http.Request) {

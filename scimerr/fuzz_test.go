@@ -15,7 +15,7 @@ func FuzzRoundTrip(f *testing.F) {
 	f.Add(999, "x", "y")
 	f.Fuzz(func(t *testing.T, status int, scimType, detail string) {
 		rec := httptest.NewRecorder()
-		scimerr.Write(rec, &scimerr.Error{Status: status, ScimType: scimerr.Type(scimType), Detail: detail})
+		scimerr.Write(rec, &scimerr.Error{Status: status, SCIMType: scimerr.Type(scimType), Detail: detail})
 		if rec.Header().Get("Content-Type") != scimerr.ContentType {
 			t.Fatal("content type")
 		}
@@ -34,15 +34,15 @@ func FuzzRoundTrip(f *testing.F) {
 		}
 		want := scimerr.Error{Status: status, Detail: detail}
 		if status == 400 {
-			want.ScimType = scimerr.Type(scimType)
+			want.SCIMType = scimerr.Type(scimType)
 		}
 		// JSON turns invalid UTF-8 into U+FFFD; compare after the same trip.
 		b, _ := json.Marshal(want.Detail)
 		_ = json.Unmarshal(b, &want.Detail)
-		b, _ = json.Marshal(string(want.ScimType))
+		b, _ = json.Marshal(string(want.SCIMType))
 		var st string
 		_ = json.Unmarshal(b, &st)
-		want.ScimType = scimerr.Type(st)
+		want.SCIMType = scimerr.Type(st)
 		if got != want {
 			t.Fatalf("round trip: %+v, want %+v", got, want)
 		}

@@ -48,7 +48,7 @@ const (
 // RFC 7644 requires.
 type Error struct {
 	Status   int    // HTTP status
-	ScimType Type   // only written when Status is 400
+	SCIMType Type   // only written when Status is 400
 	Detail   string // human-readable; never put secrets here
 }
 
@@ -57,7 +57,7 @@ func New(status int, detail string) *Error { return &Error{Status: status, Detai
 
 // BadRequest returns a 400 error with a scimType.
 func BadRequest(t Type, detail string) *Error {
-	return &Error{Status: http.StatusBadRequest, ScimType: t, Detail: detail}
+	return &Error{Status: http.StatusBadRequest, SCIMType: t, Detail: detail}
 }
 
 // Unauthorized returns a 401 error.
@@ -80,8 +80,8 @@ func Internal() *Error { return New(http.StatusInternalServerError, "internal se
 // Error returns the detail with the status, for logs.
 func (e *Error) Error() string {
 	s := "scim: " + strconv.Itoa(e.Status)
-	if e.ScimType != "" && e.Status == http.StatusBadRequest {
-		s += " " + string(e.ScimType)
+	if e.SCIMType != "" && e.Status == http.StatusBadRequest {
+		s += " " + string(e.SCIMType)
 	}
 	if e.Detail != "" {
 		s += ": " + e.Detail
@@ -92,7 +92,7 @@ func (e *Error) Error() string {
 type wireError struct {
 	Schemas  []string `json:"schemas"`
 	Status   string   `json:"status"`
-	ScimType Type     `json:"scimType,omitempty"`
+	SCIMType Type     `json:"scimType,omitempty"`
 	Detail   string   `json:"detail,omitempty"`
 }
 
@@ -100,7 +100,7 @@ type wireError struct {
 func (e *Error) MarshalJSON() ([]byte, error) {
 	w := wireError{Schemas: []string{Schema}, Status: strconv.Itoa(e.Status), Detail: e.Detail}
 	if e.Status == http.StatusBadRequest {
-		w.ScimType = e.ScimType
+		w.SCIMType = e.SCIMType
 	}
 	return json.Marshal(w)
 }
@@ -120,7 +120,7 @@ func (e *Error) UnmarshalJSON(b []byte) error {
 	if err != nil || status < 100 || status > 599 {
 		return errors.New("scimerr: status is not an HTTP status in a string")
 	}
-	*e = Error{Status: status, ScimType: w.ScimType, Detail: w.Detail}
+	*e = Error{Status: status, SCIMType: w.SCIMType, Detail: w.Detail}
 	return nil
 }
 

@@ -20,7 +20,7 @@ func TestWrite(t *testing.T) {
 		code int
 	}{
 		{"400 keeps scimType", scimerr.BadRequest(scimerr.InvalidFilter, "bad filter"), `{"schemas":["urn:ietf:params:scim:api:messages:2.0:Error"],"status":"400","scimType":"invalidFilter","detail":"bad filter"}`, 400},
-		{"401 never has scimType", &scimerr.Error{Status: 401, ScimType: scimerr.InvalidValue, Detail: "no"}, `{"schemas":["urn:ietf:params:scim:api:messages:2.0:Error"],"status":"401","detail":"no"}`, 401},
+		{"401 never has scimType", &scimerr.Error{Status: 401, SCIMType: scimerr.InvalidValue, Detail: "no"}, `{"schemas":["urn:ietf:params:scim:api:messages:2.0:Error"],"status":"401","detail":"no"}`, 401},
 		{"404", scimerr.NotFound("no such user"), `{"schemas":["urn:ietf:params:scim:api:messages:2.0:Error"],"status":"404","detail":"no such user"}`, 404},
 		{"wrapped *Error is found", fmt.Errorf("lookup: %w", scimerr.Conflict("taken")), `{"schemas":["urn:ietf:params:scim:api:messages:2.0:Error"],"status":"409","detail":"taken"}`, 409},
 		{"other errors become a 500 that leaks nothing", errors.New("pq: password authentication failed for user admin"), `{"schemas":["urn:ietf:params:scim:api:messages:2.0:Error"],"status":"500","detail":"internal server error"}`, 500},
@@ -87,4 +87,19 @@ func ExampleHandler() {
 	// Output:
 	// 404 application/scim+json
 	// {"schemas":["urn:ietf:params:scim:api:messages:2.0:Error"],"status":"404","detail":"no user with that id"}
+}
+
+// Write answers with any error: a *scimerr.Error as it is, anything else
+// as a 500 whose detail says nothing of the cause.
+func ExampleWrite() {
+	rec := httptest.NewRecorder()
+	scimerr.Write(rec, scimerr.BadRequest(scimerr.InvalidValue, "userName is required"))
+	fmt.Print(rec.Code, " ", rec.Body.String()) // the body ends in a newline
+
+	rec = httptest.NewRecorder()
+	scimerr.Write(rec, fmt.Errorf("database: connection to 10.0.0.5 refused"))
+	fmt.Print(rec.Code, " ", rec.Body.String())
+	// Output:
+	// 400 {"schemas":["urn:ietf:params:scim:api:messages:2.0:Error"],"status":"400","scimType":"invalidValue","detail":"userName is required"}
+	// 500 {"schemas":["urn:ietf:params:scim:api:messages:2.0:Error"],"status":"500","detail":"internal server error"}
 }

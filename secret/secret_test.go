@@ -81,3 +81,16 @@ func ExampleGenerate() {
 	fmt.Println(len(plain), strings.HasPrefix(hash, "sha256:"), secret.MustParse(hash).Verify(plain))
 	// Output: 43 true true
 }
+
+// Parse reads a hash from a configuration file; a value pasted in plain
+// text is refused, and the error never repeats it.
+func ExampleParse() {
+	h, err := secret.Parse("sha256:K7gNU3sdo+OL0wNhqoVWhr3g6s1xYv72ol/pe/Unols=")
+	fmt.Println(h.Kind(), err, h.Verify("secret"))
+
+	_, err = secret.Parse("hunter2")
+	fmt.Println(errors.Is(err, secret.ErrPlainText), strings.Contains(err.Error(), "hunter2"))
+	// Output:
+	// sha256 <nil> true
+	// true false
+}
