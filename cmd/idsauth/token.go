@@ -1,0 +1,139 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"golang.org/x/oauth2"
+	"golang.org/x/oauth2/clientcredentials"
+)
+
+// defaultSecretEnv is the environment variable token reads the secret
+// from when it is set.
+const defaultSecretEnv = "IDSAUTH_CLIENT_SECRET"
+
+func token(ctx context.Context, e env, args []string) error {
+	fs := flags(e, "token", "-issuer URL -client-id ID -scope S [-decode]",
+		`Fetch an access token with the client_credentials grant from the issuer's
+token endpoint (found by its discovery document) and print it; with -decode,
+print its header and claims instead. The client secret is read from
+-secret-file, else from the environment variable named by -secret-env (by
+default `+defaultSecretEnv+`, if set), else from the terminal without echo
+(or one line of standard input); never from a flag.`)
+	issuerURL := fs.String("issuer", "", "the issuer URL, e.g. https://host/ids (required)")
+	clientID := fs.String("client-id", "", "the client ID (required)")
+	scopes := fs.String("scope", "", "the scopes to ask for, space-separated (required)")
+	secretFile := fs.String("secret-file", "", "read the client secret from the first line of this file")
+	secretEnv := fs.String("secret-env", "", "read the client secret from this environment variable")
+	decodeIt := fs.Bool("decode", false, "print the token's header and claims instead of the token")
+	timeout := fs.Duration("timeout", 30*time.Second, "give up after this long")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return usagef("unexpected argument %q (the secret is never an argument: see -h)", fs.Arg(0))
+	case *issuerURL == "" || *clientID == "" || *scopes == "":
+		return usagef("-issuer, -client-id and -scope are required")
+	}
+	sec, err := clientSecret(e, *secretFile, *secretEnv)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	hc := &http.Client{Timeout: *timeout}
+	tokenURL, err := discoverTokenURL(ctx, hc, *issuerURL)
+	if err != nil {
+		return err
+	}
+	cfg := clientcredentials.Config{ClientID: *clientID, ClientSecret: sec, TokenURL: tokenURL, Scopes: strings.Fields(*scopes)}
+	tok, err := cfg.Token(context.WithValue(ctx, oauth2.HTTPClient, hc))
+	if err != nil {
+		var re *oauth2.RetrieveError
+		if errors.As(err, &re) && re.ErrorCode != "" {
+			msg := re.ErrorCode
+			if re.ErrorDescription != "" {
+				msg += ": " + re.ErrorDescription
+			}
+			return fmt.Errorf("the token endpoint refused: %s (HTTP %d)", msg, re.Response.StatusCode)
+		}
+		return fmt.Errorf("token request: %w", err)
+	}
+	if *decodeIt {
+		return printDecoded(e.stdout, tok.AccessToken)
+	}
+	fmt.Fprintln(e.stdout, tok.AccessToken)
+	return nil
+}
+
+// clientSecret reads the secret from a file, an environment variable, or
+// the terminal (or standard input), in that order.
+func clientSecret(e env, file, envName string) (string, error) {
+	if file != "" {
+		f, err := os.Open(file)
+		if err != nil {
+			return "", err
+		}
+		defer f.Close()
+		line, err := bufio.NewReader(io.LimitReader(f, 4<<10)).ReadString('\n')
+		if err != nil && !errors.Is(err, io.EOF) {
+			return "", err
+		}
+		if line = strings.TrimRight(line, "\r\n"); line == "" {
+			return "", fmt.Errorf("%s: no secret on its first line", file)
+		}
+		return line, nil
+	}
+	name := envName
+	if name == "" && e.getenv(defaultSecretEnv) != "" {
+		name = defaultSecretEnv
+	}
+	if name != "" {
+		if v := e.getenv(name); v != "" {
+			return v, nil
+		}
+		return "", fmt.Errorf("the environment variable %s is empty", name)
+	}
+	return readSecret(e, "Client secret: ")
+}
+
+// discoverTokenURL reads the token endpoint from the issuer's discovery
+// document, whose issuer must be the one asked for.
+func discoverTokenURL(ctx context.Context, hc *http.Client, issuer string) (string, error) {
+	issuer = strings.TrimSuffix(issuer, "/")
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, issuer+"/.well-known/openid-configuration", nil)
+	if err != nil {
+		return "", usagef("-issuer %q: %v", issuer, err)
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("discovery: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("discovery: %s answered %s; is -issuer the issuer URL (e.g. https://host/ids)?", req.URL, resp.Status)
+	}
+	var doc struct {
+		Issuer        string `json:"issuer"`
+		TokenEndpoint string `json:"token_endpoint"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&doc); err != nil {
+		return "", fmt.Errorf("discovery: %s is not a discovery document: %v", req.URL, err)
+	}
+	if doc.Issuer != issuer {
+		return "", fmt.Errorf("discovery: the document names issuer %q, not %q", doc.Issuer, issuer)
+	}
+	if doc.TokenEndpoint == "" {
+		return "", errors.New("discovery: the document has no token_endpoint")
+	}
+	return doc.TokenEndpoint, nil
+}
