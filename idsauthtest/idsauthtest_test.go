@@ -1,0 +1,196 @@
+package idsauthtest_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/justinas/alice"
+
+	"github.com/idsauth/idsauth/client"
+	"github.com/idsauth/idsauth/idsauthtest"
+	"github.com/idsauth/idsauth/middleware"
+	"github.com/idsauth/idsauth/scope"
+	"github.com/idsauth/idsauth/secret"
+)
+
+// recorder is a TB that keeps what the checker reports, so a test can
+// check the checker.
+type recorder struct {
+	testing.TB
+	mu   sync.Mutex
+	errs []string
+}
+
+func (r *recorder) Errorf(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.errs = append(r.errs, fmt.Sprintf(format, args...))
+}
+
+func (r *recorder) report() string { return strings.Join(r.errs, "\n") }
+
+var ok = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, `{"data":[]}`) })
+
+func protected(v middleware.TokenValidator, need string) http.Handler {
+	return alice.New(middleware.RequireBearer(v), middleware.RequireScope(need)).Then(ok)
+}
+
+func TestCheckProtectedPassesTheMiddleware(t *testing.T) {
+	iss := idsauthtest.NewIssuer(t)
+	for _, need := range []string{scope.AdminWebAPI, scope.ConnectWebAPI} {
+		rec := &recorder{TB: t}
+		iss.CheckProtected(rec, protected(iss.Validator(), need), "GET /webapi/api/v3/demo/Admin/Users", need)
+		if len(rec.errs) > 0 {
+			t.Errorf("%s: the library's own chain was reported:\n%s", need, rec.report())
+		}
+	}
+}
+
+// Each broken chain is reported, on the case it breaks.
+func TestCheckProtectedReportsWhatIsWrong(t *testing.T) {
+	iss := idsauthtest.NewIssuer(t)
+	anyAud, err := middleware.NewValidator(context.Background(), middleware.ValidatorConfig{Issuer: iss.URL(), AnyAudience: true, Keys: iss.Issuer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		h    http.Handler
+		want []string
+	}{
+		{"no middleware at all", ok, []string{"no token: status 200, want 401", "an expired token: status 200, want 401", "a token without the route's scope: status 200, want 403"}},
+		{"the audience not checked", protected(anyAud, scope.AdminWebAPI), []string{"a token for another audience: status 200, want 401"}},
+		{"the wrong scope required", protected(iss.Validator(), scope.ConnectWebAPI), []string{"a valid token with the scope: status 403"}},
+		{"JSON for a missing token", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("Authorization") == "" {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="x"`)
+				w.Header().Set("Cache-Control", "no-store")
+				w.WriteHeader(401)
+				fmt.Fprint(w, `{"error":"invalid_token"}`)
+				return
+			}
+			protected(iss.Validator(), scope.AdminWebAPI).ServeHTTP(w, r)
+		}), []string{"no token: body is JSON"}},
+		{"the token echoed", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("Authorization") != "" && !strings.HasPrefix(r.Header.Get("Authorization"), "Basic") {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="x", error="invalid_token"`)
+				w.Header().Set("Cache-Control", "no-store")
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(401)
+				fmt.Fprintf(w, `{"error":"invalid_token","error_description":"bad token %s"}`, r.Header.Get("Authorization"))
+				return
+			}
+			protected(iss.Validator(), scope.AdminWebAPI).ServeHTTP(w, r)
+		}), []string{"an expired token: the answer echoes the token"}},
+		{"refusals cached", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			rw := &dropHeader{ResponseWriter: w, name: "Cache-Control"}
+			protected(iss.Validator(), scope.AdminWebAPI).ServeHTTP(rw, r)
+		}), []string{`no token: Cache-Control "", want no-store`}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rec := &recorder{TB: t}
+			iss.CheckProtected(rec, c.h, "GET /webapi/api/v3/demo/Admin/Users", scope.AdminWebAPI)
+			for _, w := range c.want {
+				if !strings.Contains(rec.report(), w) {
+					t.Errorf("not reported: %q\nreport:\n%s", w, rec.report())
+				}
+			}
+		})
+	}
+}
+
+// dropHeader removes one header before the answer is written.
+type dropHeader struct {
+	http.ResponseWriter
+	name string
+}
+
+func (d *dropHeader) WriteHeader(code int) {
+	d.Header().Del(d.name)
+	d.ResponseWriter.WriteHeader(code)
+}
+
+func TestCheckSCIM(t *testing.T) {
+	tenants := middleware.NewTenants(map[string][]secret.Hash{"acme": {secret.MustParse(secret.HashSHA256("acme-token"))}})
+	mux := http.NewServeMux()
+	mux.Handle("GET /webapi/scim-api/v1/{tenant}/scim/Users", middleware.SCIMAuth(tenants)(ok))
+	rec := &recorder{TB: t}
+	idsauthtest.CheckSCIM(rec, mux, "acme", "acme-token")
+	if len(rec.errs) > 0 {
+		t.Fatalf("SCIMAuth was reported:\n%s", rec.report())
+	}
+
+	leaky := http.NewServeMux()
+	leaky.HandleFunc("GET /webapi/scim-api/v1/{tenant}/scim/Users", func(w http.ResponseWriter, r *http.Request) {
+		if r.PathValue("tenant") != "acme" {
+			w.Header().Set("Content-Type", "application/scim+json")
+			w.Header().Set("WWW-Authenticate", `Bearer realm="scim"`)
+			w.WriteHeader(401)
+			fmt.Fprint(w, `{"schemas":["urn:ietf:params:scim:api:messages:2.0:Error"],"status":"401","detail":"no such tenant"}`)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+	rec = &recorder{TB: t}
+	idsauthtest.CheckSCIM(rec, leaky, "acme", "acme-token")
+	if !strings.Contains(rec.report(), "the token on an unknown tenant: body") {
+		t.Fatalf("a tenant probe was not reported:\n%s", rec.report())
+	}
+}
+
+// The issuer is real: x/oauth2's clientcredentials and this module's
+// client get tokens from it, and those tokens pass the validator.
+func TestIssuerServesRealClients(t *testing.T) {
+	iss := idsauthtest.NewIssuer(t)
+	tok, err := iss.Config(scope.AdminWebAPI).Token(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := iss.Validator().Validate(context.Background(), tok.AccessToken); err != nil {
+		t.Fatalf("the issued token does not validate: %v", err)
+	}
+	api := httptest.NewServer(protected(iss.Validator(), scope.ConnectWebAPI))
+	defer api.Close()
+	hc := (&client.Config{ClientID: iss.ClientID, ClientSecret: iss.ClientSecret, TokenURL: iss.TokenURL(), BaseURL: api.URL, Scopes: []string{scope.ConnectWebAPI}}).Client(context.Background())
+	resp, err := hc.Get(api.URL + "/anything")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || string(b) != `{"data":[]}` {
+		t.Fatalf("the client package got %d %s", resp.StatusCode, b)
+	}
+}
+
+// Every refused token is refused, each for its own reason.
+func TestMintedTokensAreRefusedForTheirReason(t *testing.T) {
+	iss := idsauthtest.NewIssuer(t, idsauthtest.WithAlgorithm("EdDSA"))
+	v := iss.Validator()
+	for name, c := range map[string]struct {
+		tok  string
+		want error
+	}{
+		"valid":         {iss.Token(t, scope.AdminWebAPI), nil},
+		"expired":       {iss.ExpiredToken(t, scope.AdminWebAPI), middleware.ErrExpired},
+		"not yet valid": {iss.NotYetValidToken(t, scope.AdminWebAPI), middleware.ErrNotYetValid},
+		"wrong issuer":  {iss.WrongIssuerToken(t, scope.AdminWebAPI), middleware.ErrIssuer},
+		"wrong aud":     {iss.WrongAudienceToken(t, scope.AdminWebAPI), middleware.ErrAudience},
+		"unknown key":   {iss.UnknownKeyToken(t, scope.AdminWebAPI), middleware.ErrUnknownKey},
+		"alg none":      {iss.AlgNoneToken(t, scope.AdminWebAPI), middleware.ErrAlgorithm},
+		"tampered":      {iss.TamperedToken(t, scope.AdminWebAPI), middleware.ErrSignature},
+	} {
+		_, err := v.Validate(context.Background(), c.tok)
+		if (c.want == nil) != (err == nil) || (c.want != nil && !errors.Is(err, c.want)) {
+			t.Errorf("%s: err = %v, want %v", name, err, c.want)
+		}
+	}
+}

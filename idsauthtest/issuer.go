@@ -1,0 +1,231 @@
+package idsauthtest
+
+import (
+	"context"
+	"crypto/rand"
+	"net/http"
+	"net/http/httptest"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"golang.org/x/oauth2/clientcredentials"
+
+	"github.com/idsauth/idsauth/internal/keys"
+	"github.com/idsauth/idsauth/issuer"
+	"github.com/idsauth/idsauth/middleware"
+	"github.com/idsauth/idsauth/scope"
+	"github.com/idsauth/idsauth/secret"
+)
+
+// TB is what this package needs of a test: *testing.T and *testing.B are
+// one, and so is anything that reports the way a test does.
+type TB interface {
+	Helper()
+	Errorf(format string, args ...any)
+	Fatalf(format string, args ...any)
+	Cleanup(func())
+}
+
+// Issuer is a real idsauth issuer on an httptest.Server, mounted at
+// /ids, with one registered client allowed every scope. NewIssuer closes
+// it when the test ends.
+type Issuer struct {
+	*issuer.Issuer
+
+	// Server serves the issuer under /ids; mount your own handlers
+	// elsewhere on your own server.
+	Server *httptest.Server
+	// ClientID and ClientSecret are the registered client's credentials.
+	ClientID     string
+	ClientSecret string
+	// Audience is the "aud" of the issuer's tokens: "{issuer}/resources".
+	Audience string
+
+	key *keys.Key
+}
+
+// Option changes what NewIssuer makes.
+type Option func(*options)
+
+type options struct {
+	alg      string
+	lifetime time.Duration
+}
+
+// WithAlgorithm makes the issuer sign with alg: "ES256" (the default),
+// "RS256" or "EdDSA".
+func WithAlgorithm(alg string) Option { return func(o *options) { o.alg = alg } }
+
+// WithLifetime sets the lifetime of the client's tokens. The default is
+// one hour.
+func WithLifetime(d time.Duration) Option { return func(o *options) { o.lifetime = d } }
+
+// NewIssuer starts an issuer on a loopback httptest.Server, with a fresh
+// signing key and one client ("test-client", a random secret) allowed
+// every scope. It is closed with t.Cleanup.
+func NewIssuer(t TB, opts ...Option) *Issuer {
+	t.Helper()
+	o := options{alg: "ES256", lifetime: time.Hour}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	k, err := keys.Generate(o.alg)
+	if err != nil {
+		t.Fatalf("idsauthtest: %v", err)
+	}
+	mux := http.NewServeMux()
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	plain, hash := secret.Generate()
+	url := srv.URL + "/ids"
+	iss, err := issuer.New(&issuer.Config{
+		Issuer: url,
+		Keys:   []issuer.KeyConfig{{Key: k.Private, Alg: k.Alg}},
+		Clients: []issuer.ClientConfig{{
+			ClientID: "test-client", SecretHashes: []string{hash}, Scopes: scope.All(),
+			AccessTokenLifetime: int(o.lifetime / time.Second),
+		}},
+	})
+	if err != nil {
+		t.Fatalf("idsauthtest: %v", err)
+	}
+	mux.Handle("/ids/", iss)
+	return &Issuer{Issuer: iss, Server: srv, ClientID: "test-client", ClientSecret: plain, Audience: url + "/resources", key: k}
+}
+
+// Config returns a clientcredentials.Config for the registered client,
+// asking for scopes.
+func (i *Issuer) Config(scopes ...string) *clientcredentials.Config {
+	return &clientcredentials.Config{ClientID: i.ClientID, ClientSecret: i.ClientSecret, TokenURL: i.TokenURL(), Scopes: scopes}
+}
+
+// Validator returns a validator for the issuer's tokens that reads the
+// keys in process: RequireBearer needs no HTTP round trip to the issuer.
+func (i *Issuer) Validator() *middleware.Validator {
+	v, err := middleware.NewValidator(context.Background(), middleware.ValidatorConfig{
+		Issuer: i.URL(), Audience: []string{i.Audience}, Keys: i.Issuer,
+	})
+	if err != nil {
+		panic("idsauthtest: " + err.Error())
+	}
+	return v
+}
+
+// Claims is a claim set to mint: a valid one for the issuer is what
+// Issuer.Claims returns; change it as the test needs.
+type Claims map[string]any
+
+// Claims returns a valid claim set for the registered client with scopes,
+// as the issuer would sign it, living one hour.
+func (i *Issuer) Claims(scopes ...string) Claims {
+	now := time.Now()
+	s := ""
+	for n, sc := range scopes {
+		if n > 0 {
+			s += " "
+		}
+		s += sc
+	}
+	return Claims{
+		"iss": i.URL(), "sub": i.ClientID, "client_id": i.ClientID, "aud": []string{i.Audience},
+		"scope": s, "iat": now.Unix(), "nbf": now.Unix(), "exp": now.Add(time.Hour).Unix(), "jti": rand.Text(),
+	}
+}
+
+// Mint signs claims with the issuer's key, with the header the issuer
+// writes (alg, kid, typ "at+jwt").
+func (i *Issuer) Mint(t TB, claims Claims) string {
+	t.Helper()
+	return sign(t, i.key, claims)
+}
+
+func sign(t TB, k *keys.Key, claims Claims) string {
+	t.Helper()
+	tok := jwt.NewWithClaims(jwt.GetSigningMethod(k.Alg), jwt.MapClaims(claims))
+	tok.Header["kid"] = k.KID
+	tok.Header["typ"] = "at+jwt"
+	s, err := tok.SignedString(k.Private)
+	if err != nil {
+		t.Fatalf("idsauthtest: signing: %v", err)
+	}
+	return s
+}
+
+// Token returns a valid access token for scopes, as the token endpoint
+// would issue it.
+func (i *Issuer) Token(t TB, scopes ...string) string {
+	t.Helper()
+	return i.Mint(t, i.Claims(scopes...))
+}
+
+// ExpiredToken returns a token for scopes that expired an hour ago.
+func (i *Issuer) ExpiredToken(t TB, scopes ...string) string {
+	t.Helper()
+	c := i.Claims(scopes...)
+	past := time.Now().Add(-2 * time.Hour)
+	c["iat"], c["nbf"], c["exp"] = past.Unix(), past.Unix(), past.Add(time.Hour).Unix()
+	return i.Mint(t, c)
+}
+
+// NotYetValidToken returns a token for scopes whose nbf is an hour ahead.
+func (i *Issuer) NotYetValidToken(t TB, scopes ...string) string {
+	t.Helper()
+	c := i.Claims(scopes...)
+	c["nbf"] = time.Now().Add(time.Hour).Unix()
+	c["exp"] = time.Now().Add(2 * time.Hour).Unix()
+	return i.Mint(t, c)
+}
+
+// WrongIssuerToken returns a token for scopes, signed by the issuer's key,
+// whose "iss" is another issuer's.
+func (i *Issuer) WrongIssuerToken(t TB, scopes ...string) string {
+	t.Helper()
+	c := i.Claims(scopes...)
+	c["iss"] = "https://other-issuer.example/ids"
+	return i.Mint(t, c)
+}
+
+// WrongAudienceToken returns a token for scopes, signed by the issuer's
+// key, minted for another resource server.
+func (i *Issuer) WrongAudienceToken(t TB, scopes ...string) string {
+	t.Helper()
+	c := i.Claims(scopes...)
+	c["aud"] = []string{"https://another-api.example"}
+	return i.Mint(t, c)
+}
+
+// UnknownKeyToken returns a token for scopes signed by a key the issuer
+// does not publish.
+func (i *Issuer) UnknownKeyToken(t TB, scopes ...string) string {
+	t.Helper()
+	k, err := keys.Generate(i.key.Alg)
+	if err != nil {
+		t.Fatalf("idsauthtest: %v", err)
+	}
+	return sign(t, k, i.Claims(scopes...))
+}
+
+// AlgNoneToken returns an unsigned token for scopes ("alg": "none").
+func (i *Issuer) AlgNoneToken(t TB, scopes ...string) string {
+	t.Helper()
+	tok := jwt.NewWithClaims(jwt.SigningMethodNone, jwt.MapClaims(i.Claims(scopes...)))
+	tok.Header["typ"] = "at+jwt"
+	s, err := tok.SignedString(jwt.UnsafeAllowNoneSignatureType)
+	if err != nil {
+		t.Fatalf("idsauthtest: %v", err)
+	}
+	return s
+}
+
+// TamperedToken returns a valid token for scopes with one character of its
+// signature changed.
+func (i *Issuer) TamperedToken(t TB, scopes ...string) string {
+	t.Helper()
+	tok := i.Token(t, scopes...)
+	last := tok[len(tok)-2]
+	repl := byte('A')
+	if last == 'A' {
+		repl = 'B'
+	}
+	return tok[:len(tok)-2] + string(repl) + tok[len(tok)-1:]
+}
