@@ -1,10 +1,7 @@
 package issuer
 
 import (
-	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -46,13 +43,17 @@ type Issuer struct {
 	now    func() time.Time
 }
 
+// The endpoints' paths under the issuer URL, CONTRACT.md §2 and §3.
+const (
+	tokenPath     = "/connect/token"
+	discoveryPath = "/.well-known/openid-configuration"
+	jwksPath      = discoveryPath + "/jwks"
+)
+
 // state is everything a configuration decides, swapped whole on Reload.
 type state struct {
 	issuer      string
 	prefix      string // URL path of the issuer, without a trailing slash
-	tokenPath   string
-	discPath    string
-	jwksPath    string
 	signer      *keys.Key
 	method      jwt.SigningMethod
 	byKID       map[string]*keys.Key
@@ -156,9 +157,6 @@ func (iss *Issuer) compile(cfg *Config) (*state, error) {
 	st := &state{
 		issuer:     issuerURL,
 		prefix:     prefix,
-		tokenPath:  prefix + "/connect/token",
-		discPath:   prefix + "/.well-known/openid-configuration",
-		jwksPath:   prefix + "/.well-known/openid-configuration/jwks",
 		signer:     ks[0],
 		method:     jwt.GetSigningMethod(ks[0].Alg),
 		byKID:      make(map[string]*keys.Key, len(ks)),
@@ -197,8 +195,8 @@ func (iss *Issuer) compile(cfg *Config) (*state, error) {
 	}
 	st.discovery, err = json.Marshal(map[string]any{
 		"issuer":                                issuerURL,
-		"token_endpoint":                        issuerURL + "/connect/token",
-		"jwks_uri":                              issuerURL + "/.well-known/openid-configuration/jwks",
+		"token_endpoint":                        issuerURL + tokenPath,
+		"jwks_uri":                              issuerURL + jwksPath,
 		"grant_types_supported":                 []string{"client_credentials"},
 		"token_endpoint_auth_methods_supported": []string{"client_secret_basic", "client_secret_post"},
 		"scopes_supported":                      scope.All(),
@@ -214,12 +212,10 @@ func (iss *Issuer) compile(cfg *Config) (*state, error) {
 func (iss *Issuer) URL() string { return iss.st.Load().issuer }
 
 // TokenURL returns the token endpoint's URL.
-func (iss *Issuer) TokenURL() string { return iss.st.Load().issuer + "/connect/token" }
+func (iss *Issuer) TokenURL() string { return iss.st.Load().issuer + tokenPath }
 
 // JWKSURL returns the URL of the published key set.
-func (iss *Issuer) JWKSURL() string {
-	return iss.st.Load().issuer + "/.well-known/openid-configuration/jwks"
-}
+func (iss *Issuer) JWKSURL() string { return iss.st.Load().issuer + jwksPath }
 
 // KeyIDs returns the key IDs the issuer publishes; the first one signs.
 func (iss *Issuer) KeyIDs() []string {
@@ -238,12 +234,13 @@ func (iss *Issuer) KeyIDs() []string {
 // JWKS, and 404 for any other path.
 func (iss *Issuer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	st := iss.st.Load()
-	switch r.URL.Path {
-	case st.tokenPath:
+	path, ok := strings.CutPrefix(r.URL.Path, st.prefix)
+	switch {
+	case ok && path == tokenPath:
 		iss.token(w, r, st)
-	case st.discPath:
+	case ok && path == discoveryPath:
 		serveDocument(w, r, st.discovery, st.cacheHeader)
-	case st.jwksPath:
+	case ok && path == jwksPath:
 		serveDocument(w, r, st.jwks, st.cacheHeader)
 	default:
 		http.NotFound(w, r)
@@ -284,69 +281,3 @@ func (iss *Issuer) Keyfunc(t *jwt.Token) (any, error) {
 // KeysVersion changes whenever a reload changes the published keys, so
 // that a validator's cache drops tokens of a key that is gone.
 func (iss *Issuer) KeysVersion() uint64 { return iss.version.Load() }
-
-// newJTI returns 128 random bits, base64url.
-func newJTI() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return base64.RawURLEncoding.EncodeToString(b[:])
-}
-
-// sign makes an access token for cl with the granted scopes (RFC 9068).
-func (st *state) sign(cl *client, granted []string, now time.Time) (string, error) {
-	aud := cl.audience
-	if len(aud) == 0 {
-		aud = st.defaultAud
-	}
-	var sc any = strings.Join(granted, " ")
-	if st.scopeArray {
-		sc = granted
-	}
-	claims := accessClaims{
-		Issuer:    st.issuer,
-		Subject:   cl.id,
-		ClientID:  cl.id,
-		Audience:  aud,
-		Scope:     sc,
-		IssuedAt:  now.Unix(),
-		NotBefore: now.Unix(),
-		Expires:   now.Add(cl.lifetime).Unix(),
-		ID:        newJTI(),
-	}
-	tok := &jwt.Token{
-		Header: map[string]any{"alg": st.signer.Alg, "typ": "at+jwt", "kid": st.signer.KID},
-		Claims: claims,
-		Method: st.method,
-	}
-	s, err := tok.SignedString(st.signer.Private)
-	if err != nil {
-		return "", fmt.Errorf("signing: %w", err)
-	}
-	return s, nil
-}
-
-// accessClaims is the claim set of an access token, in a fixed order.
-type accessClaims struct {
-	Issuer    string   `json:"iss"`
-	Subject   string   `json:"sub"`
-	ClientID  string   `json:"client_id"`
-	Audience  []string `json:"aud"`
-	Scope     any      `json:"scope"`
-	IssuedAt  int64    `json:"iat"`
-	NotBefore int64    `json:"nbf"`
-	Expires   int64    `json:"exp"`
-	ID        string   `json:"jti"`
-}
-
-func (c accessClaims) GetExpirationTime() (*jwt.NumericDate, error) {
-	return jwt.NewNumericDate(time.Unix(c.Expires, 0)), nil
-}
-func (c accessClaims) GetIssuedAt() (*jwt.NumericDate, error) {
-	return jwt.NewNumericDate(time.Unix(c.IssuedAt, 0)), nil
-}
-func (c accessClaims) GetNotBefore() (*jwt.NumericDate, error) {
-	return jwt.NewNumericDate(time.Unix(c.NotBefore, 0)), nil
-}
-func (c accessClaims) GetIssuer() (string, error)             { return c.Issuer, nil }
-func (c accessClaims) GetSubject() (string, error)            { return c.Subject, nil }
-func (c accessClaims) GetAudience() (jwt.ClaimStrings, error) { return c.Audience, nil }

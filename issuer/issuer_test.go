@@ -3,6 +3,7 @@ package issuer_test
 import (
 	"context"
 	"crypto"
+	"encoding/base32"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -101,9 +102,19 @@ func TestAccessTokenClaims(t *testing.T) {
 	if int64(iat) < before || nbf != iat || exp != iat+600 {
 		t.Errorf("iat %v nbf %v exp %v", iat, nbf, exp)
 	}
+	// The jti is crypto/rand.Text: 26 base32 characters, 130 random bits.
 	jti, _ := claims["jti"].(string)
-	if raw, err := base64.RawURLEncoding.DecodeString(jti); err != nil || len(raw) < 16 {
-		t.Errorf("jti %q is not 128 random bits", jti)
+	if raw, err := base32.StdEncoding.WithPadding(base32.NoPadding).DecodeString(jti); err != nil || len(jti) != 26 || len(raw) < 16 {
+		t.Errorf("jti %q is not 130 random bits", jti)
+	}
+	again, err := cc.Token(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var next map[string]any
+	decode(t, strings.Split(again.AccessToken, ".")[1], &next)
+	if next["jti"] == jti {
+		t.Errorf("two tokens share the jti %q", jti)
 	}
 	// The signature verifies with the published key.
 	if _, err := jwt.Parse(tok.AccessToken, s.iss.Keyfunc); err != nil {
