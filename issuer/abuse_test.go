@@ -3,6 +3,7 @@ package issuer_test
 import (
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"runtime"
 	"strings"
@@ -31,8 +32,7 @@ func heapAfterGC() uint64 {
 func TestFailuresDoNotGrowMemory(t *testing.T) {
 	s := newServer(t, func(c *issuer.Config) {
 		c.Limits = issuer.Limits{TrustedProxyHeader: "X-Forwarded-For", FailedAttemptsPerAddress: 1 << 20}
-		c.Logger = nil // the test's log buffer would be what grows
-	})
+	}, issuer.WithLogger(slog.New(slog.DiscardHandler))) // the test's log buffer would be what grows
 	if got := issuer.LimiterBytes(s.iss); got != 1<<20 {
 		t.Fatalf("limiter holds %d bytes, want the default 1 MiB", got)
 	}

@@ -2,9 +2,9 @@ package issuer
 
 import (
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -39,6 +39,7 @@ type Issuer struct {
 	mu        sync.Mutex // serializes Reload
 	ephemeral *keys.Key  // made once, kept across reloads
 
+	// Set by New's options, for the issuer's life.
 	logger *slog.Logger
 	now    func() time.Time
 }
@@ -59,7 +60,6 @@ type state struct {
 	byKID       map[string]*keys.Key
 	clients     map[string]*client
 	scopeArray  bool
-	defaultAud  []string
 	discovery   []byte
 	jwks        []byte
 	cacheHeader string
@@ -72,17 +72,38 @@ type state struct {
 	verifier    *secret.Verifier
 }
 
-// New returns an Issuer for cfg, which it validates first.
-func New(cfg *Config) (*Issuer, error) {
-	iss := &Issuer{
-		logger: cfg.Logger,
-		now:    cfg.Now,
+// Option configures what an Issuer keeps for its whole life, whatever
+// configuration it is given: see WithLogger and WithClock.
+type Option func(*Issuer)
+
+// WithLogger sets the logger of the issuer's lines: refused token
+// requests, a signing failure, the ephemeral key's warning. No line holds
+// a secret or a token. Without it (or with nil) the issuer logs nothing.
+func WithLogger(l *slog.Logger) Option {
+	return func(iss *Issuer) {
+		if l != nil {
+			iss.logger = l
+		}
 	}
-	if iss.logger == nil {
-		iss.logger = slog.New(slog.DiscardHandler)
+}
+
+// WithClock sets the issuer's clock, for tests. Without it (or with nil)
+// it is time.Now.
+func WithClock(now func() time.Time) Option {
+	return func(iss *Issuer) {
+		if now != nil {
+			iss.now = now
+		}
 	}
-	if iss.now == nil {
-		iss.now = time.Now
+}
+
+// New checks cfg (as Validate does), reads its key files and returns an
+// Issuer serving it. The options hold for the issuer's life: Reload
+// changes the configuration only.
+func New(cfg *Config, opts ...Option) (*Issuer, error) {
+	iss := &Issuer{logger: slog.New(slog.DiscardHandler), now: time.Now}
+	for _, opt := range opts {
+		opt(iss)
 	}
 	if err := iss.Reload(cfg); err != nil {
 		return nil, err
@@ -90,18 +111,17 @@ func New(cfg *Config) (*Issuer, error) {
 	return iss, nil
 }
 
-// Reload validates cfg and, only if it is valid, makes it the issuer's
-// configuration: keys, clients and limits change at once for every
-// request that starts after it returns. On error nothing changes.
+// Reload checks cfg (as Validate does), reads its key files and, only if
+// all is well, makes it the issuer's configuration: keys, clients and
+// limits change at once for every request that starts after it returns.
+// On error nothing changes. The failure limiter's memory of failed
+// attempts is kept while the limits stay the same.
 //
 // To rotate the signing key without a failed request: add the new key
 // after the current one and reload (it is published); once validators
 // have fetched the JWKS again, move it first and reload (it signs); once
 // the old key's last token has expired, remove it and reload.
 func (iss *Issuer) Reload(cfg *Config) error {
-	if err := cfg.Validate(); err != nil {
-		return err
-	}
 	iss.mu.Lock()
 	defer iss.mu.Unlock()
 	st, err := iss.compile(cfg)
@@ -134,13 +154,25 @@ func (iss *Issuer) Reload(cfg *Config) error {
 	return nil
 }
 
+// compile checks cfg and reads its keys: the one place key files are
+// read.
 func (iss *Issuer) compile(cfg *Config) (*state, error) {
-	u, err := url.Parse(cfg.Issuer) // checked by Validate
+	st, err := cfg.check()
 	if err != nil {
 		return nil, err
 	}
-	ks := cfg.keys
-	if len(ks) == 0 {
+	ks := make([]*keys.Key, 0, len(cfg.Keys))
+	for i, kc := range cfg.Keys {
+		k, err := kc.load(cfg.Dir)
+		if err != nil {
+			return nil, fieldErr(fmt.Sprintf("keys[%d]", i), "%v", err)
+		}
+		if slices.ContainsFunc(ks, func(o *keys.Key) bool { return o.KID == k.KID }) {
+			return nil, fieldErr(fmt.Sprintf("keys[%d]", i), "the same key is listed twice")
+		}
+		ks = append(ks, k)
+	}
+	if cfg.EphemeralKey {
 		if iss.ephemeral == nil {
 			k, err := keys.Generate("ES256")
 			if err != nil {
@@ -152,37 +184,9 @@ func (iss *Issuer) compile(cfg *Config) (*state, error) {
 			slog.String("kid", iss.ephemeral.KID))
 		ks = []*keys.Key{iss.ephemeral}
 	}
-	issuerURL := strings.TrimSuffix(cfg.Issuer, "/")
-	prefix := strings.TrimSuffix(u.Path, "/")
-	st := &state{
-		issuer:     issuerURL,
-		prefix:     prefix,
-		signer:     ks[0],
-		method:     jwt.GetSigningMethod(ks[0].Alg),
-		byKID:      make(map[string]*keys.Key, len(ks)),
-		clients:    cfg.clients,
-		scopeArray: cfg.ScopeFormat == "array",
-		defaultAud: []string{issuerURL + "/resources"},
-		limits:     cfg.Limits.withDefaults(),
-	}
-	l := st.limits
-	trusted, _ := clientip.ParsePrefixes(l.TrustedProxies) // checked by Validate
-	st.addrs = clientip.Resolver{Header: l.TrustedProxyHeader, Trusted: trusted}
-	st.limiterCfg = limiter.Config{
-		PerSubject: l.FailedAttemptsPerClient,
-		PerAddress: l.FailedAttemptsPerAddress,
-		Window:     time.Duration(l.FailureWindowSeconds) * time.Second,
-		MaxBytes:   l.LimiterMaxBytes,
-	}
-	st.verifierCfg = secret.VerifierConfig{
-		MaxConcurrentSlow: l.MaxConcurrentSlowHashes,
-		FailureFloor:      time.Duration(l.FailureFloorMillis) * time.Millisecond,
-	}
-	maxAge := cfg.JWKSMaxAgeSeconds
-	if maxAge == 0 {
-		maxAge = 300
-	}
-	st.cacheHeader = "public, max-age=" + strconv.Itoa(maxAge)
+	st.signer = ks[0]
+	st.method = jwt.GetSigningMethod(ks[0].Alg)
+	st.byKID = make(map[string]*keys.Key, len(ks))
 	set := struct {
 		Keys []keys.JWK `json:"keys"`
 	}{}
@@ -194,9 +198,9 @@ func (iss *Issuer) compile(cfg *Config) (*state, error) {
 		return nil, err
 	}
 	st.discovery, err = json.Marshal(map[string]any{
-		"issuer":                                issuerURL,
-		"token_endpoint":                        issuerURL + tokenPath,
-		"jwks_uri":                              issuerURL + jwksPath,
+		"issuer":                                st.issuer,
+		"token_endpoint":                        st.issuer + tokenPath,
+		"jwks_uri":                              st.issuer + jwksPath,
 		"grant_types_supported":                 []string{"client_credentials"},
 		"token_endpoint_auth_methods_supported": []string{"client_secret_basic", "client_secret_post"},
 		"scopes_supported":                      scope.All(),

@@ -11,10 +11,6 @@ import (
 
 // sign makes an access token for cl with the granted scopes (RFC 9068).
 func (st *state) sign(cl *client, granted []string, now time.Time) (string, error) {
-	aud := cl.audience
-	if len(aud) == 0 {
-		aud = st.defaultAud
-	}
 	var sc any = strings.Join(granted, " ")
 	if st.scopeArray {
 		sc = granted
@@ -23,7 +19,7 @@ func (st *state) sign(cl *client, granted []string, now time.Time) (string, erro
 		Issuer:    st.issuer,
 		Subject:   cl.id,
 		ClientID:  cl.id,
-		Audience:  aud,
+		Audience:  cl.audience,
 		Scope:     sc,
 		IssuedAt:  now.Unix(),
 		NotBefore: now.Unix(),
