@@ -44,7 +44,8 @@ func BenchmarkFailureTiming(b *testing.B) {
 			srv := httptest.NewServer(mux)
 			defer srv.Close()
 			iss, err := issuer.New(&issuer.Config{
-				Issuer: srv.URL + "/ids",
+				Issuer:       srv.URL + "/ids",
+				EphemeralKey: true,
 				Clients: []issuer.ClientConfig{
 					{ClientID: "single", SecretHashes: []string{h("one")}, Scopes: []string{scope.AdminWebAPI}},
 					{ClientID: "rotated", SecretHashes: []string{h("old"), h("new")}, Scopes: []string{scope.AdminWebAPI}},

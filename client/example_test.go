@@ -51,7 +51,8 @@ func startExampleService() *httptest.Server {
 	mux := http.NewServeMux()
 	srv := httptest.NewServer(mux)
 	iss, err := issuer.New(&issuer.Config{
-		Issuer: srv.URL + "/ids",
+		Issuer:       srv.URL + "/ids",
+		EphemeralKey: true, // as examplesvc's demo configuration
 		Clients: []issuer.ClientConfig{{
 			ClientID: "demo-admin", SecretHashes: []string{secret.HashSHA256("demo-admin-secret")}, Scopes: []string{scope.AdminWebAPI},
 		}},

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	_ "embed"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -12,10 +10,20 @@ import (
 	"path/filepath"
 
 	"github.com/idsauth/idsauth/issuer"
+	"github.com/idsauth/idsauth/middleware"
+	"github.com/idsauth/idsauth/secret"
 )
 
 //go:embed default-config.json
 var defaultConfig []byte
+
+// fileConfig is the service's configuration file: the issuer's fields
+// (package issuer documents them) and, beside them, the SCIM tenants, so
+// that one reload updates both.
+type fileConfig struct {
+	issuer.Config
+	SCIMTenants []middleware.TenantConfig `json:"scimTenants,omitempty"`
+}
 
 // configSource is where the configuration comes from.
 type configSource struct {
@@ -28,11 +36,12 @@ type configSource struct {
 	issuer string
 }
 
-// load reads the configuration without checking it: issuer.New or
-// Reload checks it, once, and reads the key files then. (issuer.LoadConfig
-// would check it and read the keys first, only for New to do it again.)
-func (s configSource) load() (*issuer.Config, error) {
-	data, dir := defaultConfig, "."
+// load reads and strictly decodes the configuration without checking its
+// values or reading its key files: each section is checked once when it
+// is applied, the issuer's by issuer.New or Reload (which read the key
+// files then), the tenants by fileConfig.tenants.
+func (s configSource) load() (*fileConfig, error) {
+	data, dir := defaultConfig, ""
 	if s.file != "" {
 		var err error
 		if data, err = os.ReadFile(s.file); err != nil {
@@ -40,35 +49,24 @@ func (s configSource) load() (*issuer.Config, error) {
 		}
 		dir = filepath.Dir(s.file)
 	}
-	cfg, err := decodeConfig(data, dir)
-	if err != nil {
+	var c fileConfig
+	if err := issuer.DecodeConfig(data, &c); err != nil {
 		return nil, err
 	}
+	c.Dir = dir
 	if s.issuer != "" {
-		cfg.Issuer = s.issuer
-	}
-	return cfg, nil
-}
-
-// decodeConfig decodes the issuer's file format (which holds the SCIM
-// tenants too). Relative key file paths are read from dir, as
-// issuer.ParseConfig reads them.
-func decodeConfig(data []byte, dir string) (*issuer.Config, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	var c issuer.Config
-	if err := dec.Decode(&c); err != nil {
-		return nil, fmt.Errorf("configuration: %w", err)
-	}
-	if dec.More() {
-		return nil, errors.New("configuration: more than one JSON value")
-	}
-	for i, k := range c.Keys {
-		if k.File != "" && !filepath.IsAbs(k.File) {
-			c.Keys[i].File = filepath.Join(dir, k.File)
-		}
+		c.Issuer = s.issuer
 	}
 	return &c, nil
+}
+
+// tenants checks the SCIM tenants and returns their hashes.
+func (c *fileConfig) tenants() (map[string][]secret.Hash, error) {
+	m, err := middleware.ParseTenants(c.SCIMTenants)
+	if te, ok := errors.AsType[*middleware.TenantConfigError](err); ok {
+		return nil, fmt.Errorf("configuration: scimTenants%s: %s", te.Field, te.Reason)
+	}
+	return m, err
 }
 
 // issuerWarnings says what looks wrong with a configured issuer URL for a

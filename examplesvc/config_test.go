@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,8 @@ import (
 	"github.com/idsauth/idsauth/internal/jwktest"
 	"github.com/idsauth/idsauth/internal/testlog"
 	"github.com/idsauth/idsauth/issuer"
+	"github.com/idsauth/idsauth/scope"
+	"github.com/idsauth/idsauth/secret"
 )
 
 // TestIssuerURLSource checks where the issuer URL comes from: only an
@@ -56,8 +59,11 @@ func TestLoadLeavesCheckingToTheIssuer(t *testing.T) {
 	if err != nil {
 		t.Fatalf("load read the key file: %v", err)
 	}
-	if got := cfg.Keys[0].File; got != filepath.Join(dir, "missing.pem") {
-		t.Fatalf("key file %q: relative paths are read from the file's folder", got)
+	if cfg.Dir != dir || cfg.Keys[0].File != "missing.pem" {
+		t.Fatalf("key file %q in %q: relative paths are read from the file's folder", cfg.Keys[0].File, cfg.Dir)
+	}
+	if len(cfg.SCIMTenants) != 1 || cfg.SCIMTenants[0].Tenant != "acme" {
+		t.Fatalf("tenants %+v", cfg.SCIMTenants)
 	}
 	_, logger := testlog.New()
 	_, err = newService(context.Background(), src, logger)
@@ -65,10 +71,87 @@ func TestLoadLeavesCheckingToTheIssuer(t *testing.T) {
 	if !errors.As(err, &ce) || ce.Field != "keys[0]" {
 		t.Fatalf("newService: %v, want a ConfigError for keys[0]", err)
 	}
-	for name, body := range map[string]string{"unknown field": `{"issuer":"http://x/ids","colour":"red"}`, "two values": `{} {}`, "not JSON": `{"issuer":`} {
-		if _, err := decodeConfig([]byte(body), dir); err == nil {
-			t.Errorf("%s: decoded", name)
+	for name, body := range map[string]string{
+		"unknown field":             `{"issuer":"http://x/ids","colour":"red"}`,
+		"unknown field in a tenant": `{"issuer":"http://x/ids","scimTenants":[{"tenant":"t","tokens":["x"]}]}`,
+		"two values":                `{} {}`,
+		"not JSON":                  `{"issuer":`,
+	} {
+		if err := os.WriteFile(src.file, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
 		}
+		if _, err := src.load(); !errors.As(err, &ce) {
+			t.Errorf("%s: %v, want a ConfigError", name, err)
+		}
+	}
+}
+
+// TestDemoConfigurationOptsInToAnEphemeralKey: the embedded demo
+// configuration is the one that asks for an ephemeral key, and says so.
+func TestDemoConfigurationOptsInToAnEphemeralKey(t *testing.T) {
+	cfg, err := configSource{}.load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.EphemeralKey || len(cfg.Keys) != 0 {
+		t.Fatalf("ephemeralKey %v, %d keys", cfg.EphemeralKey, len(cfg.Keys))
+	}
+	logs, logger := testlog.New()
+	if _, err := newService(t.Context(), configSource{issuer: "http://127.0.0.1:9/ids"}, logger); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), "NO SIGNING KEY CONFIGURED") {
+		t.Fatalf("log:\n%s", logs.String())
+	}
+}
+
+// TestBadTenantsAreRefusedByField: a wrong SCIM tenant stops the start
+// and, on reload, leaves both the issuer and the tenants as they were.
+func TestBadTenantsAreRefusedByField(t *testing.T) {
+	dir := t.TempDir()
+	key := writeKey(t, dir, "k.pem", jwktest.NewKey(t, "ES256"))
+	writeConfig(t, dir, key)
+	file := filepath.Join(dir, "config.json")
+	setTenants := func(tenants any, clientID string) {
+		t.Helper()
+		var cfg map[string]any
+		b, _ := os.ReadFile(file)
+		_ = json.Unmarshal(b, &cfg)
+		cfg["scimTenants"] = tenants
+		cfg["clients"].([]any)[0].(map[string]any)["clientId"] = clientID
+		b, _ = json.Marshal(cfg)
+		if err := os.WriteFile(file, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setTenants([]map[string]any{{"tenant": "acme", "tokenHashes": []string{"acme-scim-token"}}}, "admin")
+	logs, logger := testlog.New()
+	if _, err := newService(t.Context(), configSource{file: file}, logger); err == nil ||
+		err.Error() != "configuration: scimTenants[0].tokenHashes[0]: "+secret.ErrPlainText.Error() {
+		t.Fatalf("newService: %v", err)
+	}
+
+	writeConfig(t, dir, key)
+	svc, err := newService(t.Context(), configSource{file: file}, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	setTenants([]map[string]any{{"tenant": "acme", "tokenHashes": []string{"acme-scim-token"}}}, "renamed")
+	svc.reload()
+	if !strings.Contains(logs.String(), "reload refused") || !strings.Contains(logs.String(), "scimTenants[0].tokenHashes[0]") || strings.Contains(logs.String(), "acme-scim-token") {
+		t.Fatalf("log:\n%s", logs.String())
+	}
+	if svc.tenants.TenantTokens("acme") == nil || clientIDs(svc.current)[0] != "admin" {
+		t.Fatalf("a refused reload changed the service: tenants %v, clients %v", svc.tenants.TenantTokens("acme"), clientIDs(svc.current))
+	}
+	// The issuer still has admin, not renamed.
+	req := httptest.NewRequest("POST", svc.iss.TokenURL(), strings.NewReader("grant_type=client_credentials&scope="+scope.AdminWebAPI))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.SetBasicAuth("admin", "admin-secret")
+	rec := httptest.NewRecorder()
+	svc.iss.ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK {
+		t.Fatalf("admin after a refused reload: %d %s", rec.Code, rec.Body)
 	}
 }
 

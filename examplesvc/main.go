@@ -3,7 +3,7 @@
 // the library's middleware.
 //
 //	go run ./examplesvc                      serve on 127.0.0.1:8080 with the demo configuration
-//	go run ./examplesvc -config idsauth.json your own configuration (issuer format), its issuer URL as it is
+//	go run ./examplesvc -config idsauth.json your own configuration (the issuer's format plus scimTenants), its issuer URL as it is
 //	go run ./examplesvc -issuer URL ...      replace the configuration's issuer URL (behind a proxy)
 //	go run ./examplesvc hash-secret          print a new secret and its hash
 //
@@ -35,7 +35,7 @@ func main() {
 		return
 	}
 	addr := flag.String("addr", "127.0.0.1:8080", "listen address, host:port")
-	configFile := flag.String("config", "", "configuration file (issuer JSON format with scimTenants); empty: the embedded demo configuration")
+	configFile := flag.String("config", "", "configuration file (the issuer's JSON format plus scimTenants); empty: the embedded demo configuration, with an ephemeral signing key")
 	issuerURL := flag.String("issuer", "", "public issuer URL, replacing the configuration's; empty: the file's issuer, or http://<addr>/ids for the demo configuration")
 	flag.Parse()
 

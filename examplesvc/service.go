@@ -29,7 +29,7 @@ type service struct {
 	v       *middleware.Validator
 
 	mu      sync.Mutex // serializes reloads
-	current *issuer.Config
+	current *fileConfig
 
 	// The stores hold the API families' data. Each guards its own state:
 	// locks are taken inside store methods only, never by handlers, and
@@ -48,8 +48,11 @@ func newService(ctx context.Context, src configSource, logger *slog.Logger) (*se
 	if src.file == "" {
 		logger.Warn("using the embedded DEMO configuration: well-known secrets, development only")
 	}
-	cfg.Logger = logger
-	iss, err := issuer.New(cfg)
+	tenants, err := cfg.tenants()
+	if err != nil {
+		return nil, err
+	}
+	iss, err := issuer.New(&cfg.Config, issuer.WithLogger(logger))
 	if err != nil {
 		return nil, err
 	}
@@ -69,7 +72,7 @@ func newService(ctx context.Context, src configSource, logger *slog.Logger) (*se
 		src:      src,
 		logger:   logger,
 		iss:      iss,
-		tenants:  middleware.NewTenants(cfg.Tenants()),
+		tenants:  middleware.NewTenants(tenants),
 		v:        v,
 		current:  cfg,
 		admin:    newAdminStore(),
@@ -133,7 +136,9 @@ func scimLimits(l issuer.Limits) middleware.SCIMLimits {
 }
 
 // reload reads the configuration again and applies it to the issuer and
-// the SCIM tenants together, or to neither.
+// the SCIM tenants together, or to neither: the tenants are checked
+// first, then the issuer's Reload checks and applies its part, and only
+// then are the tenants replaced.
 func (s *service) reload() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -142,6 +147,10 @@ func (s *service) reload() {
 		return
 	}
 	cfg, err := s.src.load()
+	var tenants map[string][]secret.Hash
+	if err == nil {
+		tenants, err = cfg.tenants()
+	}
 	if err != nil {
 		s.logger.Error("reload refused: keeping the current configuration", "error", err)
 		return
@@ -153,13 +162,12 @@ func (s *service) reload() {
 			"issuer", s.iss.URL(), "new_issuer", cfg.Issuer)
 		return
 	}
-	cfg.Logger = s.logger
 	oldKeys := s.iss.KeyIDs()
-	if err := s.iss.Reload(cfg); err != nil {
+	if err := s.iss.Reload(&cfg.Config); err != nil {
 		s.logger.Error("reload refused: keeping the current configuration", "error", err)
 		return
 	}
-	s.tenants.Replace(cfg.Tenants())
+	s.tenants.Replace(tenants)
 	added, removed := diff(clientIDs(s.current), clientIDs(cfg))
 	tAdded, tRemoved := diff(tenantNames(s.current), tenantNames(cfg))
 	kAdded, kRemoved := diff(oldKeys, s.iss.KeyIDs())
@@ -171,7 +179,7 @@ func (s *service) reload() {
 	s.current = cfg
 }
 
-func clientIDs(c *issuer.Config) []string {
+func clientIDs(c *fileConfig) []string {
 	var ids []string
 	for _, cl := range c.Clients {
 		ids = append(ids, cl.ClientID)
@@ -179,7 +187,7 @@ func clientIDs(c *issuer.Config) []string {
 	return ids
 }
 
-func tenantNames(c *issuer.Config) []string {
+func tenantNames(c *fileConfig) []string {
 	var names []string
 	for _, t := range c.SCIMTenants {
 		names = append(names, t.Tenant)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -33,8 +34,7 @@ func heapAfterGC() uint64 {
 func TestFailuresDoNotGrowMemory(t *testing.T) {
 	s := newServer(t, func(c *issuer.Config) {
 		c.Limits = issuer.Limits{TrustedProxyHeader: "X-Forwarded-For", FailedAttemptsPerAddress: 1 << 20}
-		c.Logger = nil // the test's log buffer would be what grows
-	})
+	}, issuer.WithLogger(slog.New(slog.DiscardHandler))) // the test's log buffer would be what grows
 	if got := issuer.LimiterBytes(s.iss); got != 1<<20 {
 		t.Fatalf("limiter holds %d bytes, want the default 1 MiB", got)
 	}

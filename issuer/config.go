@@ -6,96 +6,96 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/idsauth/idsauth/internal/clientip"
 	"github.com/idsauth/idsauth/internal/keys"
+	"github.com/idsauth/idsauth/internal/limiter"
 	"github.com/idsauth/idsauth/scope"
 	"github.com/idsauth/idsauth/secret"
 )
 
 // Config is the issuer's configuration, as read from its JSON file by
 // LoadConfig or built in code. The package documentation describes the
-// file field by field.
+// file field by field. A Config is plain data: Validate checks it, and
+// New and Reload check it, read its key files and apply it.
 type Config struct {
 	// Issuer is the issuer URL, e.g. "https://host/ids": the "iss" of every
-	// token, and the path prefix the issuer serves under.
+	// token, and the path prefix the issuer serves under. Required.
 	Issuer string `json:"issuer"`
 
 	// Keys are the signing keys. The first one signs; all are published in
-	// the JWKS. Empty means an ephemeral ES256 key made at start, for
-	// development only.
+	// the JWKS. At least one is required, unless EphemeralKey is set.
 	Keys []KeyConfig `json:"keys,omitempty"`
 
-	// Clients are the registered clients.
+	// EphemeralKey, set with no Keys, makes the issuer sign with an ES256
+	// key it generates when it is created (and keeps across reloads):
+	// tokens stop validating when the process ends, so it is for
+	// development only, and the issuer logs a warning. False requires
+	// Keys.
+	EphemeralKey bool `json:"ephemeralKey,omitempty"`
+
+	// Clients are the registered clients. None means every token request
+	// fails.
 	Clients []ClientConfig `json:"clients"`
 
 	// ScopeFormat is how the scope claim is written: "string" (space
-	// delimited, RFC 9068; the default) or "array" (IdentityServer's form).
+	// delimited, RFC 9068) or "array" (IdentityServer's form). Empty means
+	// "string".
 	ScopeFormat string `json:"scopeFormat,omitempty"`
 
 	// JWKSMaxAgeSeconds is the Cache-Control max-age of the JWKS and
 	// discovery answers. Zero means 300.
 	JWKSMaxAgeSeconds int `json:"jwksMaxAgeSeconds,omitempty"`
 
-	// Limits bound the token endpoint.
+	// Limits bound the token endpoint. The zero value takes the defaults.
 	Limits Limits `json:"limits,omitzero"`
 
-	// SCIMTenants are the SCIM tenants and their token hashes. The issuer
-	// does not use them; they share this file so one reload updates both
-	// (see middleware.Tenants).
-	SCIMTenants []TenantConfig `json:"scimTenants,omitempty"`
-
-	// Logger receives the issuer's log lines. Nil logs nothing. No line
-	// holds a secret or a token. New reads it; Reload keeps New's.
-	Logger *slog.Logger `json:"-"`
-
-	// Now is the clock, for tests. Nil means time.Now.
-	Now func() time.Time `json:"-"`
-
-	// Set by Validate.
-	keys    []*keys.Key
-	clients map[string]*client
-	tenants map[string][]secret.Hash
+	// Dir is the folder that relative key file paths are read from, when
+	// New or Reload reads them. LoadConfig and ParseConfig set it to the
+	// configuration file's folder. Empty means the working directory.
+	Dir string `json:"-"`
 }
 
-// KeyConfig is one signing key.
+// KeyConfig is one signing key: a PEM file, or a key built in code.
 type KeyConfig struct {
-	// File is a PEM file holding a private key (PKCS #8, SEC 1 or PKCS #1).
-	// A relative path is read from the configuration file's folder.
+	// File is a PEM file holding a private key (PKCS #8, SEC 1 or PKCS #1),
+	// read by New and Reload. A relative path is read from Config.Dir.
 	File string `json:"file,omitempty"`
 	// Alg is the signing algorithm: "ES256" (P-256 keys), "RS256" (RSA of
 	// 2048 bits or more) or "EdDSA" (Ed25519). Empty means the one that
 	// fits the key's type.
 	Alg string `json:"alg,omitempty"`
 	// Key is the private key itself, for a Config built in code instead
-	// of File.
+	// of File. Set File or Key, not both.
 	Key crypto.Signer `json:"-"`
 }
 
 // ClientConfig is one registered client.
 type ClientConfig struct {
-	// ClientID identifies the client. Required and unique.
+	// ClientID identifies the client. Required and unique, at most
+	// MaxClientIDLength characters.
 	ClientID string `json:"clientId"`
 	// SecretHashes are the hashes of the client's secrets, in the forms of
-	// package secret ("sha256:...", "sha512:...", "bcrypt:..."). Several
-	// let a secret be rotated without downtime. A plain-text secret is
-	// refused.
+	// package secret ("sha256:...", "sha512:...", "bcrypt:..."). At least
+	// one; several let a secret be rotated without downtime. A plain-text
+	// secret is refused.
 	SecretHashes []string `json:"secretHashes"`
 	// GrantTypes the client may use. Empty means ["client_credentials"].
 	GrantTypes []string `json:"grantTypes,omitempty"`
-	// Scopes the client may ask for; each must be a scope the service
-	// knows (pd_AdminWebApi, pd_ConnectWebApi).
+	// Scopes the client may ask for; at least one, each a scope the
+	// service knows (pd_AdminWebApi, pd_ConnectWebApi).
 	Scopes []string `json:"scopes"`
 	// AccessTokenLifetime in seconds. Zero means 3600.
 	AccessTokenLifetime int `json:"accessTokenLifetime,omitempty"`
 	// Audience is the "aud" of the client's tokens. Empty means
-	// "{issuer}/resources".
+	// ["{issuer}/resources"].
 	Audience []string `json:"audience,omitempty"`
 }
 
@@ -175,16 +175,9 @@ const (
 	MaxScopeLength    = 300 // characters of the scope parameter
 )
 
-// TenantConfig is one SCIM tenant.
-type TenantConfig struct {
-	// Tenant is the tenant's name, the {tenant} of the SCIM path.
-	Tenant string `json:"tenant"`
-	// TokenHashes are the hashes of the tenant's bearer tokens, in the
-	// forms of package secret. Several allow rotation.
-	TokenHashes []string `json:"tokenHashes"`
-}
-
 // ConfigError names the field of the configuration that is wrong and why.
+// It never holds a secret hash's value: a value that is not a hash may be
+// a secret pasted in plain text.
 type ConfigError struct {
 	Field  string // e.g. "clients[1].clientId"
 	Reason string
@@ -196,9 +189,8 @@ func fieldErr(field, format string, args ...any) error {
 	return &ConfigError{Field: field, Reason: fmt.Sprintf(format, args...)}
 }
 
-// LoadConfig reads and checks a configuration file. It returns an error
-// that names the first wrong field; it never returns a half-checked
-// Config.
+// LoadConfig reads a configuration file (see ParseConfig). It does not
+// check the values or read the key files: New and Reload do, once.
 func LoadConfig(path string) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -207,106 +199,163 @@ func LoadConfig(path string) (*Config, error) {
 	return ParseConfig(data, filepath.Dir(path))
 }
 
-// ParseConfig reads and checks a configuration from JSON. Relative key
-// file paths are read from dir.
+// ParseConfig decodes a configuration file's content (see DecodeConfig)
+// and sets Dir, the folder its relative key file paths are read from, to
+// dir. It does not check the values: New, Reload and Validate do.
 func ParseConfig(data []byte, dir string) (*Config, error) {
+	var c Config
+	if err := DecodeConfig(data, &c); err != nil {
+		return nil, err
+	}
+	c.Dir = dir
+	return &c, nil
+}
+
+// DecodeConfig decodes one JSON value from data into v strictly: an
+// unknown field, a value of the wrong type, bad JSON or a second value is
+// a *ConfigError naming the field ("(file)" for the file as a whole). v
+// is a *Config or, for a file that holds other sections beside the
+// issuer's, a pointer to a struct of your own that embeds Config. It does
+// not check the values: see Validate.
+func DecodeConfig(data []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
-	var c Config
-	if err := dec.Decode(&c); err != nil {
+	if err := dec.Decode(v); err != nil {
 		var syn *json.SyntaxError
 		var typ *json.UnmarshalTypeError
 		switch {
 		case errors.As(err, &syn):
-			return nil, fieldErr("(file)", "invalid JSON at byte %d: %v", syn.Offset, err)
+			return fieldErr("(file)", "invalid JSON at byte %d: %v", syn.Offset, err)
 		case errors.As(err, &typ):
-			return nil, fieldErr(typ.Field, "wrong type: want %s", typ.Type)
+			return fieldErr(typ.Field, "wrong type: want %s", typ.Type)
 		}
-		return nil, fieldErr("(file)", "%v", err)
+		return fieldErr("(file)", "%v", err)
 	}
 	if dec.More() {
-		return nil, fieldErr("(file)", "more than one JSON value")
+		return fieldErr("(file)", "more than one JSON value")
 	}
-	for i := range c.Keys {
-		if f := c.Keys[i].File; f != "" && !filepath.IsAbs(f) {
-			c.Keys[i].File = filepath.Join(dir, f)
-		}
-	}
-	if err := c.Validate(); err != nil {
-		return nil, err
-	}
-	return &c, nil
-}
-
-// Validate checks c and reads its key files. LoadConfig and New call it;
-// call it yourself to check a Config built in code.
-func (c *Config) Validate() error {
-	if c.Issuer == "" {
-		return fieldErr("issuer", "required")
-	}
-	if u, err := url.Parse(c.Issuer); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-		return fieldErr("issuer", "want an absolute http(s) URL without query or fragment, got %q", c.Issuer)
-	}
-	switch c.ScopeFormat {
-	case "", "string", "array":
-	default:
-		return fieldErr("scopeFormat", `want "string" or "array", got %q`, c.ScopeFormat)
-	}
-	if c.JWKSMaxAgeSeconds < 0 {
-		return fieldErr("jwksMaxAgeSeconds", "negative")
-	}
-	if err := c.Limits.validate(); err != nil {
-		return err
-	}
-	ks := make([]*keys.Key, 0, len(c.Keys))
-	seenKID := map[string]bool{}
-	for i, kc := range c.Keys {
-		k, err := kc.load()
-		if err != nil {
-			return fieldErr(fmt.Sprintf("keys[%d]", i), "%v", err)
-		}
-		if seenKID[k.KID] {
-			return fieldErr(fmt.Sprintf("keys[%d]", i), "the same key is listed twice")
-		}
-		seenKID[k.KID] = true
-		ks = append(ks, k)
-	}
-	clients := make(map[string]*client, len(c.Clients))
-	for i, cc := range c.Clients {
-		cl, err := cc.compile(fmt.Sprintf("clients[%d]", i))
-		if err != nil {
-			return err
-		}
-		if clients[cl.id] != nil {
-			return fieldErr(fmt.Sprintf("clients[%d].clientId", i), "duplicate client ID %q", cl.id)
-		}
-		clients[cl.id] = cl
-	}
-	tenants := make(map[string][]secret.Hash, len(c.SCIMTenants))
-	for i, tc := range c.SCIMTenants {
-		f := fmt.Sprintf("scimTenants[%d]", i)
-		if tc.Tenant == "" {
-			return fieldErr(f+".tenant", "empty")
-		}
-		if _, dup := tenants[tc.Tenant]; dup {
-			return fieldErr(f+".tenant", "duplicate tenant %q", tc.Tenant)
-		}
-		hashes, err := parseHashes(f+".tokenHashes", tc.TokenHashes)
-		if err != nil {
-			return err
-		}
-		tenants[tc.Tenant] = hashes
-	}
-	c.keys, c.clients, c.tenants = ks, clients, tenants
 	return nil
 }
 
-// Tenants returns the SCIM tenants' token hashes, for
-// middleware.NewTenants or (*middleware.Tenants).Replace. Call it on a
-// validated Config.
-func (c *Config) Tenants() map[string][]secret.Hash { return c.tenants }
+// Validate checks c's fields and returns a *ConfigError naming the first
+// wrong one. It neither reads the key files nor changes c. New and Reload
+// run the same checks, so there is no need to call it before them; call
+// it to check a Config without applying it.
+func (c *Config) Validate() error {
+	_, err := c.check()
+	return err
+}
 
-func (l Limits) validate() error {
+// check validates c and returns what its fields decide, defaults applied:
+// all of the issuer's state but the keys, which compile reads.
+func (c *Config) check() (*state, error) {
+	if c.Issuer == "" {
+		return nil, fieldErr("issuer", "required")
+	}
+	u, err := url.Parse(c.Issuer)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return nil, fieldErr("issuer", "want an absolute http(s) URL without query or fragment, got %q", c.Issuer)
+	}
+	switch {
+	case len(c.Keys) == 0 && !c.EphemeralKey:
+		return nil, fieldErr("keys", "at least one signing key is required (or, for development only, set ephemeralKey)")
+	case len(c.Keys) > 0 && c.EphemeralKey:
+		return nil, fieldErr("ephemeralKey", "set keys or ephemeralKey, not both")
+	}
+	for i, kc := range c.Keys {
+		if err := kc.check(); err != nil {
+			return nil, fieldErr(fmt.Sprintf("keys[%d]", i), "%v", err)
+		}
+	}
+	d := c.withDefaults()
+	switch d.ScopeFormat {
+	case "string", "array":
+	default:
+		return nil, fieldErr("scopeFormat", `want "string" or "array", got %q`, c.ScopeFormat)
+	}
+	if d.JWKSMaxAgeSeconds < 0 {
+		return nil, fieldErr("jwksMaxAgeSeconds", "negative")
+	}
+	l := d.Limits
+	if err := l.check(); err != nil {
+		return nil, err
+	}
+	trusted, err := clientip.ParsePrefixes(l.TrustedProxies)
+	if err != nil {
+		return nil, fieldErr("limits.trustedProxies", "%v", err)
+	}
+	clients := make(map[string]*client, len(d.Clients))
+	for i, cc := range d.Clients {
+		cl, err := cc.compile(fmt.Sprintf("clients[%d]", i))
+		if err != nil {
+			return nil, err
+		}
+		if clients[cl.id] != nil {
+			return nil, fieldErr(fmt.Sprintf("clients[%d].clientId", i), "duplicate client ID %q", cl.id)
+		}
+		clients[cl.id] = cl
+	}
+	return &state{
+		issuer:      d.Issuer,
+		prefix:      strings.TrimSuffix(u.Path, "/"),
+		clients:     clients,
+		scopeArray:  d.ScopeFormat == "array",
+		cacheHeader: "public, max-age=" + strconv.Itoa(d.JWKSMaxAgeSeconds),
+		limits:      l,
+		addrs:       clientip.Resolver{Header: l.TrustedProxyHeader, Trusted: trusted},
+		limiterCfg: limiter.Config{
+			PerSubject: l.FailedAttemptsPerClient,
+			PerAddress: l.FailedAttemptsPerAddress,
+			Window:     time.Duration(l.FailureWindowSeconds) * time.Second,
+			MaxBytes:   l.LimiterMaxBytes,
+		},
+		verifierCfg: secret.VerifierConfig{
+			MaxConcurrentSlow: l.MaxConcurrentSlowHashes,
+			FailureFloor:      time.Duration(l.FailureFloorMillis) * time.Millisecond,
+		},
+	}, nil
+}
+
+// withDefaults returns c with each zero value that has a default replaced
+// by it: the one place the defaults are applied. The issuer URL loses a
+// trailing slash. c's slices are not changed.
+func (c Config) withDefaults() Config {
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	c.Issuer = strings.TrimSuffix(c.Issuer, "/")
+	if c.ScopeFormat == "" {
+		c.ScopeFormat = "string"
+	}
+	def(&c.JWKSMaxAgeSeconds, 300)
+	l := &c.Limits
+	if l.MaxBodyBytes == 0 {
+		l.MaxBodyBytes = 16 << 10
+	}
+	def(&l.FailedAttemptsPerClient, 10)
+	def(&l.FailedAttemptsPerAddress, 100)
+	def(&l.FailureWindowSeconds, 60)
+	def(&l.LimiterMaxBytes, 1<<20)
+	// FailureFloorMillis and MaxConcurrentSlowHashes mean "automatic" at
+	// zero: secret.VerifierConfig decides.
+	clients := make([]ClientConfig, len(c.Clients))
+	for i, cc := range c.Clients {
+		if len(cc.GrantTypes) == 0 {
+			cc.GrantTypes = []string{"client_credentials"}
+		}
+		def(&cc.AccessTokenLifetime, 3600)
+		if len(cc.Audience) == 0 {
+			cc.Audience = []string{c.Issuer + "/resources"}
+		}
+		clients[i] = cc
+	}
+	c.Clients = clients
+	return c
+}
+
+func (l Limits) check() error {
 	for name, v := range map[string]int64{
 		"maxBodyBytes": l.MaxBodyBytes, "failedAttemptsPerClient": int64(l.FailedAttemptsPerClient),
 		"failedAttemptsPerAddress": int64(l.FailedAttemptsPerAddress), "failureWindowSeconds": int64(l.FailureWindowSeconds),
@@ -338,58 +387,48 @@ func (l Limits) validate() error {
 	if l.TrustedProxyHeader == "" && len(l.TrustedProxies) > 0 {
 		return fieldErr("limits.trustedProxies", "set trustedProxyHeader too")
 	}
-	if _, err := clientip.ParsePrefixes(l.TrustedProxies); err != nil {
-		return fieldErr("limits.trustedProxies", "%v", err)
-	}
 	return nil
 }
 
-func (l Limits) withDefaults() Limits {
-	def := func(v *int, d int) {
-		if *v == 0 {
-			*v = d
-		}
+// check checks what can be known of the key without reading its file.
+func (kc KeyConfig) check() error {
+	switch {
+	case kc.Key != nil && kc.File != "":
+		return errors.New("set file or a key in code, not both")
+	case kc.Key == nil && kc.File == "":
+		return errors.New("file: required")
 	}
-	if l.MaxBodyBytes == 0 {
-		l.MaxBodyBytes = 16 << 10
+	switch kc.Alg {
+	case "", "ES256", "RS256", "EdDSA":
+		return nil
 	}
-	def(&l.FailedAttemptsPerClient, 10)
-	def(&l.FailedAttemptsPerAddress, 100)
-	def(&l.FailureWindowSeconds, 60)
-	def(&l.LimiterMaxBytes, 1<<20)
-	return l
+	return fmt.Errorf(`alg: want "ES256", "RS256" or "EdDSA", got %q`, kc.Alg)
 }
 
-func (kc KeyConfig) load() (*keys.Key, error) {
+// load reads a checked key, its file from dir if the path is relative.
+func (kc KeyConfig) load(dir string) (*keys.Key, error) {
 	priv := kc.Key
-	switch {
-	case priv != nil && kc.File != "":
-		return nil, errors.New("set file or a key in code, not both")
-	case priv == nil && kc.File == "":
-		return nil, errors.New("file: required")
-	case priv == nil:
-		data, err := os.ReadFile(kc.File)
+	if priv == nil {
+		path := kc.File
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(dir, path)
+		}
+		data, err := os.ReadFile(path)
 		if err != nil {
 			return nil, fmt.Errorf("file: %w", err)
 		}
-		priv, err = keys.ParsePEM(data)
-		if err != nil {
-			return nil, fmt.Errorf("file %s: %w", kc.File, err)
+		if priv, err = keys.ParsePEM(data); err != nil {
+			return nil, fmt.Errorf("file %s: %w", path, err)
 		}
 	}
 	alg := kc.Alg
 	if alg == "" {
 		alg = keys.AlgFor(priv)
 	}
-	switch alg {
-	case "ES256", "RS256", "EdDSA":
-	default:
-		return nil, fmt.Errorf(`alg: want "ES256", "RS256" or "EdDSA", got %q`, alg)
-	}
 	return keys.New(alg, priv)
 }
 
-// client is a validated client registration.
+// client is a checked client registration.
 type client struct {
 	id          string
 	hashes      []secret.Hash
@@ -399,6 +438,7 @@ type client struct {
 	audience    []string
 }
 
+// compile checks a client whose defaults are applied; f names it.
 func (cc ClientConfig) compile(f string) (*client, error) {
 	if cc.ClientID == "" {
 		return nil, fieldErr(f+".clientId", "empty")
@@ -407,17 +447,11 @@ func (cc ClientConfig) compile(f string) (*client, error) {
 		return nil, fieldErr(f+".clientId", "longer than %d characters", MaxClientIDLength)
 	}
 	f = fmt.Sprintf("%s (%q)", f, cc.ClientID)
-	if len(cc.SecretHashes) == 0 {
-		return nil, fieldErr(f+".secretHashes", "at least one hash is required")
-	}
 	hashes, err := parseHashes(f+".secretHashes", cc.SecretHashes)
 	if err != nil {
 		return nil, err
 	}
-	cl := &client{id: cc.ClientID, hashes: hashes}
-	if len(cc.GrantTypes) == 0 {
-		cl.clientCreds = true
-	}
+	cl := &client{id: cc.ClientID, hashes: hashes, audience: cc.Audience}
 	for i, g := range cc.GrantTypes {
 		if g == "" {
 			return nil, fieldErr(fmt.Sprintf("%s.grantTypes[%d]", f, i), "empty")
@@ -433,20 +467,15 @@ func (cc ClientConfig) compile(f string) (*client, error) {
 		}
 	}
 	cl.scopes = scope.NewSet(cc.Scopes...)
-	switch {
-	case cc.AccessTokenLifetime < 0:
+	if cc.AccessTokenLifetime < 0 {
 		return nil, fieldErr(f+".accessTokenLifetime", "negative")
-	case cc.AccessTokenLifetime == 0:
-		cl.lifetime = time.Hour
-	default:
-		cl.lifetime = time.Duration(cc.AccessTokenLifetime) * time.Second
 	}
+	cl.lifetime = time.Duration(cc.AccessTokenLifetime) * time.Second
 	for i, a := range cc.Audience {
 		if a == "" {
 			return nil, fieldErr(fmt.Sprintf("%s.audience[%d]", f, i), "empty")
 		}
 	}
-	cl.audience = cc.Audience
 	return cl, nil
 }
 

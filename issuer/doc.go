@@ -2,14 +2,24 @@
 // grant (RFC 6749 §4.4) that mounts in any http.ServeMux: the identity
 // service (IdS) of the contract, CONTRACT.md §2 and §3.
 //
-//	cfg, err := issuer.LoadConfig("idsauth.json")
-//	iss, err := issuer.New(cfg)
+//	cfg, err := issuer.LoadConfig("idsauth.json")        // decode
+//	iss, err := issuer.New(cfg, issuer.WithLogger(logger)) // check, read keys
 //	mux.Handle("/ids/", iss) // the path comes from cfg.Issuer
 //
 // Tokens are RFC 9068 JWT access tokens (typ "at+jwt", kid the RFC 7638
 // thumbprint of the signing key) with iss, sub, client_id, aud, scope,
-// iat, nbf, exp and a 128-bit jti. A middleware.Validator checks them, by
-// the JWKS URL or, in the same process, with the Issuer as its KeySource.
+// iat, nbf, exp and a jti of 130 random bits (crypto/rand.Text). A
+// middleware.Validator checks them, by the JWKS URL or, in the same
+// process, with the Issuer as its KeySource.
+//
+// # Loading, checking, applying
+//
+// LoadConfig, ParseConfig and DecodeConfig decode a file strictly and
+// check nothing else. Config.Validate checks the fields; it reads no file
+// and changes nothing. New and Reload check the same way, then read the
+// key files (the only place they are read) and apply the result at once;
+// on error nothing changes. The logger and clock are New's options and
+// hold for the issuer's life.
 //
 // # Configuration file
 //
@@ -18,11 +28,14 @@
 // applied. A complete example is testdata/example-config.json.
 //
 //	issuer               the issuer URL, e.g. "https://host/ids" (required)
-//	keys                 signing keys; the first signs, all are published
+//	keys                 signing keys; the first signs, all are published;
+//	                     required unless ephemeralKey
 //	  [].file            PEM private key file (PKCS #8, SEC 1 or PKCS #1),
 //	                     relative to the configuration file's folder
 //	  [].alg             "ES256" (P-256), "RS256" (RSA ≥ 2048 bits) or "EdDSA"
 //	                     (Ed25519); empty: the one that fits the key
+//	ephemeralKey         true, with no keys: an ES256 key made at start that
+//	                     dies with the process; development only
 //	clients              registered clients
 //	  [].clientId        required, unique
 //	  [].secretHashes    one or more hashes ("sha256:<base64>", "sha512:...",
@@ -45,12 +58,12 @@
 //	  .maxConcurrentSlowHashes   bcrypt checks at once, default half the CPUs
 //	  .trustedProxyHeader        e.g. "X-Forwarded-For"; only behind a proxy
 //	  .trustedProxies            CIDRs of the proxies whose entries count
-//	scimTenants          SCIM tenants, for middleware.SCIMAuth (not used here)
-//	  [].tenant          the {tenant} path segment
-//	  [].tokenHashes     hashes of the tenant's bearer tokens
 //
-// With no keys the issuer makes an ephemeral ES256 key and logs a warning:
-// development only, as its tokens die with the process.
+// With ephemeralKey the issuer logs a warning each time it applies the
+// configuration: its tokens stop validating when the process ends. A
+// service that keeps more in the same file (SCIM tenants, say: see
+// middleware.ParseTenants) decodes a type of its own that embeds Config,
+// with DecodeConfig.
 //
 // # Secrets
 //

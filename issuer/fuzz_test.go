@@ -2,6 +2,7 @@ package issuer_test
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -54,26 +55,41 @@ func FuzzTokenRequest(f *testing.F) {
 	})
 }
 
-// FuzzParseConfig feeds arbitrary files to the loader: no panic, and a
-// config it accepts validates again.
+// FuzzParseConfig feeds arbitrary files to the loader and the issuer: no
+// panic, Validate and New agree, and every refusal is a *ConfigError that
+// never echoes a plain-text secret.
 func FuzzParseConfig(f *testing.F) {
-	f.Add(`{"issuer":"http://h/ids","clients":[]}`)
-	f.Add(`{"issuer":"http://h/ids","clients":[{"clientId":"a","secretHashes":["sha256:K7gNU3sdo+OL0wNhqoVWhr3g6s1xYv72ol/pe/Unols="],"scopes":["pd_AdminWebApi"]}]}`)
-	f.Add(`{"issuer":"http://h/ids","clients":[{"clientId":"a","secretHashes":["hunter2"],"scopes":["pd_AdminWebApi"]}]}`)
+	f.Add(`{"issuer":"http://h/ids","ephemeralKey":true,"clients":[]}`)
+	f.Add(`{"issuer":"http://h/ids","ephemeralKey":true,"clients":[{"clientId":"a","secretHashes":["sha256:K7gNU3sdo+OL0wNhqoVWhr3g6s1xYv72ol/pe/Unols="],"scopes":["pd_AdminWebApi"]}]}`)
+	f.Add(`{"issuer":"http://h/ids","ephemeralKey":true,"clients":[{"clientId":"a","secretHashes":["hunter2"],"scopes":["pd_AdminWebApi"]}]}`)
 	f.Add(`{"issuer":"http://h/ids","keys":[{"file":"/etc/passwd"}],"clients":[]}`)
-	f.Add(`{"issuer":"http://h/ids","clients":[],"scimTenants":[{"tenant":"t","tokenHashes":["sha512:x"]}]}`)
+	f.Add(`{"issuer":"http://h/ids","keys":[],"clients":[]}`)
 	f.Add(`[]`)
 	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, data string) {
-		cfg, err := issuer.ParseConfig([]byte(data), dir)
-		if err != nil {
+		refused := func(err error) bool {
+			if err == nil {
+				return false
+			}
+			var ce *issuer.ConfigError
+			if !errors.As(err, &ce) {
+				t.Fatalf("not a ConfigError: %v", err)
+			}
 			if strings.Contains(err.Error(), "hunter2") {
 				t.Fatal("the error echoes a plain-text secret")
 			}
+			return true
+		}
+		cfg, err := issuer.ParseConfig([]byte(data), dir)
+		if refused(err) {
 			return
 		}
-		if err := cfg.Validate(); err != nil {
-			t.Fatalf("accepted, then refused: %v", err)
+		verr := cfg.Validate()
+		_, nerr := issuer.New(cfg)
+		refused(verr)
+		refused(nerr)
+		if verr != nil && (nerr == nil || nerr.Error() != verr.Error()) {
+			t.Fatalf("Validate refused (%v), New said %v", verr, nerr)
 		}
 	})
 }

@@ -23,12 +23,13 @@ const (
 	connectSecret = "connect-secret"
 )
 
-// testConfig returns a configuration for issuerURL with three clients:
-// admin (pd_AdminWebApi), connect (pd_ConnectWebApi) and codeonly, which
-// may not use client_credentials.
+// testConfig returns a configuration for issuerURL with an ephemeral key
+// and three clients: admin (pd_AdminWebApi), connect (pd_ConnectWebApi)
+// and codeonly, which may not use client_credentials.
 func testConfig(issuerURL string) *issuer.Config {
 	return &issuer.Config{
-		Issuer: issuerURL,
+		Issuer:       issuerURL,
+		EphemeralKey: true,
 		Clients: []issuer.ClientConfig{
 			{ClientID: "admin", SecretHashes: []string{secret.HashSHA256(adminSecret)}, Scopes: []string{scope.AdminWebAPI}},
 			{ClientID: "connect", SecretHashes: []string{secret.HashSHA256(connectSecret)}, Scopes: []string{scope.ConnectWebAPI, scope.AdminWebAPI}, AccessTokenLifetime: 600},
@@ -46,20 +47,20 @@ type server struct {
 func (s *server) issuerURL() string { return s.URL + "/ids" }
 func (s *server) tokenURL() string  { return s.URL + "/ids/connect/token" }
 
-// newServer mounts an issuer on a loopback server; edit may change the
-// configuration first.
-func newServer(t *testing.T, edit func(*issuer.Config)) *server {
+// newServer mounts an issuer, logging to s.logs, on a loopback server;
+// edit may change the configuration first, and opts are New's after the
+// logger.
+func newServer(t *testing.T, edit func(*issuer.Config), opts ...issuer.Option) *server {
 	t.Helper()
 	mux := http.NewServeMux()
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	cfg := testConfig(srv.URL + "/ids")
 	logs, logger := testlog.New()
-	cfg.Logger = logger
 	if edit != nil {
 		edit(cfg)
 	}
-	iss, err := issuer.New(cfg)
+	iss, err := issuer.New(cfg, append([]issuer.Option{issuer.WithLogger(logger)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,13 +1,10 @@
 package issuer
 
 import (
-	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -42,23 +39,27 @@ type Issuer struct {
 	mu        sync.Mutex // serializes Reload
 	ephemeral *keys.Key  // made once, kept across reloads
 
+	// Set by New's options, for the issuer's life.
 	logger *slog.Logger
 	now    func() time.Time
 }
+
+// The endpoints' paths under the issuer URL, CONTRACT.md §2 and §3.
+const (
+	tokenPath     = "/connect/token"
+	discoveryPath = "/.well-known/openid-configuration"
+	jwksPath      = discoveryPath + "/jwks"
+)
 
 // state is everything a configuration decides, swapped whole on Reload.
 type state struct {
 	issuer      string
 	prefix      string // URL path of the issuer, without a trailing slash
-	tokenPath   string
-	discPath    string
-	jwksPath    string
 	signer      *keys.Key
 	method      jwt.SigningMethod
 	byKID       map[string]*keys.Key
 	clients     map[string]*client
 	scopeArray  bool
-	defaultAud  []string
 	discovery   []byte
 	jwks        []byte
 	cacheHeader string
@@ -71,17 +72,38 @@ type state struct {
 	verifier    *secret.Verifier
 }
 
-// New returns an Issuer for cfg, which it validates first.
-func New(cfg *Config) (*Issuer, error) {
-	iss := &Issuer{
-		logger: cfg.Logger,
-		now:    cfg.Now,
+// Option configures what an Issuer keeps for its whole life, whatever
+// configuration it is given: see WithLogger and WithClock.
+type Option func(*Issuer)
+
+// WithLogger sets the logger of the issuer's lines: refused token
+// requests, a signing failure, the ephemeral key's warning. No line holds
+// a secret or a token. Without it (or with nil) the issuer logs nothing.
+func WithLogger(l *slog.Logger) Option {
+	return func(iss *Issuer) {
+		if l != nil {
+			iss.logger = l
+		}
 	}
-	if iss.logger == nil {
-		iss.logger = slog.New(slog.DiscardHandler)
+}
+
+// WithClock sets the issuer's clock, for tests. Without it (or with nil)
+// it is time.Now.
+func WithClock(now func() time.Time) Option {
+	return func(iss *Issuer) {
+		if now != nil {
+			iss.now = now
+		}
 	}
-	if iss.now == nil {
-		iss.now = time.Now
+}
+
+// New checks cfg (as Validate does), reads its key files and returns an
+// Issuer serving it. The options hold for the issuer's life: Reload
+// changes the configuration only.
+func New(cfg *Config, opts ...Option) (*Issuer, error) {
+	iss := &Issuer{logger: slog.New(slog.DiscardHandler), now: time.Now}
+	for _, opt := range opts {
+		opt(iss)
 	}
 	if err := iss.Reload(cfg); err != nil {
 		return nil, err
@@ -89,18 +111,17 @@ func New(cfg *Config) (*Issuer, error) {
 	return iss, nil
 }
 
-// Reload validates cfg and, only if it is valid, makes it the issuer's
-// configuration: keys, clients and limits change at once for every
-// request that starts after it returns. On error nothing changes.
+// Reload checks cfg (as Validate does), reads its key files and, only if
+// all is well, makes it the issuer's configuration: keys, clients and
+// limits change at once for every request that starts after it returns.
+// On error nothing changes. The failure limiter's memory of failed
+// attempts is kept while the limits stay the same.
 //
 // To rotate the signing key without a failed request: add the new key
 // after the current one and reload (it is published); once validators
 // have fetched the JWKS again, move it first and reload (it signs); once
 // the old key's last token has expired, remove it and reload.
 func (iss *Issuer) Reload(cfg *Config) error {
-	if err := cfg.Validate(); err != nil {
-		return err
-	}
 	iss.mu.Lock()
 	defer iss.mu.Unlock()
 	st, err := iss.compile(cfg)
@@ -133,13 +154,25 @@ func (iss *Issuer) Reload(cfg *Config) error {
 	return nil
 }
 
+// compile checks cfg and reads its keys: the one place key files are
+// read.
 func (iss *Issuer) compile(cfg *Config) (*state, error) {
-	u, err := url.Parse(cfg.Issuer) // checked by Validate
+	st, err := cfg.check()
 	if err != nil {
 		return nil, err
 	}
-	ks := cfg.keys
-	if len(ks) == 0 {
+	ks := make([]*keys.Key, 0, len(cfg.Keys))
+	for i, kc := range cfg.Keys {
+		k, err := kc.load(cfg.Dir)
+		if err != nil {
+			return nil, fieldErr(fmt.Sprintf("keys[%d]", i), "%v", err)
+		}
+		if slices.ContainsFunc(ks, func(o *keys.Key) bool { return o.KID == k.KID }) {
+			return nil, fieldErr(fmt.Sprintf("keys[%d]", i), "the same key is listed twice")
+		}
+		ks = append(ks, k)
+	}
+	if cfg.EphemeralKey {
 		if iss.ephemeral == nil {
 			k, err := keys.Generate("ES256")
 			if err != nil {
@@ -151,40 +184,9 @@ func (iss *Issuer) compile(cfg *Config) (*state, error) {
 			slog.String("kid", iss.ephemeral.KID))
 		ks = []*keys.Key{iss.ephemeral}
 	}
-	issuerURL := strings.TrimSuffix(cfg.Issuer, "/")
-	prefix := strings.TrimSuffix(u.Path, "/")
-	st := &state{
-		issuer:     issuerURL,
-		prefix:     prefix,
-		tokenPath:  prefix + "/connect/token",
-		discPath:   prefix + "/.well-known/openid-configuration",
-		jwksPath:   prefix + "/.well-known/openid-configuration/jwks",
-		signer:     ks[0],
-		method:     jwt.GetSigningMethod(ks[0].Alg),
-		byKID:      make(map[string]*keys.Key, len(ks)),
-		clients:    cfg.clients,
-		scopeArray: cfg.ScopeFormat == "array",
-		defaultAud: []string{issuerURL + "/resources"},
-		limits:     cfg.Limits.withDefaults(),
-	}
-	l := st.limits
-	trusted, _ := clientip.ParsePrefixes(l.TrustedProxies) // checked by Validate
-	st.addrs = clientip.Resolver{Header: l.TrustedProxyHeader, Trusted: trusted}
-	st.limiterCfg = limiter.Config{
-		PerSubject: l.FailedAttemptsPerClient,
-		PerAddress: l.FailedAttemptsPerAddress,
-		Window:     time.Duration(l.FailureWindowSeconds) * time.Second,
-		MaxBytes:   l.LimiterMaxBytes,
-	}
-	st.verifierCfg = secret.VerifierConfig{
-		MaxConcurrentSlow: l.MaxConcurrentSlowHashes,
-		FailureFloor:      time.Duration(l.FailureFloorMillis) * time.Millisecond,
-	}
-	maxAge := cfg.JWKSMaxAgeSeconds
-	if maxAge == 0 {
-		maxAge = 300
-	}
-	st.cacheHeader = "public, max-age=" + strconv.Itoa(maxAge)
+	st.signer = ks[0]
+	st.method = jwt.GetSigningMethod(ks[0].Alg)
+	st.byKID = make(map[string]*keys.Key, len(ks))
 	set := struct {
 		Keys []keys.JWK `json:"keys"`
 	}{}
@@ -196,9 +198,9 @@ func (iss *Issuer) compile(cfg *Config) (*state, error) {
 		return nil, err
 	}
 	st.discovery, err = json.Marshal(map[string]any{
-		"issuer":                                issuerURL,
-		"token_endpoint":                        issuerURL + "/connect/token",
-		"jwks_uri":                              issuerURL + "/.well-known/openid-configuration/jwks",
+		"issuer":                                st.issuer,
+		"token_endpoint":                        st.issuer + tokenPath,
+		"jwks_uri":                              st.issuer + jwksPath,
 		"grant_types_supported":                 []string{"client_credentials"},
 		"token_endpoint_auth_methods_supported": []string{"client_secret_basic", "client_secret_post"},
 		"scopes_supported":                      scope.All(),
@@ -214,12 +216,10 @@ func (iss *Issuer) compile(cfg *Config) (*state, error) {
 func (iss *Issuer) URL() string { return iss.st.Load().issuer }
 
 // TokenURL returns the token endpoint's URL.
-func (iss *Issuer) TokenURL() string { return iss.st.Load().issuer + "/connect/token" }
+func (iss *Issuer) TokenURL() string { return iss.st.Load().issuer + tokenPath }
 
 // JWKSURL returns the URL of the published key set.
-func (iss *Issuer) JWKSURL() string {
-	return iss.st.Load().issuer + "/.well-known/openid-configuration/jwks"
-}
+func (iss *Issuer) JWKSURL() string { return iss.st.Load().issuer + jwksPath }
 
 // KeyIDs returns the key IDs the issuer publishes; the first one signs.
 func (iss *Issuer) KeyIDs() []string {
@@ -238,12 +238,13 @@ func (iss *Issuer) KeyIDs() []string {
 // JWKS, and 404 for any other path.
 func (iss *Issuer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	st := iss.st.Load()
-	switch r.URL.Path {
-	case st.tokenPath:
+	path, ok := strings.CutPrefix(r.URL.Path, st.prefix)
+	switch {
+	case ok && path == tokenPath:
 		iss.token(w, r, st)
-	case st.discPath:
+	case ok && path == discoveryPath:
 		serveDocument(w, r, st.discovery, st.cacheHeader)
-	case st.jwksPath:
+	case ok && path == jwksPath:
 		serveDocument(w, r, st.jwks, st.cacheHeader)
 	default:
 		http.NotFound(w, r)
@@ -284,69 +285,3 @@ func (iss *Issuer) Keyfunc(t *jwt.Token) (any, error) {
 // KeysVersion changes whenever a reload changes the published keys, so
 // that a validator's cache drops tokens of a key that is gone.
 func (iss *Issuer) KeysVersion() uint64 { return iss.version.Load() }
-
-// newJTI returns 128 random bits, base64url.
-func newJTI() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return base64.RawURLEncoding.EncodeToString(b[:])
-}
-
-// sign makes an access token for cl with the granted scopes (RFC 9068).
-func (st *state) sign(cl *client, granted []string, now time.Time) (string, error) {
-	aud := cl.audience
-	if len(aud) == 0 {
-		aud = st.defaultAud
-	}
-	var sc any = strings.Join(granted, " ")
-	if st.scopeArray {
-		sc = granted
-	}
-	claims := accessClaims{
-		Issuer:    st.issuer,
-		Subject:   cl.id,
-		ClientID:  cl.id,
-		Audience:  aud,
-		Scope:     sc,
-		IssuedAt:  now.Unix(),
-		NotBefore: now.Unix(),
-		Expires:   now.Add(cl.lifetime).Unix(),
-		ID:        newJTI(),
-	}
-	tok := &jwt.Token{
-		Header: map[string]any{"alg": st.signer.Alg, "typ": "at+jwt", "kid": st.signer.KID},
-		Claims: claims,
-		Method: st.method,
-	}
-	s, err := tok.SignedString(st.signer.Private)
-	if err != nil {
-		return "", fmt.Errorf("signing: %w", err)
-	}
-	return s, nil
-}
-
-// accessClaims is the claim set of an access token, in a fixed order.
-type accessClaims struct {
-	Issuer    string   `json:"iss"`
-	Subject   string   `json:"sub"`
-	ClientID  string   `json:"client_id"`
-	Audience  []string `json:"aud"`
-	Scope     any      `json:"scope"`
-	IssuedAt  int64    `json:"iat"`
-	NotBefore int64    `json:"nbf"`
-	Expires   int64    `json:"exp"`
-	ID        string   `json:"jti"`
-}
-
-func (c accessClaims) GetExpirationTime() (*jwt.NumericDate, error) {
-	return jwt.NewNumericDate(time.Unix(c.Expires, 0)), nil
-}
-func (c accessClaims) GetIssuedAt() (*jwt.NumericDate, error) {
-	return jwt.NewNumericDate(time.Unix(c.IssuedAt, 0)), nil
-}
-func (c accessClaims) GetNotBefore() (*jwt.NumericDate, error) {
-	return jwt.NewNumericDate(time.Unix(c.NotBefore, 0)), nil
-}
-func (c accessClaims) GetIssuer() (string, error)             { return c.Issuer, nil }
-func (c accessClaims) GetSubject() (string, error)            { return c.Subject, nil }
-func (c accessClaims) GetAudience() (jwt.ClaimStrings, error) { return c.Audience, nil }

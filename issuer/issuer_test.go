@@ -3,6 +3,7 @@ package issuer_test
 import (
 	"context"
 	"crypto"
+	"encoding/base32"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -101,9 +102,19 @@ func TestAccessTokenClaims(t *testing.T) {
 	if int64(iat) < before || nbf != iat || exp != iat+600 {
 		t.Errorf("iat %v nbf %v exp %v", iat, nbf, exp)
 	}
+	// The jti is crypto/rand.Text: 26 base32 characters, 130 random bits.
 	jti, _ := claims["jti"].(string)
-	if raw, err := base64.RawURLEncoding.DecodeString(jti); err != nil || len(raw) < 16 {
-		t.Errorf("jti %q is not 128 random bits", jti)
+	if raw, err := base32.StdEncoding.WithPadding(base32.NoPadding).DecodeString(jti); err != nil || len(jti) != 26 || len(raw) < 16 {
+		t.Errorf("jti %q is not 130 random bits", jti)
+	}
+	again, err := cc.Token(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var next map[string]any
+	decode(t, strings.Split(again.AccessToken, ".")[1], &next)
+	if next["jti"] == jti {
+		t.Errorf("two tokens share the jti %q", jti)
 	}
 	// The signature verifies with the published key.
 	if _, err := jwt.Parse(tok.AccessToken, s.iss.Keyfunc); err != nil {
@@ -229,7 +240,7 @@ func TestReloadKeepsServingOnBadConfig(t *testing.T) {
 // for tokens and a validator in the same process keeps checking them.
 func TestRotationUnderLoad(t *testing.T) {
 	k1, k2 := mustKey(t, "ES256"), mustKey(t, "EdDSA")
-	s := newServer(t, func(c *issuer.Config) { c.Keys = []issuer.KeyConfig{{Key: k1}} })
+	s := newServer(t, func(c *issuer.Config) { c.Keys, c.EphemeralKey = []issuer.KeyConfig{{Key: k1}}, false })
 	v, err := middleware.NewValidator(context.Background(), middleware.ValidatorConfig{Issuer: s.issuerURL(), Audience: []string{s.issuerURL() + "/resources"}, Keys: s.iss})
 	if err != nil {
 		t.Fatal(err)
@@ -261,7 +272,7 @@ func TestRotationUnderLoad(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 		cfg := testConfig(s.issuerURL())
-		cfg.Keys = ks
+		cfg.Keys, cfg.EphemeralKey = ks, false
 		if err := s.iss.Reload(cfg); err != nil {
 			t.Error(err)
 		}
@@ -276,7 +287,9 @@ func TestRotationUnderLoad(t *testing.T) {
 		t.Fatalf("%d of %d requests failed during rotation", failures.Load(), done.Load())
 	}
 	// A token of the dropped key no longer validates.
-	old := newServer(t, func(c *issuer.Config) { c.Issuer = s.issuerURL(); c.Keys = []issuer.KeyConfig{{Key: k1}} })
+	old := newServer(t, func(c *issuer.Config) {
+		c.Issuer, c.Keys, c.EphemeralKey = s.issuerURL(), []issuer.KeyConfig{{Key: k1}}, false
+	})
 	a := post(t, old.tokenURL(), formType, form("grant_type", "client_credentials", "client_id", "admin", "client_secret", adminSecret, "scope", scope.AdminWebAPI))
 	if _, err := v.Validate(context.Background(), a.body["access_token"].(string)); !errors.Is(err, middleware.ErrUnknownKey) {
 		t.Fatalf("token of a dropped key: %v", err)
@@ -290,16 +303,62 @@ func TestEphemeralKeyIsAnnounced(t *testing.T) {
 	}
 }
 
+// TestEphemeralKeyIsOptIn: an issuer without keys does not start unless
+// the configuration asks for an ephemeral key, and asking for one beside
+// keys is refused too.
+func TestEphemeralKeyIsOptIn(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		edit  func(*issuer.Config)
+		field string
+	}{
+		{"no keys and no ephemeralKey", func(c *issuer.Config) { c.EphemeralKey = false }, "keys"},
+		{"keys and ephemeralKey", func(c *issuer.Config) { c.Keys = []issuer.KeyConfig{{Key: mustKey(t, "ES256")}} }, "ephemeralKey"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := testConfig("http://h/ids")
+			c.edit(cfg)
+			_, err := issuer.New(cfg)
+			var ce *issuer.ConfigError
+			if !errors.As(err, &ce) || ce.Field != c.field {
+				t.Fatalf("New: %v, want a ConfigError for %s", err, c.field)
+			}
+		})
+	}
+}
+
+// TestLoggerAndClockAreTheIssuers: New's options hold for the issuer's
+// life; Reload takes a configuration only.
+func TestLoggerAndClockAreTheIssuers(t *testing.T) {
+	at := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	s := newServer(t, nil, issuer.WithClock(func() time.Time { return at }))
+	if err := s.iss.Reload(testConfig(s.issuerURL())); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(s.logs.String(), "NO SIGNING KEY CONFIGURED"); n != 2 {
+		t.Fatalf("the reload did not log to New's logger (%d warnings):\n%s", n, s.logs.String())
+	}
+	a := post(t, s.tokenURL(), formType, form("grant_type", "client_credentials", "client_id", "admin", "client_secret", adminSecret, "scope", scope.AdminWebAPI))
+	var claims map[string]any
+	decode(t, strings.Split(a.body["access_token"].(string), ".")[1], &claims)
+	if claims["iat"] != float64(at.Unix()) {
+		t.Fatalf("iat %v after a reload, want New's clock's %d", claims["iat"], at.Unix())
+	}
+}
+
 func TestLoadConfig(t *testing.T) {
 	cfg, err := issuer.LoadConfig("testdata/example-config.json")
 	if err != nil {
 		t.Fatal(err)
 	}
+	if cfg.Dir != "testdata" || cfg.Keys[0].File != "example-es256.pem" {
+		t.Fatalf("Dir %q, keys[0].file %q: loading keeps the file's paths and notes its folder", cfg.Dir, cfg.Keys[0].File)
+	}
 	iss, err := issuer.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if iss.URL() != "http://127.0.0.1:8080/ids" || len(cfg.Tenants()["demo"]) != 1 {
+	if iss.URL() != "http://127.0.0.1:8080/ids" || len(iss.KeyIDs()) != 2 {
 		t.Errorf("loaded %v", cfg)
 	}
 	// demo-all's second hash is sha512 of another secret: both work.
@@ -313,6 +372,31 @@ func TestLoadConfig(t *testing.T) {
 	}
 }
 
+// TestValidateIsPure: Validate checks fields only. It reads no key file
+// and leaves the Config as it was, defaults unapplied; New reads the
+// files.
+func TestValidateIsPure(t *testing.T) {
+	cfg := testConfig("http://h/ids/")
+	cfg.EphemeralKey = false
+	cfg.Keys = []issuer.KeyConfig{{File: "missing.pem"}}
+	cfg.Dir = t.TempDir()
+	before := fmt.Sprintf("%#v", *cfg)
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("Validate read the key file: %v", err)
+	}
+	if after := fmt.Sprintf("%#v", *cfg); after != before {
+		t.Fatalf("Validate changed the Config:\n%s\n%s", before, after)
+	}
+	_, err := issuer.New(cfg)
+	var ce *issuer.ConfigError
+	if !errors.As(err, &ce) || ce.Field != "keys[0]" || !strings.Contains(ce.Reason, "no such file") {
+		t.Fatalf("New: %v, want keys[0]: no such file", err)
+	}
+}
+
+// TestConfigErrors: each wrong field is named, by the step that can know
+// it: decoding (ParseConfig), checking (Validate, and New and Reload
+// before anything else), or reading the key files (New and Reload).
 func TestConfigErrors(t *testing.T) {
 	dir := t.TempDir()
 	writePEM := func(name, alg string) string {
@@ -328,48 +412,73 @@ func TestConfigErrors(t *testing.T) {
 		return p
 	}
 	es := writePEM("es.pem", "ES256")
+	const (
+		decoding = "ParseConfig"
+		checking = "Validate"
+		reading  = "New"
+	)
 	client := `{"clientId":"a","secretHashes":["` + secret.HashSHA256("s") + `"],"scopes":["pd_AdminWebApi"]}`
+	dev := `"issuer":"http://h/ids","ephemeralKey":true`
 	cases := []struct {
-		name, json, field, reason string
+		name, json, step, field, reason string
 	}{
-		{"unknown field", `{"issuer":"http://h/ids","clients":[],"colour":"red"}`, "(file)", `unknown field "colour"`},
-		{"missing issuer", `{"clients":[]}`, "issuer", "required"},
-		{"a window over a day", `{"issuer":"http://h/ids","clients":[],"limits":{"failureWindowSeconds":10000000000}}`, "limits.failureWindowSeconds", "at most 86400"},
-		{"a floor over 10 s", `{"issuer":"http://h/ids","clients":[],"limits":{"failureFloorMillis":10001}}`, "limits.failureFloorMillis", "at most 10000"},
-		{"a limiter of a few bytes", `{"issuer":"http://h/ids","clients":[],"limits":{"limiterMaxBytes":1}}`, "limits.limiterMaxBytes", "at least 4096"},
-		{"a limiter over 1 GiB", `{"issuer":"http://h/ids","clients":[],"limits":{"limiterMaxBytes":2147483648}}`, "limits.limiterMaxBytes", "at most"},
-		{"the Forwarded header", `{"issuer":"http://h/ids","clients":[],"limits":{"trustedProxyHeader":"Forwarded"}}`, "limits.trustedProxyHeader", "RFC 7239"},
-		{"a bad trusted proxy", `{"issuer":"http://h/ids","clients":[],"limits":{"trustedProxyHeader":"X-Forwarded-For","trustedProxies":["10.0.0.0/33"]}}`, "limits.trustedProxies", "10.0.0.0/33"},
-		{"trusted proxies without a header", `{"issuer":"http://h/ids","clients":[],"limits":{"trustedProxies":["10.0.0.0/8"]}}`, "limits.trustedProxies", "trustedProxyHeader"},
-		{"a negative floor other than -1", `{"issuer":"http://h/ids","clients":[],"limits":{"failureFloorMillis":-2}}`, "limits.failureFloorMillis", "negative"},
-		{"relative issuer", `{"issuer":"/ids","clients":[]}`, "issuer", "absolute"},
-		{"empty client ID", `{"issuer":"http://h/ids","clients":[{"clientId":"","secretHashes":["x"],"scopes":["pd_AdminWebApi"]}]}`, "clients[0].clientId", "empty"},
-		{"duplicate client ID", `{"issuer":"http://h/ids","clients":[` + client + `,` + client + `]}`, "clients[1].clientId", "duplicate"},
-		{"unknown scope", `{"issuer":"http://h/ids","clients":[{"clientId":"a","secretHashes":["` + secret.HashSHA256("s") + `"],"scopes":["pd_All"]}]}`, `clients[0] ("a").scopes[0]`, "unknown scope"},
-		{"plain-text secret", `{"issuer":"http://h/ids","clients":[{"clientId":"a","secretHashes":["hunter2"],"scopes":["pd_AdminWebApi"]}]}`, `clients[0] ("a").secretHashes[0]`, "plain-text secret is never accepted"},
-		{"bad sha256", `{"issuer":"http://h/ids","clients":[{"clientId":"a","secretHashes":["sha256:abc"],"scopes":["pd_AdminWebApi"]}]}`, `clients[0] ("a").secretHashes[0]`, "malformed"},
-		{"unreadable key", `{"issuer":"http://h/ids","keys":[{"file":"missing.pem"}],"clients":[]}`, "keys[0]", "no such file"},
-		{"RSA key under 2048 bits", `{"issuer":"http://h/ids","keys":[{"file":"` + absTestdata(t, "weak-rsa1024.pem") + `"}],"clients":[]}`, "keys[0]", "too weak"},
-		{"alg that does not fit the key", `{"issuer":"http://h/ids","keys":[{"file":"` + es + `","alg":"RS256"}],"clients":[]}`, "keys[0]", "does not fit"},
-		{"HMAC alg", `{"issuer":"http://h/ids","keys":[{"file":"` + es + `","alg":"HS256"}],"clients":[]}`, "keys[0]", "alg"},
-		{"duplicate tenant", `{"issuer":"http://h/ids","clients":[],"scimTenants":[{"tenant":"t","tokenHashes":["` + secret.HashSHA256("a") + `"]},{"tenant":"t","tokenHashes":["` + secret.HashSHA256("b") + `"]}]}`, "scimTenants[1].tenant", "duplicate"},
-		{"tenant with a plain token", `{"issuer":"http://h/ids","clients":[],"scimTenants":[{"tenant":"t","tokenHashes":["tok"]}]}`, "scimTenants[0].tokenHashes[0]", "plain-text"},
-		{"negative lifetime", `{"issuer":"http://h/ids","clients":[{"clientId":"a","secretHashes":["` + secret.HashSHA256("s") + `"],"scopes":["pd_AdminWebApi"],"accessTokenLifetime":-1}]}`, `clients[0] ("a").accessTokenLifetime`, "negative"},
-		{"wrong type", `{"issuer":"http://h/ids","clients":{}}`, "clients", "wrong type"},
-		{"bad JSON", `{"issuer":`, "(file)", ""},
+		{"unknown field", `{` + dev + `,"clients":[],"colour":"red"}`, decoding, "(file)", `unknown field "colour"`},
+		{"the issuer's file has no SCIM tenants", `{` + dev + `,"clients":[],"scimTenants":[]}`, decoding, "(file)", `unknown field "scimTenants"`},
+		{"wrong type", `{` + dev + `,"clients":{}}`, decoding, "clients", "wrong type"},
+		{"bad JSON", `{"issuer":`, decoding, "(file)", ""},
+		{"two values", `{` + dev + `} {}`, decoding, "(file)", "more than one"},
+		{"missing issuer", `{"ephemeralKey":true,"clients":[]}`, checking, "issuer", "required"},
+		{"relative issuer", `{"issuer":"/ids","ephemeralKey":true,"clients":[]}`, checking, "issuer", "absolute"},
+		{"no keys", `{"issuer":"http://h/ids","clients":[]}`, checking, "keys", "ephemeralKey"},
+		{"keys and ephemeralKey", `{` + dev + `,"keys":[{"file":"es.pem"}],"clients":[]}`, checking, "ephemeralKey", "not both"},
+		{"key without file", `{"issuer":"http://h/ids","keys":[{"alg":"ES256"}],"clients":[]}`, checking, "keys[0]", "file: required"},
+		{"HMAC alg", `{"issuer":"http://h/ids","keys":[{"file":"` + es + `","alg":"HS256"}],"clients":[]}`, checking, "keys[0]", "alg"},
+		{"empty client ID", `{` + dev + `,"clients":[{"clientId":"","secretHashes":["x"],"scopes":["pd_AdminWebApi"]}]}`, checking, "clients[0].clientId", "empty"},
+		{"duplicate client ID", `{` + dev + `,"clients":[` + client + `,` + client + `]}`, checking, "clients[1].clientId", "duplicate"},
+		{"unknown scope", `{` + dev + `,"clients":[{"clientId":"a","secretHashes":["` + secret.HashSHA256("s") + `"],"scopes":["pd_All"]}]}`, checking, `clients[0] ("a").scopes[0]`, "unknown scope"},
+		{"plain-text secret", `{` + dev + `,"clients":[{"clientId":"a","secretHashes":["hunter2"],"scopes":["pd_AdminWebApi"]}]}`, checking, `clients[0] ("a").secretHashes[0]`, "plain-text secret is never accepted"},
+		{"bad sha256", `{` + dev + `,"clients":[{"clientId":"a","secretHashes":["sha256:abc"],"scopes":["pd_AdminWebApi"]}]}`, checking, `clients[0] ("a").secretHashes[0]`, "malformed"},
+		{"negative lifetime", `{` + dev + `,"clients":[{"clientId":"a","secretHashes":["` + secret.HashSHA256("s") + `"],"scopes":["pd_AdminWebApi"],"accessTokenLifetime":-1}]}`, checking, `clients[0] ("a").accessTokenLifetime`, "negative"},
+		{"negative limit", `{` + dev + `,"clients":[],"limits":{"failureWindowSeconds":-1}}`, checking, "limits.failureWindowSeconds", "negative"},
+		{"unreadable key", `{"issuer":"http://h/ids","keys":[{"file":"missing.pem"}],"clients":[]}`, reading, "keys[0]", "no such file"},
+		{"RSA key under 2048 bits", `{"issuer":"http://h/ids","keys":[{"file":"` + absTestdata(t, "weak-rsa1024.pem") + `"}],"clients":[]}`, reading, "keys[0]", "too weak"},
+		{"alg that does not fit the key", `{"issuer":"http://h/ids","keys":[{"file":"` + es + `","alg":"RS256"}],"clients":[]}`, reading, "keys[0]", "does not fit"},
+		{"the same key twice", `{"issuer":"http://h/ids","keys":[{"file":"es.pem"},{"file":"` + es + `"}],"clients":[]}`, reading, "keys[1]", "twice"},
+		{"a window over a day", `{` + dev + `,"clients":[],"limits":{"failureWindowSeconds":10000000000}}`, checking, "limits.failureWindowSeconds", "at most 86400"},
+		{"a floor over 10 s", `{` + dev + `,"clients":[],"limits":{"failureFloorMillis":10001}}`, checking, "limits.failureFloorMillis", "at most 10000"},
+		{"a limiter of a few bytes", `{` + dev + `,"clients":[],"limits":{"limiterMaxBytes":1}}`, checking, "limits.limiterMaxBytes", "at least 4096"},
+		{"a limiter over 1 GiB", `{` + dev + `,"clients":[],"limits":{"limiterMaxBytes":2147483648}}`, checking, "limits.limiterMaxBytes", "at most"},
+		{"the Forwarded header", `{` + dev + `,"clients":[],"limits":{"trustedProxyHeader":"Forwarded"}}`, checking, "limits.trustedProxyHeader", "RFC 7239"},
+		{"a bad trusted proxy", `{` + dev + `,"clients":[],"limits":{"trustedProxyHeader":"X-Forwarded-For","trustedProxies":["10.0.0.0/33"]}}`, checking, "limits.trustedProxies", "10.0.0.0/33"},
+		{"trusted proxies without a header", `{` + dev + `,"clients":[],"limits":{"trustedProxies":["10.0.0.0/8"]}}`, checking, "limits.trustedProxies", "trustedProxyHeader"},
+		{"a negative floor other than -1", `{` + dev + `,"clients":[],"limits":{"failureFloorMillis":-2}}`, checking, "limits.failureFloorMillis", "negative"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := issuer.ParseConfig([]byte(c.json), dir)
+			step := decoding
+			cfg, err := issuer.ParseConfig([]byte(c.json), dir)
+			if err == nil {
+				step = checking
+				err = cfg.Validate()
+			}
+			if err == nil {
+				step = reading
+				_, err = issuer.New(cfg)
+			}
 			var ce *issuer.ConfigError
 			if !errors.As(err, &ce) {
 				t.Fatalf("err = %v, want a ConfigError", err)
 			}
-			if ce.Field != c.field || !strings.Contains(ce.Reason, c.reason) {
-				t.Fatalf("got %s: %s; want %s: ...%s...", ce.Field, ce.Reason, c.field, c.reason)
+			if step != c.step || ce.Field != c.field || !strings.Contains(ce.Reason, c.reason) {
+				t.Fatalf("%s said %s: %s; want %s to say %s: ...%s...", step, ce.Field, ce.Reason, c.step, c.field, c.reason)
 			}
 			if strings.Contains(err.Error(), "hunter2") {
 				t.Fatal("the error echoes a plain-text secret")
+			}
+			if step == checking {
+				if _, err := issuer.New(cfg); !errors.As(err, &ce) || ce.Field != c.field {
+					t.Fatalf("New does not check as Validate does: %v", err)
+				}
 			}
 		})
 	}

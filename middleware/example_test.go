@@ -24,7 +24,8 @@ func exampleIssuer() (*httptest.Server, *issuer.Issuer) {
 	mux := http.NewServeMux()
 	srv := httptest.NewServer(mux)
 	iss, err := issuer.New(&issuer.Config{
-		Issuer: srv.URL + "/ids",
+		Issuer:       srv.URL + "/ids",
+		EphemeralKey: true, // a key made at start: for examples and tests only
 		Clients: []issuer.ClientConfig{{
 			ClientID: "reporting", SecretHashes: []string{secret.HashSHA256("s3cret")}, Scopes: []string{scope.AdminWebAPI},
 		}},

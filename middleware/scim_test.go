@@ -179,8 +179,10 @@ func TestSCIMAuthHookLogsNoToken(t *testing.T) {
 
 // Protect a SCIM handler with per-tenant tokens from the configuration.
 func ExampleSCIMAuth() {
-	// In a service: tenants := middleware.NewTenants(cfg.Tenants()), with
-	// cfg from issuer.LoadConfig; on reload, tenants.Replace(cfg.Tenants()).
+	// In a service: hashes, err := middleware.ParseTenants(configs), with
+	// configs from the service's own configuration file; then
+	// tenants := middleware.NewTenants(hashes), and on reload
+	// tenants.Replace(hashes).
 	tenants := middleware.NewTenants(map[string][]secret.Hash{
 		"acme": {secret.MustParse(secret.HashSHA256("acme-scim-token"))},
 	})

@@ -178,7 +178,7 @@ func TestUsageAndErrors(t *testing.T) {
 		{"an empty secret", "\n", []string{"hash-secret", "-stdin"}, 1, "no secret given"},
 		{"gen-key without -out", "", []string{"gen-key"}, 2, "-out FILE is required"},
 		{"gen-key with an unknown alg", "", []string{"gen-key", "-alg", "HS256", "-out", filepath.Join(dir, "k")}, 2, "want ES256, RS256 or EdDSA"},
-		{"check-config of a bad file", "", []string{"check-config", writeFile(t, dir, "bad.json", `{"issuer":"http://h/ids","clients":[{"clientId":"a","secretHashes":["hunter2"],"scopes":["pd_AdminWebApi"]}]}`)}, 1, `clients[0] ("a").secretHashes[0]`},
+		{"check-config of a bad file", "", []string{"check-config", writeFile(t, dir, "bad.json", `{"issuer":"http://h/ids","ephemeralKey":true,"clients":[{"clientId":"a","secretHashes":["hunter2"],"scopes":["pd_AdminWebApi"]}]}`)}, 1, `clients[0] ("a").secretHashes[0]`},
 		{"check-config of no file", "", []string{"check-config"}, 2, "exactly one"},
 		{"token without flags", "", []string{"token"}, 2, "required"},
 		{"decode of garbage", "", []string{"decode", "not-a-token"}, 1, "not a JWT"},

@@ -1,0 +1,70 @@
+package middleware_test
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/idsauth/idsauth/middleware"
+	"github.com/idsauth/idsauth/secret"
+)
+
+func TestParseTenants(t *testing.T) {
+	good := secret.HashSHA256("acme-token")
+	t.Run("each tenant gets its hashes, and SCIMAuth admits their tokens", func(t *testing.T) {
+		m, err := middleware.ParseTenants([]middleware.TenantConfig{
+			{Tenant: "acme", TokenHashes: []string{good, secret.HashSHA256("acme-next")}},
+			{Tenant: "globex", TokenHashes: []string{secret.HashSHA256("globex-token")}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(m) != 2 || len(m["acme"]) != 2 || len(m["globex"]) != 1 {
+			t.Fatalf("parsed %v", m)
+		}
+		srv := scimServer(t, middleware.NewTenants(m))
+		for tenant, tok := range map[string]string{"acme": "acme-next", "globex": "globex-token"} {
+			if a := call(t, scimURL(srv, tenant), "Bearer "+tok); a.status != http.StatusOK {
+				t.Errorf("%s: %d", tenant, a.status)
+			}
+		}
+		wantSCIM401(t, call(t, scimURL(srv, "globex"), "Bearer acme-token"))
+	})
+	t.Run("no tenants is an empty store, not an error", func(t *testing.T) {
+		if m, err := middleware.ParseTenants(nil); err != nil || m == nil || len(m) != 0 {
+			t.Fatalf("%v, %v", m, err)
+		}
+	})
+
+	cases := []struct {
+		name, json, field, reason string
+	}{
+		{"empty tenant", `[{"tenant":"","tokenHashes":["` + good + `"]}]`, "[0].tenant", "empty"},
+		{"duplicate tenant", `[{"tenant":"t","tokenHashes":["` + good + `"]},{"tenant":"t","tokenHashes":["` + secret.HashSHA256("b") + `"]}]`, "[1].tenant", `duplicate tenant "t"`},
+		{"no hashes", `[{"tenant":"t","tokenHashes":[]}]`, "[0].tokenHashes", "at least one hash"},
+		{"a plain-text token", `[{"tenant":"t","tokenHashes":["` + good + `","hunter2"]}]`, "[0].tokenHashes[1]", "plain-text"},
+		{"a plain-text token with a colon", `[{"tenant":"t","tokenHashes":["x:hunter2"]}]`, "[0].tokenHashes[0]", "plain-text"},
+		{"a malformed hash", `[{"tenant":"t","tokenHashes":["sha256:hunter2"]}]`, "[0].tokenHashes[0]", "malformed"},
+	}
+	for _, c := range cases {
+		t.Run(c.name+" is refused by field", func(t *testing.T) {
+			var list []middleware.TenantConfig
+			if err := json.Unmarshal([]byte(c.json), &list); err != nil {
+				t.Fatal(err)
+			}
+			m, err := middleware.ParseTenants(list)
+			var te *middleware.TenantConfigError
+			if !errors.As(err, &te) || m != nil {
+				t.Fatalf("got %v, %v; want a TenantConfigError and nothing else", m, err)
+			}
+			if te.Field != c.field || !strings.Contains(te.Reason, c.reason) {
+				t.Fatalf("got %s: %s; want %s: ...%s...", te.Field, te.Reason, c.field, c.reason)
+			}
+			if strings.Contains(err.Error(), "hunter2") {
+				t.Fatalf("the error echoes the value: %v", err)
+			}
+		})
+	}
+}
