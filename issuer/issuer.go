@@ -18,9 +18,9 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/idsauth/idsauth/internal/clientip"
+	"github.com/idsauth/idsauth/internal/keyerr"
 	"github.com/idsauth/idsauth/internal/keys"
 	"github.com/idsauth/idsauth/internal/limiter"
-	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/scope"
 	"github.com/idsauth/idsauth/secret"
 )
@@ -273,10 +273,10 @@ func (iss *Issuer) Keyfunc(t *jwt.Token) (any, error) {
 	kid, _ := t.Header["kid"].(string)
 	k, ok := iss.st.Load().byKID[kid]
 	if !ok {
-		return nil, middleware.ErrUnknownKey
+		return nil, keyerr.ErrUnknownKey
 	}
 	if alg, _ := t.Header["alg"].(string); alg != k.Alg {
-		return nil, middleware.ErrAlgorithm
+		return nil, keyerr.ErrAlgorithm
 	}
 	return k.Public(), nil
 }

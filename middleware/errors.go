@@ -1,6 +1,10 @@
 package middleware
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/idsauth/idsauth/internal/keyerr"
+)
 
 // The reasons a token fails validation. [Validator.Validate] returns one of
 // them (test with errors.Is); its text is what error_description says, so
@@ -8,11 +12,11 @@ import "errors"
 var (
 	ErrTooLarge        = errors.New("token is too large")
 	ErrMalformed       = errors.New("token is malformed")
-	ErrAlgorithm       = errors.New("token signing algorithm not allowed")
+	ErrAlgorithm       = keyerr.ErrAlgorithm
 	ErrCritical        = errors.New("token has critical header parameters that are not supported")
 	ErrType            = errors.New("token type is not an access token")
-	ErrUnknownKey      = errors.New("unknown signing key")
-	ErrKeysUnavailable = errors.New("signing keys unavailable")
+	ErrUnknownKey      = keyerr.ErrUnknownKey
+	ErrKeysUnavailable = keyerr.ErrKeysUnavailable
 	ErrSignature       = errors.New("signature invalid")
 	ErrExpired         = errors.New("token expired")
 	ErrNotYetValid     = errors.New("token not valid yet")
