@@ -49,3 +49,16 @@ func describe(err error) string {
 	}
 	return "token invalid"
 }
+
+// logReason is the text of a rejection reason fit for a log line: ours as
+// they are, anything else (from a TokenValidator the user wrote, whose
+// message could hold anything) as a generic text.
+func logReason(err error) string {
+	switch {
+	case errors.Is(err, ErrNoToken), errors.Is(err, ErrMultipleHeaders),
+		errors.Is(err, ErrSpaceInToken), errors.Is(err, ErrInsufficientScope),
+		errors.Is(err, ErrSCIMToken), errors.Is(err, ErrSCIMTooManyFailures), errors.Is(err, ErrNoClaims):
+		return err.Error()
+	}
+	return describe(err)
+}

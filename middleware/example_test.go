@@ -87,7 +87,7 @@ func ExampleRequireBearer() {
 		c, _ := middleware.ClaimsFrom(r.Context())
 		fmt.Fprintf(w, "hello %s", c.ClientID)
 	})
-	api := httptest.NewServer(middleware.RequireBearer(v, middleware.WithRealm("example"))(hello))
+	api := httptest.NewServer(middleware.RequireBearerWithConfig(v, middleware.BearerConfig{Realm: "example"})(hello))
 	defer api.Close()
 
 	resp, err := http.Get(api.URL)
