@@ -75,7 +75,7 @@ func RequireBearerWithConfig(v TokenValidator, cfg BearerConfig) func(http.Handl
 				if errors.Is(err, bearer.ErrMissing) {
 					o.challenge(w, r, err)
 				} else {
-					o.fail(w, r, http.StatusBadRequest, err, oauthwire.Error{Code: "invalid_request", Description: err.Error()})
+					o.fail(w, r, http.StatusBadRequest, err, oauthwire.Error{Code: "invalid_request", Description: describe(err)})
 				}
 				return
 			}

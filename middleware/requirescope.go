@@ -55,7 +55,7 @@ func RequireScope(scopes ...string) func(http.Handler) http.Handler {
 			if !s.claims.Scopes.HasAny(scopes...) {
 				s.resp.fail(w, r, http.StatusForbidden, ErrInsufficientScope, oauthwire.Error{
 					Code:        "insufficient_scope",
-					Description: ErrInsufficientScope.Error(),
+					Description: describe(ErrInsufficientScope),
 					Scope:       need,
 				})
 				return

@@ -8,11 +8,12 @@ import (
 )
 
 // DefaultRealm is RequireBearer's realm when none is configured.
-const DefaultRealm = "idsauth"
+const DefaultRealm = oauthwire.Realm
 
 // RejectFunc is called on every rejected request with the answer's status
-// and the reason: one of this package's Err* values, or an error of the
-// bearer header's form. It never receives the token. Use it for metrics
+// and the reason: one of this package's Err* values (a *ValidationError is
+// given as its Reason; its facts go to the log line), or, from a
+// TokenValidator of your own, its error. It never receives the token. Use it for metrics
 // and audit logs.
 type RejectFunc func(r *http.Request, status int, err error)
 
@@ -25,18 +26,32 @@ type responder struct {
 	logger   *slog.Logger
 }
 
-// reject reports a rejection to the hook and the logger.
+// reject reports a rejection to the hook, with a *ValidationError reduced
+// to its Reason, and to the logger, with the error's facts if it is ours.
 func (o *responder) reject(r *http.Request, status int, err error) {
+	reason := err
+	ve, isVE := err.(*ValidationError)
+	if isVE {
+		reason = ve.Reason
+	}
 	if o.onReject != nil {
-		o.onReject(r, status, err)
+		o.onReject(r, status, reason)
 	}
-	if o.logger != nil {
-		o.logger.LogAttrs(r.Context(), slog.LevelInfo, "idsauth: request rejected",
-			slog.String("method", r.Method),
-			slog.String("path", r.URL.Path),
-			slog.Int("status", status),
-			slog.String("reason", logReason(err)))
+	if o.logger == nil {
+		return
 	}
+	attrs := []slog.Attr{
+		slog.String("method", r.Method),
+		slog.String("path", r.URL.Path),
+		slog.Int("status", status),
+		slog.String("reason", logReason(reason)),
+	}
+	if isVE && reasonRow(reason) >= 0 {
+		if detail := ve.Error(); detail != reason.Error() {
+			attrs = append(attrs, slog.String("detail", detail))
+		}
+	}
+	o.logger.LogAttrs(r.Context(), slog.LevelInfo, "idsauth: request rejected", attrs...)
 }
 
 // challenge answers a request that carried no token ([RFC 6750] §3.1).

@@ -24,10 +24,15 @@ type TokenValidator interface {
 	Validate(ctx context.Context, token string) (*Claims, error)
 }
 
-// DefaultAlgorithms are the signing algorithms a Validator accepts when
-// ValidatorConfig.Algorithms is empty. "Ed25519" is RFC 9864's
-// fully-specified name for EdDSA over an Ed25519 key.
-var DefaultAlgorithms = []string{"ES256", "RS256", "PS256", "EdDSA", "Ed25519"}
+// DefaultAlgorithms returns the signing algorithms a Validator accepts
+// when ValidatorConfig.Algorithms is empty: ES256, RS256, PS256, EdDSA and
+// Ed25519, [RFC 9864]'s fully-specified name for EdDSA over an Ed25519
+// key. Each call returns a new slice.
+//
+// [RFC 9864]: https://www.rfc-editor.org/rfc/rfc9864
+func DefaultAlgorithms() []string {
+	return []string{"ES256", "RS256", "PS256", "EdDSA", "Ed25519"}
+}
 
 // DefaultMaxTokenSize is the longest token a Validator reads when
 // ValidatorConfig.MaxTokenSize is zero: 16 KiB, far above the 0.5 to 2 KiB
@@ -76,7 +81,7 @@ type ValidatorConfig struct {
 	Keys KeySource
 
 	// Algorithms are the accepted "alg" values. Empty means
-	// DefaultAlgorithms. "none" and the HMAC algorithms are never accepted,
+	// DefaultAlgorithms(). "none" and the HMAC algorithms are never accepted,
 	// even if listed: NewValidator refuses them. The list is matched
 	// exactly: "EdDSA" and "Ed25519" are listed apart.
 	Algorithms []string
@@ -190,7 +195,7 @@ func NewValidator(ctx context.Context, cfg ValidatorConfig) (*Validator, error) 
 	}
 	algs := cfg.Algorithms
 	if len(algs) == 0 {
-		algs = DefaultAlgorithms
+		algs = DefaultAlgorithms()
 	}
 	allowed := make(map[string]bool, len(algs))
 	for _, a := range algs {
@@ -296,12 +301,13 @@ func (v *Validator) setKeys(src KeySource) {
 // Validate checks a raw access token, in this order: its size, its form,
 // its header (alg on the allow-list, typ, no crit), its signature, and
 // only then its claims: each registered claim of the right JSON type
-// (names matched exactly, NumericDates as JSON numbers), exp/nbf/iat with
-// leeway, iss, aud, no cnf, and the scope claim. On failure it returns one
-// of the Err* values of this package.
+// (names matched exactly, NumericDates as JSON numbers), no cnf,
+// exp/nbf/iat with leeway, iss, aud, and the scope claim. On failure it
+// returns a *ValidationError whose Reason is one of the Err* values of
+// this package.
 func (v *Validator) Validate(ctx context.Context, token string) (*Claims, error) {
 	if len(token) > v.maxSize {
-		return nil, ErrTooLarge
+		return nil, refused(ErrTooLarge)
 	}
 	now := v.now()
 	var keys uint64
@@ -313,6 +319,9 @@ func (v *Validator) Validate(ctx context.Context, token string) (*Claims, error)
 	}
 	c, err := v.validate(ctx, token, now)
 	if err != nil {
+		if _, ok := err.(*ValidationError); !ok {
+			err = refused(err)
+		}
 		return nil, err
 	}
 	if v.cache != nil && len(token) <= maxCachedToken {
