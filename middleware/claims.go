@@ -11,9 +11,11 @@ import (
 	"github.com/idsauth/idsauth/scope"
 )
 
-// Claims are the validated claims of an access token (RFC 9068 §2.2).
+// Claims are the validated claims of an access token ([RFC 9068] §2.2).
 // A *Claims may be shared between requests that carry the same token:
 // treat it as read-only.
+//
+// [RFC 9068]: https://www.rfc-editor.org/rfc/rfc9068
 type Claims struct {
 	Issuer    string    // iss
 	Subject   string    // sub
@@ -56,9 +58,11 @@ const (
 // into a Claims whose Decode and Raw work: for a TokenValidator of your
 // own, after it has verified the token. It checks what Validate checks
 // of the claims' form (each registered claim of its JSON type, names
-// matched exactly, the scope claim as ParseClaim reads it) and nothing
-// else: no time, issuer, audience or "cnf". It fails with ErrMalformed,
-// ErrScopeName or ErrScopeClaim.
+// matched exactly ([RFC 7519] §4), the scope claim as scope.ParseClaim
+// reads it) and nothing else: no time, issuer, audience or "cnf". It
+// fails with ErrMalformed, ErrScopeName or ErrScopeClaim.
+//
+// [RFC 7519]: https://www.rfc-editor.org/rfc/rfc7519
 func NewClaims(payload []byte) (*Claims, error) {
 	c, f, err := parseClaims(payload, base64.RawURLEncoding.EncodeToString(payload))
 	if err != nil {

@@ -153,10 +153,12 @@ type ValidatorConfig struct {
 	Now func() time.Time
 }
 
-// Validator validates access tokens (RFC 9068) against the issuer's keys.
-// It is safe for concurrent use. A Validator that fetches a JWKS owns a
-// goroutine that refreshes it; the goroutine ends when the context given
-// to NewValidator ends.
+// Validator validates access tokens ([RFC 9068]) against the issuer's
+// keys. It is safe for concurrent use. A Validator that fetches a JWKS
+// owns a goroutine that refreshes it; the goroutine ends when the context
+// given to NewValidator ends.
+//
+// [RFC 9068]: https://www.rfc-editor.org/rfc/rfc9068
 type Validator struct {
 	keys        KeySource
 	versioned   VersionedKeySource // nil when the source has no version
