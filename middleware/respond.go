@@ -7,7 +7,8 @@ import (
 	"github.com/idsauth/idsauth/internal/oauthwire"
 )
 
-// DefaultRealm is RequireBearer's realm when none is configured.
+// DefaultRealm, "idsauth", is RequireBearer's realm when none is
+// configured; the issuer's Basic challenge uses it too.
 const DefaultRealm = oauthwire.Realm
 
 // RejectFunc is called on every rejected request with the answer's status
