@@ -14,7 +14,7 @@
 //
 //   - scope: the two scope names, the API family each grants, and parsing
 //     of the scope claim.
-//   - middleware: RequireBearer, RequireScope and SCIMAuth, each a
+//   - middleware: RequireBearer, RequireScope (or RequireFamily) and SCIMAuth, each a
 //     func(http.Handler) http.Handler, on a Validator that checks JWTs
 //     against the issuer's JWKS (or its keys in process).
 //   - issuer: the token issuer, an http.Handler to mount at /ids/, with its

@@ -83,11 +83,11 @@ func newService(ctx context.Context, src configSource, logger *slog.Logger) (*se
 
 // routes wires the four API families behind their middleware.
 func (s *service) routes() http.Handler {
-	logs := middleware.WithLogger(s.logger)
-	bearer := alice.New(middleware.RequireBearer(s.v, logs))
-	admin := bearer.Append(middleware.RequireScope(scope.AdminWebAPI))
-	connect := bearer.Append(middleware.RequireScope(scope.ConnectWebAPI))
-	scim := alice.New(middleware.SCIMAuth(s.tenants, logs, middleware.WithSCIMLimits(scimLimits(s.current.Limits))))
+	bearer := alice.New(middleware.RequireBearerWithConfig(s.v, middleware.BearerConfig{Logger: s.logger}))
+	admin := bearer.Append(middleware.RequireFamily(scope.Admin))
+	connect := bearer.Append(middleware.RequireFamily(scope.Connect))
+	session := bearer.Append(middleware.RequireFamily(scope.ConnectSession))
+	scim := alice.New(middleware.SCIMAuthWithConfig(s.tenants, middleware.SCIMConfig{Logger: s.logger, Limits: scimLimits(s.current.Limits)}))
 
 	mux := http.NewServeMux()
 	mux.Handle("/ids/", s.iss)
@@ -99,9 +99,9 @@ func (s *service) routes() http.Handler {
 	mux.Handle(api+"/Admin/", admin.ThenFunc(notFound))
 
 	mux.Handle("POST "+api+"/Connect/Documents", connect.ThenFunc(s.generateDocument))
-	mux.Handle("POST "+api+"/Connect/Session", connect.ThenFunc(s.createSession))
-	mux.Handle("GET "+api+"/Connect/Session/{sessionId}", connect.ThenFunc(s.getSession))
-	mux.Handle("DELETE "+api+"/Connect/Session/{sessionId}", connect.ThenFunc(s.deleteSession))
+	mux.Handle("POST "+api+"/Connect/Session", session.ThenFunc(s.createSession))
+	mux.Handle("GET "+api+"/Connect/Session/{sessionId}", session.ThenFunc(s.getSession))
+	mux.Handle("DELETE "+api+"/Connect/Session/{sessionId}", session.ThenFunc(s.deleteSession))
 	mux.Handle(api+"/Connect/", connect.ThenFunc(notFound))
 
 	const scimBase = "/webapi/scim-api/v1/{tenant}/scim"

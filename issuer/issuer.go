@@ -1,6 +1,8 @@
 package issuer
 
 import (
+	"context"
+	"crypto"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -15,9 +17,9 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/idsauth/idsauth/internal/clientip"
+	"github.com/idsauth/idsauth/internal/keyerr"
 	"github.com/idsauth/idsauth/internal/keys"
 	"github.com/idsauth/idsauth/internal/limiter"
-	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/scope"
 	"github.com/idsauth/idsauth/secret"
 )
@@ -29,8 +31,8 @@ import (
 //	GET  /ids/.well-known/openid-configuration      the discovery document
 //	GET  /ids/.well-known/openid-configuration/jwks the signing keys
 //
-// It is also a middleware.KeySource, so a middleware.Validator in the same
-// process checks its tokens without HTTP. It is safe for concurrent use;
+// It is also a middleware.VersionedKeySource, so a middleware.Validator in
+// the same process checks its tokens without HTTP. It is safe for concurrent use;
 // Reload swaps its configuration without dropping a request.
 type Issuer struct {
 	st      atomic.Pointer[state]
@@ -267,19 +269,19 @@ func serveDocument(w http.ResponseWriter, r *http.Request, body []byte, cache st
 	_, _ = w.Write(body)
 }
 
-// Keyfunc returns the public key that verifies t, found by its "kid"
-// among the keys the issuer publishes now. It makes *Issuer a
-// middleware.KeySource.
-func (iss *Issuer) Keyfunc(t *jwt.Token) (any, error) {
-	kid, _ := t.Header["kid"].(string)
+// VerificationKeys returns the public key named kid among the keys the
+// issuer publishes now, if it is for alg. With KeysVersion it makes
+// *Issuer a middleware.VersionedKeySource, for a validator in the same
+// process.
+func (iss *Issuer) VerificationKeys(_ context.Context, kid, alg string) ([]crypto.PublicKey, error) {
 	k, ok := iss.st.Load().byKID[kid]
 	if !ok {
-		return nil, middleware.ErrUnknownKey
+		return nil, keyerr.ErrUnknownKey
 	}
-	if alg, _ := t.Header["alg"].(string); alg != k.Alg {
-		return nil, middleware.ErrAlgorithm
+	if alg != k.Alg {
+		return nil, keyerr.ErrAlgorithm
 	}
-	return k.Public(), nil
+	return []crypto.PublicKey{k.Public()}, nil
 }
 
 // KeysVersion changes whenever a reload changes the published keys, so

@@ -117,7 +117,15 @@ func TestAccessTokenClaims(t *testing.T) {
 		t.Errorf("two tokens share the jti %q", jti)
 	}
 	// The signature verifies with the published key.
-	if _, err := jwt.Parse(tok.AccessToken, s.iss.Keyfunc); err != nil {
+	keyfunc := func(t *jwt.Token) (any, error) {
+		kid, _ := t.Header["kid"].(string)
+		ks, err := s.iss.VerificationKeys(context.Background(), kid, t.Method.Alg())
+		if err != nil {
+			return nil, err
+		}
+		return ks[0], nil
+	}
+	if _, err := jwt.Parse(tok.AccessToken, keyfunc); err != nil {
 		t.Fatalf("signature does not verify: %v", err)
 	}
 }

@@ -32,7 +32,7 @@ type api struct {
 	jwks *jwktest.JWKS
 }
 
-func newAPI(t *testing.T, alg string, cfg middleware.ValidatorConfig, opts ...middleware.Option) *api {
+func newAPI(t *testing.T, alg string, cfg middleware.ValidatorConfig, bc middleware.BearerConfig) *api {
 	t.Helper()
 	k := jwktest.NewKey(t, alg)
 	jwks := jwktest.NewJWKS(t, k)
@@ -48,8 +48,8 @@ func newAPI(t *testing.T, alg string, cfg middleware.ValidatorConfig, opts ...mi
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts = append([]middleware.Option{middleware.WithRealm("test")}, opts...)
-	authed := alice.New(middleware.RequireBearer(v, opts...))
+	bc.Realm = "test"
+	authed := alice.New(middleware.RequireBearerWithConfig(v, bc))
 	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, found := middleware.ClaimsFrom(r.Context())
 		if !found {
@@ -150,7 +150,7 @@ func wantError(t *testing.T, a answer, status int, code, description string) {
 func TestRequireBearer(t *testing.T) {
 	for _, alg := range jwktest.Algs {
 		t.Run(alg, func(t *testing.T) {
-			s := newAPI(t, alg, middleware.ValidatorConfig{})
+			s := newAPI(t, alg, middleware.ValidatorConfig{}, middleware.BearerConfig{})
 			iss := s.jwks.Issuer()
 			admin := jwktest.Claims(iss, scope.AdminWebAPI, time.Hour)
 			good := jwktest.Sign(t, s.key, nil, admin)
@@ -255,7 +255,7 @@ func TestRequireBearer(t *testing.T) {
 }
 
 func TestRequireBearerTypeOptional(t *testing.T) {
-	s := newAPI(t, "ES256", middleware.ValidatorConfig{})
+	s := newAPI(t, "ES256", middleware.ValidatorConfig{}, middleware.BearerConfig{})
 	claims := jwktest.Claims(s.jwks.Issuer(), scope.AdminWebAPI, time.Hour)
 	for _, typ := range []any{"JWT", "application/at+jwt", "AT+JWT", nil} {
 		tok := jwktest.Sign(t, s.key, map[string]any{"typ": typ}, claims)
@@ -263,13 +263,13 @@ func TestRequireBearerTypeOptional(t *testing.T) {
 			t.Errorf("typ %v: got %d %q", typ, a.status, a.body)
 		}
 	}
-	strict := newAPI(t, "ES256", middleware.ValidatorConfig{RequireType: true})
+	strict := newAPI(t, "ES256", middleware.ValidatorConfig{RequireType: true}, middleware.BearerConfig{})
 	tok := jwktest.Sign(t, strict.key, map[string]any{"typ": nil}, jwktest.Claims(strict.jwks.Issuer(), scope.AdminWebAPI, time.Hour))
 	wantError(t, call(t, strict.URL+"/admin", "Bearer "+tok), 401, "invalid_token", "token type is not an access token")
 }
 
 func TestRequireBearerAudience(t *testing.T) {
-	s := newAPI(t, "ES256", middleware.ValidatorConfig{Audience: []string{"https://api.example"}})
+	s := newAPI(t, "ES256", middleware.ValidatorConfig{Audience: []string{"https://api.example"}}, middleware.BearerConfig{})
 	claims := jwktest.Claims(s.jwks.Issuer(), scope.AdminWebAPI, time.Hour)
 	wrong := jwktest.Sign(t, s.key, nil, claims)
 	wantError(t, call(t, s.URL+"/admin", "Bearer "+wrong), 401, "invalid_token", "token audience not accepted")
@@ -300,7 +300,7 @@ func TestRejectHookAndLogger(t *testing.T) {
 	logs, logger := testlog.New()
 	hook := func(r *http.Request, status int, err error) { got = append(got, rejection{status, err}) }
 	s := newAPI(t, "ES256", middleware.ValidatorConfig{},
-		middleware.WithRejectHook(hook), middleware.WithLogger(logger))
+		middleware.BearerConfig{OnReject: hook, Logger: logger})
 	expired := jwktest.Sign(t, s.key, nil, jwktest.With(jwktest.Claims(s.jwks.Issuer(), scope.AdminWebAPI, time.Hour), "exp", 1))
 	good := jwktest.Sign(t, s.key, nil, jwktest.Claims(s.jwks.Issuer(), scope.AdminWebAPI, time.Hour))
 	call(t, s.URL+"/admin")
@@ -335,9 +335,9 @@ func (nilValidator) Validate(context.Context, string) (*middleware.Claims, error
 
 func TestRequireBearerNilClaimsFailClosed(t *testing.T) {
 	var reasons []error
-	h := alice.New(middleware.RequireBearer(nilValidator{}, middleware.WithRealm("test"), middleware.WithRejectHook(func(r *http.Request, status int, err error) {
+	h := alice.New(middleware.RequireBearerWithConfig(nilValidator{}, middleware.BearerConfig{Realm: "test", OnReject: func(r *http.Request, status int, err error) {
 		reasons = append(reasons, err)
-	})), middleware.RequireScope(scope.AdminWebAPI)).ThenFunc(func(w http.ResponseWriter, r *http.Request) {
+	}}), middleware.RequireScope(scope.AdminWebAPI)).ThenFunc(func(w http.ResponseWriter, r *http.Request) {
 		t.Error("handler reached")
 	})
 	srv := httptest.NewServer(h)

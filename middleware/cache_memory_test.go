@@ -2,6 +2,7 @@ package middleware
 
 import (
 	"context"
+	"crypto"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -10,15 +11,15 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/golang-jwt/jwt/v5"
 )
 
 // noKeys is a key source for tests that never verify.
 type noKeys struct{}
 
-func (noKeys) Keyfunc(*jwt.Token) (any, error) { return nil, ErrUnknownKey }
-func (noKeys) KeysVersion() uint64             { return 1 }
+func (noKeys) VerificationKeys(context.Context, string, string) ([]crypto.PublicKey, error) {
+	return nil, ErrUnknownKey
+}
+func (noKeys) KeysVersion() uint64 { return 1 }
 
 // TestCacheEntryMemory measures, after a GC, what a full cache costs per
 // entry beside its token, and holds it within 20% of cacheEntryOverhead,

@@ -2,14 +2,13 @@ package middleware_test
 
 import (
 	"context"
+	"crypto"
 	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/idsauth/idsauth/internal/jwktest"
 	"github.com/idsauth/idsauth/internal/keys"
@@ -42,16 +41,15 @@ func (c *countingKeys) set(ks ...*keys.Key) {
 	c.version.Add(1)
 }
 
-func (c *countingKeys) Keyfunc(t *jwt.Token) (any, error) {
+func (c *countingKeys) VerificationKeys(_ context.Context, kid, _ string) ([]crypto.PublicKey, error) {
 	c.lookups.Add(1)
-	kid, _ := t.Header["kid"].(string)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	k, ok := c.keys[kid]
 	if !ok {
 		return nil, middleware.ErrUnknownKey
 	}
-	return k.Public(), nil
+	return []crypto.PublicKey{k.Public()}, nil
 }
 
 func (c *countingKeys) KeysVersion() uint64 { return c.version.Load() }

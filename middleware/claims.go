@@ -3,7 +3,6 @@ package middleware
 import (
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"math"
 	"slices"
 	"strconv"
@@ -12,9 +11,11 @@ import (
 	"github.com/idsauth/idsauth/scope"
 )
 
-// Claims are the validated claims of an access token (RFC 9068 §2.2).
+// Claims are the validated claims of an access token ([RFC 9068] §2.2).
 // A *Claims may be shared between requests that carry the same token:
 // treat it as read-only.
+//
+// [RFC 9068]: https://www.rfc-editor.org/rfc/rfc9068
 type Claims struct {
 	Issuer    string    // iss
 	Subject   string    // sub
@@ -53,20 +54,48 @@ const (
 	maxNumericDate = 253402300799 // 9999-12-31T23:59:59Z
 )
 
-// claims decodes and checks the payload of a token whose signature is
-// good. payload64 is its base64url form, kept for Claims.Decode.
+// NewClaims reads an access token's claim set, the JSON of its payload,
+// into a Claims whose Decode and Raw work: for a TokenValidator of your
+// own, after it has verified the token. It checks what Validate checks
+// of the claims' form (each registered claim of its JSON type, names
+// matched exactly ([RFC 7519] §4), the scope claim as scope.ParseClaim
+// reads it) and nothing else: no time, issuer, audience or "cnf". It
+// fails with ErrMalformed, ErrScopeName or ErrScopeClaim.
+//
+// [RFC 7519]: https://www.rfc-editor.org/rfc/rfc7519
+func NewClaims(payload []byte) (*Claims, error) {
+	c, f, err := parseClaims(payload, base64.RawURLEncoding.EncodeToString(payload))
+	if err != nil {
+		return nil, err
+	}
+	if c.Scopes, err = scope.ParseClaim(f.scope); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// claimFacts is what parseClaims finds beside the Claims.
+type claimFacts struct {
+	exp, nbf, iat *time.Time      // nil when absent
+	cnf           bool            // a "cnf" claim is present
+	scope         json.RawMessage // the scope claim, read last
+}
+
+// parseClaims reads a claim set into a Claims, all but its Scopes. payload64 is its base64url form, kept
+// for Claims.Decode.
 //
 // Claim names are matched exactly (RFC 7519 §4): the payload is read into
 // a map, not a struct, since encoding/json matches struct fields without
 // regard to case and "EXP" would pass for "exp". Every registered claim
 // this package reads must have its JSON type; JSON null counts as absent.
-func (v *Validator) claims(payload []byte, payload64 string, now time.Time) (*Claims, error) {
+func parseClaims(payload []byte, payload64 string) (*Claims, claimFacts, error) {
+	var t claimFacts
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(payload, &raw); err != nil {
-		return nil, ErrMalformed
+		return nil, t, ErrMalformed
 	}
+	t.scope = raw["scope"]
 	c := &Claims{payload: payload64}
-	var exp, nbf, iat *time.Time
 	for name, val := range raw {
 		var err error
 		switch name {
@@ -81,42 +110,48 @@ func (v *Validator) claims(payload []byte, payload64 string, now time.Time) (*Cl
 		case "aud":
 			c.Audience, err = audience(val)
 		case "exp":
-			exp, err = numericDate(val, &c.ExpiresAt)
+			t.exp, err = numericDate(val, &c.ExpiresAt)
 		case "nbf":
-			nbf, err = numericDate(val, &c.NotBefore)
+			t.nbf, err = numericDate(val, &c.NotBefore)
 		case "iat":
-			iat, err = numericDate(val, &c.IssuedAt)
+			t.iat, err = numericDate(val, &c.IssuedAt)
 		case "cnf":
-			if !v.allowBound {
-				return nil, ErrBoundToken
-			}
+			t.cnf = true
 		}
 		if err != nil {
-			return nil, ErrMalformed
+			return nil, t, ErrMalformed
 		}
 	}
+	return c, t, nil
+}
+
+// claims decodes and checks the payload of a token whose signature is
+// good: its form (parseClaims), then exp, nbf, iat with leeway, iss, aud,
+// and last the scope claim.
+func (v *Validator) claims(payload []byte, payload64 string, now time.Time) (*Claims, error) {
+	c, t, err := parseClaims(payload, payload64)
 	switch {
-	case exp == nil:
-		return nil, ErrMissingClaim
-	case !now.Before(exp.Add(v.leeway)):
-		return nil, ErrExpired
-	case nbf != nil && now.Add(v.leeway).Before(*nbf):
-		return nil, ErrNotYetValid
-	case iat != nil && now.Add(v.leeway).Before(*iat):
-		return nil, ErrIssuedInFuture
-	case c.Issuer != v.issuer:
-		return nil, ErrIssuer
-	case len(v.audience) > 0 && !slices.ContainsFunc(c.Audience, func(a string) bool { return slices.Contains(v.audience, a) }):
-		return nil, ErrAudience
-	}
-	s, err := scope.ParseClaim(raw["scope"])
-	switch {
-	case errors.Is(err, scope.ErrInvalidName):
-		return nil, ErrScopeName
 	case err != nil:
-		return nil, ErrScopeClaim
+		return nil, err
+	case t.cnf && !v.allowBound:
+		return nil, ErrBoundToken
+	case t.exp == nil:
+		return nil, ErrMissingClaim
+	case !now.Before(t.exp.Add(v.leeway)):
+		return nil, &ValidationError{Reason: ErrExpired, Expiry: *t.exp, Now: now}
+	case t.nbf != nil && now.Add(v.leeway).Before(*t.nbf):
+		return nil, &ValidationError{Reason: ErrNotYetValid, NotBefore: *t.nbf, Now: now}
+	case t.iat != nil && now.Add(v.leeway).Before(*t.iat):
+		return nil, &ValidationError{Reason: ErrIssuedInFuture, IssuedAt: *t.iat, Now: now}
+	case c.Issuer != v.issuer:
+		return nil, &ValidationError{Reason: ErrIssuer, Issuer: c.Issuer}
+	case len(v.audience) > 0 && !slices.ContainsFunc(c.Audience, func(a string) bool { return slices.Contains(v.audience, a) }):
+		return nil, &ValidationError{Reason: ErrAudience, Audience: c.Audience}
 	}
-	c.Scopes = s
+	// ErrScopeName and ErrScopeClaim are ParseClaim's own errors.
+	if c.Scopes, err = scope.ParseClaim(t.scope); err != nil {
+		return nil, err
+	}
 	return c, nil
 }
 

@@ -2,12 +2,16 @@ package middleware_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/justinas/alice"
 	"golang.org/x/oauth2/clientcredentials"
@@ -88,7 +92,7 @@ func ExampleRequireBearer() {
 		c, _ := middleware.ClaimsFrom(r.Context())
 		fmt.Fprintf(w, "hello %s", c.ClientID)
 	})
-	api := httptest.NewServer(middleware.RequireBearer(v, middleware.WithRealm("example"))(hello))
+	api := httptest.NewServer(middleware.RequireBearerWithConfig(v, middleware.BearerConfig{Realm: "example"})(hello))
 	defer api.Close()
 
 	resp, err := http.Get(api.URL)
@@ -144,4 +148,130 @@ func ExampleRequireScope() {
 	// Output:
 	// 200
 	// 403 Bearer realm="idsauth", error="insufficient_scope", error_description="token lacks the scope this API requires", scope="pd_ConnectWebApi"
+}
+
+// The issuer and the API it protects in one process, on one mux: the
+// validator takes its keys from the issuer (Keys: iss), so nothing is
+// fetched and nothing waits for a listening server at start.
+func Example_issuerInProcess() {
+	mux := http.NewServeMux()
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+
+	iss, err := issuer.New(&issuer.Config{
+		Issuer:       srv.URL + "/ids",
+		EphemeralKey: true, // in production: Keys, from files made by "idsauth gen-key"
+		Clients: []issuer.ClientConfig{{
+			ClientID: "reporting", SecretHashes: []string{secret.HashSHA256("s3cret")}, Scopes: []string{scope.AdminWebAPI},
+		}},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	v, err := middleware.NewValidator(context.Background(), middleware.ValidatorConfig{
+		Issuer:   iss.URL(),
+		Audience: []string{iss.URL() + "/resources"}, // the issuer's default "aud"
+		Keys:     iss,
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	mux.Handle("/ids/", iss)
+	mux.Handle("GET /webapi/api/v3/{datasourceId}/Admin/Users",
+		alice.New(middleware.RequireBearer(v), middleware.RequireFamily(scope.Admin)).ThenFunc(
+			func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, `{"data":[]}`) }))
+
+	cc := clientcredentials.Config{ClientID: "reporting", ClientSecret: "s3cret", TokenURL: iss.TokenURL(), Scopes: []string{scope.AdminWebAPI}}
+	resp, err := cc.Client(context.Background()).Get(srv.URL + "/webapi/api/v3/demo/Admin/Users")
+	if err != nil {
+		log.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	fmt.Println(resp.StatusCode, string(body))
+	// Output: 200 {"data":[]}
+}
+
+// A handler reads the validated claims from the request context; Decode
+// reads the whole claim set, for claims Claims does not name.
+func ExampleClaimsFrom() {
+	ids, iss := exampleIssuer()
+	defer ids.Close()
+	v, err := middleware.NewValidator(context.Background(), middleware.ValidatorConfig{Issuer: iss.URL(), Audience: []string{iss.URL() + "/resources"}, Keys: iss})
+	if err != nil {
+		log.Fatal(err)
+	}
+	whoami := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, ok := middleware.ClaimsFrom(r.Context())
+		if !ok {
+			http.Error(w, "no claims", http.StatusInternalServerError)
+			return
+		}
+		var all map[string]any
+		if err := c.Decode(&all); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		names := slices.Sorted(maps.Keys(all))
+		fmt.Fprintf(w, "%s has %s; claims %v", c.ClientID, c.Scopes, names)
+	})
+	api := httptest.NewServer(middleware.RequireBearer(v)(whoami))
+	defer api.Close()
+
+	cc := clientcredentials.Config{ClientID: "reporting", ClientSecret: "s3cret", TokenURL: iss.TokenURL(), Scopes: []string{scope.AdminWebAPI}}
+	resp, err := cc.Client(context.Background()).Get(api.URL)
+	if err != nil {
+		log.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	fmt.Println(string(body))
+	// Output: reporting has pd_AdminWebApi; claims [aud client_id exp iat iss jti nbf scope sub]
+}
+
+// A TokenValidator of one's own (here one that trusts an upstream
+// gateway's verification) builds its Claims with NewClaims, so that
+// RequireScope, ClaimsFrom and Decode work as with a Validator.
+func ExampleNewClaims() {
+	payload := []byte(`{"iss":"https://ids.example/ids","client_id":"reporting","scope":"pd_AdminWebApi","exp":1900000000,"tenant":"acme"}`)
+	c, err := middleware.NewClaims(payload)
+	if err != nil {
+		log.Fatal(err)
+	}
+	var extra struct {
+		Tenant string `json:"tenant"`
+	}
+	if err := c.Decode(&extra); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(c.ClientID, c.Scopes, c.ExpiresAt.UTC().Format(time.RFC3339), extra.Tenant)
+
+	_, err = middleware.NewClaims([]byte(`{"exp":"tomorrow"}`))
+	fmt.Println(errors.Is(err, middleware.ErrMalformed))
+	// Output:
+	// reporting pd_AdminWebApi 2030-03-17T17:46:40Z acme
+	// true
+}
+
+// A refusal says on the wire only its fixed reason; the ValidationError
+// holds the facts for a log line.
+func ExampleValidationError() {
+	ids, iss := exampleIssuer()
+	defer ids.Close()
+	later := func() time.Time { return time.Now().Add(2 * time.Hour) } // the default token lives an hour
+	v, err := middleware.NewValidator(context.Background(), middleware.ValidatorConfig{Issuer: iss.URL(), Audience: []string{iss.URL() + "/resources"}, Keys: iss, Now: later})
+	if err != nil {
+		log.Fatal(err)
+	}
+	cc := clientcredentials.Config{ClientID: "reporting", ClientSecret: "s3cret", TokenURL: iss.TokenURL(), Scopes: []string{scope.AdminWebAPI}}
+	tok, err := cc.Token(context.Background())
+	if err != nil {
+		log.Fatal(err)
+	}
+	_, err = v.Validate(context.Background(), tok.AccessToken)
+	var ve *middleware.ValidationError
+	if errors.As(err, &ve) {
+		fmt.Println(errors.Is(err, middleware.ErrExpired), ve.Reason, ve.Expiry.Before(ve.Now))
+	}
+	// Output: true token expired true
 }

@@ -68,8 +68,8 @@ func FuzzValidate(f *testing.F) {
 // The failure limits are set out of reach: they have tests of their own.
 func FuzzSCIMAuth(f *testing.F) {
 	tenants := middleware.NewTenants(map[string][]secret.Hash{"acme": {secret.MustParse(secret.HashSHA256("acme-token"))}})
-	h := middleware.SCIMAuth(tenants, middleware.WithTenant(func(r *http.Request) string { return r.Header.Get("X-Tenant") }),
-		middleware.WithSCIMLimits(middleware.SCIMLimits{FailedAttemptsPerTenant: 1 << 30, FailedAttemptsPerAddress: 1 << 30}))(
+	h := middleware.SCIMAuthWithConfig(tenants, middleware.SCIMConfig{Tenant: func(r *http.Request) string { return r.Header.Get("X-Tenant") },
+		Limits: middleware.SCIMLimits{FailedAttemptsPerTenant: 1 << 30, FailedAttemptsPerAddress: 1 << 30}})(
 		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(299) }))
 	refusal := func() string {
 		rec := httptest.NewRecorder()

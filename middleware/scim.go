@@ -2,12 +2,11 @@ package middleware
 
 import (
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/netip"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/idsauth/idsauth/internal/bearer"
@@ -17,72 +16,6 @@ import (
 	"github.com/idsauth/idsauth/scimerr"
 	"github.com/idsauth/idsauth/secret"
 )
-
-// TenantStore gives the token hashes of a SCIM tenant. An unknown tenant
-// has none. *Tenants is the implementation; a service with tenants in a
-// database writes its own.
-type TenantStore interface {
-	TenantTokens(tenant string) []secret.Hash
-}
-
-// Tenants is a TenantStore held in memory. Its whole content is swapped
-// at once by Replace, so a configuration reload never shows a reader half
-// of it. It is safe for concurrent use; the zero value has no tenants.
-//
-// SCIMAuth primes its Verifier with a Tenants' hashes (see
-// secret.Verifier.Prime), at start and on every Replace, so that the
-// failure floor covers the costliest tenant from the first request.
-type Tenants struct {
-	m atomic.Pointer[map[string][]secret.Hash]
-
-	mu        sync.Mutex // serializes Replace and attach
-	verifiers []*secret.Verifier
-}
-
-// NewTenants returns a store holding tenants, each with one or more token
-// hashes (several while a token is being rotated).
-func NewTenants(tenants map[string][]secret.Hash) *Tenants {
-	t := &Tenants{}
-	t.Replace(tenants)
-	return t
-}
-
-// Replace swaps the whole content of the store for tenants.
-func (t *Tenants) Replace(tenants map[string][]secret.Hash) {
-	cp := make(map[string][]secret.Hash, len(tenants))
-	subjects := make([][]secret.Hash, 0, len(tenants))
-	for k, v := range tenants {
-		cp[k] = append([]secret.Hash(nil), v...)
-		subjects = append(subjects, cp[k])
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for _, v := range t.verifiers {
-		v.Prime(subjects...)
-	}
-	t.m.Store(&cp)
-}
-
-// attach primes v with the tenants' hashes now and on every Replace.
-func (t *Tenants) attach(v *secret.Verifier) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if m := t.m.Load(); m != nil {
-		for _, hashes := range *m {
-			v.Prime(hashes)
-		}
-	}
-	t.verifiers = append(t.verifiers, v)
-}
-
-// TenantTokens returns the token hashes of tenant.
-func (t *Tenants) TenantTokens(tenant string) []secret.Hash {
-	m := t.m.Load()
-	if m == nil {
-		return nil
-	}
-	return (*m)[tenant]
-}
 
 // ErrSCIMToken is the reject hook's reason for every SCIM 401: a missing or
 // malformed Authorization header, a wrong token and an unknown tenant are
@@ -97,25 +30,43 @@ var ErrSCIMTooManyFailures = errors.New("too many failed attempts")
 const DefaultSCIMRealm = "scim"
 
 // MaxSCIMTokenLength bounds a SCIM tenant token: a longer bearer value is
-// refused (or, with WithIdentityTokens, only validated as an access
-// token) without being hashed or remembered.
+// refused (or, with SCIMConfig.IdentityTokens, only validated as an
+// access token) without being hashed or remembered.
 const MaxSCIMTokenLength = 1024
 
-// WithTenant sets how SCIMAuth finds the tenant of a request. The default
-// is the ServeMux path value "tenant", as in the pattern
-// "/webapi/scim-api/v1/{tenant}/scim/Users".
-func WithTenant(fn func(*http.Request) string) Option {
-	return func(o *options) { o.tenant = fn }
-}
+// SCIMConfig holds the settings of SCIMAuthWithConfig. The zero value is
+// SCIMAuth's.
+type SCIMConfig struct {
+	// Realm is the realm of the WWW-Authenticate challenge. Empty means
+	// DefaultSCIMRealm.
+	Realm string
 
-// WithIdentityTokens makes SCIMAuth also accept an identity-service access
-// token that v validates and that holds one of scopes. It is off by
-// default: the contract keeps SCIM apart from the identity service.
-func WithIdentityTokens(v TokenValidator, scopes ...string) Option {
-	return func(o *options) {
-		o.idTokens = v
-		o.idTokenNeed = scopes
-	}
+	// OnReject is called on every rejected request. Nil calls nothing.
+	OnReject RejectFunc
+
+	// Logger logs every rejection at Info level: method, path (without
+	// the query), status and reason. Nil logs nothing.
+	Logger *slog.Logger
+
+	// Tenant finds the tenant of a request. Nil means the ServeMux path
+	// value "tenant", as in the pattern
+	// "/webapi/scim-api/v1/{tenant}/scim/Users".
+	Tenant func(*http.Request) string
+
+	// IdentityTokens, when set, makes SCIMAuth also accept an
+	// identity-service access token that it validates and that holds one
+	// of IdentityTokenScopes. Nil, the default, accepts tenant tokens
+	// only: the contract keeps SCIM apart from the identity service.
+	IdentityTokens TokenValidator
+
+	// IdentityTokenScopes are the scopes an identity-service token needs,
+	// one of them, to pass. SCIMAuthWithConfig panics when they are given
+	// without IdentityTokens or IdentityTokens without them, as
+	// RequireScope does for its scopes.
+	IdentityTokenScopes []string
+
+	// Limits bound failed authentications. Zero values take the defaults.
+	Limits SCIMLimits
 }
 
 // SCIMLimits bound failed SCIM authentications, as issuer.Limits bound
@@ -164,19 +115,15 @@ type SCIMLimits struct {
 	TrustedProxies     []netip.Prefix
 }
 
-// WithSCIMLimits sets SCIMAuth's failure limits.
-func WithSCIMLimits(l SCIMLimits) Option {
-	return func(o *options) { o.scimLimits = l }
-}
-
 // scimGuard is SCIMAuth's failure limiter, verifier and address reader.
 type scimGuard struct {
+	tenant   func(*http.Request) string
 	limiter  *limiter.Limiter
 	verifier *secret.Verifier
 	addrs    clientip.Resolver
 }
 
-func newSCIMGuard(l SCIMLimits, tenants TenantStore) *scimGuard {
+func newSCIMGuard(l SCIMLimits, tenants TenantStore, tenantOf func(*http.Request) string) *scimGuard {
 	if err := clientip.CheckHeader(l.TrustedProxyHeader); err != nil {
 		panic("middleware: SCIMLimits.TrustedProxyHeader: " + err.Error())
 	}
@@ -191,6 +138,7 @@ func newSCIMGuard(l SCIMLimits, tenants TenantStore) *scimGuard {
 		window = time.Minute
 	}
 	g := &scimGuard{
+		tenant: tenantOf,
 		limiter: limiter.New(limiter.Config{
 			PerSubject: def(l.FailedAttemptsPerTenant, 10),
 			PerAddress: def(l.FailedAttemptsPerAddress, 100),
@@ -216,20 +164,39 @@ func newSCIMGuard(l SCIMLimits, tenants TenantStore) *scimGuard {
 // malformed or wrong, or the tenant unknown; a wrong token and an unknown
 // tenant do the same work and take the same time (see secret.Verifier).
 // Failed attempts are limited (see SCIMLimits): past a budget the answer
-// is a 429 SCIM error with Retry-After.
-func SCIMAuth(tenants TenantStore, opts ...Option) func(http.Handler) http.Handler {
-	o := newOptions(DefaultSCIMRealm, opts)
-	if o.tenant == nil {
-		o.tenant = func(r *http.Request) string { return r.PathValue("tenant") }
+// is a 429 SCIM error with Retry-After. The realm is DefaultSCIMRealm,
+// the tenant is the path value "tenant" and nothing is logged; see
+// SCIMAuthWithConfig for the settings.
+func SCIMAuth(tenants TenantStore) func(http.Handler) http.Handler {
+	return SCIMAuthWithConfig(tenants, SCIMConfig{})
+}
+
+// SCIMAuthWithConfig is SCIMAuth with the settings of cfg.
+func SCIMAuthWithConfig(tenants TenantStore, cfg SCIMConfig) func(http.Handler) http.Handler {
+	o := &responder{realm: cfg.Realm, onReject: cfg.OnReject, logger: cfg.Logger}
+	if o.realm == "" {
+		o.realm = DefaultSCIMRealm
 	}
-	g := newSCIMGuard(o.scimLimits, tenants)
+	tenantOf := cfg.Tenant
+	if tenantOf == nil {
+		tenantOf = func(r *http.Request) string { return r.PathValue("tenant") }
+	}
+	idTokens := cfg.IdentityTokens
+	idScopes := append([]string(nil), cfg.IdentityTokenScopes...)
+	switch {
+	case idTokens != nil:
+		checkScopes("SCIMAuthWithConfig: IdentityTokenScopes", idScopes)
+	case len(idScopes) > 0:
+		panic("middleware: SCIMAuthWithConfig: IdentityTokenScopes without IdentityTokens")
+	}
+	g := newSCIMGuard(cfg.Limits, tenants, tenantOf)
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			tok, err := bearer.Token(r)
-			if err == nil && o.idTokens != nil && strings.Count(tok, ".") == 2 {
+			if err == nil && idTokens != nil && strings.Count(tok, ".") == 2 {
 				// A validator's (nil, nil) is a refusal, never a pass.
-				if claims, verr := o.idTokens.Validate(r.Context(), tok); verr == nil && claims != nil {
-					if claims.Scopes.HasAny(o.idTokenNeed...) {
+				if claims, verr := idTokens.Validate(r.Context(), tok); verr == nil && claims != nil {
+					if claims.Scopes.HasAny(idScopes...) {
 						next.ServeHTTP(w, withState(r, claims, o))
 						return
 					}
@@ -263,8 +230,8 @@ const (
 )
 
 // check verifies tok against the tenant's hashes under the failure limits.
-func (g *scimGuard) check(w http.ResponseWriter, r *http.Request, o *options, tenants TenantStore, tok string) checkResult {
-	tenant := o.tenant(r)
+func (g *scimGuard) check(w http.ResponseWriter, r *http.Request, o *responder, tenants TenantStore, tok string) checkResult {
+	tenant := g.tenant(r)
 	res, no := g.limiter.Reserve(tenant, g.addrs.Addr(r), time.Now())
 	if res == nil {
 		o.reject(r, http.StatusTooManyRequests, ErrSCIMTooManyFailures)

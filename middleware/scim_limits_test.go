@@ -44,9 +44,9 @@ func wantSCIM429(t *testing.T, a answer) {
 // from a third address (it is answered 401, not slowed).
 func TestSCIMAuthLimitsFailures(t *testing.T) {
 	tenants := middleware.NewTenants(map[string][]secret.Hash{"acme": {secret.MustParse(secret.HashSHA256("acme-token"))}})
-	srv := scimServer(t, tenants, middleware.WithSCIMLimits(middleware.SCIMLimits{
+	srv := scimServer(t, tenants, middleware.SCIMConfig{Limits: middleware.SCIMLimits{
 		FailedAttemptsPerTenant: 5, FailedAttemptsPerAddress: 50, TrustedProxyHeader: "X-Forwarded-For",
-	}))
+	}})
 	counts := map[int]int{}
 	for i := range 200 {
 		a := callFrom(t, scimURL(srv, "acme"), "Bearer guess-"+strconv.Itoa(i), "203.0.113.9")
@@ -88,7 +88,7 @@ func TestSCIMAuthReservesBeforeVerifying(t *testing.T) {
 	}
 	tenants := middleware.NewTenants(map[string][]secret.Hash{"acme": {secret.MustParse(bc)}})
 	v := secret.NewVerifier(secret.VerifierConfig{})
-	srv := scimServer(t, tenants, middleware.WithSCIMLimits(middleware.SCIMLimits{FailedAttemptsPerTenant: 5, Verifier: v}))
+	srv := scimServer(t, tenants, middleware.SCIMConfig{Limits: middleware.SCIMLimits{FailedAttemptsPerTenant: 5, Verifier: v}})
 	if v.Floor() <= 0 {
 		t.Fatal("the tenants' bcrypt hash did not set a failure floor")
 	}

@@ -21,10 +21,10 @@ import (
 
 const scimPattern = "/webapi/scim-api/v1/{tenant}/scim/Users"
 
-func scimServer(t *testing.T, tenants middleware.TenantStore, opts ...middleware.Option) *httptest.Server {
+func scimServer(t *testing.T, tenants middleware.TenantStore, cfg middleware.SCIMConfig) *httptest.Server {
 	t.Helper()
 	mux := http.NewServeMux()
-	mux.Handle(scimPattern, middleware.SCIMAuth(tenants, opts...)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle(scimPattern, middleware.SCIMAuthWithConfig(tenants, cfg)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", scimerr.ContentType)
 		fmt.Fprintf(w, `{"tenant":%q}`, r.PathValue("tenant"))
 	})))
@@ -78,7 +78,7 @@ func TestSCIMAuth(t *testing.T) {
 		"acme":   {secret.MustParse(secret.HashSHA256("acme-old")), secret.MustParse(secret.HashSHA256("acme-new"))},
 		"globex": {secret.MustParse(secret.HashSHA256("globex-token"))},
 	})
-	srv := scimServer(t, tenants)
+	srv := scimServer(t, tenants, middleware.SCIMConfig{})
 
 	t.Run("both tokens of a tenant in rotation pass", func(t *testing.T) {
 		for _, tok := range []string{"acme-old", "acme-new"} {
@@ -136,11 +136,11 @@ func TestSCIMAuthIdentityTokens(t *testing.T) {
 	connect := jwktest.Sign(t, k, nil, jwktest.Claims(jwks.Issuer(), scope.ConnectWebAPI, time.Hour))
 
 	t.Run("refused by default", func(t *testing.T) {
-		srv := scimServer(t, tenants)
+		srv := scimServer(t, tenants, middleware.SCIMConfig{})
 		wantSCIM401(t, call(t, scimURL(srv, "acme"), "Bearer "+admin))
 	})
 	t.Run("accepted with the configured scope when enabled", func(t *testing.T) {
-		srv := scimServer(t, tenants, middleware.WithIdentityTokens(v, scope.AdminWebAPI))
+		srv := scimServer(t, tenants, middleware.SCIMConfig{IdentityTokens: v, IdentityTokenScopes: []string{scope.AdminWebAPI}})
 		if a := call(t, scimURL(srv, "acme"), "Bearer "+admin); a.status != 200 {
 			t.Fatalf("got %d %s", a.status, a.body)
 		}
@@ -159,9 +159,9 @@ func TestSCIMAuthHookLogsNoToken(t *testing.T) {
 	tenants := middleware.NewTenants(map[string][]secret.Hash{"acme": {secret.MustParse(secret.HashSHA256("acme-token"))}})
 	logs, logger := testlog.New()
 	var reasons []error
-	srv := scimServer(t, tenants, middleware.WithLogger(logger),
-		middleware.WithRejectHook(func(r *http.Request, status int, err error) { reasons = append(reasons, err) }),
-		middleware.WithTenant(func(r *http.Request) string { return r.Header.Get("X-Tenant") }))
+	srv := scimServer(t, tenants, middleware.SCIMConfig{Logger: logger,
+		OnReject: func(r *http.Request, status int, err error) { reasons = append(reasons, err) },
+		Tenant:   func(r *http.Request) string { return r.Header.Get("X-Tenant") }})
 	req, _ := http.NewRequest("GET", scimURL(srv, "ignored"), nil)
 	req.Header.Set("X-Tenant", "acme")
 	req.Header.Set("Authorization", "Bearer acme-token")
@@ -213,7 +213,7 @@ func ExampleSCIMAuth() {
 
 func TestSCIMAuthIdentityTokensNilClaimsFailClosed(t *testing.T) {
 	tenants := middleware.NewTenants(map[string][]secret.Hash{"acme": {secret.MustParse(secret.HashSHA256("acme-token"))}})
-	srv := scimServer(t, tenants, middleware.WithIdentityTokens(nilValidator{}, scope.AdminWebAPI))
+	srv := scimServer(t, tenants, middleware.SCIMConfig{IdentityTokens: nilValidator{}, IdentityTokenScopes: []string{scope.AdminWebAPI}})
 	k := jwktest.NewKey(t, "ES256")
 	tok := jwktest.Sign(t, k, nil, jwktest.Claims(iss, scope.AdminWebAPI, time.Hour))
 	wantSCIM401(t, call(t, scimURL(srv, "acme"), "Bearer "+tok))

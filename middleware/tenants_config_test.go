@@ -24,7 +24,7 @@ func TestParseTenants(t *testing.T) {
 		if len(m) != 2 || len(m["acme"]) != 2 || len(m["globex"]) != 1 {
 			t.Fatalf("parsed %v", m)
 		}
-		srv := scimServer(t, middleware.NewTenants(m))
+		srv := scimServer(t, middleware.NewTenants(m), middleware.SCIMConfig{})
 		for tenant, tok := range map[string]string{"acme": "acme-next", "globex": "globex-token"} {
 			if a := call(t, scimURL(srv, tenant), "Bearer "+tok); a.status != http.StatusOK {
 				t.Errorf("%s: %d", tenant, a.status)

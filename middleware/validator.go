@@ -7,35 +7,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/MicahParks/jwkset"
 	"github.com/golang-jwt/jwt/v5"
 	"golang.org/x/time/rate"
 )
-
-// KeySource gives the key that verifies a token, the shape of keyfunc's
-// Keyfunc method. Set ValidatorConfig.Keys to one to validate without
-// fetching a JWKS: *issuer.Issuer is one, and so is any keyfunc.Keyfunc.
-// The token it is given has its header, method and signature; its claims
-// are not read before the signature is verified, so they are nil. The
-// key may be a jwt.VerificationKeySet, for any of several keys. A
-// KeySource is trusted as it is: the checks on a JWK's "use", "key_ops"
-// and "alg" are those of the validator's own JWKS source.
-//
-// A KeySource that also has a KeysVersion() uint64 method, whose value
-// changes whenever keys are added or removed, lets the validator's cache
-// drop tokens signed by a key that is gone.
-type KeySource interface {
-	Keyfunc(token *jwt.Token) (any, error)
-}
 
 // TokenValidator validates a raw access token and returns its claims.
 // *Validator is the implementation; RequireBearer takes the interface so
@@ -44,10 +24,15 @@ type TokenValidator interface {
 	Validate(ctx context.Context, token string) (*Claims, error)
 }
 
-// DefaultAlgorithms are the signing algorithms a Validator accepts when
-// ValidatorConfig.Algorithms is empty. "Ed25519" is RFC 9864's
-// fully-specified name for EdDSA over an Ed25519 key.
-var DefaultAlgorithms = []string{"ES256", "RS256", "PS256", "EdDSA", "Ed25519"}
+// DefaultAlgorithms returns the signing algorithms a Validator accepts
+// when ValidatorConfig.Algorithms is empty: ES256, RS256, PS256, EdDSA and
+// Ed25519, [RFC 9864]'s fully-specified name for EdDSA over an Ed25519
+// key. Each call returns a new slice.
+//
+// [RFC 9864]: https://www.rfc-editor.org/rfc/rfc9864
+func DefaultAlgorithms() []string {
+	return []string{"ES256", "RS256", "PS256", "EdDSA", "Ed25519"}
+}
 
 // DefaultMaxTokenSize is the longest token a Validator reads when
 // ValidatorConfig.MaxTokenSize is zero: 16 KiB, far above the 0.5 to 2 KiB
@@ -89,11 +74,14 @@ type ValidatorConfig struct {
 	AnyAudience bool
 
 	// Keys, when set, is the only source of verification keys: nothing is
-	// fetched over HTTP. Use it when the issuer runs in the same process.
+	// fetched over HTTP. Use it when the issuer runs in the same process
+	// (Keys: iss, an *issuer.Issuer). It cannot be combined with JWKSURL,
+	// HTTPClient, RefreshInterval or RefreshUnknownKID, which only apply
+	// to a fetched JWKS: NewValidator refuses the mix.
 	Keys KeySource
 
 	// Algorithms are the accepted "alg" values. Empty means
-	// DefaultAlgorithms. "none" and the HMAC algorithms are never accepted,
+	// DefaultAlgorithms(). "none" and the HMAC algorithms are never accepted,
 	// even if listed: NewValidator refuses them. The list is matched
 	// exactly: "EdDSA" and "Ed25519" are listed apart.
 	Algorithms []string
@@ -136,7 +124,9 @@ type ValidatorConfig struct {
 	// key set leaves the verified-token cache as it was.
 	RefreshUnknownKID *rate.Limiter
 
-	// Logger receives JWKS refresh failures. Nil logs nothing.
+	// Logger receives the failures of the background JWKS refresh. Nil
+	// logs nothing. Rejected requests are logged by the middleware's own
+	// Logger (BearerConfig, SCIMConfig).
 	Logger *slog.Logger
 
 	// CacheSize is how many validated tokens are remembered, so that a
@@ -151,8 +141,8 @@ type ValidatorConfig struct {
 	// entry costs about 520 bytes plus the token, as measured after a GC
 	// (about 1 KB for a typical 500-byte token); tokens over 4 KiB are not
 	// cached. The default 10000 entries thus take about 10 MB. With a Keys
-	// source that has no KeysVersion method the cache stays off, since it
-	// could not follow key removals.
+	// source that is not a VersionedKeySource the cache stays off, since
+	// it could not follow key removals.
 	CacheSize int
 
 	// CacheMaxAge bounds how long a validated token is remembered. Zero
@@ -163,13 +153,15 @@ type ValidatorConfig struct {
 	Now func() time.Time
 }
 
-// Validator validates access tokens (RFC 9068) against the issuer's keys.
-// It is safe for concurrent use. A Validator that fetches a JWKS owns a
-// goroutine that refreshes it; the goroutine ends when the context given
-// to NewValidator ends.
+// Validator validates access tokens ([RFC 9068]) against the issuer's
+// keys. It is safe for concurrent use. A Validator that fetches a JWKS
+// owns a goroutine that refreshes it; the goroutine ends when the context
+// given to NewValidator ends.
+//
+// [RFC 9068]: https://www.rfc-editor.org/rfc/rfc9068
 type Validator struct {
 	keys        KeySource
-	jwks        *jwksSource // set for the JWKS source
+	versioned   VersionedKeySource // nil when the source has no version
 	allowed     map[string]bool
 	issuer      string
 	audience    []string // empty with AnyAudience
@@ -178,12 +170,8 @@ type Validator struct {
 	maxSize     int
 	leeway      time.Duration
 	now         func() time.Time
-	cache       *tokenCache   // nil when off
-	keysVersion func() uint64 // nil when the source has no version
+	cache       *tokenCache // nil when off, and when versioned is nil
 }
-
-// maxDocument bounds what is read of a discovery document or a JWKS.
-const maxDocument = 1 << 20
 
 // NewValidator returns a Validator for cfg. With a JWKS URL (given or
 // discovered) it fetches the key set once before it returns; if that
@@ -192,7 +180,8 @@ const maxDocument = 1 << 20
 // limited, when a token names a key it does not know. A failed discovery
 // is an error, since without it there is no URL to fetch keys from, and
 // so is a config without an Issuer, without an Audience (unless
-// AnyAudience), or with a forbidden algorithm.
+// AnyAudience), with a forbidden algorithm, or with Keys and a setting of
+// a fetched JWKS.
 func NewValidator(ctx context.Context, cfg ValidatorConfig) (*Validator, error) {
 	if cfg.Issuer == "" {
 		return nil, errors.New("middleware: ValidatorConfig.Issuer is required")
@@ -208,7 +197,7 @@ func NewValidator(ctx context.Context, cfg ValidatorConfig) (*Validator, error) 
 	}
 	algs := cfg.Algorithms
 	if len(algs) == 0 {
-		algs = DefaultAlgorithms
+		algs = DefaultAlgorithms()
 	}
 	allowed := make(map[string]bool, len(algs))
 	for _, a := range algs {
@@ -254,8 +243,23 @@ func NewValidator(ctx context.Context, cfg ValidatorConfig) (*Validator, error) 
 		v.cache = newTokenCache(size, age)
 	}
 	if cfg.Keys != nil {
-		v.keys = cfg.Keys
-		v.setKeysVersion()
+		var fetchOnly []string
+		if cfg.JWKSURL != "" {
+			fetchOnly = append(fetchOnly, "JWKSURL")
+		}
+		if cfg.HTTPClient != nil {
+			fetchOnly = append(fetchOnly, "HTTPClient")
+		}
+		if cfg.RefreshInterval != 0 {
+			fetchOnly = append(fetchOnly, "RefreshInterval")
+		}
+		if cfg.RefreshUnknownKID != nil {
+			fetchOnly = append(fetchOnly, "RefreshUnknownKID")
+		}
+		if len(fetchOnly) > 0 {
+			return nil, fmt.Errorf("middleware: ValidatorConfig.Keys cannot be combined with %s, which only apply to a fetched JWKS", strings.Join(fetchOnly, ", "))
+		}
+		v.setKeys(cfg.Keys)
 		return v, nil
 	}
 
@@ -272,9 +276,7 @@ func NewValidator(ctx context.Context, cfg ValidatorConfig) (*Validator, error) 
 	if err != nil {
 		return nil, err
 	}
-	v.keys = src
-	v.jwks = src
-	v.setKeysVersion()
+	v.setKeys(src)
 	return v, nil
 }
 
@@ -288,12 +290,12 @@ func signingMethod(alg string) jwt.SigningMethod {
 	return jwt.GetSigningMethod(alg)
 }
 
-// setKeysVersion finds the key source's version, if it has one. Without
-// one, cached tokens cannot follow key removals, so the cache is off.
-func (v *Validator) setKeysVersion() {
-	if kv, ok := v.keys.(interface{ KeysVersion() uint64 }); ok {
-		v.keysVersion = kv.KeysVersion
-	} else {
+// setKeys sets the key source. Without a version, cached tokens could
+// not follow key removals, so the cache is off.
+func (v *Validator) setKeys(src KeySource) {
+	v.keys = src
+	v.versioned, _ = src.(VersionedKeySource)
+	if v.versioned == nil {
 		v.cache = nil
 	}
 }
@@ -301,23 +303,27 @@ func (v *Validator) setKeysVersion() {
 // Validate checks a raw access token, in this order: its size, its form,
 // its header (alg on the allow-list, typ, no crit), its signature, and
 // only then its claims: each registered claim of the right JSON type
-// (names matched exactly, NumericDates as JSON numbers), exp/nbf/iat with
-// leeway, iss, aud, no cnf, and the scope claim. On failure it returns one
-// of the Err* values of this package.
+// (names matched exactly, NumericDates as JSON numbers), no cnf,
+// exp/nbf/iat with leeway, iss, aud, and the scope claim. On failure it
+// returns a *ValidationError whose Reason is one of the Err* values of
+// this package.
 func (v *Validator) Validate(ctx context.Context, token string) (*Claims, error) {
 	if len(token) > v.maxSize {
-		return nil, ErrTooLarge
+		return nil, refused(ErrTooLarge)
 	}
 	now := v.now()
 	var keys uint64
 	if v.cache != nil {
-		keys = v.keysVersion()
+		keys = v.versioned.KeysVersion()
 		if c, ok := v.cache.get(token, now, keys); ok {
 			return c, nil
 		}
 	}
 	c, err := v.validate(ctx, token, now)
 	if err != nil {
+		if _, ok := err.(*ValidationError); !ok {
+			err = refused(err)
+		}
 		return nil, err
 	}
 	if v.cache != nil && len(token) <= maxCachedToken {
@@ -359,11 +365,15 @@ func (v *Validator) validate(ctx context.Context, token string, now time.Time) (
 	if err != nil {
 		return nil, ErrMalformed
 	}
-	key, err := v.key(ctx, &jwt.Token{Raw: token, Method: method, Header: header, Signature: sig})
+	kid, _ := header["kid"].(string) // checkHeader found it a string, if present
+	keys, err := v.keys.VerificationKeys(ctx, kid, alg)
 	if err != nil {
-		return nil, err
+		return nil, keyError(err)
 	}
-	if !verify(method, token[:len(h64)+1+len(p64)], sig, key) {
+	if len(keys) == 0 {
+		return nil, ErrUnknownKey
+	}
+	if !verify(method, token[:len(h64)+1+len(p64)], sig, keys) {
 		return nil, ErrSignature
 	}
 	// Only now, with the signature good, is the payload read.
@@ -374,35 +384,14 @@ func (v *Validator) validate(ctx context.Context, token string, now time.Time) (
 	return v.claims(payload, p64, now)
 }
 
-// verify reports whether sig signs signingInput under key, or under any
-// key of a jwt.VerificationKeySet.
-func verify(method jwt.SigningMethod, signingInput string, sig []byte, key any) bool {
-	if set, ok := key.(jwt.VerificationKeySet); ok {
-		for _, k := range set.Keys {
-			if method.Verify(signingInput, sig, k) == nil {
-				return true
-			}
+// verify reports whether sig signs signingInput under any of keys.
+func verify(method jwt.SigningMethod, signingInput string, sig []byte, keys []crypto.PublicKey) bool {
+	for _, k := range keys {
+		if method.Verify(signingInput, sig, k) == nil {
+			return true
 		}
-		return false
 	}
-	return method.Verify(signingInput, sig, key) == nil
-}
-
-// key finds the key that verifies t.
-func (v *Validator) key(ctx context.Context, t *jwt.Token) (any, error) {
-	var (
-		key any
-		err error
-	)
-	if v.jwks != nil {
-		key, err = v.jwks.key(ctx, t.Header)
-	} else {
-		key, err = v.keys.Keyfunc(t)
-	}
-	if err != nil {
-		return nil, v.keyError(ctx, err)
-	}
-	return key, nil
+	return false
 }
 
 func (v *Validator) checkHeader(h map[string]any) error {
@@ -432,276 +421,13 @@ func (v *Validator) checkHeader(h map[string]any) error {
 	return nil
 }
 
-// keyError turns a key lookup failure into one of ours: ErrUnknownKey, or
-// ErrKeysUnavailable when there are no keys at all.
-func (v *Validator) keyError(ctx context.Context, err error) error {
-	if v.jwks != nil && v.jwks.empty(ctx) {
-		return ErrKeysUnavailable
-	}
-	for _, r := range reasons {
+// keyError turns a key source's failure into one of ours:
+// ErrKeysUnavailable or ErrAlgorithm when it says so, else ErrUnknownKey.
+func keyError(err error) error {
+	for _, r := range []error{ErrKeysUnavailable, ErrAlgorithm} {
 		if errors.Is(err, r) {
 			return r
 		}
 	}
 	return ErrUnknownKey
 }
-
-// discover reads the issuer's discovery document and returns its jwks_uri.
-func discover(ctx context.Context, client *http.Client, issuer string) (string, error) {
-	u := strings.TrimSuffix(issuer, "/") + "/.well-known/openid-configuration"
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return "", fmt.Errorf("middleware: discovery: %w", err)
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return "", fmt.Errorf("middleware: discovery: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("middleware: discovery: %s answered %s", u, resp.Status)
-	}
-	var doc struct {
-		Issuer  string `json:"issuer"`
-		JWKSURI string `json:"jwks_uri"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil {
-		return "", fmt.Errorf("middleware: discovery: %s: %w", u, err)
-	}
-	if doc.Issuer != issuer {
-		return "", fmt.Errorf("middleware: discovery: document names issuer %q, want %q", doc.Issuer, issuer)
-	}
-	if doc.JWKSURI == "" {
-		return "", fmt.Errorf("middleware: discovery: %s has no jwks_uri", u)
-	}
-	return doc.JWKSURI, nil
-}
-
-// jwksSource is a KeySource backed by a JWKS URL.
-type jwksSource struct {
-	storage jwkset.Storage // reads the local copy, refetches on an unknown kid
-	store   *versionedStorage
-}
-
-func newJWKSSource(ctx context.Context, client *http.Client, jwksURL string, cfg ValidatorConfig) (*jwksSource, error) {
-	refresh := cfg.RefreshInterval
-	if refresh <= 0 {
-		refresh = 5 * time.Minute
-	}
-	unknownKID := cfg.RefreshUnknownKID
-	if unknownKID == nil {
-		unknownKID = rate.NewLimiter(rate.Every(30*time.Second), 1)
-	}
-	logger := cfg.Logger
-	store := &versionedStorage{Storage: jwkset.NewMemoryStorage()}
-	remote, err := jwkset.NewStorageFromHTTP(jwksURL, jwkset.HTTPClientStorageOptions{
-		Client:                    client,
-		Ctx:                       ctx,
-		HTTPTimeout:               10 * time.Second,
-		NoErrorReturnFirstHTTPReq: true,
-		RefreshInterval:           refresh,
-		Storage:                   store,
-		RefreshErrorHandler: func(ctx context.Context, err error) {
-			if logger != nil {
-				logger.LogAttrs(ctx, slog.LevelWarn, "idsauth: JWKS refresh failed",
-					slog.String("url", jwksURL), slog.String("error", err.Error()))
-			}
-		},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("middleware: JWKS %s: %w", jwksURL, err)
-	}
-	remotes, err := jwkset.NewHTTPClient(jwkset.HTTPClientOptions{
-		HTTPURLs: map[string]jwkset.Storage{jwksURL: remote},
-		// The limit is ours (unknownKIDStorage); jwkset's own waits,
-		// and its wait bound would also cut the fetch short.
-		RateLimitWaitMax:  10 * time.Second,
-		RefreshUnknownKID: rate.NewLimiter(rate.Inf, 1),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("middleware: JWKS %s: %w", jwksURL, err)
-	}
-	storage := &unknownKIDStorage{Storage: remotes, local: store, limit: unknownKID}
-	return &jwksSource{storage: storage, store: store}, nil
-}
-
-// unknownKIDStorage reads keys from the local copy of the JWKS, and asks
-// the remote one (which fetches it again) only while the unknown-kid
-// limit allows. A token that finds the limit spent fails at once instead
-// of waiting for it.
-type unknownKIDStorage struct {
-	jwkset.Storage
-	local *versionedStorage
-	limit *rate.Limiter
-}
-
-func (s *unknownKIDStorage) KeyRead(ctx context.Context, kid string) (jwkset.JWK, error) {
-	jwk, err := s.local.KeyRead(ctx, kid)
-	if err == nil || !errors.Is(err, jwkset.ErrKeyNotFound) || !s.limit.Allow() {
-		return jwk, err
-	}
-	return s.Storage.KeyRead(ctx, kid)
-}
-
-// Keyfunc gives the key named by t's kid, as key does.
-func (s *jwksSource) Keyfunc(t *jwt.Token) (any, error) { return s.key(context.Background(), t.Header) }
-
-// key returns the public key that may verify a token with this header:
-// the JWK named by its kid, or, without a kid, every JWK that fits. A JWK
-// fits when its "use" is absent or "sig", its "key_ops" (if any) include
-// "verify", and its "alg" (if any) is the token's. keyfunc checks "use"
-// only on request and never for a token without a kid, so the check is
-// made here.
-func (s *jwksSource) key(ctx context.Context, header map[string]any) (any, error) {
-	alg, _ := header["alg"].(string)
-	kid, hasKID := header["kid"].(string)
-	if !hasKID {
-		all, err := s.store.KeyReadAll(ctx)
-		if err != nil {
-			return nil, err
-		}
-		var set jwt.VerificationKeySet
-		for _, j := range all {
-			if k, err := verificationKey(j, alg); err == nil {
-				set.Keys = append(set.Keys, k)
-			}
-		}
-		if len(set.Keys) == 0 {
-			return nil, ErrUnknownKey
-		}
-		return set, nil
-	}
-	j, err := s.storage.KeyRead(ctx, kid)
-	if err != nil {
-		return nil, err
-	}
-	return verificationKey(j, alg)
-}
-
-// verificationKey returns j's public key if j may verify a token signed
-// with alg.
-func verificationKey(j jwkset.JWK, alg string) (jwt.VerificationKey, error) {
-	m := j.Marshal()
-	if m.USE != "" && m.USE != jwkset.UseSig {
-		return nil, ErrUnknownKey // an encryption key, or another use
-	}
-	if len(m.KEYOPS) > 0 && !slices.Contains(m.KEYOPS, jwkset.KeyOpsVerify) {
-		return nil, ErrUnknownKey
-	}
-	if a := string(m.ALG); a != "" && a != alg && !(isEd25519(a) && isEd25519(alg)) {
-		return nil, ErrAlgorithm
-	}
-	key := j.Key()
-	if pk, ok := key.(interface{ Public() crypto.PublicKey }); ok {
-		key = pk.Public()
-	}
-	return key, nil
-}
-
-// isEd25519 reports the two names of EdDSA over Ed25519: the polymorphic
-// "EdDSA" of RFC 8037 and the fully-specified "Ed25519" of RFC 9864.
-func isEd25519(alg string) bool { return alg == "EdDSA" || alg == "Ed25519" }
-
-// KeysVersion changes each time a fetch brings a key set unlike the last.
-func (s *jwksSource) KeysVersion() uint64 { return s.store.version.Load() }
-
-func (s *jwksSource) empty(ctx context.Context) bool {
-	all, err := s.store.KeyReadAll(ctx)
-	return err != nil || len(all) == 0
-}
-
-// versionedStorage counts the changes of a key set, so that cached
-// validations can tell the keys have changed. A fetch that brings the
-// same keys again changes nothing: otherwise every token with an unknown
-// kid, signed by anyone, would empty the cache.
-type versionedStorage struct {
-	jwkset.Storage
-	mu      sync.Mutex // serializes replacements
-	current string     // fingerprint of the stored set
-	version atomic.Uint64
-}
-
-func (s *versionedStorage) KeyReplaceAll(ctx context.Context, given []jwkset.JWK) error {
-	fp, fpErr := fingerprint(given)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if fpErr == nil && fp == s.current && s.version.Load() > 0 {
-		return nil
-	}
-	err := s.Storage.KeyReplaceAll(ctx, given)
-	s.current = fp
-	if err != nil || fpErr != nil {
-		s.current = "" // unknown content: the next fetch counts as a change
-	}
-	// Swap first, then bump: a validation that reads the new version
-	// reads the new keys.
-	s.version.Add(1)
-	return err
-}
-
-// fingerprint is the JSON of a key set's members, in an order of their
-// own, so that a reordered set is the same set.
-func fingerprint(set []jwkset.JWK) (string, error) {
-	parts := make([]string, 0, len(set))
-	for _, j := range set {
-		b, err := json.Marshal(j.Marshal())
-		if err != nil {
-			return "", err
-		}
-		parts = append(parts, string(b))
-	}
-	slices.Sort(parts)
-	return strings.Join(parts, "\n"), nil
-}
-
-// limitedClient returns a client like c (or a default one) whose answers
-// are cut off with an error past maxDocument bytes.
-func limitedClient(c *http.Client) *http.Client {
-	out := &http.Client{Timeout: 10 * time.Second}
-	if c != nil {
-		cp := *c
-		out = &cp
-	}
-	base := out.Transport
-	if base == nil {
-		base = http.DefaultTransport
-	}
-	out.Transport = limitTransport{base: base, max: maxDocument}
-	return out
-}
-
-type limitTransport struct {
-	base http.RoundTripper
-	max  int64
-}
-
-func (t limitTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := t.base.RoundTrip(req)
-	if err != nil {
-		return nil, err
-	}
-	resp.Body = &limitedBody{rc: resp.Body, left: t.max}
-	return resp, nil
-}
-
-// errTooLarge is what a body past the limit reads as.
-var errTooLarge = errors.New("answer larger than 1 MiB")
-
-type limitedBody struct {
-	rc   io.ReadCloser
-	left int64
-}
-
-func (b *limitedBody) Read(p []byte) (int, error) {
-	if b.left <= 0 {
-		return 0, errTooLarge
-	}
-	if int64(len(p)) > b.left {
-		p = p[:b.left]
-	}
-	n, err := b.rc.Read(p)
-	b.left -= int64(n)
-	return n, err
-}
-
-func (b *limitedBody) Close() error { return b.rc.Close() }

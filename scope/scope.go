@@ -4,7 +4,11 @@
 // The mapping is the published contract's §5.3 (CONTRACT.md §1):
 // pd_AdminWebApi grants the Admin API; pd_ConnectWebApi grants the Connect
 // API and the Connect Session API. Neither grants the other, and SCIM is
-// granted by no scope: it authenticates with per-tenant tokens.
+// granted by no scope: it authenticates with per-tenant tokens. Scope
+// names follow [RFC 6749] §3.3; the scope claim, [RFC 9068] §2.2.3.
+//
+// [RFC 6749]: https://www.rfc-editor.org/rfc/rfc6749
+// [RFC 9068]: https://www.rfc-editor.org/rfc/rfc9068
 package scope
 
 import (
@@ -114,7 +118,9 @@ func (s Set) HasAny(scopes ...string) bool {
 	return false
 }
 
-// String returns the scopes space-delimited, the RFC 6749 §3.3 form.
+// String returns the scopes space-delimited, the [RFC 6749] §3.3 form.
+//
+// [RFC 6749]: https://www.rfc-editor.org/rfc/rfc6749
 func (s Set) String() string { return strings.Join(s, " ") }
 
 // ErrInvalidClaim is returned by ParseClaim for a scope claim that is neither
@@ -123,10 +129,12 @@ var ErrInvalidClaim = errors.New("scope claim is neither a string nor an array o
 
 // ErrInvalidName is returned by ParseClaim for a scope claim in which a
 // scope name holds whitespace or a control character: a tab, a line break,
-// a non-breaking space (U+00A0) and the like. RFC 6749 §3.3 separates
+// a non-breaking space (U+00A0) and the like. [RFC 6749] §3.3 separates
 // scope names with U+0020 alone and allows no other whitespace in them, so
 // such a claim is refused rather than read one way or the other.
 // errors.Is(ErrInvalidName, ErrInvalidClaim) holds.
+//
+// [RFC 6749]: https://www.rfc-editor.org/rfc/rfc6749
 var ErrInvalidName error = invalidName{}
 
 type invalidName struct{}
@@ -134,11 +142,14 @@ type invalidName struct{}
 func (invalidName) Error() string        { return "scope claim holds a scope name with whitespace in it" }
 func (invalidName) Is(target error) bool { return target == ErrInvalidClaim }
 
-// Parse splits a space-delimited scope string (RFC 6749 §3.3, RFC 9068
+// Parse splits a space-delimited scope string ([RFC 6749] §3.3, [RFC 9068]
 // §2.2.3). The delimiter is U+0020 alone: a tab, a line break or a
 // non-breaking space (U+00A0) stays part of a name, so
 // "pd_ConnectWebApi\u00a0pd_AdminWebApi" is one name that matches neither
 // scope. Runs of spaces and spaces at either end are tolerated.
+//
+// [RFC 6749]: https://www.rfc-editor.org/rfc/rfc6749
+// [RFC 9068]: https://www.rfc-editor.org/rfc/rfc9068
 func Parse(s string) Set {
 	out := make(Set, 0, strings.Count(s, " ")+1)
 	for name := range strings.SplitSeq(s, " ") {
@@ -151,11 +162,13 @@ func Parse(s string) Set {
 }
 
 // ParseClaim parses the JSON value of a scope claim: a space-delimited
-// string (RFC 9068), split as Parse does on U+0020 only, or an array of
+// string ([RFC 9068]), split as Parse does on U+0020 only, or an array of
 // strings (what IdentityServer emits). An absent claim (nil or JSON null)
 // is an empty set. A name holding any other whitespace or a control
 // character fails with ErrInvalidName, a value of another JSON type with
 // ErrInvalidClaim.
+//
+// [RFC 9068]: https://www.rfc-editor.org/rfc/rfc9068
 func ParseClaim(raw json.RawMessage) (Set, error) {
 	raw = json.RawMessage(strings.TrimSpace(string(raw)))
 	if len(raw) == 0 || string(raw) == "null" {

@@ -9,6 +9,11 @@ import (
 	"strings"
 )
 
+// Realm is the realm of the module's challenges when none is configured:
+// the middleware's Bearer challenge (middleware.DefaultRealm) and the
+// issuer's Basic challenge.
+const Realm = "idsauth"
+
 // Error is the JSON body of an OAuth 2.0 error answer.
 type Error struct {
 	Code        string `json:"error"`

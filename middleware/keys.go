@@ -1,0 +1,35 @@
+package middleware
+
+import (
+	"context"
+	"crypto"
+)
+
+// KeySource gives the public keys that may verify a token. Set
+// ValidatorConfig.Keys to one to validate without fetching a JWKS, as
+// when the issuer runs in the same process: *issuer.Issuer is one.
+//
+// The validator has checked the token's header (its "alg" is on the
+// allow-list) before it asks, and reads the claims only once a key has
+// verified the signature. A KeySource is trusted as it is: the checks on
+// a JWK's "use", "key_ops" and "alg" are those of the validator's own
+// JWKS source.
+type KeySource interface {
+	// VerificationKeys returns the keys that may verify a token signed
+	// with alg whose header names kid, or every such key when kid is "".
+	// It fails with ErrUnknownKey when there is none, ErrAlgorithm when
+	// the key named kid is for another algorithm, and ErrKeysUnavailable
+	// when the source has no keys at all; any other error counts as
+	// ErrUnknownKey. ctx is the request's.
+	VerificationKeys(ctx context.Context, kid, alg string) ([]crypto.PublicKey, error)
+}
+
+// VersionedKeySource is a KeySource that tells when its keys change. The
+// validator's cache of verified tokens is on only for one: without a
+// version, a cached token would outlive the removal of its key.
+// *issuer.Issuer and the validator's own JWKS source are versioned.
+type VersionedKeySource interface {
+	KeySource
+	// KeysVersion changes whenever keys are added or removed.
+	KeysVersion() uint64
+}
