@@ -254,12 +254,14 @@ func TestRotationUnderLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	var failures, done atomic.Int64
+	var rounds [4]atomic.Int64 // requests each worker has finished
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
-	for range 4 {
+	for w := range rounds {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer rounds[w].Add(1 << 40) // a stopped worker holds no token
 			for {
 				select {
 				case <-stop:
@@ -272,12 +274,19 @@ func TestRotationUnderLoad(t *testing.T) {
 					failures.Add(1)
 				}
 				done.Add(1)
+				rounds[w].Add(1)
 			}
 		}()
 	}
+	// reload waits until every worker has finished two more requests, so
+	// that no token of the keys before the last reload is still in flight
+	// (the guide's "once the old key's last token has expired"), then
+	// reloads.
 	reload := func(ks ...issuer.KeyConfig) {
-		for n := done.Load(); done.Load() < n+20; {
-			time.Sleep(time.Millisecond)
+		for w := range rounds {
+			for n := rounds[w].Load(); rounds[w].Load() < n+2; {
+				time.Sleep(time.Millisecond)
+			}
 		}
 		cfg := testConfig(s.issuerURL())
 		cfg.Keys, cfg.EphemeralKey = ks, false
