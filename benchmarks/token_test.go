@@ -60,7 +60,7 @@ func idsauthIssuer(b *testing.B, k *keys.Key) http.Handler {
 		Issuer: "http://127.0.0.1/ids",
 		Keys:   []issuer.KeyConfig{{Key: k.Private, Alg: k.Alg}},
 		Clients: []issuer.ClientConfig{{
-			ClientID: clientID, SecretHashes: []string{secret.HashSHA256(clientSecret)}, Scopes: []string{scope.AdminWebAPI},
+			ClientID: clientID, SecretHashes: []string{secret.HashSHA256(clientSecret).String()}, Scopes: []string{scope.AdminWebAPI},
 		}},
 	})
 	if err != nil {

@@ -45,7 +45,7 @@ func newWorld(t *testing.T, lifetime int, validator func(iss *issuer.Issuer) mid
 		Issuer: w.ids.URL + "/ids",
 		Keys:   []issuer.KeyConfig{{Key: newKey(t)}},
 		Clients: []issuer.ClientConfig{{
-			ClientID: "reporting", SecretHashes: []string{secret.HashSHA256("s3cret")},
+			ClientID: "reporting", SecretHashes: []string{secret.HashSHA256("s3cret").String()},
 			Scopes: []string{scope.AdminWebAPI}, AccessTokenLifetime: lifetime,
 		}},
 	}
@@ -325,7 +325,7 @@ func TestTokenEndpointErrorsAreTyped(t *testing.T) {
 	})
 	t.Run("slow_down carries Retry-After", func(t *testing.T) {
 		w.cfg.Limits = issuer.Limits{FailedAttemptsPerClient: 1, FailedAttemptsPerAddress: 1000, FailureWindowSeconds: 600}
-		w.cfg.Clients = append(w.cfg.Clients, issuer.ClientConfig{ClientID: "locked", SecretHashes: []string{secret.HashSHA256("x")}, Scopes: []string{scope.AdminWebAPI}})
+		w.cfg.Clients = append(w.cfg.Clients, issuer.ClientConfig{ClientID: "locked", SecretHashes: []string{secret.HashSHA256("x").String()}, Scopes: []string{scope.AdminWebAPI}})
 		if err := w.iss.Reload(w.cfg); err != nil {
 			t.Fatal(err)
 		}

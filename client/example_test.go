@@ -54,7 +54,7 @@ func startExampleService() *httptest.Server {
 		Issuer:       srv.URL + "/ids",
 		EphemeralKey: true, // as examplesvc's demo configuration
 		Clients: []issuer.ClientConfig{{
-			ClientID: "demo-admin", SecretHashes: []string{secret.HashSHA256("demo-admin-secret")}, Scopes: []string{scope.AdminWebAPI},
+			ClientID: "demo-admin", SecretHashes: []string{secret.HashSHA256("demo-admin-secret").String()}, Scopes: []string{scope.AdminWebAPI},
 		}},
 	})
 	if err != nil {

@@ -87,12 +87,12 @@ func writeConfigLimits(t *testing.T, dir string, limits map[string]any, keyFiles
 	cfg := map[string]any{
 		"issuer": "http://placeholder/ids", // tests replace it with -issuer or configSource.issuer
 		"clients": []map[string]any{
-			{"clientId": "admin", "secretHashes": []string{secret.HashSHA256("admin-secret")}, "scopes": []string{scope.AdminWebAPI}},
-			{"clientId": "connect", "secretHashes": []string{secret.HashSHA256("connect-secret")}, "scopes": []string{scope.ConnectWebAPI}},
+			{"clientId": "admin", "secretHashes": []string{secret.HashSHA256("admin-secret").String()}, "scopes": []string{scope.AdminWebAPI}},
+			{"clientId": "connect", "secretHashes": []string{secret.HashSHA256("connect-secret").String()}, "scopes": []string{scope.ConnectWebAPI}},
 			// A client whose tokens are for another resource server.
-			{"clientId": "payments", "secretHashes": []string{secret.HashSHA256("payments-secret")}, "scopes": []string{scope.AdminWebAPI}, "audience": []string{"https://payments.example/api"}},
+			{"clientId": "payments", "secretHashes": []string{secret.HashSHA256("payments-secret").String()}, "scopes": []string{scope.AdminWebAPI}, "audience": []string{"https://payments.example/api"}},
 		},
-		"scimTenants": []map[string]any{{"tenant": "acme", "tokenHashes": []string{secret.HashSHA256("acme-scim-token")}}},
+		"scimTenants": []map[string]any{{"tenant": "acme", "tokenHashes": []string{secret.HashSHA256("acme-scim-token").String()}}},
 	}
 	var ks []map[string]string
 	for _, f := range keyFiles {

@@ -5,7 +5,6 @@
 //	go run ./examplesvc                      serve on 127.0.0.1:8080 with the demo configuration
 //	go run ./examplesvc -config idsauth.json your own configuration (the issuer's format plus scimTenants), its issuer URL as it is
 //	go run ./examplesvc -issuer URL ...      replace the configuration's issuer URL (behind a proxy)
-//	go run ./examplesvc hash-secret          print a new secret and its hash
 //
 // SIGHUP reloads the configuration file; SIGINT and SIGTERM shut down
 // gracefully.
@@ -27,13 +26,6 @@ import (
 )
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == "hash-secret" {
-		if err := hashSecret(os.Args[2:], os.Stdin, os.Stdout); err != nil {
-			fmt.Fprintln(os.Stderr, "hash-secret:", err)
-			os.Exit(2)
-		}
-		return
-	}
 	addr := flag.String("addr", "127.0.0.1:8080", "listen address, host:port")
 	configFile := flag.String("config", "", "configuration file (the issuer's JSON format plus scimTenants); empty: the embedded demo configuration, with an ephemeral signing key")
 	issuerURL := flag.String("issuer", "", "public issuer URL, replacing the configuration's; empty: the file's issuer, or http://<addr>/ids for the demo configuration")

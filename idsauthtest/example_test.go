@@ -60,7 +60,7 @@ func ExampleCheckSCIM() {
 	t := &printer{}
 	defer t.close()
 
-	tenants := middleware.NewTenants(map[string][]secret.Hash{"acme": {secret.MustParse(secret.HashSHA256("acme-token"))}})
+	tenants := middleware.NewTenants(map[string][]secret.Hash{"acme": {secret.HashSHA256("acme-token")}})
 	mux := http.NewServeMux()
 	mux.Handle("GET /webapi/scim-api/v1/{tenant}/scim/Users", middleware.SCIMAuth(tenants)(http.HandlerFunc(listUsers)))
 	idsauthtest.CheckSCIM(t, mux, "acme", "acme-token")

@@ -119,7 +119,7 @@ func (d *dropHeader) WriteHeader(code int) {
 }
 
 func TestCheckSCIM(t *testing.T) {
-	tenants := middleware.NewTenants(map[string][]secret.Hash{"acme": {secret.MustParse(secret.HashSHA256("acme-token"))}})
+	tenants := middleware.NewTenants(map[string][]secret.Hash{"acme": {secret.HashSHA256("acme-token")}})
 	mux := http.NewServeMux()
 	mux.Handle("GET /webapi/scim-api/v1/{tenant}/scim/Users", middleware.SCIMAuth(tenants)(ok))
 	rec := &recorder{TB: t}

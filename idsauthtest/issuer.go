@@ -82,7 +82,7 @@ func NewIssuer(t TB, opts ...Option) *Issuer {
 		Issuer: url,
 		Keys:   []issuer.KeyConfig{{Key: k.Private, Alg: k.Alg}},
 		Clients: []issuer.ClientConfig{{
-			ClientID: "test-client", SecretHashes: []string{hash}, Scopes: scope.All(),
+			ClientID: "test-client", SecretHashes: []string{hash.String()}, Scopes: scope.All(),
 			AccessTokenLifetime: int(o.lifetime / time.Second),
 		}},
 	})

@@ -87,7 +87,7 @@ func TestConcurrentGuessesAreVerifiedAtMostTheBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := newServer(t, func(c *issuer.Config) {
-		c.Clients = append(c.Clients, issuer.ClientConfig{ClientID: "human", SecretHashes: []string{bc}, Scopes: []string{scope.AdminWebAPI}})
+		c.Clients = append(c.Clients, issuer.ClientConfig{ClientID: "human", SecretHashes: []string{bc.String()}, Scopes: []string{scope.AdminWebAPI}})
 		c.Limits = issuer.Limits{FailedAttemptsPerClient: budget, FailureFloorMillis: -1}
 	})
 	before := issuer.VerifierCounts(s.iss)
@@ -124,10 +124,10 @@ func TestEveryFailureDoesTheSameWork(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return h
+		return h.String()
 	}
 	kinds := map[string][2][]string{
-		"sha256": {{secret.HashSHA256("one")}, {secret.HashSHA256("old"), secret.HashSHA256("new")}},
+		"sha256": {{secret.HashSHA256("one").String()}, {secret.HashSHA256("old").String(), secret.HashSHA256("new").String()}},
 		"sha512": {{"sha512:" + b64(strings.Repeat("\x01", 64))}, {"sha512:" + b64(strings.Repeat("\x02", 64)), "sha512:" + b64(strings.Repeat("\x03", 64))}},
 		"bcrypt": {{bc("one")}, {bc("old"), bc("new")}},
 	}
@@ -204,7 +204,7 @@ func TestEndedRequestsAreCharged(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		hashes[i] = h
+		hashes[i] = h.String()
 	}
 	s := newServer(t, func(c *issuer.Config) {
 		c.Clients = append(c.Clients, issuer.ClientConfig{ClientID: "rotating", SecretHashes: hashes, Scopes: []string{scope.AdminWebAPI}})

@@ -41,7 +41,7 @@ func ExampleNew() {
 		EphemeralKey: true, // development only; a service configures Keys
 		Clients: []issuer.ClientConfig{{
 			ClientID:     "reporting",
-			SecretHashes: []string{secret.HashSHA256("s3cret")},
+			SecretHashes: []string{secret.HashSHA256("s3cret").String()},
 			Scopes:       []string{scope.AdminWebAPI},
 		}},
 	})
@@ -75,7 +75,7 @@ func ExampleIssuer_Reload() {
 		Issuer:       srv.URL + "/ids",
 		EphemeralKey: true, // development only; it is kept across reloads
 		Clients: []issuer.ClientConfig{
-			{ClientID: "reporting", SecretHashes: []string{secret.HashSHA256("s3cret")}, Scopes: []string{scope.AdminWebAPI}},
+			{ClientID: "reporting", SecretHashes: []string{secret.HashSHA256("s3cret").String()}, Scopes: []string{scope.AdminWebAPI}},
 		},
 	}
 	iss, err := issuer.New(cfg)
@@ -96,7 +96,7 @@ func ExampleIssuer_Reload() {
 	// again).
 	next := *cfg
 	next.Clients = append(slices.Clone(cfg.Clients),
-		issuer.ClientConfig{ClientID: "billing", SecretHashes: []string{secret.HashSHA256("b1ll1ng")}, Scopes: []string{scope.AdminWebAPI}})
+		issuer.ClientConfig{ClientID: "billing", SecretHashes: []string{secret.HashSHA256("b1ll1ng").String()}, Scopes: []string{scope.AdminWebAPI}})
 	if err := iss.Reload(&next); err != nil {
 		log.Fatal(err)
 	}

@@ -31,9 +31,9 @@ func testConfig(issuerURL string) *issuer.Config {
 		Issuer:       issuerURL,
 		EphemeralKey: true,
 		Clients: []issuer.ClientConfig{
-			{ClientID: "admin", SecretHashes: []string{secret.HashSHA256(adminSecret)}, Scopes: []string{scope.AdminWebAPI}},
-			{ClientID: "connect", SecretHashes: []string{secret.HashSHA256(connectSecret)}, Scopes: []string{scope.ConnectWebAPI, scope.AdminWebAPI}, AccessTokenLifetime: 600},
-			{ClientID: "codeonly", SecretHashes: []string{secret.HashSHA256("x")}, GrantTypes: []string{"authorization_code"}, Scopes: []string{scope.AdminWebAPI}},
+			{ClientID: "admin", SecretHashes: []string{secret.HashSHA256(adminSecret).String()}, Scopes: []string{scope.AdminWebAPI}},
+			{ClientID: "connect", SecretHashes: []string{secret.HashSHA256(connectSecret).String()}, Scopes: []string{scope.ConnectWebAPI, scope.AdminWebAPI}, AccessTokenLifetime: 600},
+			{ClientID: "codeonly", SecretHashes: []string{secret.HashSHA256("x").String()}, GrantTypes: []string{"authorization_code"}, Scopes: []string{scope.AdminWebAPI}},
 		},
 	}
 }

@@ -434,7 +434,7 @@ func TestConfigErrors(t *testing.T) {
 		checking = "Validate"
 		reading  = "New"
 	)
-	client := `{"clientId":"a","secretHashes":["` + secret.HashSHA256("s") + `"],"scopes":["pd_AdminWebApi"]}`
+	client := `{"clientId":"a","secretHashes":["` + secret.HashSHA256("s").String() + `"],"scopes":["pd_AdminWebApi"]}`
 	dev := `"issuer":"http://h/ids","ephemeralKey":true`
 	cases := []struct {
 		name, json, step, field, reason string
@@ -452,10 +452,10 @@ func TestConfigErrors(t *testing.T) {
 		{"HMAC alg", `{"issuer":"http://h/ids","keys":[{"file":"` + es + `","alg":"HS256"}],"clients":[]}`, checking, "keys[0]", "alg"},
 		{"empty client ID", `{` + dev + `,"clients":[{"clientId":"","secretHashes":["x"],"scopes":["pd_AdminWebApi"]}]}`, checking, "clients[0].clientId", "empty"},
 		{"duplicate client ID", `{` + dev + `,"clients":[` + client + `,` + client + `]}`, checking, "clients[1].clientId", "duplicate"},
-		{"unknown scope", `{` + dev + `,"clients":[{"clientId":"a","secretHashes":["` + secret.HashSHA256("s") + `"],"scopes":["pd_All"]}]}`, checking, `clients[0] ("a").scopes[0]`, "unknown scope"},
+		{"unknown scope", `{` + dev + `,"clients":[{"clientId":"a","secretHashes":["` + secret.HashSHA256("s").String() + `"],"scopes":["pd_All"]}]}`, checking, `clients[0] ("a").scopes[0]`, "unknown scope"},
 		{"plain-text secret", `{` + dev + `,"clients":[{"clientId":"a","secretHashes":["hunter2"],"scopes":["pd_AdminWebApi"]}]}`, checking, `clients[0] ("a").secretHashes[0]`, "plain-text secret is never accepted"},
 		{"bad sha256", `{` + dev + `,"clients":[{"clientId":"a","secretHashes":["sha256:abc"],"scopes":["pd_AdminWebApi"]}]}`, checking, `clients[0] ("a").secretHashes[0]`, "malformed"},
-		{"negative lifetime", `{` + dev + `,"clients":[{"clientId":"a","secretHashes":["` + secret.HashSHA256("s") + `"],"scopes":["pd_AdminWebApi"],"accessTokenLifetime":-1}]}`, checking, `clients[0] ("a").accessTokenLifetime`, "negative"},
+		{"negative lifetime", `{` + dev + `,"clients":[{"clientId":"a","secretHashes":["` + secret.HashSHA256("s").String() + `"],"scopes":["pd_AdminWebApi"],"accessTokenLifetime":-1}]}`, checking, `clients[0] ("a").accessTokenLifetime`, "negative"},
 		{"negative limit", `{` + dev + `,"clients":[],"limits":{"failureWindowSeconds":-1}}`, checking, "limits.failureWindowSeconds", "negative"},
 		{"unreadable key", `{"issuer":"http://h/ids","keys":[{"file":"missing.pem"}],"clients":[]}`, reading, "keys[0]", "no such file"},
 		{"RSA key under 2048 bits", `{"issuer":"http://h/ids","keys":[{"file":"` + absTestdata(t, "weak-rsa1024.pem") + `"}],"clients":[]}`, reading, "keys[0]", "too weak"},

@@ -235,7 +235,7 @@ func grantScopes(requested string, cl *client) ([]string, *tokenError) {
 func (iss *Issuer) refuse(w http.ResponseWriter, r *http.Request, e *tokenError, who attempt) {
 	h := w.Header()
 	if e.basic {
-		h.Set("WWW-Authenticate", `Basic realm="idsauth", charset="UTF-8"`)
+		h.Set("WWW-Authenticate", `Basic realm="`+oauthwire.Realm+`", charset="UTF-8"`)
 	}
 	if e.retry > 0 {
 		h.Set("Retry-After", strconv.Itoa(e.retry))

@@ -31,7 +31,7 @@ func exampleIssuer() (*httptest.Server, *issuer.Issuer) {
 		Issuer:       srv.URL + "/ids",
 		EphemeralKey: true, // a key made at start: for examples and tests only
 		Clients: []issuer.ClientConfig{{
-			ClientID: "reporting", SecretHashes: []string{secret.HashSHA256("s3cret")}, Scopes: []string{scope.AdminWebAPI},
+			ClientID: "reporting", SecretHashes: []string{secret.HashSHA256("s3cret").String()}, Scopes: []string{scope.AdminWebAPI},
 		}},
 	})
 	if err != nil {
@@ -162,7 +162,7 @@ func Example_issuerInProcess() {
 		Issuer:       srv.URL + "/ids",
 		EphemeralKey: true, // in production: Keys, from files made by "idsauth gen-key"
 		Clients: []issuer.ClientConfig{{
-			ClientID: "reporting", SecretHashes: []string{secret.HashSHA256("s3cret")}, Scopes: []string{scope.AdminWebAPI},
+			ClientID: "reporting", SecretHashes: []string{secret.HashSHA256("s3cret").String()}, Scopes: []string{scope.AdminWebAPI},
 		}},
 	})
 	if err != nil {

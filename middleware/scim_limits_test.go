@@ -43,7 +43,7 @@ func wantSCIM429(t *testing.T, a answer) {
 // token from another address is still admitted, and so is a wrong token
 // from a third address (it is answered 401, not slowed).
 func TestSCIMAuthLimitsFailures(t *testing.T) {
-	tenants := middleware.NewTenants(map[string][]secret.Hash{"acme": {secret.MustParse(secret.HashSHA256("acme-token"))}})
+	tenants := middleware.NewTenants(map[string][]secret.Hash{"acme": {secret.HashSHA256("acme-token")}})
 	srv := scimServer(t, tenants, middleware.SCIMConfig{Limits: middleware.SCIMLimits{
 		FailedAttemptsPerTenant: 5, FailedAttemptsPerAddress: 50, TrustedProxyHeader: "X-Forwarded-For",
 	}})
@@ -86,7 +86,7 @@ func TestSCIMAuthReservesBeforeVerifying(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tenants := middleware.NewTenants(map[string][]secret.Hash{"acme": {secret.MustParse(bc)}})
+	tenants := middleware.NewTenants(map[string][]secret.Hash{"acme": {bc}})
 	v := secret.NewVerifier(secret.VerifierConfig{})
 	srv := scimServer(t, tenants, middleware.SCIMConfig{Limits: middleware.SCIMLimits{FailedAttemptsPerTenant: 5, Verifier: v}})
 	if v.Floor() <= 0 {

@@ -75,8 +75,8 @@ func wantSCIM401(t *testing.T, a answer) {
 
 func TestSCIMAuth(t *testing.T) {
 	tenants := middleware.NewTenants(map[string][]secret.Hash{
-		"acme":   {secret.MustParse(secret.HashSHA256("acme-old")), secret.MustParse(secret.HashSHA256("acme-new"))},
-		"globex": {secret.MustParse(secret.HashSHA256("globex-token"))},
+		"acme":   {secret.HashSHA256("acme-old"), secret.HashSHA256("acme-new")},
+		"globex": {secret.HashSHA256("globex-token")},
 	})
 	srv := scimServer(t, tenants, middleware.SCIMConfig{})
 
@@ -119,7 +119,7 @@ func TestSCIMAuth(t *testing.T) {
 		})
 	}
 	t.Run("Replace swaps tenants at once", func(t *testing.T) {
-		tenants.Replace(map[string][]secret.Hash{"acme": {secret.MustParse(secret.HashSHA256("acme-newest"))}})
+		tenants.Replace(map[string][]secret.Hash{"acme": {secret.HashSHA256("acme-newest")}})
 		wantSCIM401(t, call(t, scimURL(srv, "acme"), "Bearer acme-old"))
 		if a := call(t, scimURL(srv, "acme"), "Bearer acme-newest"); a.status != 200 {
 			t.Fatalf("got %d", a.status)
@@ -131,7 +131,7 @@ func TestSCIMAuthIdentityTokens(t *testing.T) {
 	k := jwktest.NewKey(t, "ES256")
 	jwks := jwktest.NewJWKS(t, k)
 	v := newValidator(t, middleware.ValidatorConfig{Issuer: jwks.Issuer()})
-	tenants := middleware.NewTenants(map[string][]secret.Hash{"acme": {secret.MustParse(secret.HashSHA256("acme-token"))}})
+	tenants := middleware.NewTenants(map[string][]secret.Hash{"acme": {secret.HashSHA256("acme-token")}})
 	admin := jwktest.Sign(t, k, nil, jwktest.Claims(jwks.Issuer(), scope.AdminWebAPI, time.Hour))
 	connect := jwktest.Sign(t, k, nil, jwktest.Claims(jwks.Issuer(), scope.ConnectWebAPI, time.Hour))
 
@@ -156,7 +156,7 @@ func TestSCIMAuthIdentityTokens(t *testing.T) {
 }
 
 func TestSCIMAuthHookLogsNoToken(t *testing.T) {
-	tenants := middleware.NewTenants(map[string][]secret.Hash{"acme": {secret.MustParse(secret.HashSHA256("acme-token"))}})
+	tenants := middleware.NewTenants(map[string][]secret.Hash{"acme": {secret.HashSHA256("acme-token")}})
 	logs, logger := testlog.New()
 	var reasons []error
 	srv := scimServer(t, tenants, middleware.SCIMConfig{Logger: logger,
@@ -184,7 +184,7 @@ func ExampleSCIMAuth() {
 	// tenants := middleware.NewTenants(hashes), and on reload
 	// tenants.Replace(hashes).
 	tenants := middleware.NewTenants(map[string][]secret.Hash{
-		"acme": {secret.MustParse(secret.HashSHA256("acme-scim-token"))},
+		"acme": {secret.HashSHA256("acme-scim-token")},
 	})
 	users := scimerr.Handler(func(w http.ResponseWriter, r *http.Request) error {
 		w.Header().Set("Content-Type", scimerr.ContentType)
@@ -212,7 +212,7 @@ func ExampleSCIMAuth() {
 }
 
 func TestSCIMAuthIdentityTokensNilClaimsFailClosed(t *testing.T) {
-	tenants := middleware.NewTenants(map[string][]secret.Hash{"acme": {secret.MustParse(secret.HashSHA256("acme-token"))}})
+	tenants := middleware.NewTenants(map[string][]secret.Hash{"acme": {secret.HashSHA256("acme-token")}})
 	srv := scimServer(t, tenants, middleware.SCIMConfig{IdentityTokens: nilValidator{}, IdentityTokenScopes: []string{scope.AdminWebAPI}})
 	k := jwktest.NewKey(t, "ES256")
 	tok := jwktest.Sign(t, k, nil, jwktest.Claims(iss, scope.AdminWebAPI, time.Hour))

@@ -12,11 +12,11 @@ import (
 )
 
 func TestParseTenants(t *testing.T) {
-	good := secret.HashSHA256("acme-token")
+	good := secret.HashSHA256("acme-token").String()
 	t.Run("each tenant gets its hashes, and SCIMAuth admits their tokens", func(t *testing.T) {
 		m, err := middleware.ParseTenants([]middleware.TenantConfig{
-			{Tenant: "acme", TokenHashes: []string{good, secret.HashSHA256("acme-next")}},
-			{Tenant: "globex", TokenHashes: []string{secret.HashSHA256("globex-token")}},
+			{Tenant: "acme", TokenHashes: []string{good, secret.HashSHA256("acme-next").String()}},
+			{Tenant: "globex", TokenHashes: []string{secret.HashSHA256("globex-token").String()}},
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -42,7 +42,7 @@ func TestParseTenants(t *testing.T) {
 		name, json, field, reason string
 	}{
 		{"empty tenant", `[{"tenant":"","tokenHashes":["` + good + `"]}]`, "[0].tenant", "empty"},
-		{"duplicate tenant", `[{"tenant":"t","tokenHashes":["` + good + `"]},{"tenant":"t","tokenHashes":["` + secret.HashSHA256("b") + `"]}]`, "[1].tenant", `duplicate tenant "t"`},
+		{"duplicate tenant", `[{"tenant":"t","tokenHashes":["` + good + `"]},{"tenant":"t","tokenHashes":["` + secret.HashSHA256("b").String() + `"]}]`, "[1].tenant", `duplicate tenant "t"`},
 		{"no hashes", `[{"tenant":"t","tokenHashes":[]}]`, "[0].tokenHashes", "at least one hash"},
 		{"a plain-text token", `[{"tenant":"t","tokenHashes":["` + good + `","hunter2"]}]`, "[0].tokenHashes[1]", "plain-text"},
 		{"a plain-text token with a colon", `[{"tenant":"t","tokenHashes":["x:hunter2"]}]`, "[0].tokenHashes[0]", "plain-text"},

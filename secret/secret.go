@@ -131,28 +131,34 @@ func (h Hash) Verify(secret string) bool {
 	return false
 }
 
-// HashSHA256 returns the "sha256:" hash of secret.
-func HashSHA256(secret string) string {
+// HashSHA256 returns the "sha256:" hash of secret: IdentityServer's form.
+// Its String is what a configuration file holds.
+func HashSHA256(secret string) Hash {
 	sum := sha256.Sum256([]byte(secret))
-	return string(SHA256) + ":" + base64.StdEncoding.EncodeToString(sum[:])
+	h, _ := Parse(string(SHA256) + ":" + base64.StdEncoding.EncodeToString(sum[:]))
+	return h
 }
 
 // HashBcrypt returns the "bcrypt:" hash of secret at the given cost
-// (bcrypt.DefaultCost when cost is 0).
-func HashBcrypt(secret string, cost int) (string, error) {
+// (bcrypt.DefaultCost when cost is 0). A cost outside bcrypt's range is
+// an error, never silently replaced.
+func HashBcrypt(secret string, cost int) (Hash, error) {
 	if cost == 0 {
 		cost = bcrypt.DefaultCost
 	}
+	if cost < bcrypt.MinCost || cost > bcrypt.MaxCost {
+		return Hash{}, fmt.Errorf("bcrypt cost %d: want %d to %d", cost, bcrypt.MinCost, bcrypt.MaxCost)
+	}
 	b, err := bcrypt.GenerateFromPassword([]byte(secret), cost)
 	if err != nil {
-		return "", err
+		return Hash{}, err
 	}
-	return string(Bcrypt) + ":" + string(b), nil
+	return Parse(string(Bcrypt) + ":" + string(b))
 }
 
 // Generate returns a new random secret of 256 bits, base64url-encoded, and
 // its "sha256:" hash for the configuration file.
-func Generate() (secret, hash string) {
+func Generate() (secret string, hash Hash) {
 	var b [32]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24)
 	secret = base64.RawURLEncoding.EncodeToString(b[:])

@@ -17,7 +17,7 @@ func bcryptHash(t testing.TB, s string, cost int) secret.Hash {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return secret.MustParse(h)
+	return h
 }
 
 func verify(t *testing.T, v *secret.Verifier, hashes []secret.Hash, s string) bool {
@@ -26,7 +26,7 @@ func verify(t *testing.T, v *secret.Verifier, hashes []secret.Hash, s string) bo
 }
 
 func TestVerifierChecksEveryHashAndCachesSlowOnes(t *testing.T) {
-	hashes := []secret.Hash{bcryptHash(t, "old-secret", 4), secret.MustParse(secret.HashSHA256("new-secret"))}
+	hashes := []secret.Hash{bcryptHash(t, "old-secret", 4), secret.HashSHA256("new-secret")}
 	v := secret.NewVerifier(secret.VerifierConfig{CacheEntries: 2, FailureFloor: -1})
 	for _, s := range []string{"old-secret", "new-secret", "old-secret"} {
 		if !verify(t, v, hashes, s) {
@@ -59,7 +59,7 @@ func TestVerifierDoesTheSameWorkOnEveryPath(t *testing.T) {
 			hash := func(s string) secret.Hash {
 				switch kind {
 				case "sha256":
-					return secret.MustParse(secret.HashSHA256(s))
+					return secret.HashSHA256(s)
 				case "sha512":
 					return secret.MustParse(sha512)
 				}
@@ -105,7 +105,7 @@ func TestVerifierPadsToTheLongestList(t *testing.T) {
 	v := secret.NewVerifier(secret.VerifierConfig{})
 	six := make([]secret.Hash, 6)
 	for i := range six {
-		six[i] = secret.MustParse(secret.HashSHA256(fmt.Sprint(i)))
+		six[i] = secret.HashSHA256(fmt.Sprint(i))
 	}
 	v.Prime(six)
 	before := v.Counts().Fast
@@ -178,7 +178,7 @@ func TestVerifierLearnsUnprimedHashes(t *testing.T) {
 	}
 	six := make([]secret.Hash, 6)
 	for i := range six {
-		six[i] = secret.MustParse(secret.HashSHA256(fmt.Sprint(i)))
+		six[i] = secret.HashSHA256(fmt.Sprint(i))
 	}
 	verify(t, v, six, "y")
 	before := v.Counts().Fast
