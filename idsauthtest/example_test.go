@@ -3,6 +3,7 @@ package idsauthtest_test
 import (
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 
 	"github.com/justinas/alice"
@@ -101,3 +102,26 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 func (w *statusWriter) WriteHeader(code int) { w.status = code }
+
+// A handler tested alone: the claims are put on the request as
+// RequireBearer would leave them.
+func ExampleWithClaims() {
+	t := &printer{}
+	defer t.close()
+
+	handler := func(w http.ResponseWriter, r *http.Request) {
+		c, _ := middleware.ClaimsFrom(r.Context())
+		var extra struct {
+			Department string `json:"department"`
+		}
+		_ = c.Decode(&extra)
+		fmt.Fprintf(w, "%s from %s", c.ClientID, extra.Department)
+	}
+	r := idsauthtest.WithClaims(t, httptest.NewRequest("GET", "/", nil), idsauthtest.Claims{
+		"client_id": "reporting", "scope": "pd_AdminWebApi", "department": "finance",
+	})
+	rec := httptest.NewRecorder()
+	handler(rec, r)
+	fmt.Println(rec.Body.String())
+	// Output: reporting from finance
+}

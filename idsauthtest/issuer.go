@@ -3,6 +3,7 @@ package idsauthtest
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"time"
@@ -228,4 +229,22 @@ func (i *Issuer) TamperedToken(t TB, scopes ...string) string {
 		repl = 'B'
 	}
 	return tok[:len(tok)-2] + string(repl) + tok[len(tok)-1:]
+}
+
+// WithClaims returns r carrying claims as RequireBearer would have left
+// them after validating a token with those claims: middleware.ClaimsFrom
+// finds them, Claims.Decode reads every claim, and a RequireScope after it
+// checks their scopes. Use it to test a handler alone, without tokens.
+// Build claims with Issuer.Claims, or by hand.
+func WithClaims(t TB, r *http.Request, claims Claims) *http.Request {
+	t.Helper()
+	payload, err := json.Marshal(claims)
+	if err != nil {
+		t.Fatalf("idsauthtest: claims: %v", err)
+	}
+	c, err := middleware.NewClaims(payload)
+	if err != nil {
+		t.Fatalf("idsauthtest: claims: %v", err)
+	}
+	return r.WithContext(middleware.ContextWithClaims(r.Context(), c))
 }

@@ -24,6 +24,22 @@ func ClaimsFrom(ctx context.Context) (*Claims, bool) {
 	return s.claims, true
 }
 
+// defaultResponder answers for claims put in a context by ContextWithClaims.
+var defaultResponder = &responder{realm: DefaultRealm}
+
+// ContextWithClaims returns a copy of ctx that carries c as RequireBearer
+// leaves validated claims: ClaimsFrom finds c, and a RequireScope after it
+// checks c's scopes (answering, when it refuses, with DefaultRealm). It is
+// for testing a handler without a token (see idsauthtest.WithClaims), and
+// for middleware of your own that authenticates some other way. c must be
+// claims you trust: nothing here checks them. A nil c is not stored.
+func ContextWithClaims(ctx context.Context, c *Claims) context.Context {
+	if c == nil {
+		return ctx
+	}
+	return &stateCtx{Context: ctx, st: state{claims: c, resp: defaultResponder}}
+}
+
 // stateFrom returns the state RequireBearer left, if any.
 func stateFrom(ctx context.Context) (*state, bool) {
 	s, ok := ctx.Value(stateKey{}).(*state)
