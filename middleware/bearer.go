@@ -64,10 +64,7 @@ func RequireBearer(v TokenValidator) func(http.Handler) http.Handler {
 // RequireBearerWithConfig is RequireBearer with the settings of cfg. The
 // RequireScope after it answers with the same realm, hook and logger.
 func RequireBearerWithConfig(v TokenValidator, cfg BearerConfig) func(http.Handler) http.Handler {
-	o := &responder{realm: cfg.Realm, onReject: cfg.OnReject, logger: cfg.Logger}
-	if o.realm == "" {
-		o.realm = DefaultRealm
-	}
+	o := newResponder(cfg.Realm, DefaultRealm, cfg.OnReject, cfg.Logger)
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			tok, err := bearer.Token(r)

@@ -28,6 +28,16 @@ type responder struct {
 }
 
 // reject reports a rejection to the hook, with a *ValidationError reduced
+
+// newResponder returns a responder with realm, or fallback when realm is
+// empty.
+func newResponder(realm, fallback string, onReject RejectFunc, logger *slog.Logger) *responder {
+	if realm == "" {
+		realm = fallback
+	}
+	return &responder{realm: realm, onReject: onReject, logger: logger}
+}
+
 // to its Reason, and to the logger, with the error's facts if it is ours.
 func (o *responder) reject(r *http.Request, status int, err error) {
 	reason := err

@@ -173,10 +173,7 @@ func SCIMAuth(tenants TenantStore) func(http.Handler) http.Handler {
 
 // SCIMAuthWithConfig is SCIMAuth with the settings of cfg.
 func SCIMAuthWithConfig(tenants TenantStore, cfg SCIMConfig) func(http.Handler) http.Handler {
-	o := &responder{realm: cfg.Realm, onReject: cfg.OnReject, logger: cfg.Logger}
-	if o.realm == "" {
-		o.realm = DefaultSCIMRealm
-	}
+	o := newResponder(cfg.Realm, DefaultSCIMRealm, cfg.OnReject, cfg.Logger)
 	tenantOf := cfg.Tenant
 	if tenantOf == nil {
 		tenantOf = func(r *http.Request) string { return r.PathValue("tenant") }
