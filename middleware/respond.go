@@ -27,8 +27,6 @@ type responder struct {
 	logger   *slog.Logger
 }
 
-// reject reports a rejection to the hook, with a *ValidationError reduced
-
 // newResponder returns a responder with realm, or fallback when realm is
 // empty.
 func newResponder(realm, fallback string, onReject RejectFunc, logger *slog.Logger) *responder {
@@ -38,6 +36,7 @@ func newResponder(realm, fallback string, onReject RejectFunc, logger *slog.Logg
 	return &responder{realm: realm, onReject: onReject, logger: logger}
 }
 
+// reject reports a rejection to the hook, with a *ValidationError reduced
 // to its Reason, and to the logger, with the error's facts if it is ours.
 func (o *responder) reject(r *http.Request, status int, err error) {
 	reason := err
