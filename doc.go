@@ -19,7 +19,7 @@
 //     against the issuer's JWKS (or its keys in process).
 //   - issuer: the token issuer, an http.Handler to mount at /ids/, with its
 //     configuration file, JWKS, discovery and key rotation by reload.
-//   - scimerr: SCIM error bodies (RFC 7644 §3.12).
+//   - scimerr: SCIM error bodies ([RFC 7644] §3.12).
 //   - secret: hashed client secrets and SCIM tokens.
 //   - client: the calling side, an *http.Client that gets, caches and
 //     renews tokens and retries once on invalid_token.
@@ -40,4 +40,6 @@
 //
 // CONTRACT.md settles every status, header and body; each package's
 // documentation names the section it implements.
+//
+// [RFC 7644]: https://www.rfc-editor.org/rfc/rfc7644
 package idsauth

@@ -87,7 +87,9 @@ type Config struct {
 }
 
 // TokenError is a failure of the token endpoint, as an OAuth 2.0 error
-// answer (RFC 6749 §5.2) or a transport error.
+// answer ([RFC 6749] §5.2) or a transport error.
+//
+// [RFC 6749]: https://www.rfc-editor.org/rfc/rfc6749
 type TokenError struct {
 	StatusCode  int           // HTTP status; 0 when no answer came
 	Code        string        // "invalid_client", "invalid_scope", "slow_down", ...

@@ -1,12 +1,12 @@
 // Package issuer is an OAuth 2.0 token issuer for the client_credentials
-// grant (RFC 6749 §4.4) that mounts in any http.ServeMux: the identity
+// grant ([RFC 6749] §4.4) that mounts in any http.ServeMux: the identity
 // service (IdS) of the contract, CONTRACT.md §2 and §3.
 //
 //	cfg, err := issuer.LoadConfig("idsauth.json")        // decode
 //	iss, err := issuer.New(cfg, issuer.WithLogger(logger)) // check, read keys
 //	mux.Handle("/ids/", iss) // the path comes from cfg.Issuer
 //
-// Tokens are RFC 9068 JWT access tokens (typ "at+jwt", kid the RFC 7638
+// Tokens are [RFC 9068] JWT access tokens (typ "at+jwt", kid the [RFC 7638]
 // thumbprint of the signing key) with iss, sub, client_id, aud, scope,
 // iat, nbf, exp and a jti of 130 random bits (crypto/rand.Text). A
 // middleware.Validator checks them, by the JWKS URL or, in the same
@@ -74,4 +74,8 @@
 // authentications are limited before the secret is checked, per address
 // and per client ID, without ever locking a client out of an address that
 // has not failed: see Limits for exactly what an attacker can do.
+//
+// [RFC 6749]: https://www.rfc-editor.org/rfc/rfc6749
+// [RFC 7638]: https://www.rfc-editor.org/rfc/rfc7638
+// [RFC 9068]: https://www.rfc-editor.org/rfc/rfc9068
 package issuer

@@ -1,4 +1,4 @@
-// Package scimerr writes SCIM 2.0 error answers (RFC 7644 §3.12), the only
+// Package scimerr writes SCIM 2.0 error answers ([RFC 7644] §3.12), the only
 // error format SCIM endpoints use (CONTRACT.md §4).
 //
 // An *Error is an error, so a SCIM handler can return one and have
@@ -11,6 +11,8 @@
 //		}
 //		return json.NewEncoder(w).Encode(u)
 //	}))
+//
+// [RFC 7644]: https://www.rfc-editor.org/rfc/rfc7644
 package scimerr
 
 import (
@@ -23,11 +25,15 @@ import (
 // Schema is the URI of the SCIM error message schema.
 const Schema = "urn:ietf:params:scim:api:messages:2.0:Error"
 
-// ContentType is the media type of SCIM bodies (RFC 7644 §3.1).
+// ContentType is the media type of SCIM bodies ([RFC 7644] §3.1).
+//
+// [RFC 7644]: https://www.rfc-editor.org/rfc/rfc7644
 const ContentType = "application/scim+json"
 
-// Type is a scimType detail error keyword (RFC 7644 §3.12, Table 9). It
+// Type is a scimType detail error keyword ([RFC 7644] §3.12, Table 9). It
 // is only ever sent with status 400.
+//
+// [RFC 7644]: https://www.rfc-editor.org/rfc/rfc7644
 type Type string
 
 // The scimType values of RFC 7644 Table 9.
