@@ -23,6 +23,12 @@
 //   - secret: hashed client secrets and SCIM tokens.
 //   - client: the calling side, an *http.Client that gets, caches and
 //     renews tokens and retries once on invalid_token.
+//   - idsauthtest: test helpers: a real issuer on httptest, good and bad
+//     tokens in one call each, and checkers that run the contract's cases
+//     against your own handlers.
+//
+// The command cmd/idsauth is the operator's tool: hash-secret, gen-key,
+// check-config, token and decode.
 //
 // The command examplesvc wires all of it; "go run ./examplesvc" starts it.
 // A service that validates tokens from an identity service elsewhere needs

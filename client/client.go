@@ -70,8 +70,10 @@ type Config struct {
 	Scopes []string
 
 	// AuthStyle is how credentials are sent: oauth2.AuthStyleInHeader
-	// (HTTP Basic), oauth2.AuthStyleInParams (form body), or zero to
-	// detect it on the first request.
+	// (HTTP Basic, which every server must accept: RFC 6749 §2.3.1) or
+	// oauth2.AuthStyleInParams (form body). Zero means HTTP Basic. (x/oauth2's
+	// auto-detection is not used: it sends a wrong secret twice, and an
+	// issuer's failure limit counts both.)
 	AuthStyle oauth2.AuthStyle
 
 	// HTTPClient makes both the token requests and the calls. Nil means
@@ -152,6 +154,14 @@ func (c *Config) Client(ctx context.Context) *http.Client {
 	out := *base
 	out.Transport = &transport{base: rt, tokens: c.newTokens(ctx, base), origins: c.origins()}
 	return &out
+}
+
+// authStyle is AuthStyle, with zero meaning HTTP Basic.
+func (c *Config) authStyle() oauth2.AuthStyle {
+	if c.AuthStyle == oauth2.AuthStyleAutoDetect {
+		return oauth2.AuthStyleInHeader
+	}
+	return c.AuthStyle
 }
 
 // origins returns the set of origins that receive the token.
@@ -330,7 +340,7 @@ func (c *Config) newTokens(ctx context.Context, hc *http.Client) *tokens {
 	t := &tokens{
 		cc: clientcredentials.Config{
 			ClientID: c.ClientID, ClientSecret: c.ClientSecret, TokenURL: tokenURL,
-			Scopes: c.Scopes, AuthStyle: c.AuthStyle,
+			Scopes: c.Scopes, AuthStyle: c.authStyle(),
 		},
 		ctx:         context.WithValue(context.WithoutCancel(ctx), oauth2.HTTPClient, hc),
 		renewBefore: c.RenewBefore,

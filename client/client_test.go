@@ -433,3 +433,17 @@ func TestTokenOnlyToTheServiceOrigin(t *testing.T) {
 		}
 	})
 }
+
+// A wrong secret costs one token request, not two: the client does not
+// use x/oauth2's auto-detection, which retries in the body, and which the
+// issuer's failure limit would count twice.
+func TestWrongSecretIsSentOnce(t *testing.T) {
+	w := newWorld(t, 0, nil)
+	c := w.client(func(cfg *client.Config) { cfg.ClientSecret = "wrong" })
+	if _, _, err := get(t, c, w.api.URL); err == nil {
+		t.Fatal("a wrong secret got through")
+	}
+	if n := w.tokenCalls.Load(); n != 1 {
+		t.Fatalf("%d token requests for one wrong secret, want 1", n)
+	}
+}

@@ -30,6 +30,11 @@ func main() {
 	configFile := flag.String("config", "", "configuration file (the issuer's JSON format plus scimTenants); empty: the embedded demo configuration, with an ephemeral signing key")
 	issuerURL := flag.String("issuer", "", "public issuer URL, replacing the configuration's; empty: the file's issuer, or http://<addr>/ids for the demo configuration")
 	flag.Parse()
+	if flag.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "examplesvc: unexpected argument %q (hash-secret is now \"idsauth hash-secret\": go install ./cmd/idsauth)\n", flag.Arg(0))
+		flag.Usage()
+		os.Exit(2)
+	}
 
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

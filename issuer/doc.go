@@ -67,8 +67,8 @@
 //
 // # Secrets
 //
-// secret.Generate makes a random secret and its hash; the example service
-// prints one with "go run ./examplesvc hash-secret". Every check is
+// secret.Generate makes a random secret and its hash; the idsauth command
+// prints one with "idsauth hash-secret". Every check is
 // constant-time, and an unknown client, a wrong secret and a client with
 // several or slow hashes answer alike (see secret.Verifier). Failed
 // authentications are limited before the secret is checked, per address

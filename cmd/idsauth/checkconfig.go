@@ -3,10 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/idsauth/idsauth/issuer"
+	"github.com/idsauth/idsauth/middleware"
 )
 
 func checkConfig(_ context.Context, e env, args []string) error {
@@ -14,18 +18,32 @@ func checkConfig(_ context.Context, e env, args []string) error {
 		`Load an issuer configuration file exactly as the issuer does (every field
 checked, key files read) and print what it holds: clients with their scopes,
 audiences and token lifetimes, and the keys with their kids, the signing one
-first. A bad file exits 1 with the error naming the field. Run it before
-sending the issuer SIGHUP.`)
+first. A file may also hold SCIM tenants ("scimTenants", as the example
+service's does); they are checked too. A bad file exits 1 with the error
+naming the field. Run it before sending the issuer SIGHUP.`)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
 		return usagef("give exactly one configuration file")
 	}
-	cfg, err := issuer.LoadConfig(fs.Arg(0))
+	data, err := os.ReadFile(fs.Arg(0))
 	if err != nil {
 		return err
 	}
+	var file struct {
+		issuer.Config
+		SCIMTenants []middleware.TenantConfig `json:"scimTenants,omitempty"`
+	}
+	if err := issuer.DecodeConfig(data, &file); err != nil {
+		return err
+	}
+	tenants, err := middleware.ParseTenants(file.SCIMTenants)
+	if err != nil {
+		return err // "SCIM tenants: [1].tenant: ..."
+	}
+	cfg := &file.Config
+	cfg.Dir = filepath.Dir(fs.Arg(0))
 	iss, err := issuer.New(cfg)
 	if err != nil {
 		return err
@@ -53,6 +71,13 @@ sending the issuer SIGHUP.`)
 		}
 		fmt.Fprintf(w, "  %s\n    scopes    %s\n    audience  %s\n    lifetime  %ds\n    secrets   %d hash(es)\n",
 			c.ClientID, strings.Join(c.Scopes, " "), aud, lifetime, len(c.SecretHashes))
+	}
+	if len(tenants) > 0 {
+		fmt.Fprintln(w, "\nSCIM tenants:")
+		names := slices.Sorted(maps.Keys(tenants))
+		for _, name := range names {
+			fmt.Fprintf(w, "  %-20s %d token hash(es)\n", name, len(tenants[name]))
+		}
 	}
 	return nil
 }

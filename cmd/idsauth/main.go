@@ -5,8 +5,8 @@
 //	idsauth hash-secret [-stdin] [-bcrypt COST]
 //	idsauth gen-key -alg ES256|RS256|EdDSA -out FILE
 //	idsauth check-config FILE
-//	idsauth token -issuer URL -client-id ID -scope S [-decode]
-//	idsauth decode [-issuer URL -audience A] [TOKEN]
+//	idsauth token -issuer URL -client-id ID -scope S [-secret-file FILE | -secret-env NAME] [-decode]
+//	idsauth decode [-issuer URL [-audience A]] [TOKEN]
 //
 // Every subcommand takes -h. Exit status: 0 success, 1 failure, 2 a usage
 // error. Secrets are never taken from a flag: a command line ends up in

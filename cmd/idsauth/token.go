@@ -55,7 +55,7 @@ default `+defaultSecretEnv+`, if set), else from the terminal without echo
 	if err != nil {
 		return err
 	}
-	cfg := clientcredentials.Config{ClientID: *clientID, ClientSecret: sec, TokenURL: tokenURL, Scopes: strings.Fields(*scopes)}
+	cfg := clientcredentials.Config{ClientID: *clientID, ClientSecret: sec, TokenURL: tokenURL, Scopes: strings.Fields(*scopes), AuthStyle: oauth2.AuthStyleInHeader}
 	tok, err := cfg.Token(context.WithValue(ctx, oauth2.HTTPClient, hc))
 	if err != nil {
 		var re *oauth2.RetrieveError
