@@ -27,6 +27,9 @@ type service struct {
 	iss     *issuer.Issuer
 	tenants *middleware.Tenants
 	v       *middleware.Validator
+	// secrets checks client secrets and SCIM tokens alike, so one bound
+	// on concurrent bcrypt checks and one failure floor cover both.
+	secrets *secret.Verifier
 
 	mu      sync.Mutex // serializes reloads
 	current *fileConfig
@@ -52,7 +55,12 @@ func newService(ctx context.Context, src configSource, logger *slog.Logger) (*se
 	if err != nil {
 		return nil, err
 	}
-	iss, err := issuer.New(&cfg.Config, issuer.WithLogger(logger))
+	l := cfg.Limits
+	secrets := secret.NewVerifier(secret.VerifierConfig{
+		MaxConcurrentSlow: l.MaxConcurrentSlowHashes,
+		FailureFloor:      time.Duration(l.FailureFloorMillis) * time.Millisecond,
+	})
+	iss, err := issuer.New(&cfg.Config, issuer.WithLogger(logger), issuer.WithVerifier(secrets))
 	if err != nil {
 		return nil, err
 	}
@@ -74,6 +82,7 @@ func newService(ctx context.Context, src configSource, logger *slog.Logger) (*se
 		iss:      iss,
 		tenants:  middleware.NewTenants(tenants),
 		v:        v,
+		secrets:  secrets,
 		current:  cfg,
 		admin:    newAdminStore(),
 		sessions: newSessionStore(maxSessionsPerClient),
@@ -87,7 +96,7 @@ func (s *service) routes() http.Handler {
 	admin := bearer.Append(middleware.RequireFamily(scope.Admin))
 	connect := bearer.Append(middleware.RequireFamily(scope.Connect))
 	session := bearer.Append(middleware.RequireFamily(scope.ConnectSession))
-	scim := alice.New(middleware.SCIMAuthWithConfig(s.tenants, middleware.SCIMConfig{Logger: s.logger, Limits: scimLimits(s.current.Limits)}))
+	scim := alice.New(middleware.SCIMAuthWithConfig(s.tenants, middleware.SCIMConfig{Logger: s.logger, Limits: scimLimits(s.current.Limits, s.secrets)}))
 
 	mux := http.NewServeMux()
 	mux.Handle("/ids/", s.iss)
@@ -117,9 +126,9 @@ func (s *service) routes() http.Handler {
 
 // scimLimits are SCIMAuth's failure limits, taken from the issuer's so that
 // one file sets both: the same budgets, with a tenant in place of a client,
-// and the same trusted proxy. They are read at start; a reload does not
-// change them.
-func scimLimits(l issuer.Limits) middleware.SCIMLimits {
+// and the same trusted proxy, checked by the issuer's Verifier v. They are
+// read at start; a reload does not change them.
+func scimLimits(l issuer.Limits, v *secret.Verifier) middleware.SCIMLimits {
 	trusted, _ := clientip.ParsePrefixes(l.TrustedProxies) // checked by the issuer
 	return middleware.SCIMLimits{
 		FailedAttemptsPerTenant:  l.FailedAttemptsPerClient,
@@ -128,10 +137,7 @@ func scimLimits(l issuer.Limits) middleware.SCIMLimits {
 		LimiterMaxBytes:          l.LimiterMaxBytes,
 		TrustedProxyHeader:       l.TrustedProxyHeader,
 		TrustedProxies:           trusted,
-		Verifier: secret.NewVerifier(secret.VerifierConfig{
-			MaxConcurrentSlow: l.MaxConcurrentSlowHashes,
-			FailureFloor:      time.Duration(l.FailureFloorMillis) * time.Millisecond,
-		}),
+		Verifier:                 v,
 	}
 }
 

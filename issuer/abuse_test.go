@@ -224,3 +224,29 @@ func TestEndedRequestsAreCharged(t *testing.T) {
 		t.Fatalf("answers to 10 ended guesses = %v, want 3 charged failures then 429s", counts)
 	}
 }
+
+// TestSharedVerifier: with WithVerifier, the issuer checks secrets with the
+// Verifier it is given, primed with its clients' hashes, so one bound on
+// bcrypt work can cover the issuer and SCIMAuth together.
+func TestSharedVerifier(t *testing.T) {
+	bc, err := secret.HashBcrypt("correct horse", 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared := secret.NewVerifier(secret.VerifierConfig{MaxConcurrentSlow: 1})
+	s := newServer(t, func(c *issuer.Config) {
+		c.Clients = append(c.Clients, issuer.ClientConfig{ClientID: "human", SecretHashes: []string{bc.String()}, Scopes: []string{scope.AdminWebAPI}})
+		c.Limits = issuer.Limits{MaxConcurrentSlowHashes: 8}
+	}, issuer.WithVerifier(shared))
+	if shared.Floor() <= 0 {
+		t.Fatal("the shared verifier was not primed with the clients' bcrypt hash")
+	}
+	before := shared.Counts()
+	a := post(t, s.tokenURL(), formType, form("grant_type", "client_credentials", "client_id", "human", "client_secret", "correct horse", "scope", scope.AdminWebAPI))
+	if a.status != 200 || shared.Counts().Slow != before.Slow+1 {
+		t.Fatalf("answer %d, counts %+v after %+v: the issuer did not use the shared verifier", a.status, shared.Counts(), before)
+	}
+	if got := issuer.VerifierCounts(s.iss); got != shared.Counts() {
+		t.Fatalf("the issuer's verifier is not the shared one: %+v vs %+v", got, shared.Counts())
+	}
+}

@@ -42,8 +42,9 @@ type Issuer struct {
 	ephemeral *keys.Key  // made once, kept across reloads
 
 	// Set by New's options, for the issuer's life.
-	logger *slog.Logger
-	now    func() time.Time
+	logger   *slog.Logger
+	now      func() time.Time
+	verifier *secret.Verifier // shared with others; nil: one of its own
 }
 
 // The endpoints' paths under the issuer URL, CONTRACT.md §2 and §3.
@@ -99,6 +100,17 @@ func WithClock(now func() time.Time) Option {
 	}
 }
 
+// WithVerifier makes the issuer check client secrets with v instead of a
+// Verifier of its own, so that one bound on concurrent bcrypt checks and
+// one failure floor cover the issuer and SCIMAuth together (give
+// middleware.SCIMLimits.Verifier the same v). The issuer primes v with its
+// clients' hashes on every load. The configuration's
+// limits.failureFloorMillis and limits.maxConcurrentSlowHashes do not
+// apply then: v's own settings do.
+func WithVerifier(v *secret.Verifier) Option {
+	return func(iss *Issuer) { iss.verifier = v }
+}
+
 // New checks cfg (as Validate does), reads its key files and returns an
 // Issuer serving it. The options hold for the issuer's life: Reload
 // changes the configuration only.
@@ -136,9 +148,12 @@ func (iss *Issuer) Reload(cfg *Config) error {
 	} else {
 		st.limiter = limiter.New(st.limiterCfg)
 	}
-	if old != nil && old.verifierCfg == st.verifierCfg {
+	switch {
+	case iss.verifier != nil:
+		st.verifier = iss.verifier
+	case old != nil && old.verifierCfg == st.verifierCfg:
 		st.verifier = old.verifier
-	} else {
+	default:
 		st.verifier = secret.NewVerifier(st.verifierCfg)
 	}
 	subjects := make([][]secret.Hash, 0, len(st.clients))
