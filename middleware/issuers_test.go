@@ -130,6 +130,9 @@ func TestIssuersUnknownIssuerFetchesNothing(t *testing.T) {
 			if !errors.Is(err, c.want) || !errors.As(err, &ve) || ve.Issuer != "" {
 				t.Fatalf("err = %v (Issuer %q), want %v without an Issuer", err, issuerOf(err), c.want)
 			}
+			if strings.Contains(err.Error(), "iss ") {
+				t.Errorf("the error reports an iss that never verified: %v", err)
+			}
 		})
 	}
 	t.Run("a payload that is not JSON", func(t *testing.T) {
