@@ -104,7 +104,7 @@ func (cfg *ValidatorConfig) issuerList() ([]TrustedIssuer, error) {
 		}
 	}
 	if set := cfg.fetchSettings(); multi && !fetches && len(set) > 0 {
-		return nil, fmt.Errorf("middleware: ValidatorConfig.%s only apply to a fetched JWKS, and every one of Issuers has Keys", strings.Join(set, ", "))
+		return nil, fmt.Errorf("middleware: ValidatorConfig.Issuers all have Keys, so %s, which only apply to a fetched JWKS, cannot be set", strings.Join(set, ", "))
 	}
 	return list, nil
 }
