@@ -2,6 +2,7 @@ package middleware_test
 
 import (
 	"context"
+	"crypto"
 	"errors"
 	"net/http"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
 	"golang.org/x/time/rate"
 
 	"github.com/idsauth/idsauth/internal/jwktest"
@@ -339,4 +341,52 @@ func issuerOf(err error) string {
 		return ve.Issuer
 	}
 	return ""
+}
+
+// FuzzValidateIssuers feeds arbitrary tokens to a validator of two
+// issuers. It must never panic, and it may accept a token only if the
+// token verifies, independently of the validator, with the key of the
+// issuer that Claims names, and names that issuer in its "iss".
+func FuzzValidateIssuers(f *testing.F) {
+	const a, b = "https://a.example/ids", "https://b.example/ids"
+	ka, err := keys.Generate("ES256")
+	if err != nil {
+		f.Fatal(err)
+	}
+	kb, err := keys.Generate("ES256")
+	if err != nil {
+		f.Fatal(err)
+	}
+	claimsA, claimsB := jwktest.Claims(a, scope.AdminWebAPI, 24*time.Hour), jwktest.Claims(b, scope.AdminWebAPI, 24*time.Hour)
+	f.Add(jwktest.Sign(f, ka, nil, claimsA))
+	f.Add(jwktest.Sign(f, kb, nil, claimsB))
+	f.Add(jwktest.Sign(f, ka, nil, claimsB))
+	f.Add(jwktest.Sign(f, ka, map[string]any{"kid": kb.KID}, claimsB))
+	f.Add(jwktest.Sign(f, ka, nil, jwktest.With(claimsA, "iss", []string{a})))
+	f.Add(jwktest.Segment(map[string]any{"alg": "ES256"}) + "." + jwktest.Segment(`{"iss":"`+a+`","iss":"`+b+`"}`) + ".AA")
+	f.Add("a.b.c")
+	v, err := middleware.NewValidator(context.Background(), middleware.ValidatorConfig{Issuers: []middleware.TrustedIssuer{
+		{Issuer: a, Audience: []string{a + "/resources"}, Keys: newCountingKeys(ka)},
+		{Issuer: b, Audience: []string{b + "/resources"}, Keys: newCountingKeys(kb)},
+	}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	pub := map[string]crypto.PublicKey{a: ka.Public(), b: kb.Public()}
+	f.Fuzz(func(t *testing.T, token string) {
+		c, err := v.Validate(context.Background(), token)
+		if err != nil {
+			if c != nil {
+				t.Fatal("claims with an error")
+			}
+			return
+		}
+		var mc jwt.MapClaims
+		if _, perr := jwt.ParseWithClaims(token, &mc, func(*jwt.Token) (any, error) { return pub[c.Issuer], nil }, jwt.WithValidMethods([]string{"ES256"})); perr != nil {
+			t.Fatalf("accepted for %s a token its key does not verify: %v", c.Issuer, perr)
+		}
+		if mc["iss"] != c.Issuer {
+			t.Fatalf("accepted for %s a token whose iss is %v", c.Issuer, mc["iss"])
+		}
+	})
 }
