@@ -12,7 +12,9 @@ import (
 //
 // Only validated tokens enter, so garbage cannot grow or flush it. An
 // entry lives until the earlier of the token's exp (plus leeway) and the
-// maximum age, and dies early when the key set changes (see KeySource).
+// maximum age, and dies early when the key set of the issuer that
+// accepted it changes (see VersionedKeySource): another issuer's new keys
+// leave it be.
 //
 // The cache holds at most size entries, whatever their spread over the
 // shards. When it is full, an insert evicts the oldest entry: a ring of
@@ -57,7 +59,8 @@ type cacheShard struct {
 type cacheEntry struct {
 	claims  *Claims
 	expires time.Time
-	keys    uint64 // the key set version it was validated under
+	from    *trustedIssuer // the issuer that accepted it, whose keys have a version
+	keys    uint64         // the version of those keys it was validated under
 }
 
 func newTokenCache(size int, maxAge time.Duration) *tokenCache {
@@ -72,23 +75,24 @@ func (c *tokenCache) shard(token string) *cacheShard {
 	return &c.shards[maphash.String(c.seed, token)%cacheShards]
 }
 
-// get returns the claims of token if it was validated under key set
-// version keys and has not expired at now.
-func (c *tokenCache) get(token string, now time.Time, keys uint64) (*Claims, bool) {
+// get returns the claims of token if it has not expired at now and the
+// keys of the issuer that accepted it are those it was validated under.
+func (c *tokenCache) get(token string, now time.Time) (*Claims, bool) {
 	s := c.shard(token)
 	s.mu.RLock()
 	e, ok := s.m[token]
 	s.mu.RUnlock()
-	if !ok || e.keys != keys || !now.Before(e.expires) {
+	if !ok || !now.Before(e.expires) || e.from.versioned.KeysVersion() != e.keys {
 		return nil, false
 	}
 	return e.claims, true
 }
 
-// put remembers a validated token until expires, or maxAge from now if
-// that is earlier. The cache keeps token itself: pass a copy that nothing
-// else holds.
-func (c *tokenCache) put(token string, claims *Claims, now, expires time.Time, keys uint64) {
+// put remembers a token that from accepted under version keys of its
+// keys, until expires, or maxAge from now if that is earlier. from's keys
+// must have a version. The cache keeps token itself: pass a copy that
+// nothing else holds.
+func (c *tokenCache) put(token string, claims *Claims, now, expires time.Time, from *trustedIssuer, keys uint64) {
 	if len(token) > maxCachedToken {
 		return
 	}
@@ -98,7 +102,7 @@ func (c *tokenCache) put(token string, claims *Claims, now, expires time.Time, k
 	if !now.Before(expires) {
 		return
 	}
-	e := cacheEntry{claims: claims, expires: expires, keys: keys}
+	e := cacheEntry{claims: claims, expires: expires, from: from, keys: keys}
 	s := c.shard(token)
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -61,11 +61,11 @@ func TestCacheEntryMemory(t *testing.T) {
 		key := strings.Clone(tok) // as Validate does
 		_, rest, _ := strings.Cut(key, ".")
 		p64, _, _ := strings.Cut(rest, ".")
-		claims, err := v.claims(payloads[i], p64, now)
+		claims, err := v.claims(v.only, payloads[i], p64, now)
 		if err != nil {
 			t.Fatal(err)
 		}
-		c.put(key, claims, now, now.Add(time.Hour), 1)
+		c.put(key, claims, now, now.Add(time.Hour), v.only, 1)
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&after)

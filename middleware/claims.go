@@ -125,10 +125,27 @@ func parseClaims(payload []byte, payload64 string) (*Claims, claimFacts, error) 
 	return c, t, nil
 }
 
-// claims decodes and checks the payload of a token whose signature is
-// good: its form (parseClaims), then exp, nbf, iat with leeway, iss, aud,
-// and last the scope claim.
-func (v *Validator) claims(payload []byte, payload64 string, now time.Time) (*Claims, error) {
+// issuerClaim reads the "iss" of a payload whose signature is not checked
+// yet, so that the issuer whose keys check it can be chosen. It reads that
+// claim alone, by parseClaims' rules (names matched exactly; the last of
+// duplicate names wins; null is absent), so the two never disagree: the
+// Claims are read again, "iss" included, once the signature is good.
+func issuerClaim(payload []byte) (string, error) {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(payload, &raw); err != nil {
+		return "", ErrMalformed
+	}
+	var iss string
+	if val, ok := raw["iss"]; ok && jsonString(val, &iss) != nil {
+		return "", ErrMalformed
+	}
+	return iss, nil
+}
+
+// claims decodes and checks the payload of a token whose signature the
+// keys of from verified: its form (parseClaims), then exp, nbf, iat with
+// leeway, iss and aud against from, and last the scope claim.
+func (v *Validator) claims(from *trustedIssuer, payload []byte, payload64 string, now time.Time) (*Claims, error) {
 	c, t, err := parseClaims(payload, payload64)
 	switch {
 	case err != nil:
@@ -143,9 +160,9 @@ func (v *Validator) claims(payload []byte, payload64 string, now time.Time) (*Cl
 		return nil, &ValidationError{Reason: ErrNotYetValid, NotBefore: *t.nbf, Now: now}
 	case t.iat != nil && now.Add(v.leeway).Before(*t.iat):
 		return nil, &ValidationError{Reason: ErrIssuedInFuture, IssuedAt: *t.iat, Now: now}
-	case c.Issuer != v.issuer:
+	case c.Issuer != from.issuer:
 		return nil, &ValidationError{Reason: ErrIssuer, Issuer: c.Issuer}
-	case len(v.audience) > 0 && !slices.ContainsFunc(c.Audience, func(a string) bool { return slices.Contains(v.audience, a) }):
+	case len(from.audience) > 0 && !slices.ContainsFunc(c.Audience, func(a string) bool { return slices.Contains(from.audience, a) }):
 		return nil, &ValidationError{Reason: ErrAudience, Audience: c.Audience}
 	}
 	// ErrScopeName and ErrScopeClaim are ParseClaim's own errors.

@@ -9,6 +9,14 @@
 // [RequireFamily]) then demands a scope. [SCIMAuth] guards SCIM endpoints
 // with per-tenant tokens and answers SCIM errors.
 //
+// A Validator trusts one issuer, or several: during a move from the
+// product's IdentityServer to this module's issuer, tokens of both are
+// live, each with its own keys and "aud". [ValidatorConfig.Issuers] lists
+// them ([TrustedIssuer]); a token is checked against the issuer its "iss"
+// names, exactly, with that issuer's keys alone, and an "iss" on no list
+// is refused before any key is fetched. To choose, "iss" alone is read
+// before the signature; every claim is read and checked after it.
+//
 // Each constructor returns a func(http.Handler) http.Handler, so it drops
 // into an alice chain or wraps a handler directly:
 //

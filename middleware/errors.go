@@ -122,7 +122,7 @@ type ValidationError struct {
 	NotBefore time.Time // ErrNotYetValid: its "nbf"
 	IssuedAt  time.Time // ErrIssuedInFuture: its "iat"
 	Now       time.Time // the time reasons: the validator's clock, before leeway
-	Issuer    string    // ErrIssuer: the "iss" the token names
+	Issuer    string    // ErrIssuer: the "iss" the token names, once its signature verified
 	Audience  []string  // ErrAudience: the "aud" it names
 }
 
@@ -139,6 +139,9 @@ func (e *ValidationError) Error() string {
 	case ErrIssuedInFuture:
 		return fmt.Sprintf("%v: iat %s, now %s", e.Reason, e.IssuedAt.UTC().Format(layout), e.Now.UTC().Format(layout))
 	case ErrIssuer:
+		if e.Issuer == "" { // none, or one that never verified (see TrustedIssuer)
+			break
+		}
 		return fmt.Sprintf("%v: iss %q", e.Reason, e.Issuer)
 	case ErrAudience:
 		return fmt.Sprintf("%v: aud [%s]", e.Reason, quoteAll(e.Audience))

@@ -25,15 +25,22 @@ import (
 // exampleIssuer starts an identity service on loopback with one client,
 // "reporting" / "s3cret", allowed pd_AdminWebApi.
 func exampleIssuer() (*httptest.Server, *issuer.Issuer) {
+	return exampleIssuerWith(func(*issuer.Config) {})
+}
+
+// exampleIssuerWith is exampleIssuer with its config changed by edit.
+func exampleIssuerWith(edit func(*issuer.Config)) (*httptest.Server, *issuer.Issuer) {
 	mux := http.NewServeMux()
 	srv := httptest.NewServer(mux)
-	iss, err := issuer.New(&issuer.Config{
+	cfg := &issuer.Config{
 		Issuer:       srv.URL + "/ids",
 		EphemeralKey: true, // a key made at start: for examples and tests only
 		Clients: []issuer.ClientConfig{{
 			ClientID: "reporting", SecretHashes: []string{secret.HashSHA256("s3cret").String()}, Scopes: []string{scope.AdminWebAPI},
 		}},
-	})
+	}
+	edit(cfg)
+	iss, err := issuer.New(cfg)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -78,6 +85,60 @@ func ExampleNewValidator() {
 	// Output:
 	// reporting pd_AdminWebApi
 	// signature invalid
+}
+
+// During a move from the product's IdentityServer to this module's
+// issuer, an API accepts the tokens of both: each issuer with its own
+// keys, found by discovery, and its own "aud". IdentityServer puts
+// "{issuer}/resources" there with EmitStaticAudienceClaim on and the API
+// resource names (here "admin-api") with it off; this module's issuer puts
+// "{issuer}/resources". A token is checked against the issuer its "iss"
+// names, exactly, and no other; an "iss" on no list is refused before any
+// key is fetched.
+func ExampleValidatorConfig_issuers() {
+	// Stand-ins on loopback: "legacy" writes tokens as IdentityServer does
+	// with its static audience off (aud "admin-api", scope an array).
+	legacySrv, legacy := exampleIssuerWith(func(c *issuer.Config) {
+		c.ScopeFormat = "array"
+		c.Clients[0].Audience = []string{"admin-api"}
+	})
+	defer legacySrv.Close()
+	idsSrv, ids := exampleIssuer()
+	defer idsSrv.Close()
+	strangerSrv, stranger := exampleIssuer()
+	defer strangerSrv.Close()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	v, err := middleware.NewValidator(ctx, middleware.ValidatorConfig{
+		Issuers: []middleware.TrustedIssuer{
+			{Issuer: legacy.URL(), Audience: []string{"admin-api"}},
+			{Issuer: ids.URL(), Audience: []string{ids.URL() + "/resources"}},
+		},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	// Claims.Issuer is the "iss" of the issuer that accepted the token.
+	name := map[string]string{legacy.URL(): "IdentityServer", ids.URL(): "idsauth"}
+	for _, from := range []*issuer.Issuer{legacy, ids, stranger} {
+		cc := clientcredentials.Config{ClientID: "reporting", ClientSecret: "s3cret", TokenURL: from.TokenURL(), Scopes: []string{scope.AdminWebAPI}}
+		tok, err := cc.Token(ctx)
+		if err != nil {
+			log.Fatal(err)
+		}
+		claims, err := v.Validate(ctx, tok.AccessToken)
+		if err != nil {
+			fmt.Println(err)
+			continue
+		}
+		fmt.Println(name[claims.Issuer], strings.ReplaceAll(fmt.Sprint(claims.Audience), from.URL(), "{issuer}"), claims.Scopes)
+	}
+	// Output:
+	// IdentityServer [admin-api] pd_AdminWebApi
+	// idsauth [{issuer}/resources] pd_AdminWebApi
+	// token issuer not accepted
 }
 
 func ExampleRequireBearer() {

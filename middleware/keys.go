@@ -6,12 +6,14 @@ import (
 )
 
 // KeySource gives the public keys that may verify a token. Set
-// ValidatorConfig.Keys to one to validate without fetching a JWKS, as
-// when the issuer runs in the same process: *issuer.Issuer is one.
+// ValidatorConfig.Keys (or TrustedIssuer.Keys) to one to validate without
+// fetching a JWKS, as when the issuer runs in the same process:
+// *issuer.Issuer is one.
 //
 // The validator has checked the token's header (its "alg" is on the
 // allow-list) before it asks, and reads the claims only once a key has
-// verified the signature. A KeySource is trusted as it is: the checks on
+// verified the signature; with several issuers, it has read "iss" alone
+// before, to choose the issuer's source, and asks no other's. A KeySource is trusted as it is: the checks on
 // a JWK's "use", "key_ops" and "alg" are those of the validator's own
 // JWKS source.
 type KeySource interface {

@@ -41,7 +41,8 @@ const DefaultMaxTokenSize = 16 << 10
 
 // ValidatorConfig configures a Validator. Issuer is required, and so is
 // Audience unless AnyAudience says otherwise; every other zero value is a
-// safe default.
+// safe default. A Validator that accepts the tokens of several issuers
+// names them in Issuers instead.
 type ValidatorConfig struct {
 	// Issuer is the expected "iss" claim, e.g. "https://host/ids". When
 	// neither JWKSURL nor Keys is set, the JWKS URL is read from
@@ -151,26 +152,42 @@ type ValidatorConfig struct {
 
 	// Now is the clock, for tests. Nil means time.Now.
 	Now func() time.Time
+
+	// Issuers, when set, are the issuers whose tokens are accepted, each
+	// with its own keys and audience, in place of Issuer, JWKSURL, Keys,
+	// Audience and AnyAudience, which must then be empty: during a move
+	// from one identity service to another, say. See TrustedIssuer. The
+	// other settings apply to every issuer; a RefreshUnknownKID given
+	// here is one limit shared by the JWKS of all of them, and nil gives
+	// each its own.
+	Issuers []TrustedIssuer
 }
 
 // Validator validates access tokens ([RFC 9068]) against the issuer's
 // keys. It is safe for concurrent use. A Validator that fetches a JWKS
-// owns a goroutine that refreshes it; the goroutine ends when the context
-// given to NewValidator ends.
+// owns a goroutine that refreshes it (one per issuer that fetches); the
+// goroutines end when the context given to NewValidator ends.
 //
 // [RFC 9068]: https://www.rfc-editor.org/rfc/rfc9068
 type Validator struct {
-	keys        KeySource
-	versioned   VersionedKeySource // nil when the source has no version
+	only        *trustedIssuer            // with ValidatorConfig.Issuer; nil with Issuers
+	byIssuer    map[string]*trustedIssuer // with ValidatorConfig.Issuers, by exact "iss"
 	allowed     map[string]bool
-	issuer      string
-	audience    []string // empty with AnyAudience
 	requireType bool
 	allowBound  bool
 	maxSize     int
 	leeway      time.Duration
 	now         func() time.Time
-	cache       *tokenCache // nil when off, and when versioned is nil
+	cache       *tokenCache // nil when off, and when no issuer's keys have a version
+}
+
+// trustedIssuer is one issuer a Validator accepts, as NewValidator
+// prepared it.
+type trustedIssuer struct {
+	issuer    string
+	audience  []string // empty with AnyAudience
+	keys      KeySource
+	versioned VersionedKeySource // nil when the source has no version: its tokens are not cached
 }
 
 // NewValidator returns a Validator for cfg. With a JWKS URL (given or
@@ -181,16 +198,13 @@ type Validator struct {
 // is an error, since without it there is no URL to fetch keys from, and
 // so is a config without an Issuer, without an Audience (unless
 // AnyAudience), with a forbidden algorithm, or with Keys and a setting of
-// a fetched JWKS.
-func NewValidator(ctx context.Context, cfg ValidatorConfig) (*Validator, error) {
-	if cfg.Issuer == "" {
-		return nil, errors.New("middleware: ValidatorConfig.Issuer is required")
-	}
-	switch {
-	case len(cfg.Audience) == 0 && !cfg.AnyAudience:
-		return nil, errors.New(`middleware: ValidatorConfig.Audience is required (RFC 9068 §4): set it to what the issuer puts in "aud" (IdentityServer: "{issuer}/resources" or the API resource names), or set AnyAudience`)
-	case len(cfg.Audience) > 0 && cfg.AnyAudience:
-		return nil, errors.New("middleware: ValidatorConfig.Audience and AnyAudience exclude each other")
+// a fetched JWKS. With Issuers, all of this holds for each issuer, two
+// issuers with the same Issuer are an error too, and on any error the
+// JWKS of the issuers before it are not refreshed.
+func NewValidator(ctx context.Context, cfg ValidatorConfig) (_ *Validator, err error) {
+	list, err := cfg.issuerList()
+	if err != nil {
+		return nil, err
 	}
 	if cfg.MaxTokenSize < 0 {
 		return nil, errors.New("middleware: ValidatorConfig.MaxTokenSize is negative")
@@ -218,8 +232,6 @@ func NewValidator(ctx context.Context, cfg ValidatorConfig) (*Validator, error) 
 	}
 	v := &Validator{
 		allowed:     allowed,
-		issuer:      cfg.Issuer,
-		audience:    slices.Clone(cfg.Audience),
 		requireType: cfg.RequireType,
 		allowBound:  cfg.AllowBoundTokens,
 		maxSize:     cfg.MaxTokenSize,
@@ -232,7 +244,40 @@ func NewValidator(ctx context.Context, cfg ValidatorConfig) (*Validator, error) 
 	if v.now == nil {
 		v.now = time.Now
 	}
-	if cfg.CacheSize >= 0 {
+	// An error ends the refreshes of the issuers set up before it.
+	ctx, cancel := context.WithCancel(ctx)
+	defer func() {
+		if err != nil {
+			cancel()
+		}
+	}()
+	var client *http.Client // made for the first issuer that fetches
+	versioned := false      // some issuer's keys have a version
+	for _, ti := range list {
+		src := ti.Keys
+		if src == nil {
+			if client == nil {
+				client = limitedClient(cfg.HTTPClient)
+			}
+			if src, err = fetchedKeys(ctx, client, ti, cfg); err != nil {
+				return nil, err
+			}
+		}
+		t := &trustedIssuer{issuer: ti.Issuer, audience: slices.Clone(ti.Audience), keys: src}
+		t.versioned, _ = src.(VersionedKeySource)
+		versioned = versioned || t.versioned != nil
+		if len(cfg.Issuers) == 0 {
+			v.only = t
+			break
+		}
+		if v.byIssuer == nil {
+			v.byIssuer = make(map[string]*trustedIssuer, len(list))
+		}
+		v.byIssuer[t.issuer] = t
+	}
+	// Without a version, cached tokens could not follow key removals:
+	// the cache is for the issuers whose keys have one.
+	if cfg.CacheSize >= 0 && versioned {
 		size, age := cfg.CacheSize, cfg.CacheMaxAge
 		if size == 0 {
 			size = 10000
@@ -242,31 +287,15 @@ func NewValidator(ctx context.Context, cfg ValidatorConfig) (*Validator, error) 
 		}
 		v.cache = newTokenCache(size, age)
 	}
-	if cfg.Keys != nil {
-		var fetchOnly []string
-		if cfg.JWKSURL != "" {
-			fetchOnly = append(fetchOnly, "JWKSURL")
-		}
-		if cfg.HTTPClient != nil {
-			fetchOnly = append(fetchOnly, "HTTPClient")
-		}
-		if cfg.RefreshInterval != 0 {
-			fetchOnly = append(fetchOnly, "RefreshInterval")
-		}
-		if cfg.RefreshUnknownKID != nil {
-			fetchOnly = append(fetchOnly, "RefreshUnknownKID")
-		}
-		if len(fetchOnly) > 0 {
-			return nil, fmt.Errorf("middleware: ValidatorConfig.Keys cannot be combined with %s, which only apply to a fetched JWKS", strings.Join(fetchOnly, ", "))
-		}
-		v.setKeys(cfg.Keys)
-		return v, nil
-	}
+	return v, nil
+}
 
-	client := limitedClient(cfg.HTTPClient)
-	jwksURL := cfg.JWKSURL
+// fetchedKeys returns the JWKS source of ti, from its JWKSURL or by
+// discovery.
+func fetchedKeys(ctx context.Context, client *http.Client, ti TrustedIssuer, cfg ValidatorConfig) (KeySource, error) {
+	jwksURL := ti.JWKSURL
 	if jwksURL == "" {
-		u, err := discover(ctx, client, cfg.Issuer)
+		u, err := discover(ctx, client, ti.Issuer)
 		if err != nil {
 			return nil, err
 		}
@@ -276,8 +305,7 @@ func NewValidator(ctx context.Context, cfg ValidatorConfig) (*Validator, error) 
 	if err != nil {
 		return nil, err
 	}
-	v.setKeys(src)
-	return v, nil
+	return src, nil
 }
 
 // signingMethod returns the golang-jwt method that verifies alg, or nil.
@@ -290,16 +318,6 @@ func signingMethod(alg string) jwt.SigningMethod {
 	return jwt.GetSigningMethod(alg)
 }
 
-// setKeys sets the key source. Without a version, cached tokens could
-// not follow key removals, so the cache is off.
-func (v *Validator) setKeys(src KeySource) {
-	v.keys = src
-	v.versioned, _ = src.(VersionedKeySource)
-	if v.versioned == nil {
-		v.cache = nil
-	}
-}
-
 // Validate checks a raw access token, in this order: its size, its form,
 // its header (alg on the allow-list, typ, no crit), its signature, and
 // only then its claims: each registered claim of the right JSON type
@@ -307,32 +325,36 @@ func (v *Validator) setKeys(src KeySource) {
 // exp/nbf/iat with leeway, iss, aud, and the scope claim. On failure it
 // returns a *ValidationError whose Reason is one of the Err* values of
 // this package.
+//
+// With ValidatorConfig.Issuers, the issuer is chosen after the header and
+// before the signature, by the payload's "iss" alone (see TrustedIssuer):
+// an "iss" on no list fails with ErrIssuer and no key is looked up, and a
+// payload that is not a JSON object, or whose "iss" is not a string,
+// fails with ErrMalformed.
 func (v *Validator) Validate(ctx context.Context, token string) (*Claims, error) {
 	if len(token) > v.maxSize {
 		return nil, refused(ErrTooLarge)
 	}
 	now := v.now()
-	var keys uint64
 	if v.cache != nil {
-		keys = v.versioned.KeysVersion()
-		if c, ok := v.cache.get(token, now, keys); ok {
+		if c, ok := v.cache.get(token, now); ok {
 			return c, nil
 		}
 	}
-	c, err := v.validate(ctx, token, now)
+	c, t, keys, err := v.validate(ctx, token, now)
 	if err != nil {
 		if _, ok := err.(*ValidationError); !ok {
 			err = refused(err)
 		}
 		return nil, err
 	}
-	if v.cache != nil && len(token) <= maxCachedToken {
+	if v.cache != nil && t.versioned != nil && len(token) <= maxCachedToken {
 		// The cache keeps its own copy, and the claims point into it, so
 		// neither pins the request's memory.
 		token = strings.Clone(token)
 		_, rest, _ := strings.Cut(token, ".")
 		c.payload, _, _ = strings.Cut(rest, ".")
-		v.cache.put(token, c, now, c.ExpiresAt.Add(v.leeway), keys)
+		v.cache.put(token, c, now, c.ExpiresAt.Add(v.leeway), t, keys)
 	}
 	return c, nil
 }
@@ -341,47 +363,84 @@ func (v *Validator) Validate(ctx context.Context, token string) (*Claims, error)
 // one canonical form, so that no two strings carry the same signature.
 var b64 = base64.RawURLEncoding.Strict()
 
-// validate is Validate without the cache.
-func (v *Validator) validate(ctx context.Context, token string, now time.Time) (*Claims, error) {
+// validate is Validate without the cache. It returns the issuer that
+// accepted the token and the version of its keys read before they were.
+func (v *Validator) validate(ctx context.Context, token string, now time.Time) (*Claims, *trustedIssuer, uint64, error) {
 	h64, rest, ok1 := strings.Cut(token, ".")
 	p64, s64, ok2 := strings.Cut(rest, ".")
 	if !ok1 || !ok2 || strings.Contains(s64, ".") {
-		return nil, ErrMalformed
+		return nil, nil, 0, ErrMalformed
 	}
 	hb, err := b64.DecodeString(h64)
 	if err != nil {
-		return nil, ErrMalformed
+		return nil, nil, 0, ErrMalformed
 	}
 	var header map[string]any
 	if err := json.Unmarshal(hb, &header); err != nil || header == nil {
-		return nil, ErrMalformed
+		return nil, nil, 0, ErrMalformed
 	}
 	if err := v.checkHeader(header); err != nil {
-		return nil, err
+		return nil, nil, 0, err
 	}
 	alg := header["alg"].(string) // checkHeader found it on the allow-list
 	method := signingMethod(alg)
 	sig, err := b64.DecodeString(s64)
 	if err != nil {
-		return nil, ErrMalformed
+		return nil, nil, 0, ErrMalformed
+	}
+	t, payload, err := v.chooseIssuer(p64)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	var version uint64
+	if t.versioned != nil {
+		version = t.versioned.KeysVersion() // before the keys: a change after makes the entry stale
 	}
 	kid, _ := header["kid"].(string) // checkHeader found it a string, if present
-	keys, err := v.keys.VerificationKeys(ctx, kid, alg)
+	keys, err := t.keys.VerificationKeys(ctx, kid, alg)
 	if err != nil {
-		return nil, keyError(err)
+		return nil, nil, 0, keyError(err)
 	}
 	if len(keys) == 0 {
-		return nil, ErrUnknownKey
+		return nil, nil, 0, ErrUnknownKey
 	}
 	if !verify(method, token[:len(h64)+1+len(p64)], sig, keys) {
-		return nil, ErrSignature
+		return nil, nil, 0, ErrSignature
 	}
-	// Only now, with the signature good, is the payload read.
+	// Only now, with the signature good, are the claims read.
+	if payload == nil {
+		if payload, err = b64.DecodeString(p64); err != nil {
+			return nil, nil, 0, ErrMalformed
+		}
+	}
+	c, err := v.claims(t, payload, p64, now)
+	return c, t, version, err
+}
+
+// chooseIssuer returns the issuer whose keys may verify a token with
+// payload p64. With one issuer (ValidatorConfig.Issuer) that is the one,
+// and the payload is left for after the signature. With Issuers it is the
+// one whose Issuer is the payload's "iss", exactly, and the payload is
+// returned decoded.
+func (v *Validator) chooseIssuer(p64 string) (*trustedIssuer, []byte, error) {
+	if v.only != nil {
+		return v.only, nil, nil
+	}
 	payload, err := b64.DecodeString(p64)
 	if err != nil {
-		return nil, ErrMalformed
+		return nil, nil, ErrMalformed
 	}
-	return v.claims(payload, p64, now)
+	iss, err := issuerClaim(payload)
+	if err != nil {
+		return nil, nil, err
+	}
+	t, ok := v.byIssuer[iss]
+	if !ok {
+		// No facts: this "iss" is not verified, so it is an attacker's
+		// word as much as the issuer's.
+		return nil, nil, ErrIssuer
+	}
+	return t, payload, nil
 }
 
 // verify reports whether sig signs signingInput under any of keys.
