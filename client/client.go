@@ -33,6 +33,7 @@ import (
 	"crypto"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -44,6 +45,8 @@ import (
 
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
+
+	"github.com/idsauth/idsauth/internal/clientauth"
 )
 
 // Config describes a client of the service.
@@ -338,8 +341,8 @@ type tokens struct {
 	renewBefore time.Duration
 	timeout     time.Duration
 
-	signer    *assertionSigner // private_key_jwt, else nil
-	badConfig error            // returned by every fetch
+	signer    *clientauth.Signer // private_key_jwt, else nil
+	badConfig error              // returned by every fetch
 
 	mu       sync.Mutex
 	token    *oauth2.Token
@@ -378,7 +381,10 @@ func (c *Config) newTokens(ctx context.Context, hc *http.Client) *tokens {
 		t.cc.EndpointParams = url.Values{"resource": c.Resources}
 	}
 	if c.Key != nil {
-		t.signer, t.badConfig = newAssertionSigner(c.Key, c.KeyAlg, c.KeyID)
+		var err error
+		if t.signer, err = clientauth.NewSigner(c.Key, c.KeyAlg, c.KeyID); err != nil {
+			t.badConfig = fmt.Errorf("client: Config.Key and KeyAlg: %w", err)
+		}
 		if c.ClientSecret != "" {
 			t.badConfig = errors.New("client: set Config.ClientSecret or Config.Key, not both")
 		}
@@ -396,13 +402,13 @@ func (t *tokens) request(ctx context.Context) (*oauth2.Token, error) {
 	if t.signer == nil {
 		return t.cc.Token(ctx)
 	}
-	assertion, err := t.signer.sign(t.cc.ClientID, t.cc.TokenURL, time.Now())
+	assertion, err := t.signer.Assertion(t.cc.ClientID, t.cc.TokenURL, time.Now())
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("client: %w", err)
 	}
 	cc := clientcredentials.Config{
 		ClientID: t.cc.ClientID, TokenURL: t.cc.TokenURL, Scopes: t.cc.Scopes, AuthStyle: t.cc.AuthStyle,
-		EndpointParams: url.Values{"client_assertion_type": {assertionType}, "client_assertion": {assertion}},
+		EndpointParams: url.Values{"client_assertion_type": {clientauth.AssertionType}, "client_assertion": {assertion}},
 	}
 	if r := t.cc.EndpointParams["resource"]; len(r) > 0 {
 		cc.EndpointParams["resource"] = r

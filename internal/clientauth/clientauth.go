@@ -1,4 +1,7 @@
-package client
+// Package clientauth signs the client assertions of private_key_jwt
+// (RFC 7523 §2.2, OpenID Connect Core §9) with any crypto.Signer: what the
+// client package and the idsauth command share.
+package clientauth
 
 import (
 	"crypto"
@@ -17,23 +20,25 @@ import (
 	"github.com/idsauth/idsauth/internal/keys"
 )
 
-// assertionType is the client_assertion_type of private_key_jwt.
-const assertionType = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+// AssertionType is the client_assertion_type of private_key_jwt.
+const AssertionType = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 
 // assertionLifetime is how long an assertion is valid: long enough for
 // clock skew and a slow round trip, short enough that a leaked one is soon
 // useless (and within any server's bound: this issuer's is 5 minutes).
 const assertionLifetime = time.Minute
 
-// assertionSigner signs client assertions with any crypto.Signer, so that
-// a key in a KMS or an HSM works as well as one in memory.
-type assertionSigner struct {
+// Signer signs client assertions with any crypto.Signer, so that a key in
+// a KMS or an HSM works as well as one in memory.
+type Signer struct {
 	key crypto.Signer
 	alg string
 	kid string
 }
 
-func newAssertionSigner(key crypto.Signer, alg, kid string) (*assertionSigner, error) {
+// NewSigner returns a Signer for key with alg (empty: the one that fits
+// the key, RS256 for RSA) and kid (empty: the RFC 7638 thumbprint).
+func NewSigner(key crypto.Signer, alg, kid string) (*Signer, error) {
 	pub := key.Public()
 	if alg == "" {
 		alg = keys.AlgForPublic(pub)
@@ -41,23 +46,27 @@ func newAssertionSigner(key crypto.Signer, alg, kid string) (*assertionSigner, e
 	switch alg {
 	case "ES256", "RS256", "PS256", "EdDSA":
 	default:
-		return nil, fmt.Errorf("client: Config.KeyAlg %q: want ES256, RS256, PS256 or EdDSA", alg)
+		return nil, fmt.Errorf("alg %q: want ES256, RS256, PS256 or EdDSA", alg)
 	}
 	if err := keys.FitPublic(alg, pub); err != nil {
-		return nil, fmt.Errorf("client: Config.Key: %w", err)
+		return nil, err
 	}
 	if kid == "" {
 		var err error
 		if kid, err = keys.Thumbprint(pub); err != nil {
-			return nil, fmt.Errorf("client: Config.Key: %w", err)
+			return nil, err
 		}
 	}
-	return &assertionSigner{key: key, alg: alg, kid: kid}, nil
+	return &Signer{key: key, alg: alg, kid: kid}, nil
 }
 
-// sign returns a new assertion for clientID at the token endpoint
-// tokenURL (RFC 7523 §3), with a jti of 130 random bits.
-func (s *assertionSigner) sign(clientID, tokenURL string, now time.Time) (string, error) {
+// KeyID is the kid of the assertions.
+func (s *Signer) KeyID() string { return s.kid }
+
+// Assertion returns a new assertion for clientID at the token endpoint
+// tokenURL (RFC 7523 §3): iss and sub clientID, aud tokenURL, iat now,
+// exp a minute later, a jti of 130 random bits.
+func (s *Signer) Assertion(clientID, tokenURL string, now time.Time) (string, error) {
 	header, err := json.Marshal(map[string]string{"alg": s.alg, "typ": "JWT", "kid": s.kid})
 	if err != nil {
 		return "", err
@@ -77,13 +86,13 @@ func (s *assertionSigner) sign(clientID, tokenURL string, now time.Time) (string
 	signed := enc.EncodeToString(header) + "." + enc.EncodeToString(claims)
 	sig, err := s.signature([]byte(signed))
 	if err != nil {
-		return "", fmt.Errorf("client: signing the client assertion: %w", err)
+		return "", fmt.Errorf("signing the client assertion: %w", err)
 	}
 	return signed + "." + enc.EncodeToString(sig), nil
 }
 
 // signature signs msg as JWS alg s.alg (RFC 7518 §3, RFC 8037).
-func (s *assertionSigner) signature(msg []byte) ([]byte, error) {
+func (s *Signer) signature(msg []byte) ([]byte, error) {
 	if s.alg == "EdDSA" {
 		return s.key.Sign(rand.Reader, msg, crypto.Hash(0))
 	}
