@@ -155,9 +155,9 @@ type AssertionConfig struct {
 
 // Limits bound the token endpoint. Zero values take the defaults.
 //
-// Failed authentications are limited before the secret is checked: each
-// attempt reserves one failure from its budgets and gives it back if the
-// secret is right, so concurrent guesses cannot multiply a budget, and an
+// Failed authentications are limited before the secret (or the client
+// assertion) is checked: each attempt reserves one failure from its
+// budgets and gives it back if the secret is right, so concurrent guesses cannot multiply a budget, and an
 // attempt that was checked is charged even if its request ends early. The
 // budgets are per address, per client ID, and per client ID and address.
 // An address is answered 429 slow_down once it has failed
