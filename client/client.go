@@ -22,14 +22,18 @@
 // Tokens come from golang.org/x/oauth2/clientcredentials. This package adds
 // what it leaves out: the retry on invalid_token (exactly once, never with
 // the same token), one token request for any number of concurrent callers,
-// waits bounded by each caller's context, and typed errors.
+// waits bounded by each caller's context, typed errors, and client
+// authentication by a signed JWT (private_key_jwt, Config.Key) instead of
+// a secret, with a fresh assertion for every token request.
 package client
 
 import (
 	"bytes"
 	"context"
+	"crypto"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -41,13 +45,40 @@ import (
 
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
+
+	"github.com/idsauth/idsauth/internal/clientauth"
 )
 
 // Config describes a client of the service.
 type Config struct {
 	// ClientID and ClientSecret are the client's registered credentials.
+	// Set ClientSecret or Key, not both.
 	ClientID     string
 	ClientSecret string
+
+	// Key, instead of ClientSecret, authenticates the client with a JWT
+	// it signs (private_key_jwt, [RFC 7523] §2.2; OpenID Connect Core §9):
+	// every token request carries a new assertion, with iss and sub the
+	// ClientID, aud the token URL, a fresh jti and a lifetime of one
+	// minute. It may be any crypto.Signer (a key in a KMS or an HSM): an
+	// ECDSA P-256, RSA (2048 bits or more) or Ed25519 key. Nil means
+	// ClientSecret.
+	//
+	// [RFC 7523]: https://www.rfc-editor.org/rfc/rfc7523
+	Key crypto.Signer
+	// KeyID is the "kid" of the assertions' header. Empty means the RFC
+	// 7638 thumbprint of Key's public key.
+	KeyID string
+	// KeyAlg is the assertions' algorithm: "ES256", "RS256", "PS256" or
+	// "EdDSA". Empty means the one that fits Key (RS256 for RSA).
+	KeyAlg string
+
+	// Resources, when set, are sent as resource parameters ([RFC 8707]):
+	// the token is for exactly those audiences, each an absolute URI the
+	// client is allowed. Empty means every audience the client has.
+	//
+	// [RFC 8707]: https://www.rfc-editor.org/rfc/rfc8707
+	Resources []string
 
 	// BaseURL is the service's root URL, e.g. "https://docs.example.com":
 	// the token URL is BaseURL + "/ids/connect/token" unless TokenURL is
@@ -74,6 +105,7 @@ type Config struct {
 	// oauth2.AuthStyleInParams (form body). Zero means HTTP Basic. (x/oauth2's
 	// auto-detection is not used: it sends a wrong secret twice, and an
 	// issuer's failure limit counts both.)
+	// With Key it is ignored: the assertion goes in the form body.
 	AuthStyle oauth2.AuthStyle
 
 	// HTTPClient makes both the token requests and the calls. Nil means
@@ -319,6 +351,9 @@ type tokens struct {
 	renewBefore time.Duration
 	timeout     time.Duration
 
+	signer    *clientauth.Signer // private_key_jwt, else nil
+	badConfig error              // returned by every fetch
+
 	mu       sync.Mutex
 	token    *oauth2.Token
 	failure  error     // the last fetch's error, returned until retryAt
@@ -352,7 +387,43 @@ func (c *Config) newTokens(ctx context.Context, hc *http.Client) *tokens {
 	if t.timeout == 0 {
 		t.timeout = 30 * time.Second
 	}
+	if len(c.Resources) > 0 {
+		t.cc.EndpointParams = url.Values{"resource": c.Resources}
+	}
+	if c.Key != nil {
+		var err error
+		if t.signer, err = clientauth.NewSigner(c.Key, c.KeyAlg, c.KeyID); err != nil {
+			t.badConfig = fmt.Errorf("client: Config.Key and KeyAlg: %w", err)
+		}
+		if c.ClientSecret != "" {
+			t.badConfig = errors.New("client: set Config.ClientSecret or Config.Key, not both")
+		}
+		t.cc.AuthStyle = oauth2.AuthStyleInParams // the client_id beside the assertion, no Basic
+	}
 	return t
+}
+
+// request asks the token endpoint once, with a new assertion when the
+// client signs them.
+func (t *tokens) request(ctx context.Context) (*oauth2.Token, error) {
+	if t.badConfig != nil {
+		return nil, t.badConfig
+	}
+	if t.signer == nil {
+		return t.cc.Token(ctx)
+	}
+	assertion, err := t.signer.Assertion(t.cc.ClientID, t.cc.TokenURL, time.Now())
+	if err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	cc := clientcredentials.Config{
+		ClientID: t.cc.ClientID, TokenURL: t.cc.TokenURL, Scopes: t.cc.Scopes, AuthStyle: t.cc.AuthStyle,
+		EndpointParams: url.Values{"client_assertion_type": {clientauth.AssertionType}, "client_assertion": {assertion}},
+	}
+	if r := t.cc.EndpointParams["resource"]; len(r) > 0 {
+		cc.EndpointParams["resource"] = r
+	}
+	return cc.Token(ctx)
 }
 
 // get returns a token that is not about to expire, waiting for a fetch no
@@ -392,7 +463,7 @@ func (t *tokens) get(ctx context.Context) (string, error) {
 func (t *tokens) fetch(f *fetch) {
 	ctx, cancel := context.WithTimeout(t.ctx, t.timeout)
 	defer cancel()
-	tok, err := t.cc.Token(ctx)
+	tok, err := t.request(ctx)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.inflight = nil

@@ -2,6 +2,8 @@ package client_test
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"fmt"
 	"io"
 	"log"
@@ -45,17 +47,47 @@ func ExampleConfig_Client() {
 	// Output: 200 {"data":[],"pagingDetails":{"page":1,"pageSize":10,"totalPages":0,"totalCount":0}}
 }
 
-// startExampleService mounts an issuer with the demo-admin client and an
-// Admin route, as examplesvc does.
-func startExampleService() *httptest.Server {
+// Authenticate with a key instead of a secret (private_key_jwt, RFC 7523):
+// the issuer's registration holds the public key (in its file,
+// "publicKeys": [{"file": "reporting.pub.pem"}]), the client the private
+// one, from a PEM file or in a KMS: any crypto.Signer. Every token request
+// carries a new signed assertion.
+func ExampleConfig_Client_privateKeyJWT() {
+	_, key, err := ed25519.GenerateKey(rand.Reader) // yours: ES256, RS256, PS256 or EdDSA
+	if err != nil {
+		log.Fatal(err)
+	}
+	base := startExampleService(issuer.ClientConfig{
+		ClientID: "reporting", PublicKeys: []issuer.ClientKeyConfig{{Key: key.Public()}}, Scopes: []string{scope.AdminWebAPI},
+	})
+	defer base.Close()
+
+	cfg := client.Config{
+		ClientID: "reporting",
+		Key:      key, // KeyID defaults to the key's RFC 7638 thumbprint
+		BaseURL:  base.URL,
+		Scopes:   []string{scope.AdminWebAPI},
+	}
+	resp, err := cfg.Client(context.Background()).Get(base.URL + "/webapi/api/v3/demo/Admin/Users")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer resp.Body.Close()
+	fmt.Println(resp.StatusCode)
+	// Output: 200
+}
+
+// startExampleService mounts an issuer with the demo-admin client (and
+// more) and an Admin route, as examplesvc does.
+func startExampleService(more ...issuer.ClientConfig) *httptest.Server {
 	mux := http.NewServeMux()
 	srv := httptest.NewServer(mux)
 	iss, err := issuer.New(&issuer.Config{
 		Issuer:       srv.URL + "/ids",
 		EphemeralKey: true, // as examplesvc's demo configuration
-		Clients: []issuer.ClientConfig{{
+		Clients: append([]issuer.ClientConfig{{
 			ClientID: "demo-admin", SecretHashes: []string{secret.HashSHA256("demo-admin-secret").String()}, Scopes: []string{scope.AdminWebAPI},
-		}},
+		}}, more...),
 	})
 	if err != nil {
 		log.Fatal(err)

@@ -81,6 +81,24 @@ func writeConfig(t *testing.T, dir string, keyFiles ...string) {
 	writeConfigLimits(t, dir, nil, keyFiles...)
 }
 
+// keyedKey is the key of the configuration's private_key_jwt client,
+// keyed, made once for the test binary.
+var keyedKey = sync.OnceValue(func() *keys.Key {
+	k, err := keys.Generate("ES256")
+	if err != nil {
+		panic(err)
+	}
+	return k
+})
+
+func keyedJWK() keys.JWK {
+	j, err := keys.PublicJWKOf(keyedKey().Public())
+	if err != nil {
+		panic(err)
+	}
+	return j
+}
+
 // writeConfigLimits is writeConfig with the issuer's "limits" section.
 func writeConfigLimits(t *testing.T, dir string, limits map[string]any, keyFiles ...string) {
 	t.Helper()
@@ -91,6 +109,9 @@ func writeConfigLimits(t *testing.T, dir string, limits map[string]any, keyFiles
 			{"clientId": "connect", "secretHashes": []string{secret.HashSHA256("connect-secret").String()}, "scopes": []string{scope.ConnectWebAPI}},
 			// A client whose tokens are for another resource server.
 			{"clientId": "payments", "secretHashes": []string{secret.HashSHA256("payments-secret").String()}, "scopes": []string{scope.AdminWebAPI}, "audience": []string{"https://payments.example/api"}},
+			// A private_key_jwt client, whose key is keyedKey's.
+			{"clientId": "keyed", "publicKeys": []any{map[string]any{"jwk": keyedJWK()}}, "scopes": []string{scope.AdminWebAPI},
+				"audience": []string{"https://payments.example/api", "https://reports.example/api"}},
 		},
 		"scimTenants": []map[string]any{{"tenant": "acme", "tokenHashes": []string{secret.HashSHA256("acme-scim-token").String()}}},
 	}

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -57,6 +58,16 @@ type Config struct {
 	// Limits bound the token endpoint. The zero value takes the defaults.
 	Limits Limits `json:"limits,omitzero"`
 
+	// ScopeWhenOmitted is what a token request without a scope gets, for
+	// clients that do not say: "refuse" (400 invalid_scope, the
+	// contract's answer) or "all" (every scope the client is allowed, as
+	// IdentityServer does). Empty means "refuse".
+	ScopeWhenOmitted string `json:"scopeWhenOmitted,omitempty"`
+
+	// ClientAssertions bound the signed assertions of private_key_jwt
+	// clients. The zero value takes the defaults.
+	ClientAssertions AssertionConfig `json:"clientAssertions,omitzero"`
+
 	// Dir is the folder that relative key file paths are read from, when
 	// New or Reload reads them. LoadConfig and ParseConfig set it to the
 	// configuration file's folder. Empty means the working directory.
@@ -83,10 +94,14 @@ type ClientConfig struct {
 	// MaxClientIDLength characters.
 	ClientID string `json:"clientId"`
 	// SecretHashes are the hashes of the client's secrets, in the forms of
-	// package secret ("sha256:...", "sha512:...", "bcrypt:..."). At least
-	// one; several let a secret be rotated without downtime. A plain-text
-	// secret is refused.
-	SecretHashes []string `json:"secretHashes"`
+	// package secret ("sha256:...", "sha512:...", "bcrypt:..."). Several
+	// let a secret be rotated without downtime. A plain-text secret is
+	// refused. At least one hash or one of PublicKeys is required.
+	SecretHashes []string `json:"secretHashes,omitempty"`
+	// PublicKeys verify the client's signed assertions (private_key_jwt,
+	// RFC 7523 §2.2), beside or instead of secrets. At most
+	// MaxClientKeys; several let a key be rotated without downtime.
+	PublicKeys []ClientKeyConfig `json:"publicKeys,omitempty"`
 	// GrantTypes the client may use. Empty means ["client_credentials"].
 	GrantTypes []string `json:"grantTypes,omitempty"`
 	// Scopes the client may ask for; at least one, each a scope the
@@ -95,15 +110,54 @@ type ClientConfig struct {
 	// AccessTokenLifetime in seconds. Zero means 3600.
 	AccessTokenLifetime int `json:"accessTokenLifetime,omitempty"`
 	// Audience is the "aud" of the client's tokens. Empty means
-	// ["{issuer}/resources"].
+	// ["{issuer}/resources"]. A request may narrow it with resource
+	// parameters (RFC 8707), each one of these.
 	Audience []string `json:"audience,omitempty"`
+	// ScopeWhenOmitted overrides Config.ScopeWhenOmitted for this client:
+	// "refuse" or "all". Empty means the Config's.
+	ScopeWhenOmitted string `json:"scopeWhenOmitted,omitempty"`
+}
+
+// ClientKeyConfig is one public key of a client: a PEM file, an inline
+// JWK, or a key built in code. Set exactly one.
+type ClientKeyConfig struct {
+	// File is a PEM file holding a public key ("PUBLIC KEY", PKIX), read
+	// by New and Reload. A relative path is read from Config.Dir.
+	File string `json:"file,omitempty"`
+	// JWK is a public JSON Web Key (RFC 7517): EC P-256, RSA of 2048 bits
+	// or more, or OKP Ed25519. A JWK holding a private key is refused.
+	JWK json.RawMessage `json:"jwk,omitempty"`
+	// Alg is the one algorithm the key verifies: "ES256", "RS256",
+	// "PS256" or "EdDSA". Empty means the JWK's "alg", else the one that
+	// fits the key's type (RS256 for RSA).
+	Alg string `json:"alg,omitempty"`
+	// Key is the public key itself, for a Config built in code.
+	Key crypto.PublicKey `json:"-"`
+}
+
+// AssertionConfig bounds the client assertions of private_key_jwt. Zero
+// values take the defaults.
+type AssertionConfig struct {
+	// MaxLifetimeSeconds is how far ahead an assertion's exp may be: an
+	// assertion living longer is refused, so that its jti need not be
+	// remembered long. Zero means 300; at most 3600 (authlib's default
+	// lifetime).
+	MaxLifetimeSeconds int `json:"maxLifetimeSeconds,omitempty"`
+	// ReplayCacheBytes is the memory that remembers the jti of accepted
+	// assertions until they expire, allocated once: 16 bytes each (they
+	// are hashed). Only an assertion with a valid signature adds one, so
+	// it fills only as fast as the clients holding keys ask for tokens;
+	// when it is full, an assertion is refused with 429 slow_down rather
+	// than an unexpired jti forgotten. Zero means 256 KiB (16,384
+	// entries); otherwise from 4 KiB to 64 MiB.
+	ReplayCacheBytes int `json:"replayCacheBytes,omitempty"`
 }
 
 // Limits bound the token endpoint. Zero values take the defaults.
 //
-// Failed authentications are limited before the secret is checked: each
-// attempt reserves one failure from its budgets and gives it back if the
-// secret is right, so concurrent guesses cannot multiply a budget, and an
+// Failed authentications are limited before the secret (or the client
+// assertion) is checked: each attempt reserves one failure from its
+// budgets and gives it back if the secret is right, so concurrent guesses cannot multiply a budget, and an
 // attempt that was checked is charged even if its request ends early. The
 // budgets are per address, per client ID, and per client ID and address.
 // An address is answered 429 slow_down once it has failed
@@ -173,6 +227,12 @@ const (
 	MaxClientIDLength = 100 // characters of a client ID
 	MaxSecretLength   = 100 // characters of a client secret
 	MaxScopeLength    = 300 // characters of the scope parameter
+
+	// MaxAssertionLength bounds the client_assertion parameter, in bytes;
+	// a longer one is refused before it is decoded.
+	MaxAssertionLength = 8 << 10
+	// MaxClientKeys bounds the public keys of one client.
+	MaxClientKeys = 8
 )
 
 // ConfigError names the field of the configuration that is wrong and why.
@@ -280,6 +340,12 @@ func (c *Config) check() (*state, error) {
 	if err := l.check(); err != nil {
 		return nil, err
 	}
+	if err := checkScopeWhenOmitted("scopeWhenOmitted", d.ScopeWhenOmitted); err != nil {
+		return nil, err
+	}
+	if err := d.ClientAssertions.check(); err != nil {
+		return nil, err
+	}
 	trusted, err := clientip.ParsePrefixes(l.TrustedProxies)
 	if err != nil {
 		return nil, fieldErr("limits.trustedProxies", "%v", err)
@@ -313,6 +379,8 @@ func (c *Config) check() (*state, error) {
 			MaxConcurrentSlow: l.MaxConcurrentSlowHashes,
 			FailureFloor:      time.Duration(l.FailureFloorMillis) * time.Millisecond,
 		},
+		assertionLifetime: time.Duration(d.ClientAssertions.MaxLifetimeSeconds) * time.Second,
+		replayBytes:       d.ClientAssertions.ReplayCacheBytes,
 	}, nil
 }
 
@@ -338,6 +406,11 @@ func (c Config) withDefaults() Config {
 	def(&l.FailedAttemptsPerAddress, 100)
 	def(&l.FailureWindowSeconds, 60)
 	def(&l.LimiterMaxBytes, 1<<20)
+	if c.ScopeWhenOmitted == "" {
+		c.ScopeWhenOmitted = scopeRefuse
+	}
+	def(&c.ClientAssertions.MaxLifetimeSeconds, 300)
+	def(&c.ClientAssertions.ReplayCacheBytes, 256<<10)
 	// FailureFloorMillis and MaxConcurrentSlowHashes mean "automatic" at
 	// zero: secret.VerifierConfig decides.
 	clients := make([]ClientConfig, len(c.Clients))
@@ -348,6 +421,9 @@ func (c Config) withDefaults() Config {
 		def(&cc.AccessTokenLifetime, 3600)
 		if len(cc.Audience) == 0 {
 			cc.Audience = []string{c.Issuer + "/resources"}
+		}
+		if cc.ScopeWhenOmitted == "" {
+			cc.ScopeWhenOmitted = c.ScopeWhenOmitted
 		}
 		clients[i] = cc
 	}
@@ -386,6 +462,34 @@ func (l Limits) check() error {
 	}
 	if l.TrustedProxyHeader == "" && len(l.TrustedProxies) > 0 {
 		return fieldErr("limits.trustedProxies", "set trustedProxyHeader too")
+	}
+	return nil
+}
+
+// The values of ScopeWhenOmitted.
+const (
+	scopeRefuse = "refuse"
+	scopeAll    = "all"
+)
+
+func checkScopeWhenOmitted(field, v string) error {
+	switch v {
+	case scopeRefuse, scopeAll:
+		return nil
+	}
+	return fieldErr(field, `want "refuse" or "all", got %q`, v)
+}
+
+func (a AssertionConfig) check() error {
+	switch {
+	case a.MaxLifetimeSeconds < 0:
+		return fieldErr("clientAssertions.maxLifetimeSeconds", "negative")
+	case a.MaxLifetimeSeconds > 3600:
+		return fieldErr("clientAssertions.maxLifetimeSeconds", "at most 3600")
+	case a.ReplayCacheBytes < 4<<10:
+		return fieldErr("clientAssertions.replayCacheBytes", "at least 4096 (or 0 for the default)")
+	case a.ReplayCacheBytes > 64<<20:
+		return fieldErr("clientAssertions.replayCacheBytes", "at most 67108864")
 	}
 	return nil
 }
@@ -432,8 +536,11 @@ func (kc KeyConfig) load(dir string) (*keys.Key, error) {
 type client struct {
 	id          string
 	hashes      []secret.Hash
+	keys        []clientKey // private_key_jwt
 	clientCreds bool
 	scopes      scope.Set
+	scopeList   []string // the allowed scopes, in the configuration's order
+	allScopes   bool     // a request without scope gets scopeList
 	lifetime    time.Duration
 	audience    []string
 }
@@ -447,11 +554,29 @@ func (cc ClientConfig) compile(f string) (*client, error) {
 		return nil, fieldErr(f+".clientId", "longer than %d characters", MaxClientIDLength)
 	}
 	f = fmt.Sprintf("%s (%q)", f, cc.ClientID)
+	if len(cc.SecretHashes) == 0 && len(cc.PublicKeys) == 0 {
+		return nil, fieldErr(f+".secretHashes", "at least one hash (or one of publicKeys) is required")
+	}
 	hashes, err := parseHashes(f+".secretHashes", cc.SecretHashes)
 	if err != nil {
 		return nil, err
 	}
-	cl := &client{id: cc.ClientID, hashes: hashes, audience: cc.Audience}
+	cl := &client{id: cc.ClientID, hashes: hashes, audience: cc.Audience, allScopes: cc.ScopeWhenOmitted == scopeAll}
+	if len(cc.PublicKeys) > MaxClientKeys {
+		return nil, fieldErr(f+".publicKeys", "more than %d keys", MaxClientKeys)
+	}
+	for i, kc := range cc.PublicKeys {
+		k, err := kc.check()
+		if err != nil {
+			return nil, fieldErr(fmt.Sprintf("%s.publicKeys[%d]", f, i), "%v", err)
+		}
+		if k != nil { // a file's key is read by compile
+			cl.keys = append(cl.keys, *k)
+		}
+	}
+	if err := checkScopeWhenOmitted(f+".scopeWhenOmitted", cc.ScopeWhenOmitted); err != nil {
+		return nil, err
+	}
 	for i, g := range cc.GrantTypes {
 		if g == "" {
 			return nil, fieldErr(fmt.Sprintf("%s.grantTypes[%d]", f, i), "empty")
@@ -467,6 +592,11 @@ func (cc ClientConfig) compile(f string) (*client, error) {
 		}
 	}
 	cl.scopes = scope.NewSet(cc.Scopes...)
+	for _, s := range cc.Scopes {
+		if !slices.Contains(cl.scopeList, s) {
+			cl.scopeList = append(cl.scopeList, s)
+		}
+	}
 	if cc.AccessTokenLifetime < 0 {
 		return nil, fieldErr(f+".accessTokenLifetime", "negative")
 	}
@@ -480,9 +610,6 @@ func (cc ClientConfig) compile(f string) (*client, error) {
 }
 
 func parseHashes(f string, in []string) ([]secret.Hash, error) {
-	if len(in) == 0 {
-		return nil, fieldErr(f, "at least one hash is required")
-	}
 	out := make([]secret.Hash, 0, len(in))
 	for i, s := range in {
 		h, err := secret.Parse(s)

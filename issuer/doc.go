@@ -1,6 +1,7 @@
 // Package issuer is an OAuth 2.0 token issuer for the client_credentials
-// grant ([RFC 6749] §4.4) that mounts in any http.ServeMux: the identity
-// service (IdS) of the contract, CONTRACT.md §2 and §3.
+// grant ([RFC 6749] §4.4), with clients authenticated by a secret or a
+// signed JWT, that mounts in any http.ServeMux: the identity service (IdS)
+// of the contract, CONTRACT.md §2 and §3.
 //
 //	cfg, err := issuer.LoadConfig("idsauth.json")        // decode
 //	iss, err := issuer.New(cfg, issuer.WithLogger(logger)) // check, read keys
@@ -38,13 +39,26 @@
 //	                     dies with the process; development only
 //	clients              registered clients
 //	  [].clientId        required, unique
-//	  [].secretHashes    one or more hashes ("sha256:<base64>", "sha512:...",
-//	                     "bcrypt:..."; see package secret); never plain text
+//	  [].secretHashes    hashes ("sha256:<base64>", "sha512:...", "bcrypt:...";
+//	                     see package secret); never plain text; one or more,
+//	                     unless publicKeys
+//	  [].publicKeys      keys for private_key_jwt, at most 8:
+//	    [].file          PEM public key ("PUBLIC KEY"), relative to the file
+//	    [].jwk           or a public JWK: EC P-256, RSA ≥ 2048 bits, OKP Ed25519
+//	    [].alg           ES256, RS256, PS256 or EdDSA; empty: the JWK's, else
+//	                     the key's (RS256 for RSA)
+//	  [].scopeWhenOmitted  "refuse" or "all"; default the global one
 //	  [].grantTypes      default ["client_credentials"]
 //	  [].scopes          scopes the client may ask for: pd_AdminWebApi,
 //	                     pd_ConnectWebApi
 //	  [].accessTokenLifetime  seconds, default 3600
-//	  [].audience        "aud" of its tokens, default ["{issuer}/resources"]
+//	  [].audience        "aud" of its tokens, default ["{issuer}/resources"];
+//	                     resource parameters (RFC 8707) choose among them
+//	scopeWhenOmitted     what a request without scope gets: "refuse" (default,
+//	                     invalid_scope) or "all" (IdentityServer's behaviour)
+//	clientAssertions
+//	  .maxLifetimeSeconds  how far ahead an assertion's exp may be, default 300
+//	  .replayCacheBytes    memory of used jtis, default 262144
 //	scopeFormat          "string" (default) or "array" (IdentityServer's form)
 //	jwksMaxAgeSeconds    Cache-Control max-age of JWKS and discovery, default 300
 //	limits
@@ -75,7 +89,36 @@
 // and per client ID, without ever locking a client out of an address that
 // has not failed: see Limits for exactly what an attacker can do.
 //
+// # Keys instead of secrets
+//
+// A client with publicKeys authenticates with private_key_jwt ([RFC 7523]
+// §2.2, OpenID Connect Core §9): client_assertion_type
+// ClientAssertionType and a client_assertion it signed. The assertion is
+// at most MaxAssertionLength bytes; it is reserved from the failure
+// budgets like a secret; its signature is checked first, against each key
+// of the client for its alg (padded to the most keys any client has, with
+// keys nobody holds, so that an unknown client costs the same); then iss
+// and sub must be the client ID, aud must name the token endpoint or the
+// issuer, exp must be present and at most clientAssertions.maxLifetimeSeconds
+// ahead, nbf and iat not in the future (30 s of leeway), and the jti new.
+// Used jtis are remembered until they expire in a table of fixed bytes
+// that only valid assertions add to, kept across reloads; when it is full
+// the request gets 429 slow_down rather than a live jti being forgotten.
+// Every failure is a wrong secret's answer, with its floor. A request
+// with a secret and an assertion is 400 invalid_request. There is no
+// jwksUri: keys are in the file, and rotating one is a reload.
+//
+// # Scopes and audiences
+//
+// A request without scope gets 400 invalid_scope, unless the client (or
+// the global default) says scopeWhenOmitted "all": then it gets every
+// scope it is allowed, as IdentityServer does. A repeatable resource
+// parameter ([RFC 8707]) asks for a token for those audiences only, each
+// an absolute URI among the client's; any other is 400 invalid_target.
+//
 // [RFC 6749]: https://www.rfc-editor.org/rfc/rfc6749
 // [RFC 7638]: https://www.rfc-editor.org/rfc/rfc7638
 // [RFC 9068]: https://www.rfc-editor.org/rfc/rfc9068
+// [RFC 7523]: https://www.rfc-editor.org/rfc/rfc7523
+// [RFC 8707]: https://www.rfc-editor.org/rfc/rfc8707
 package issuer

@@ -26,7 +26,7 @@ func ExampleLoadConfig() {
 		log.Fatal(err) // the error names the field: issuer config: clients[0].clientId: empty
 	}
 	fmt.Println(iss.URL(), len(cfg.Clients), "clients,", len(iss.KeyIDs()), "keys")
-	// Output: http://127.0.0.1:8080/ids 2 clients, 2 keys
+	// Output: http://127.0.0.1:8080/ids 3 clients, 2 keys
 }
 
 // Mount the issuer in a mux and get a token from it with the standard

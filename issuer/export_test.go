@@ -9,3 +9,9 @@ func VerifierCounts(iss *Issuer) secret.Counts { return iss.st.Load().verifier.C
 
 // LimiterBytes is the memory of the issuer's failure limiter.
 func LimiterBytes(iss *Issuer) int { return iss.st.Load().limiter.Bytes() }
+
+// ReplayBytes is the memory of the issuer's assertion replay cache.
+func ReplayBytes(iss *Issuer) int { return iss.st.Load().replay.Bytes() }
+
+// ReplayLive counts the jtis the replay cache remembers now.
+func ReplayLive(iss *Issuer) int { return iss.st.Load().replay.Live(iss.now()) }

@@ -8,15 +8,18 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/idsauth/idsauth/internal/jwktest"
 	"github.com/idsauth/idsauth/issuer"
 	"github.com/idsauth/idsauth/scope"
 )
 
 // FuzzTokenRequest sends arbitrary form bodies and Authorization values to
 // the token endpoint. It must answer JSON with no 5xx, never echo the
-// secret, and issue a token only for the right credentials.
+// secret, and issue a token only for the right credentials. The seeds
+// include private_key_jwt requests with real assertions, broken ways.
 func FuzzTokenRequest(f *testing.F) {
 	cfg := testConfig("http://127.0.0.1/ids")
+	withMachineClients(cfg)
 	cfg.Limits = issuer.Limits{FailedAttemptsPerClient: 1 << 30, FailedAttemptsPerAddress: 1 << 30}
 	iss, err := issuer.New(cfg)
 	if err != nil {
@@ -28,6 +31,17 @@ func FuzzTokenRequest(f *testing.F) {
 	f.Add("%zz", "Basic "+b64("a:b:c"))
 	f.Add("client_id=admin&client_secret="+adminSecret, "Bearer x")
 	f.Add(strings.Repeat("a=b&", 5000), "")
+	const tu = "http://127.0.0.1/ids/connect/token"
+	valid := assertionFor(f, signerKey(), "signer", tu, nil, nil)
+	parts := strings.Split(valid, ".")
+	f.Add(assertionForm(valid, "scope", scope.AdminWebAPI, "resource", ordersAPI), "")
+	f.Add(assertionForm(valid, "scope", scope.AdminWebAPI), basic("admin", adminSecret))
+	f.Add(assertionForm(assertionFor(f, pssKey(), "pss", tu, map[string]any{"aud": []any{tu, 7}, "exp": 1e300}, nil)), "")
+	f.Add(assertionForm(assertionFor(f, edKey(), "ed", tu, map[string]any{"exp": "soon", "jti": 1}, map[string]any{"crit": []string{"x"}})), "")
+	f.Add(assertionForm(parts[0]+"."+parts[1]+"."), "")
+	f.Add(assertionForm(jwktest.Segment(map[string]any{"alg": "none"})+"."+parts[1]+"."), "")
+	f.Add(assertionForm(parts[0]+".e30."+parts[2], "client_id", "signer"), "")
+	f.Add("grant_type=client_credentials&client_assertion_type=x&client_assertion=a.b.c&resource=%zz&resource=", "")
 	f.Fuzz(func(t *testing.T, body, authz string) {
 		req := httptest.NewRequest(http.MethodPost, "http://127.0.0.1/ids/connect/token", strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
@@ -65,6 +79,7 @@ func FuzzParseConfig(f *testing.F) {
 	f.Add(`{"issuer":"http://h/ids","keys":[{"file":"/etc/passwd"}],"clients":[]}`)
 	f.Add(`{"issuer":"http://h/ids","keys":[],"clients":[]}`)
 	f.Add(`[]`)
+	f.Add(`{"issuer":"http://h/ids","ephemeralKey":true,"scopeWhenOmitted":"all","clientAssertions":{"maxLifetimeSeconds":60},"clients":[{"clientId":"k","publicKeys":[{"jwk":{"kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}},{"file":"k.pem","alg":"PS256"}],"scopes":["pd_AdminWebApi"],"scopeWhenOmitted":"refuse"}]}`)
 	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, data string) {
 		refused := func(err error) bool {

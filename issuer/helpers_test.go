@@ -1,15 +1,22 @@
 package issuer_test
 
 import (
+	"crypto"
+	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/idsauth/idsauth/internal/jwktest"
+	"github.com/idsauth/idsauth/internal/keys"
 	"github.com/idsauth/idsauth/internal/testlog"
 	"github.com/idsauth/idsauth/issuer"
 	"github.com/idsauth/idsauth/scope"
@@ -21,6 +28,29 @@ import (
 const (
 	adminSecret   = "adm:in%2B+secret/=="
 	connectSecret = "connect-secret"
+)
+
+// The keys of the private_key_jwt test clients, made once for the test
+// binary: signer holds signerKey (ES256, in code), ed holds edKey, pss
+// holds pssKey (an RSA key given as an inline JWK, for PS256).
+var (
+	signerKey = sync.OnceValue(func() *keys.Key { return generate("ES256") })
+	pssKey    = sync.OnceValue(func() *keys.Key { return generate("PS256") })
+	edKey     = sync.OnceValue(func() *keys.Key { return generate("EdDSA") })
+)
+
+func generate(alg string) *keys.Key {
+	k, err := keys.Generate(alg)
+	if err != nil {
+		panic(err)
+	}
+	return k
+}
+
+// Audiences the signer client may ask for by resource (RFC 8707).
+const (
+	ordersAPI  = "https://api.example/orders"
+	billingAPI = "urn:example:billing"
 )
 
 // testConfig returns a configuration for issuerURL with an ephemeral key
@@ -36,6 +66,60 @@ func testConfig(issuerURL string) *issuer.Config {
 			{ClientID: "codeonly", SecretHashes: []string{secret.HashSHA256("x").String()}, GrantTypes: []string{"authorization_code"}, Scopes: []string{scope.AdminWebAPI}},
 		},
 	}
+}
+
+// withMachineClients adds to c the clients of issue 17: all, whose
+// requests without a scope get both scopes, and the private_key_jwt
+// clients signer (pd_AdminWebApi, three audiences), ed (pd_AdminWebApi)
+// and pss (pd_ConnectWebApi).
+func withMachineClients(c *issuer.Config) {
+	c.Clients = append(c.Clients,
+		issuer.ClientConfig{ClientID: "all", SecretHashes: []string{secret.HashSHA256(allSecret).String()}, Scopes: []string{scope.ConnectWebAPI, scope.AdminWebAPI}, ScopeWhenOmitted: "all"},
+		issuer.ClientConfig{ClientID: "signer", PublicKeys: []issuer.ClientKeyConfig{{Key: signerKey().Public()}}, Scopes: []string{scope.AdminWebAPI},
+			Audience: []string{c.Issuer + "/resources", ordersAPI, billingAPI}},
+		issuer.ClientConfig{ClientID: "ed", PublicKeys: []issuer.ClientKeyConfig{{Key: edKey().Public()}}, Scopes: []string{scope.AdminWebAPI}},
+		issuer.ClientConfig{ClientID: "pss", PublicKeys: []issuer.ClientKeyConfig{{JWK: json.RawMessage(publicJWK(pssKey().Public(), "PS256"))}}, Scopes: []string{scope.ConnectWebAPI}},
+	)
+}
+
+const allSecret = "all-secret"
+
+// publicJWK returns pub as a JWK, with alg when it is not empty.
+func publicJWK(pub crypto.PublicKey, alg string) string {
+	j, err := keys.PublicJWKOf(pub)
+	if err != nil {
+		panic(err)
+	}
+	j.Alg = alg
+	b, err := json.Marshal(j)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+// assertionFor returns a private_key_jwt assertion for client, signed by
+// k, valid for a minute at the token endpoint tokenURL, with a fresh jti;
+// edit may change the claims (a nil value removes one) and header entries.
+func assertionFor(t testing.TB, k *keys.Key, client, tokenURL string, claims, header map[string]any) string {
+	t.Helper()
+	now := time.Now()
+	c := map[string]any{"iss": client, "sub": client, "aud": tokenURL, "iat": now.Unix(), "exp": now.Add(time.Minute).Unix(), "jti": rand.Text()}
+	for name, v := range claims {
+		if v == nil {
+			delete(c, name)
+		} else {
+			c[name] = v
+		}
+	}
+	h := map[string]any{"typ": nil}
+	maps.Copy(h, header)
+	return jwktest.Sign(t, k, h, c)
+}
+
+// assertionForm is a private_key_jwt token request's body, kv added.
+func assertionForm(assertion string, kv ...string) string {
+	return form(append([]string{"grant_type", "client_credentials", "client_assertion_type", issuer.ClientAssertionType, "client_assertion", assertion}, kv...)...)
 }
 
 type server struct {

@@ -73,6 +73,12 @@ type state struct {
 	limiter     *limiter.Limiter
 	verifierCfg secret.VerifierConfig
 	verifier    *secret.Verifier
+	// private_key_jwt: see assertion.go.
+	assertionLifetime time.Duration
+	keyPad            map[string]int // signature checks per alg
+	dummies           map[string]crypto.PublicKey
+	replayBytes       int
+	replay            *replayCache // kept across reloads
 }
 
 // Option configures what an Issuer keeps for its whole life, whatever
@@ -161,6 +167,14 @@ func (iss *Issuer) Reload(cfg *Config) error {
 		subjects = append(subjects, cl.hashes)
 	}
 	st.verifier.Prime(subjects...)
+	switch {
+	case old == nil:
+		st.replay = newReplayCache(st.replayBytes)
+	case old.replayBytes == st.replayBytes:
+		st.replay = old.replay
+	default:
+		st.replay = old.replay.resized(st.replayBytes, iss.now())
+	}
 	// Swap first, then bump: a validation that read the new version has
 	// also read the new keys, so no token of a removed key is cached under
 	// it.
@@ -176,6 +190,9 @@ func (iss *Issuer) Reload(cfg *Config) error {
 func (iss *Issuer) compile(cfg *Config) (*state, error) {
 	st, err := cfg.check()
 	if err != nil {
+		return nil, err
+	}
+	if err := st.loadClientKeys(cfg); err != nil {
 		return nil, err
 	}
 	ks := make([]*keys.Key, 0, len(cfg.Keys))
@@ -219,9 +236,10 @@ func (iss *Issuer) compile(cfg *Config) (*state, error) {
 		"token_endpoint":                        st.issuer + tokenPath,
 		"jwks_uri":                              st.issuer + jwksPath,
 		"grant_types_supported":                 []string{"client_credentials"},
-		"token_endpoint_auth_methods_supported": []string{"client_secret_basic", "client_secret_post"},
+		"token_endpoint_auth_methods_supported": []string{"client_secret_basic", "client_secret_post", "private_key_jwt"},
 		"scopes_supported":                      scope.All(),
 		"response_types_supported":              []string{"token"},
+		"token_endpoint_auth_signing_alg_values_supported": keys.AssertionAlgs,
 	})
 	if err != nil {
 		return nil, err

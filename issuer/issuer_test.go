@@ -151,9 +151,10 @@ func TestDiscovery(t *testing.T) {
 		"token_endpoint":                        s.issuerURL() + "/connect/token",
 		"jwks_uri":                              s.issuerURL() + "/.well-known/openid-configuration/jwks",
 		"grant_types_supported":                 []any{"client_credentials"},
-		"token_endpoint_auth_methods_supported": []any{"client_secret_basic", "client_secret_post"},
+		"token_endpoint_auth_methods_supported": []any{"client_secret_basic", "client_secret_post", "private_key_jwt"},
 		"scopes_supported":                      []any{scope.AdminWebAPI, scope.ConnectWebAPI},
 		"response_types_supported":              []any{"token"},
+		"token_endpoint_auth_signing_alg_values_supported": []any{"ES256", "RS256", "PS256", "EdDSA"},
 	}
 	for k, v := range want {
 		if fmt.Sprint(a.body[k]) != fmt.Sprint(v) {
@@ -429,6 +430,8 @@ func TestConfigErrors(t *testing.T) {
 		return p
 	}
 	es := writePEM("es.pem", "ES256")
+	ecJWK := publicJWK(mustKey(t, "ES256").Public(), "")
+	privJWK := strings.Replace(ecJWK, `"kty"`, `"d":"AAAA","kty"`, 1)
 	const (
 		decoding = "ParseConfig"
 		checking = "Validate"
@@ -469,6 +472,19 @@ func TestConfigErrors(t *testing.T) {
 		{"a bad trusted proxy", `{` + dev + `,"clients":[],"limits":{"trustedProxyHeader":"X-Forwarded-For","trustedProxies":["10.0.0.0/33"]}}`, checking, "limits.trustedProxies", "10.0.0.0/33"},
 		{"trusted proxies without a header", `{` + dev + `,"clients":[],"limits":{"trustedProxies":["10.0.0.0/8"]}}`, checking, "limits.trustedProxies", "trustedProxyHeader"},
 		{"a negative floor other than -1", `{` + dev + `,"clients":[],"limits":{"failureFloorMillis":-2}}`, checking, "limits.failureFloorMillis", "negative"},
+		{"neither secret nor key", `{` + dev + `,"clients":[{"clientId":"a","scopes":["pd_AdminWebApi"]}]}`, checking, `clients[0] ("a").secretHashes`, "or one of publicKeys"},
+		{"a JWK holding a private key", `{` + dev + `,"clients":[{"clientId":"a","publicKeys":[{"jwk":` + privJWK + `}],"scopes":["pd_AdminWebApi"]}]}`, checking, `clients[0] ("a").publicKeys[0]`, "private"},
+		{"a JWK for encryption", `{` + dev + `,"clients":[{"clientId":"a","publicKeys":[{"jwk":` + strings.Replace(ecJWK, `"kty"`, `"use":"enc","kty"`, 1) + `}],"scopes":["pd_AdminWebApi"]}]}`, checking, `clients[0] ("a").publicKeys[0]`, "use"},
+		{"a client key for HS256", `{` + dev + `,"clients":[{"clientId":"a","publicKeys":[{"jwk":` + ecJWK + `,"alg":"HS256"}],"scopes":["pd_AdminWebApi"]}]}`, checking, `clients[0] ("a").publicKeys[0]`, "alg"},
+		{"a client key whose alg does not fit", `{` + dev + `,"clients":[{"clientId":"a","publicKeys":[{"jwk":` + ecJWK + `,"alg":"RS256"}],"scopes":["pd_AdminWebApi"]}]}`, checking, `clients[0] ("a").publicKeys[0]`, "does not fit"},
+		{"a client key with file and jwk", `{` + dev + `,"clients":[{"clientId":"a","publicKeys":[{"jwk":` + ecJWK + `,"file":"k.pem"}],"scopes":["pd_AdminWebApi"]}]}`, checking, `clients[0] ("a").publicKeys[0]`, "exactly one"},
+		{"nine client keys", `{` + dev + `,"clients":[{"clientId":"a","publicKeys":[` + strings.Repeat(`{"jwk":`+ecJWK+`},`, 8) + `{"jwk":` + ecJWK + `}],"scopes":["pd_AdminWebApi"]}]}`, checking, `clients[0] ("a").publicKeys`, "more than 8"},
+		{"a client key file holding a private key", `{` + dev + `,"clients":[{"clientId":"a","publicKeys":[{"file":"es.pem"}],"scopes":["pd_AdminWebApi"]}]}`, reading, `clients[0] ("a").publicKeys[0]`, "not a public key"},
+		{"a missing client key file", `{` + dev + `,"clients":[{"clientId":"a","publicKeys":[{"file":"nothing.pem"}],"scopes":["pd_AdminWebApi"]}]}`, reading, `clients[0] ("a").publicKeys[0]`, "no such file"},
+		{"scopeWhenOmitted unknown", `{` + dev + `,"clients":[],"scopeWhenOmitted":"some"}`, checking, "scopeWhenOmitted", `"refuse" or "all"`},
+		{"a client's scopeWhenOmitted unknown", `{` + dev + `,"clients":[{"clientId":"a","secretHashes":["` + secret.HashSHA256("s").String() + `"],"scopes":["pd_AdminWebApi"],"scopeWhenOmitted":"none"}]}`, checking, `clients[0] ("a").scopeWhenOmitted`, `"refuse" or "all"`},
+		{"assertions living a day", `{` + dev + `,"clients":[],"clientAssertions":{"maxLifetimeSeconds":86400}}`, checking, "clientAssertions.maxLifetimeSeconds", "at most 3600"},
+		{"a replay cache of a few bytes", `{` + dev + `,"clients":[],"clientAssertions":{"replayCacheBytes":100}}`, checking, "clientAssertions.replayCacheBytes", "at least 4096"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

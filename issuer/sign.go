@@ -9,8 +9,9 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 )
 
-// sign makes an access token for cl with the granted scopes (RFC 9068).
-func (st *state) sign(cl *client, granted []string, now time.Time) (string, error) {
+// sign makes an access token for cl with the granted scopes and audience
+// (RFC 9068).
+func (st *state) sign(cl *client, granted, aud []string, now time.Time) (string, error) {
 	var sc any = strings.Join(granted, " ")
 	if st.scopeArray {
 		sc = granted
@@ -19,7 +20,7 @@ func (st *state) sign(cl *client, granted []string, now time.Time) (string, erro
 		Issuer:    st.issuer,
 		Subject:   cl.id,
 		ClientID:  cl.id,
-		Audience:  cl.audience,
+		Audience:  aud,
 		Scope:     sc,
 		IssuedAt:  now.Unix(),
 		NotBefore: now.Unix(),

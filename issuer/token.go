@@ -7,6 +7,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -33,6 +34,7 @@ type tokenError struct {
 	basic  bool          // answer with a Basic challenge
 	retry  int           // Retry-After seconds
 	limit  limiter.Limit // the budget that refused it, for the log
+	why    string        // for the log, when it says more than desc
 }
 
 // attempt is who asked, for the refusal log: the client ID only when it
@@ -76,6 +78,18 @@ func (iss *Issuer) issue(w http.ResponseWriter, r *http.Request, st *state, who 
 		return nil, badRequest("unsupported_grant_type", "only client_credentials is supported")
 	}
 
+	if hasAssertion(form) {
+		if tooLong(form.Get("scope"), MaxScopeLength) {
+			return nil, badRequest("invalid_request", "scope longer than "+strconv.Itoa(MaxScopeLength)+" characters")
+		}
+		now := iss.now()
+		who.addr = st.addrs.Addr(r)
+		cl, terr := iss.assertionClient(r, form, st, who, now)
+		if terr != nil {
+			return nil, terr
+		}
+		return iss.grant(form, st, cl, now)
+	}
 	id, pass, basic, terr := credentials(r, form)
 	if terr != nil {
 		return nil, terr
@@ -102,6 +116,11 @@ func (iss *Issuer) issue(w http.ResponseWriter, r *http.Request, st *state, who 
 		return nil, &tokenError{status: http.StatusUnauthorized, code: "invalid_client", desc: "client authentication failed", basic: basic}
 	}
 	res.Succeeded()
+	return iss.grant(form, st, cl, now)
+}
+
+// grant issues the token an authenticated client asked for.
+func (iss *Issuer) grant(form url.Values, st *state, cl *client, now time.Time) (*tokenResponse, *tokenError) {
 	if !cl.clientCreds {
 		return nil, badRequest("unauthorized_client", "the client may not use client_credentials")
 	}
@@ -109,7 +128,11 @@ func (iss *Issuer) issue(w http.ResponseWriter, r *http.Request, st *state, who 
 	if terr != nil {
 		return nil, terr
 	}
-	tok, err := st.sign(cl, granted, now)
+	aud, terr := targetAudience(form["resource"], cl)
+	if terr != nil {
+		return nil, terr
+	}
+	tok, err := st.sign(cl, granted, aud, now)
 	if err != nil {
 		iss.logger.Error("idsauth issuer: cannot sign a token", slog.String("error", err.Error()))
 		return nil, &tokenError{status: http.StatusInternalServerError, code: "server_error", desc: "the token could not be signed"}
@@ -123,7 +146,7 @@ func (iss *Issuer) issue(w http.ResponseWriter, r *http.Request, st *state, who 
 }
 
 // readForm reads the form body: the right content type, within the size
-// bound, each parameter at most once.
+// bound, each parameter but resource (RFC 8707) at most once.
 func readForm(w http.ResponseWriter, r *http.Request, maxBytes int64) (url.Values, *tokenError) {
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mt != "application/x-www-form-urlencoded" {
@@ -142,7 +165,7 @@ func readForm(w http.ResponseWriter, r *http.Request, maxBytes int64) (url.Value
 		return nil, badRequest("invalid_request", "request body is not a valid form")
 	}
 	for name, vs := range form {
-		if len(vs) > 1 {
+		if len(vs) > 1 && name != "resource" {
 			return nil, badRequest("invalid_request", "parameter "+oauthwire.Clean(name)+" given more than once")
 		}
 	}
@@ -212,6 +235,9 @@ func tooLong(s string, n int) bool {
 // them in the order asked, without duplicates.
 func grantScopes(requested string, cl *client) ([]string, *tokenError) {
 	fields := strings.Fields(requested)
+	if len(fields) == 0 && cl.allScopes {
+		return cl.scopeList, nil // IdentityServer's default
+	}
 	if len(fields) == 0 {
 		return nil, badRequest("invalid_scope", "scope is missing")
 	}
@@ -231,6 +257,29 @@ func grantScopes(requested string, cl *client) ([]string, *tokenError) {
 	return granted, nil
 }
 
+// targetAudience returns the audience of the token: the client's, or
+// exactly the resources asked for (RFC 8707 §2), each an absolute URI
+// without a fragment that is one of the client's audiences.
+func targetAudience(resources []string, cl *client) ([]string, *tokenError) {
+	if len(resources) == 0 {
+		return cl.audience, nil
+	}
+	aud := make([]string, 0, len(resources))
+	for _, res := range resources {
+		u, err := url.Parse(res)
+		if err != nil || !u.IsAbs() || strings.Contains(res, "#") {
+			return nil, badRequest("invalid_target", "resource must be an absolute URI without a fragment")
+		}
+		if !slices.Contains(cl.audience, res) {
+			return nil, badRequest("invalid_target", "resource not allowed for this client")
+		}
+		if !slices.Contains(aud, res) {
+			aud = append(aud, res)
+		}
+	}
+	return aud, nil
+}
+
 // refuse writes a token endpoint error and reports it.
 func (iss *Issuer) refuse(w http.ResponseWriter, r *http.Request, e *tokenError, who attempt) {
 	h := w.Header()
@@ -240,7 +289,11 @@ func (iss *Issuer) refuse(w http.ResponseWriter, r *http.Request, e *tokenError,
 	if e.retry > 0 {
 		h.Set("Retry-After", strconv.Itoa(e.retry))
 	}
-	attrs := []slog.Attr{slog.Int("status", e.status), slog.String("error", e.code), slog.String("reason", e.desc)}
+	reason := e.desc
+	if e.why != "" {
+		reason = e.why
+	}
+	attrs := []slog.Attr{slog.Int("status", e.status), slog.String("error", e.code), slog.String("reason", reason)}
 	if who.addr != "" {
 		client := who.client
 		if client == "" {

@@ -2,16 +2,65 @@ package issuer_test
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/idsauth/idsauth/internal/jwktest"
+	"github.com/idsauth/idsauth/issuer"
 	"github.com/idsauth/idsauth/scope"
 )
 
 // TestTokenEndpoint covers each row of CONTRACT.md §2.
 func TestTokenEndpoint(t *testing.T) {
-	s := newServer(t, nil)
+	s := newServer(t, func(c *issuer.Config) {
+		withMachineClients(c)
+		c.Limits.FailedAttemptsPerClient = 1000 // the rows fail often for signer
+	})
+	tu := s.tokenURL()
+	signer, attacker := signerKey(), jwktest.NewKey(t, "ES256")
+	assert := func(claims map[string]any, header ...any) string {
+		h := map[string]any{}
+		for i := 0; i+1 < len(header); i += 2 {
+			h[header[i].(string)] = header[i+1]
+		}
+		return assertionFor(t, signer, "signer", tu, claims, h)
+	}
+	valid := assert(nil)
+	now := time.Now()
+	// hs256 is an assertion MACed with the signer's public key as the
+	// secret: the algorithm-confusion attack.
+	hs256 := func() string {
+		pub, _ := json.Marshal(signer.PublicJWK())
+		in := jwktest.Segment(map[string]any{"alg": "HS256", "kid": signer.KID}) + "." + strings.Split(assert(nil), ".")[1]
+		mac := hmac.New(sha256.New, pub)
+		mac.Write([]byte(in))
+		return in + "." + base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
+	}
+	none := jwktest.Segment(map[string]any{"alg": "none"}) + "." + strings.Split(assert(nil), ".")[1] + "."
+	// sameAsWrongSecret: an assertion failure answers exactly as a wrong
+	// secret does.
+	sameAsWrongSecret := func(t *testing.T, a answer) {
+		if strings.TrimSpace(a.raw) != `{"error":"invalid_client","error_description":"client authentication failed"}` || a.header.Get("WWW-Authenticate") != "" {
+			t.Errorf("answer %s %v differs from a wrong secret's", a.raw, a.header)
+		}
+	}
+	audience := func(want ...string) func(t *testing.T, a answer) {
+		return func(t *testing.T, a answer) {
+			var claims struct{ Aud []string }
+			decode(t, strings.Split(a.body["access_token"].(string), ".")[1], &claims)
+			if strings.Join(claims.Aud, " ") != strings.Join(want, " ") {
+				t.Errorf("aud = %v, want %v", claims.Aud, want)
+			}
+		}
+	}
 	good := form("grant_type", "client_credentials", "client_id", "admin", "client_secret", adminSecret, "scope", scope.AdminWebAPI)
 	cases := []struct {
 		name        string
@@ -75,6 +124,63 @@ func TestTokenEndpoint(t *testing.T) {
 				}
 			}},
 		{name: "success over Basic with a secret holding : % + /", contentType: formType, body: form("grant_type", "client_credentials", "scope", scope.AdminWebAPI), header: []string{"Authorization", basic("admin", adminSecret)}, status: 200},
+		{name: "scope missing, for a client set to get all its scopes", contentType: formType, body: form("grant_type", "client_credentials", "client_id", "all", "client_secret", allSecret), status: 200,
+			check: func(t *testing.T, a answer) {
+				if a.body["scope"] != scope.ConnectWebAPI+" "+scope.AdminWebAPI {
+					t.Errorf("scope = %v, want every allowed scope", a.body["scope"])
+				}
+			}},
+		{name: "an empty scope, for a client set to get all its scopes", contentType: formType, body: form("grant_type", "client_credentials", "client_id", "all", "client_secret", allSecret, "scope", " "), status: 200},
+		{name: "a scope asked for, for a client set to get all its scopes, is what it gets", contentType: formType, body: form("grant_type", "client_credentials", "client_id", "all", "client_secret", allSecret, "scope", scope.AdminWebAPI), status: 200,
+			check: func(t *testing.T, a answer) {
+				if a.body["scope"] != scope.AdminWebAPI {
+					t.Errorf("scope = %v", a.body["scope"])
+				}
+			}},
+		{name: "resource: the token is for that audience only", contentType: formType, body: assertionForm(assert(nil), "scope", scope.AdminWebAPI, "resource", ordersAPI), status: 200, check: audience(ordersAPI)},
+		{name: "resource given twice: both, duplicates dropped", contentType: formType, body: assertionForm(assert(nil), "scope", scope.AdminWebAPI, "resource", billingAPI, "resource", ordersAPI, "resource", billingAPI), status: 200, check: audience(billingAPI, ordersAPI)},
+		{name: "no resource: every audience of the client", contentType: formType, body: assertionForm(assert(nil), "scope", scope.AdminWebAPI), status: 200, check: audience(s.issuerURL()+"/resources", ordersAPI, billingAPI)},
+		{name: "resource of the default audience, with a secret", contentType: formType, body: good + "&resource=" + url.QueryEscape(s.issuerURL()+"/resources"), status: 200, check: audience(s.issuerURL() + "/resources")},
+		{name: "resource not allowed for the client", contentType: formType, body: good + "&resource=" + url.QueryEscape(ordersAPI), status: 400, code: "invalid_target"},
+		{name: "one allowed resource and one not", contentType: formType, body: assertionForm(assert(nil), "scope", scope.AdminWebAPI, "resource", ordersAPI, "resource", "https://api.example/other"), status: 400, code: "invalid_target"},
+		{name: "resource not an absolute URI", contentType: formType, body: good + "&resource=%2Fresources", status: 400, code: "invalid_target"},
+		{name: "resource with a fragment", contentType: formType, body: assertionForm(assert(nil), "scope", scope.AdminWebAPI, "resource", ordersAPI+"#x"), status: 400, code: "invalid_target"},
+		{name: "empty resource", contentType: formType, body: good + "&resource=", status: 400, code: "invalid_target"},
+		{name: "private_key_jwt: a valid assertion gets a token", contentType: formType, body: assertionForm(valid, "scope", scope.AdminWebAPI), status: 200},
+		{name: "private_key_jwt: the same assertion again is a replay", contentType: formType, body: assertionForm(valid, "scope", scope.AdminWebAPI), status: 401, code: "invalid_client", check: sameAsWrongSecret},
+		{name: "private_key_jwt: PS256 by an inline JWK, aud an array with the issuer", contentType: formType, body: assertionForm(assertionFor(t, pssKey(), "pss", tu, map[string]any{"aud": []string{"https://elsewhere.example", s.issuerURL()}}, nil), "scope", scope.ConnectWebAPI), status: 200},
+		{name: "private_key_jwt: with the same client_id in the body", contentType: formType, body: assertionForm(assert(nil), "client_id", "signer", "scope", scope.AdminWebAPI), status: 200},
+		{name: "private_key_jwt: no kid in the header", contentType: formType, body: assertionForm(assert(nil, "kid", nil), "scope", scope.AdminWebAPI), status: 200},
+		{name: "private_key_jwt: alg Ed25519 (RFC 9864) is EdDSA", contentType: formType, body: assertionForm(assertionFor(t, edKey(), "ed", tu, nil, map[string]any{"alg": "Ed25519"}), "scope", scope.AdminWebAPI), status: 200},
+		{name: "private_key_jwt: EdDSA", contentType: formType, body: assertionForm(assertionFor(t, edKey(), "ed", tu, nil, nil), "scope", scope.AdminWebAPI), status: 200},
+		{name: "private_key_jwt: a scope not allowed is invalid_scope after authentication", contentType: formType, body: assertionForm(assert(nil), "scope", scope.ConnectWebAPI), status: 400, code: "invalid_scope"},
+		{name: "private_key_jwt: wrong aud", contentType: formType, body: assertionForm(assert(map[string]any{"aud": "https://elsewhere.example/token"}), "scope", scope.AdminWebAPI), status: 401, code: "invalid_client", check: sameAsWrongSecret},
+		{name: "private_key_jwt: aud the issuer's resources", contentType: formType, body: assertionForm(assert(map[string]any{"aud": s.issuerURL() + "/resources"}), "scope", scope.AdminWebAPI), status: 401, code: "invalid_client", check: sameAsWrongSecret},
+		{name: "private_key_jwt: no aud", contentType: formType, body: assertionForm(assert(map[string]any{"aud": nil}), "scope", scope.AdminWebAPI), status: 401, code: "invalid_client", check: sameAsWrongSecret},
+		{name: "private_key_jwt: iss is not sub", contentType: formType, body: assertionForm(assert(map[string]any{"iss": "admin"}), "scope", scope.AdminWebAPI), status: 401, code: "invalid_client", check: sameAsWrongSecret},
+		{name: "private_key_jwt: no iss", contentType: formType, body: assertionForm(assert(map[string]any{"iss": nil}), "scope", scope.AdminWebAPI), status: 401, code: "invalid_client", check: sameAsWrongSecret},
+		{name: "private_key_jwt: expired", contentType: formType, body: assertionForm(assert(map[string]any{"iat": now.Add(-3 * time.Minute).Unix(), "exp": now.Add(-time.Minute).Unix()}), "scope", scope.AdminWebAPI), status: 401, code: "invalid_client", check: sameAsWrongSecret},
+		{name: "private_key_jwt: exp an hour ahead", contentType: formType, body: assertionForm(assert(map[string]any{"exp": now.Add(time.Hour).Unix()}), "scope", scope.AdminWebAPI), status: 401, code: "invalid_client", check: sameAsWrongSecret},
+		{name: "private_key_jwt: no exp", contentType: formType, body: assertionForm(assert(map[string]any{"exp": nil}), "scope", scope.AdminWebAPI), status: 401, code: "invalid_client", check: sameAsWrongSecret},
+		{name: "private_key_jwt: exp a string", contentType: formType, body: assertionForm(assert(map[string]any{"exp": strconv.FormatInt(now.Add(time.Minute).Unix(), 10)}), "scope", scope.AdminWebAPI), status: 401, code: "invalid_client", check: sameAsWrongSecret},
+		{name: "private_key_jwt: nbf in the future", contentType: formType, body: assertionForm(assert(map[string]any{"nbf": now.Add(2 * time.Minute).Unix(), "exp": now.Add(4 * time.Minute).Unix()}), "scope", scope.AdminWebAPI), status: 401, code: "invalid_client", check: sameAsWrongSecret},
+		{name: "private_key_jwt: iat in the future", contentType: formType, body: assertionForm(assert(map[string]any{"iat": now.Add(2 * time.Minute).Unix()}), "scope", scope.AdminWebAPI), status: 401, code: "invalid_client", check: sameAsWrongSecret},
+		{name: "private_key_jwt: no jti", contentType: formType, body: assertionForm(assert(map[string]any{"jti": nil}), "scope", scope.AdminWebAPI), status: 401, code: "invalid_client", check: sameAsWrongSecret},
+		{name: "private_key_jwt: alg none", contentType: formType, body: assertionForm(none, "scope", scope.AdminWebAPI), status: 401, code: "invalid_client", check: sameAsWrongSecret},
+		{name: "private_key_jwt: HS256 keyed with the client's public key", contentType: formType, body: assertionForm(hs256(), "scope", scope.AdminWebAPI), status: 401, code: "invalid_client", check: sameAsWrongSecret},
+		{name: "private_key_jwt: a key of another client", contentType: formType, body: assertionForm(assertionFor(t, pssKey(), "signer", tu, nil, nil), "scope", scope.AdminWebAPI), status: 401, code: "invalid_client", check: sameAsWrongSecret},
+		{name: "private_key_jwt: the client's kid, an attacker's key", contentType: formType, body: assertionForm(assertionFor(t, attacker, "signer", tu, nil, map[string]any{"kid": signer.KID}), "scope", scope.AdminWebAPI), status: 401, code: "invalid_client", check: sameAsWrongSecret},
+		{name: "private_key_jwt: an unknown client", contentType: formType, body: assertionForm(assertionFor(t, attacker, "nobody", tu, nil, nil), "scope", scope.AdminWebAPI), status: 401, code: "invalid_client", check: sameAsWrongSecret},
+		{name: "private_key_jwt: a client with secrets only", contentType: formType, body: assertionForm(assertionFor(t, attacker, "admin", tu, nil, nil), "scope", scope.AdminWebAPI), status: 401, code: "invalid_client", check: sameAsWrongSecret},
+		{name: "private_key_jwt: a crit header", contentType: formType, body: assertionForm(assert(nil, "crit", []string{"exp"}), "scope", scope.AdminWebAPI), status: 401, code: "invalid_client", check: sameAsWrongSecret},
+		{name: "private_key_jwt: not a JWT", contentType: formType, body: assertionForm("not.a-jwt", "scope", scope.AdminWebAPI), status: 401, code: "invalid_client", check: sameAsWrongSecret},
+		{name: "private_key_jwt: another client_id in the body", contentType: formType, body: assertionForm(assert(nil), "client_id", "admin", "scope", scope.AdminWebAPI), status: 401, code: "invalid_client", check: sameAsWrongSecret},
+		{name: "private_key_jwt: a secret and an assertion", contentType: formType, body: assertionForm(assert(nil), "client_id", "signer", "client_secret", "x", "scope", scope.AdminWebAPI), status: 400, code: "invalid_request"},
+		{name: "private_key_jwt: Basic and an assertion", contentType: formType, body: assertionForm(assert(nil), "scope", scope.AdminWebAPI), header: []string{"Authorization", basic("admin", adminSecret)}, status: 400, code: "invalid_request"},
+		{name: "private_key_jwt: another assertion type", contentType: formType, body: strings.Replace(assertionForm(assert(nil), "scope", scope.AdminWebAPI), "jwt-bearer", "saml2-bearer", 1), status: 400, code: "invalid_request"},
+		{name: "private_key_jwt: an assertion type without an assertion", contentType: formType, body: form("grant_type", "client_credentials", "client_assertion_type", issuer.ClientAssertionType, "scope", scope.AdminWebAPI), status: 400, code: "invalid_request"},
+		{name: "private_key_jwt: an assertion over 8 KiB", contentType: formType, body: assertionForm(assert(map[string]any{"pad": strings.Repeat("p", 8<<10)}), "scope", scope.AdminWebAPI), status: 400, code: "invalid_request"},
+		{name: "private_key_jwt: sub over 100 characters", contentType: formType, body: assertionForm(assertionFor(t, attacker, strings.Repeat("s", 101), tu, nil, nil), "scope", scope.AdminWebAPI), status: 400, code: "invalid_request"},
 		{name: "two scopes granted together, duplicates dropped", contentType: formType, body: form("grant_type", "client_credentials", "client_id", "connect", "client_secret", connectSecret, "scope", scope.ConnectWebAPI+" "+scope.AdminWebAPI+" "+scope.ConnectWebAPI), status: 200,
 			check: func(t *testing.T, a answer) {
 				if a.body["scope"] != scope.ConnectWebAPI+" "+scope.AdminWebAPI || a.body["expires_in"] != float64(600) {

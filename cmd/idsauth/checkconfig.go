@@ -71,6 +71,9 @@ naming the field. Run it before sending the issuer SIGHUP.`)
 		}
 		fmt.Fprintf(w, "  %s\n    scopes    %s\n    audience  %s\n    lifetime  %ds\n    secrets   %d hash(es)\n",
 			c.ClientID, strings.Join(c.Scopes, " "), aud, lifetime, len(c.SecretHashes))
+		if len(c.PublicKeys) > 0 {
+			fmt.Fprintf(w, "    keys      %d public key(s), private_key_jwt\n", len(c.PublicKeys))
+		}
 	}
 	if len(tenants) > 0 {
 		fmt.Fprintln(w, "\nSCIM tenants:")

@@ -5,7 +5,7 @@
 //	idsauth hash-secret [-stdin] [-bcrypt COST]
 //	idsauth gen-key -alg ES256|RS256|EdDSA -out FILE
 //	idsauth check-config FILE
-//	idsauth token -issuer URL -client-id ID -scope S [-secret-file FILE | -secret-env NAME] [-decode]
+//	idsauth token -issuer URL -client-id ID [-scope S] [-secret-file FILE | -secret-env NAME | -key FILE] [-decode]
 //	idsauth decode [-issuer URL [-audience A]] [TOKEN]
 //
 // Every subcommand takes -h. Exit status: 0 success, 1 failure, 2 a usage

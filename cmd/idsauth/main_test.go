@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/idsauth/idsauth/internal/keys"
 	"github.com/idsauth/idsauth/issuer"
 	"github.com/idsauth/idsauth/secret"
 )
@@ -153,6 +154,74 @@ func TestRoundTrip(t *testing.T) {
 	wrong := idsauth(t, bin, "", []string{"IDSAUTH_CLIENT_SECRET=wrong"}, base...)
 	if wrong.code != 1 || !strings.Contains(wrong.stderr, "invalid_client") || strings.Contains(wrong.stderr, "wrong\n") {
 		t.Fatalf("token with a wrong secret: %+v", wrong)
+	}
+}
+
+// TestTokenWithKey: gen-key makes a client's key too; its public half in
+// the configuration, token -key authenticates with private_key_jwt (and a
+// resource narrows the audience); another key is refused.
+func TestTokenWithKey(t *testing.T) {
+	bin := build(t)
+	dir := t.TempDir()
+	keyFile, otherFile := filepath.Join(dir, "client.pem"), filepath.Join(dir, "other.pem")
+	for _, f := range []string{keyFile, otherFile} {
+		if gk := idsauth(t, bin, "", nil, "gen-key", "-alg", "EdDSA", "-out", f); gk.code != 0 {
+			t.Fatalf("gen-key: %+v", gk)
+		}
+	}
+	data, err := os.ReadFile(keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	priv, err := keys.ParsePEM(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jwk, err := keys.PublicJWKOf(priv.Public())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	cfgJSON, _ := json.Marshal(map[string]any{
+		"issuer": srv.URL + "/ids", "ephemeralKey": true,
+		"clients": []map[string]any{{"clientId": "keyed", "publicKeys": []any{map[string]any{"jwk": jwk}}, "scopes": []string{"pd_AdminWebApi"},
+			"audience": []string{srv.URL + "/ids/resources", "https://api.example/a"}, "scopeWhenOmitted": "all"}},
+	})
+	cfgFile := filepath.Join(dir, "idsauth.json")
+	if err := os.WriteFile(cfgFile, cfgJSON, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if cc := idsauth(t, bin, "", nil, "check-config", cfgFile); cc.code != 0 || !strings.Contains(cc.stdout, "1 public key(s), private_key_jwt") {
+		t.Fatalf("check-config: %+v", cc)
+	}
+	loaded, err := issuer.LoadConfig(cfgFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	iss, err := issuer.New(loaded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux.Handle("/ids/", iss)
+	base := []string{"token", "-issuer", srv.URL + "/ids", "-client-id", "keyed"}
+	// No secret anywhere: standard input is empty, and would be refused.
+	r := idsauth(t, bin, "", nil, append(base, "-key", keyFile, "-resource", "https://api.example/a", "-decode")...)
+	if r.code != 0 || !strings.Contains(r.stdout, `"aud": [`) || !strings.Contains(r.stdout, `"https://api.example/a"`) || strings.Contains(r.stdout, "/ids/resources") || !strings.Contains(r.stdout, `"scope": "pd_AdminWebApi"`) {
+		t.Fatalf("token -key: %+v", r)
+	}
+	if r := idsauth(t, bin, "", nil, append(base, "-key", keyFile, "-kid", "my-key")...); r.code != 0 || strings.Count(r.stdout, ".") != 2 {
+		t.Fatalf("token -key -kid: %+v", r)
+	}
+	if r := idsauth(t, bin, "", nil, append(base, "-key", otherFile)...); r.code != 1 || !strings.Contains(r.stderr, "invalid_client") {
+		t.Fatalf("token with another key: %+v", r)
+	}
+	if r := idsauth(t, bin, "", nil, append(base, "-key", keyFile, "-alg", "ES256")...); r.code != 1 || !strings.Contains(r.stderr, "does not fit") {
+		t.Fatalf("token -key with an alg that does not fit: %+v", r)
+	}
+	if r := idsauth(t, bin, "", nil, append(base, "-key", keyFile, "-secret-env", "X")...); r.code != 2 {
+		t.Fatalf("token -key with a secret: %+v", r)
 	}
 }
 

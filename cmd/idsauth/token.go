@@ -8,12 +8,16 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"time"
 
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
+
+	"github.com/idsauth/idsauth/internal/clientauth"
+	"github.com/idsauth/idsauth/internal/keys"
 )
 
 // defaultSecretEnv is the environment variable token reads the secret
@@ -21,16 +25,26 @@ import (
 const defaultSecretEnv = "IDSAUTH_CLIENT_SECRET"
 
 func token(ctx context.Context, e env, args []string) error {
-	fs := flags(e, "token", "-issuer URL -client-id ID -scope S [-decode]",
+	fs := flags(e, "token", "-issuer URL -client-id ID [-scope S] [-key FILE] [-resource URI]... [-decode]",
 		`Fetch an access token with the client_credentials grant from the issuer's
 token endpoint (found by its discovery document) and print it; with -decode,
-print its header and claims instead. The client secret is read from
--secret-file, else from the environment variable named by -secret-env (by
-default `+defaultSecretEnv+`, if set), else from the terminal without echo
-(or one line of standard input); never from a flag.`)
+print its header and claims instead. With -key, the client authenticates
+with a JWT signed by that private key (private_key_jwt, RFC 7523), and no
+secret is read. Otherwise the client secret is read from -secret-file, else
+from the environment variable named by -secret-env (by default
+`+defaultSecretEnv+`, if set), else from the terminal without echo (or one
+line of standard input); never from a flag.`)
 	issuerURL := fs.String("issuer", "", "the issuer URL, e.g. https://host/ids (required)")
 	clientID := fs.String("client-id", "", "the client ID (required)")
-	scopes := fs.String("scope", "", "the scopes to ask for, space-separated (required)")
+	scopes := fs.String("scope", "", "the scopes to ask for, space-separated (none: the issuer's default for the client)")
+	keyFile := fs.String("key", "", "authenticate with this PEM private key (private_key_jwt) instead of a secret")
+	kid := fs.String("kid", "", "with -key, the assertion's kid (default: the key's RFC 7638 thumbprint)")
+	alg := fs.String("alg", "", "with -key, ES256, RS256, PS256 or EdDSA (default: the one that fits the key, RS256 for RSA)")
+	var resources []string
+	fs.Func("resource", "ask for a token for this audience (RFC 8707); repeatable", func(v string) error {
+		resources = append(resources, v)
+		return nil
+	})
 	secretFile := fs.String("secret-file", "", "read the client secret from the first line of this file")
 	secretEnv := fs.String("secret-env", "", "read the client secret from this environment variable")
 	decodeIt := fs.Bool("decode", false, "print the token's header and claims instead of the token")
@@ -41,10 +55,23 @@ default `+defaultSecretEnv+`, if set), else from the terminal without echo
 	switch {
 	case fs.NArg() > 0:
 		return usagef("unexpected argument %q (the secret is never an argument: see -h)", fs.Arg(0))
-	case *issuerURL == "" || *clientID == "" || *scopes == "":
-		return usagef("-issuer, -client-id and -scope are required")
+	case *issuerURL == "" || *clientID == "":
+		return usagef("-issuer and -client-id are required")
+	case *keyFile == "" && (*kid != "" || *alg != ""):
+		return usagef("-kid and -alg go with -key")
+	case *keyFile != "" && (*secretFile != "" || *secretEnv != ""):
+		return usagef("-key or a secret, not both")
 	}
-	sec, err := clientSecret(e, *secretFile, *secretEnv)
+	var (
+		sec    string
+		signer *clientauth.Signer
+		err    error
+	)
+	if *keyFile != "" {
+		signer, err = assertionSigner(*keyFile, *alg, *kid)
+	} else {
+		sec, err = clientSecret(e, *secretFile, *secretEnv)
+	}
 	if err != nil {
 		return err
 	}
@@ -55,7 +82,19 @@ default `+defaultSecretEnv+`, if set), else from the terminal without echo
 	if err != nil {
 		return err
 	}
-	cfg := clientcredentials.Config{ClientID: *clientID, ClientSecret: sec, TokenURL: tokenURL, Scopes: strings.Fields(*scopes), AuthStyle: oauth2.AuthStyleInHeader}
+	cfg := clientcredentials.Config{ClientID: *clientID, ClientSecret: sec, TokenURL: tokenURL, Scopes: strings.Fields(*scopes), EndpointParams: url.Values{}, AuthStyle: oauth2.AuthStyleInHeader}
+	if len(resources) > 0 {
+		cfg.EndpointParams["resource"] = resources
+	}
+	if signer != nil {
+		assertion, err := signer.Assertion(*clientID, tokenURL, time.Now())
+		if err != nil {
+			return err
+		}
+		cfg.AuthStyle = oauth2.AuthStyleInParams
+		cfg.EndpointParams.Set("client_assertion_type", clientauth.AssertionType)
+		cfg.EndpointParams.Set("client_assertion", assertion)
+	}
 	tok, err := cfg.Token(context.WithValue(ctx, oauth2.HTTPClient, hc))
 	if err != nil {
 		var re *oauth2.RetrieveError
@@ -73,6 +112,23 @@ default `+defaultSecretEnv+`, if set), else from the terminal without echo
 	}
 	fmt.Fprintln(e.stdout, tok.AccessToken)
 	return nil
+}
+
+// assertionSigner reads a PEM private key for private_key_jwt.
+func assertionSigner(file, alg, kid string) (*clientauth.Signer, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	key, err := keys.ParsePEM(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	s, err := clientauth.NewSigner(key, alg, kid)
+	if err != nil {
+		return nil, fmt.Errorf("-key %s: %w", file, err)
+	}
+	return s, nil
 }
 
 // clientSecret reads the secret from a file, an environment variable, or

@@ -1,0 +1,124 @@
+// Package clientauth signs the client assertions of private_key_jwt
+// (RFC 7523 §2.2, OpenID Connect Core §9) with any crypto.Signer: what the
+// client package and the idsauth command share.
+package clientauth
+
+import (
+	"crypto"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"math/big"
+	"time"
+
+	"golang.org/x/crypto/cryptobyte"
+	"golang.org/x/crypto/cryptobyte/asn1"
+
+	"github.com/idsauth/idsauth/internal/keys"
+)
+
+// AssertionType is the client_assertion_type of private_key_jwt.
+const AssertionType = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+
+// assertionLifetime is how long an assertion is valid: long enough for
+// clock skew and a slow round trip, short enough that a leaked one is soon
+// useless (and within any server's bound: this issuer's is 5 minutes).
+const assertionLifetime = time.Minute
+
+// Signer signs client assertions with any crypto.Signer, so that a key in
+// a KMS or an HSM works as well as one in memory.
+type Signer struct {
+	key crypto.Signer
+	alg string
+	kid string
+}
+
+// NewSigner returns a Signer for key with alg (empty: the one that fits
+// the key, RS256 for RSA) and kid (empty: the RFC 7638 thumbprint).
+func NewSigner(key crypto.Signer, alg, kid string) (*Signer, error) {
+	pub := key.Public()
+	if alg == "" {
+		alg = keys.AlgForPublic(pub)
+	}
+	switch alg {
+	case "ES256", "RS256", "PS256", "EdDSA":
+	default:
+		return nil, fmt.Errorf("alg %q: want ES256, RS256, PS256 or EdDSA", alg)
+	}
+	if err := keys.FitPublic(alg, pub); err != nil {
+		return nil, err
+	}
+	if kid == "" {
+		var err error
+		if kid, err = keys.Thumbprint(pub); err != nil {
+			return nil, err
+		}
+	}
+	return &Signer{key: key, alg: alg, kid: kid}, nil
+}
+
+// KeyID is the kid of the assertions.
+func (s *Signer) KeyID() string { return s.kid }
+
+// Assertion returns a new assertion for clientID at the token endpoint
+// tokenURL (RFC 7523 §3): iss and sub clientID, aud tokenURL, iat now,
+// exp a minute later, a jti of 130 random bits.
+func (s *Signer) Assertion(clientID, tokenURL string, now time.Time) (string, error) {
+	header, err := json.Marshal(map[string]string{"alg": s.alg, "typ": "JWT", "kid": s.kid})
+	if err != nil {
+		return "", err
+	}
+	claims, err := json.Marshal(struct {
+		Iss string `json:"iss"`
+		Sub string `json:"sub"`
+		Aud string `json:"aud"`
+		Iat int64  `json:"iat"`
+		Exp int64  `json:"exp"`
+		Jti string `json:"jti"`
+	}{clientID, clientID, tokenURL, now.Unix(), now.Add(assertionLifetime).Unix(), rand.Text()})
+	if err != nil {
+		return "", err
+	}
+	enc := base64.RawURLEncoding
+	signed := enc.EncodeToString(header) + "." + enc.EncodeToString(claims)
+	sig, err := s.signature([]byte(signed))
+	if err != nil {
+		return "", fmt.Errorf("signing the client assertion: %w", err)
+	}
+	return signed + "." + enc.EncodeToString(sig), nil
+}
+
+// signature signs msg as JWS alg s.alg (RFC 7518 §3, RFC 8037).
+func (s *Signer) signature(msg []byte) ([]byte, error) {
+	if s.alg == "EdDSA" {
+		return s.key.Sign(rand.Reader, msg, crypto.Hash(0))
+	}
+	digest := sha256.Sum256(msg)
+	var opts crypto.SignerOpts = crypto.SHA256
+	if s.alg == "PS256" {
+		opts = &rsa.PSSOptions{SaltLength: rsa.PSSSaltLengthEqualsHash, Hash: crypto.SHA256}
+	}
+	sig, err := s.key.Sign(rand.Reader, digest[:], opts)
+	if err != nil || s.alg != "ES256" {
+		return sig, err
+	}
+	return ecdsaJOSE(sig)
+}
+
+// ecdsaJOSE turns an ASN.1 ECDSA signature, as a crypto.Signer makes it,
+// into JWS's 64 bytes of R and S (RFC 7518 §3.4).
+func ecdsaJOSE(der []byte) ([]byte, error) {
+	var r, sv big.Int
+	in, inner := cryptobyte.String(der), cryptobyte.String(nil)
+	if !in.ReadASN1(&inner, asn1.SEQUENCE) || !in.Empty() || !inner.ReadASN1Integer(&r) || !inner.ReadASN1Integer(&sv) || !inner.Empty() ||
+		r.Sign() <= 0 || sv.Sign() <= 0 || r.BitLen() > 256 || sv.BitLen() > 256 {
+		return nil, fmt.Errorf("not an ECDSA P-256 signature")
+	}
+	out := make([]byte, 64)
+	r.FillBytes(out[:32])
+	sv.FillBytes(out[32:])
+	return out, nil
+}

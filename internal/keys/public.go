@@ -1,0 +1,158 @@
+package keys
+
+import (
+	"bytes"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+)
+
+// AssertionAlgs are the JWS algorithms a client may sign its assertions
+// with (private_key_jwt), in the order discovery lists them.
+var AssertionAlgs = []string{"ES256", "RS256", "PS256", "EdDSA"}
+
+// FitPublic checks that pub may verify alg: the key type fits the
+// algorithm, EC keys are on P-256 and RSA keys have at least MinRSABits.
+func FitPublic(alg string, pub crypto.PublicKey) error {
+	switch p := pub.(type) {
+	case *ecdsa.PublicKey:
+		if alg != "ES256" || p.Curve != elliptic.P256() {
+			return fmt.Errorf("an EC key on %s does not fit alg %q (ES256 needs P-256)", p.Curve.Params().Name, alg)
+		}
+	case *rsa.PublicKey:
+		if alg != "RS256" && alg != "PS256" {
+			return fmt.Errorf("an RSA key does not fit alg %q", alg)
+		}
+		if p.N.BitLen() < MinRSABits {
+			return fmt.Errorf("RSA key of %d bits is too weak: at least %d are needed", p.N.BitLen(), MinRSABits)
+		}
+	case ed25519.PublicKey:
+		if alg != "EdDSA" {
+			return fmt.Errorf("an Ed25519 key does not fit alg %q", alg)
+		}
+	default:
+		return fmt.Errorf("unsupported key type %T", pub)
+	}
+	return nil
+}
+
+// AlgForPublic returns the default algorithm for a public key's type:
+// RS256 for RSA (PS256 must be asked for), EdDSA for Ed25519, else ES256.
+func AlgForPublic(pub crypto.PublicKey) string {
+	switch pub.(type) {
+	case *rsa.PublicKey:
+		return "RS256"
+	case ed25519.PublicKey:
+		return "EdDSA"
+	}
+	return "ES256"
+}
+
+// ParsePublicPEM reads a public key from a PEM "PUBLIC KEY" block (PKIX).
+// A private key is refused: the registration of a client holds only what
+// verifies its signatures.
+func ParsePublicPEM(data []byte) (crypto.PublicKey, error) {
+	block, _ := pem.Decode(data)
+	if block == nil {
+		return nil, errors.New("no PEM block found")
+	}
+	if block.Type != "PUBLIC KEY" {
+		return nil, fmt.Errorf(`PEM block %q is not a public key (want "PUBLIC KEY"; for a certificate: openssl x509 -pubkey -noout)`, block.Type)
+	}
+	return x509.ParsePKIXPublicKey(block.Bytes)
+}
+
+// ParsePublicJWK reads one public JSON Web Key (RFC 7517): kty EC (P-256),
+// RSA or OKP (Ed25519). It returns the key with the JWK's own "kid" and
+// "alg" members, either of which may be empty. A JWK that holds private
+// members, or whose "use" is neither absent nor "sig", is refused.
+func ParsePublicJWK(data []byte) (pub crypto.PublicKey, kid, alg string, _ error) {
+	var j struct {
+		JWK
+		D   *string `json:"d"` // private members: present means a private key
+		P   *string `json:"p"`
+		K   *string `json:"k"`
+		Oth any     `json:"oth"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&j); err != nil {
+		return nil, "", "", fmt.Errorf("not a JWK: %v", err)
+	}
+	if j.D != nil || j.P != nil || j.K != nil || j.Oth != nil {
+		return nil, "", "", errors.New("the JWK holds a private or secret key; give the public key only")
+	}
+	if j.Use != "" && j.Use != "sig" {
+		return nil, "", "", fmt.Errorf(`use %q: want "sig" or none`, j.Use)
+	}
+	b := func(name, s string) ([]byte, error) {
+		v, err := base64.RawURLEncoding.Strict().DecodeString(s)
+		if err != nil || len(v) == 0 {
+			return nil, fmt.Errorf("%s: not base64url", name)
+		}
+		return v, nil
+	}
+	switch j.Kty {
+	case "EC":
+		if j.Crv != "P-256" {
+			return nil, "", "", fmt.Errorf("crv %q: only P-256 is supported", j.Crv)
+		}
+		x, err := b("x", j.X)
+		if err != nil {
+			return nil, "", "", err
+		}
+		y, err := b("y", j.Y)
+		if err != nil {
+			return nil, "", "", err
+		}
+		if len(x) != 32 || len(y) != 32 {
+			return nil, "", "", errors.New("x and y must be 32 bytes each")
+		}
+		raw := append(append([]byte{4}, x...), y...)
+		k, err := ecdsa.ParseUncompressedPublicKey(elliptic.P256(), raw)
+		if err != nil {
+			return nil, "", "", fmt.Errorf("not a point on P-256: %v", err)
+		}
+		pub = k
+	case "RSA":
+		n, err := b("n", j.N)
+		if err != nil {
+			return nil, "", "", err
+		}
+		e, err := b("e", j.E)
+		if err != nil {
+			return nil, "", "", err
+		}
+		ei := new(big.Int).SetBytes(e)
+		if !ei.IsInt64() || ei.Int64() < 3 || ei.Int64() > 1<<31-1 || ei.Bit(0) == 0 {
+			return nil, "", "", errors.New("e: not a usable RSA exponent")
+		}
+		pub = &rsa.PublicKey{N: new(big.Int).SetBytes(n), E: int(ei.Int64())}
+	case "OKP":
+		if j.Crv != "Ed25519" {
+			return nil, "", "", fmt.Errorf("crv %q: only Ed25519 is supported", j.Crv)
+		}
+		x, err := b("x", j.X)
+		if err != nil {
+			return nil, "", "", err
+		}
+		if len(x) != ed25519.PublicKeySize {
+			return nil, "", "", errors.New("x must be 32 bytes")
+		}
+		pub = ed25519.PublicKey(x)
+	default:
+		return nil, "", "", fmt.Errorf("kty %q: want EC, RSA or OKP", j.Kty)
+	}
+	return pub, j.Kid, j.Alg, nil
+}
+
+// PublicJWKOf returns pub as a JWK with no kid, alg or use.
+func PublicJWKOf(pub crypto.PublicKey) (JWK, error) { return publicJWK(pub) }

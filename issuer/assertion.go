@@ -1,0 +1,431 @@
+package issuer
+
+import (
+	"context"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"math/big"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/idsauth/idsauth/internal/keys"
+)
+
+// ClientAssertionType is the client_assertion_type of a private_key_jwt
+// token request ([RFC 7523] §2.2).
+//
+// [RFC 7523]: https://www.rfc-editor.org/rfc/rfc7523
+const ClientAssertionType = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+
+// assertionLeeway is the clock skew allowed for an assertion's exp, nbf
+// and iat: the validator's default (CONTRACT.md §1).
+const assertionLeeway = 30 * time.Second
+
+// assertionMethods are the algorithms an assertion may be signed with;
+// none and HS* are never among them. "Ed25519" (RFC 9864) is EdDSA.
+var assertionMethods = map[string]jwt.SigningMethod{
+	"ES256":   jwt.SigningMethodES256,
+	"RS256":   jwt.SigningMethodRS256,
+	"PS256":   jwt.SigningMethodPS256,
+	"EdDSA":   jwt.SigningMethodEdDSA,
+	"Ed25519": jwt.SigningMethodEdDSA,
+}
+
+// clientKey is a checked public key of a client, for one algorithm.
+type clientKey struct {
+	alg string
+	pub crypto.PublicKey
+}
+
+// check checks a client key and returns it, or nil for a file key, which
+// compile reads.
+func (kc ClientKeyConfig) check() (*clientKey, error) {
+	set := 0
+	for _, b := range []bool{kc.File != "", len(kc.JWK) > 0, kc.Key != nil} {
+		if b {
+			set++
+		}
+	}
+	if set != 1 {
+		return nil, errors.New("set exactly one of file, jwk and a key in code")
+	}
+	if kc.Alg != "" && !slices.Contains(keys.AssertionAlgs, kc.Alg) {
+		return nil, fmt.Errorf("alg: want one of %v, got %q", keys.AssertionAlgs, kc.Alg)
+	}
+	switch {
+	case kc.File != "":
+		return nil, nil
+	case kc.Key != nil:
+		return kc.fit(kc.Key, "")
+	}
+	pub, _, jwkAlg, err := keys.ParsePublicJWK(kc.JWK)
+	if err != nil {
+		return nil, fmt.Errorf("jwk: %w", err)
+	}
+	return kc.fit(pub, jwkAlg)
+}
+
+// fit returns pub with its algorithm: Alg, else the JWK's, else the
+// key type's, checking that it fits.
+func (kc ClientKeyConfig) fit(pub crypto.PublicKey, jwkAlg string) (*clientKey, error) {
+	alg := kc.Alg
+	if alg == "" {
+		alg = jwkAlg
+	}
+	if alg == "" {
+		alg = keys.AlgForPublic(pub)
+	}
+	if jwkAlg != "" && jwkAlg != alg {
+		return nil, fmt.Errorf("alg %q differs from the JWK's %q", alg, jwkAlg)
+	}
+	if !slices.Contains(keys.AssertionAlgs, alg) {
+		return nil, fmt.Errorf("alg: want one of %v, got %q", keys.AssertionAlgs, alg)
+	}
+	if err := keys.FitPublic(alg, pub); err != nil {
+		return nil, err
+	}
+	return &clientKey{alg: alg, pub: pub}, nil
+}
+
+// load reads a file key, relative to dir.
+func (kc ClientKeyConfig) load(dir string) (*clientKey, error) {
+	path := kc.File
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(dir, path)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("file: %w", err)
+	}
+	pub, err := keys.ParsePublicPEM(data)
+	if err != nil {
+		return nil, fmt.Errorf("file %s: %w", path, err)
+	}
+	return kc.fit(pub, "")
+}
+
+// loadClientKeys reads the client key files of cfg into st's clients and
+// prepares what every assertion check needs: how many signature checks
+// each algorithm takes (the most keys of that algorithm any client has),
+// and keys that pad the checks of clients with fewer keys, and of unknown
+// clients, to that many.
+func (st *state) loadClientKeys(cfg *Config) error {
+	for i, cc := range cfg.Clients {
+		cl := st.clients[cc.ClientID]
+		for j, kc := range cc.PublicKeys {
+			if kc.File == "" {
+				continue
+			}
+			k, err := kc.load(cfg.Dir)
+			if err != nil {
+				return fieldErr(fmt.Sprintf("clients[%d] (%q).publicKeys[%d]", i, cc.ClientID, j), "%v", err)
+			}
+			cl.keys = append(cl.keys, *k)
+		}
+	}
+	st.keyPad = map[string]int{}
+	rsaBits := keys.MinRSABits
+	for _, cl := range st.clients {
+		per := map[string]int{}
+		for _, k := range cl.keys {
+			per[k.alg]++
+			if p, ok := k.pub.(*rsa.PublicKey); ok {
+				rsaBits = max(rsaBits, p.N.BitLen())
+			}
+		}
+		for alg, n := range per {
+			st.keyPad[alg] = max(st.keyPad[alg], n)
+		}
+	}
+	var err error
+	st.dummies, err = dummyKeys(rsaBits)
+	return err
+}
+
+// dummyKeys returns, for each algorithm, a public key no assertion
+// verifies with: padding checks cost what a real key's check costs. The
+// RSA one has the largest modulus of any client's RSA key.
+func dummyKeys(rsaBits int) (map[string]crypto.PublicKey, error) {
+	ec, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	ed, _, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	// An odd number of rsaBits: the cost of a check is that of its size.
+	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), uint(rsaBits-1)))
+	if err != nil {
+		return nil, err
+	}
+	n.SetBit(n, rsaBits-1, 1).SetBit(n, 0, 1)
+	r := &rsa.PublicKey{N: n, E: 65537}
+	return map[string]crypto.PublicKey{"ES256": &ec.PublicKey, "RS256": r, "PS256": r, "EdDSA": ed}, nil
+}
+
+// assertion is a client assertion split and decoded, not yet trusted.
+type assertion struct {
+	alg    string // normalised: Ed25519 is EdDSA
+	signed string // header.payload, what the signature covers
+	sig    []byte
+	claims map[string]json.RawMessage
+	sub    string // the claimed client, to pick its keys
+}
+
+var b64 = base64.RawURLEncoding.Strict()
+
+// parseAssertion splits and decodes a compact JWS without trusting it,
+// or returns nil. A crit header is refused: no extension is understood.
+func parseAssertion(s string) *assertion {
+	parts := strings.Split(s, ".")
+	if len(parts) != 3 {
+		return nil
+	}
+	var header map[string]json.RawMessage
+	if !decodeSegment(parts[0], &header) {
+		return nil
+	}
+	a := &assertion{signed: parts[0] + "." + parts[1]}
+	if !decodeSegment(parts[1], &a.claims) || a.claims == nil || header == nil {
+		return nil
+	}
+	if _, crit := header["crit"]; crit {
+		return nil
+	}
+	if json.Unmarshal(header["alg"], &a.alg) != nil {
+		return nil
+	}
+	if a.alg == "Ed25519" {
+		a.alg = "EdDSA"
+	}
+	var err error
+	if a.sig, err = b64.DecodeString(parts[2]); err != nil {
+		return nil
+	}
+	a.sub, _ = claimString(a.claims, "sub")
+	return a
+}
+
+func decodeSegment(seg string, v any) bool {
+	b, err := b64.DecodeString(seg)
+	if err != nil {
+		return false
+	}
+	return json.Unmarshal(b, v) == nil
+}
+
+// claimString returns a claim that is a JSON string.
+func claimString(c map[string]json.RawMessage, name string) (string, bool) {
+	raw, ok := c[name]
+	if !ok || len(raw) == 0 || raw[0] != '"' {
+		return "", false
+	}
+	var s string
+	return s, json.Unmarshal(raw, &s) == nil
+}
+
+// claimTime returns a claim that is a NumericDate: a JSON number of
+// seconds within years 1 to 9999, as CONTRACT.md §1 has it.
+func claimTime(c map[string]json.RawMessage, name string) (t time.Time, present, ok bool) {
+	raw, present := c[name]
+	if !present {
+		return time.Time{}, false, true
+	}
+	var f float64
+	if len(raw) == 0 || (raw[0] != '-' && (raw[0] < '0' || raw[0] > '9')) || json.Unmarshal(raw, &f) != nil ||
+		math.IsNaN(f) || f < -62135596800 || f > 253402300799 {
+		return time.Time{}, true, false
+	}
+	sec, frac := math.Modf(f)
+	return time.Unix(int64(sec), int64(frac*1e9)), true, true
+}
+
+// verify checks a's signature against every key of cl for a's algorithm,
+// and against padding keys up to the most any client has, so that an
+// unknown client, a wrong key and a client with several keys do the same
+// signature work. An algorithm off the list costs nothing whoever it
+// names, and fails.
+func (st *state) verify(a *assertion, cl *client) bool {
+	method := assertionMethods[a.alg]
+	if method == nil {
+		return false
+	}
+	ok, n := false, 0
+	if cl != nil {
+		for _, k := range cl.keys {
+			if k.alg == a.alg {
+				ok = method.Verify(a.signed, a.sig, k.pub) == nil || ok
+				n++
+			}
+		}
+	}
+	for ; n < max(1, st.keyPad[a.alg]); n++ {
+		_ = method.Verify(a.signed, a.sig, st.dummies[a.alg])
+	}
+	return ok
+}
+
+// checkClaims checks a verified assertion's claims for client id at now
+// (RFC 7523 §3) and returns until when its jti must be remembered, or why
+// it is refused.
+func (st *state) checkClaims(a *assertion, id string, now time.Time) (until time.Time, jti, why string) {
+	if iss, _ := claimString(a.claims, "iss"); iss != id {
+		return until, "", "assertion iss is not the client ID"
+	}
+	if sub, _ := claimString(a.claims, "sub"); sub != id {
+		return until, "", "assertion sub is not the client ID"
+	}
+	if !st.audienceOK(a.claims["aud"]) {
+		return until, "", "assertion aud names neither the token endpoint nor the issuer"
+	}
+	exp, present, ok := claimTime(a.claims, "exp")
+	switch {
+	case !present || !ok:
+		return until, "", "assertion exp missing or malformed"
+	case !now.Before(exp.Add(assertionLeeway)):
+		return until, "", "assertion expired"
+	case exp.After(now.Add(st.assertionLifetime + assertionLeeway)):
+		return until, "", "assertion exp too far ahead (lives longer than " + strconv.Itoa(int(st.assertionLifetime/time.Second)) + " s)"
+	}
+	for _, name := range []string{"nbf", "iat"} {
+		t, _, ok := claimTime(a.claims, name)
+		if !ok {
+			return until, "", "assertion " + name + " malformed"
+		}
+		if t.After(now.Add(assertionLeeway)) {
+			return until, "", "assertion " + name + " in the future"
+		}
+	}
+	jti, _ = claimString(a.claims, "jti")
+	if jti == "" {
+		return until, "", "assertion jti missing"
+	}
+	return exp.Add(assertionLeeway), jti, ""
+}
+
+// audienceOK reports whether aud (a string or an array of strings) names
+// the token endpoint or the issuer.
+func (st *state) audienceOK(raw json.RawMessage) bool {
+	var list []string
+	var one string
+	if json.Unmarshal(raw, &one) == nil && len(raw) > 0 && raw[0] == '"' {
+		list = []string{one}
+	} else if json.Unmarshal(raw, &list) != nil {
+		return false
+	}
+	return slices.Contains(list, st.issuer+tokenPath) || slices.Contains(list, st.issuer)
+}
+
+// hasAssertion reports whether the request authenticates with a client
+// assertion.
+func hasAssertion(form url.Values) bool {
+	return form.Has("client_assertion") || form.Has("client_assertion_type")
+}
+
+// assertionClient authenticates a private_key_jwt request and returns its
+// client. Like a secret, every failure is reserved from the failure
+// budgets before anything is verified, charged, held to the failure
+// floor, and answered 401 invalid_client "client authentication failed".
+func (iss *Issuer) assertionClient(r *http.Request, form url.Values, st *state, who *attempt, now time.Time) (*client, *tokenError) {
+	if terr := assertionForm(r, form); terr != nil {
+		return nil, terr
+	}
+	a := parseAssertion(form.Get("client_assertion"))
+	id := form.Get("client_id")
+	if !form.Has("client_id") && a != nil {
+		id = a.sub
+	}
+	if terr := checkLengths(id, ""); terr != nil {
+		return nil, terr
+	}
+	cl := st.clients[id]
+	if cl != nil {
+		who.client = cl.id
+	}
+	res, no := st.limiter.Reserve(id, who.addr, now)
+	if res == nil {
+		return nil, &tokenError{status: http.StatusTooManyRequests, code: "slow_down", desc: "too many failed attempts; try again later", retry: no.RetryAfterSeconds(), limit: no.Limit}
+	}
+	start := time.Now()
+	fail := func(why string) (*client, *tokenError) {
+		res.Failed()
+		holdFailure(r.Context(), start, st.verifier.Floor())
+		return nil, &tokenError{status: http.StatusUnauthorized, code: "invalid_client", desc: "client authentication failed", why: why}
+	}
+	switch {
+	case a == nil:
+		return fail("client_assertion is not a signed JWT")
+	case a.sub != id:
+		return fail("client_id differs from the assertion's sub")
+	case !st.verify(a, cl) || cl == nil:
+		return fail("assertion signature invalid, or no key of the client for its alg")
+	}
+	until, jti, why := st.checkClaims(a, id, now)
+	if why != "" {
+		return fail(why)
+	}
+	fresh, full := st.replay.add(id, jti, until, now)
+	switch {
+	case !fresh:
+		return fail("assertion jti already used")
+	case full > 0:
+		res.Succeeded() // the key was right: nothing to charge
+		return nil, &tokenError{status: http.StatusTooManyRequests, code: "slow_down", desc: "too many assertions to remember; try again later",
+			retry: max(1, int((full+time.Second-1)/time.Second)), why: "the assertion replay cache is full (clientAssertions.replayCacheBytes)"}
+	}
+	res.Succeeded()
+	return cl, nil
+}
+
+// assertionForm checks the parameters of a private_key_jwt request: the
+// assertion type, an assertion within its bound, and no second method.
+func assertionForm(r *http.Request, form url.Values) *tokenError {
+	authz := r.Header.Values("Authorization")
+	switch {
+	case len(authz) > 1:
+		return badRequest("invalid_request", "more than one Authorization header")
+	case len(authz) == 1 && len(authz[0]) >= 6 && strings.EqualFold(authz[0][:6], "Basic "),
+		form.Has("client_secret"):
+		return badRequest("invalid_request", "a client secret and a client assertion in one request: use one method")
+	case form.Get("client_assertion_type") != ClientAssertionType:
+		return badRequest("invalid_request", "client_assertion_type must be "+ClientAssertionType)
+	case form.Get("client_assertion") == "":
+		return badRequest("invalid_request", "client_assertion is missing")
+	case len(form.Get("client_assertion")) > MaxAssertionLength:
+		return badRequest("invalid_request", "client_assertion longer than "+strconv.Itoa(MaxAssertionLength)+" bytes")
+	}
+	return nil
+}
+
+// holdFailure waits, without computing, until floor after start or until
+// ctx ends: the secret verifier's failure floor, applied to assertions.
+func holdFailure(ctx context.Context, start time.Time, floor time.Duration) {
+	d := time.Until(start.Add(floor))
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
