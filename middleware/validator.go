@@ -15,6 +15,8 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 	"golang.org/x/time/rate"
+
+	"github.com/idsauth/idsauth/observe"
 )
 
 // TokenValidator validates a raw access token and returns its claims.
@@ -151,6 +153,12 @@ type ValidatorConfig struct {
 
 	// Now is the clock, for tests. Nil means time.Now.
 	Now func() time.Time
+
+	// Observer gets an event for every validation (observe.
+	// ValidationSucceeded, from the cache or not, or ValidationFailed with
+	// the reason's code) and every JWKS fetch (observe.KeysFetched or
+	// KeysFetchFailed). Nil sends none, at no cost.
+	Observer observe.Observer
 }
 
 // Validator validates access tokens ([RFC 9068]) against the issuer's
@@ -171,6 +179,7 @@ type Validator struct {
 	leeway      time.Duration
 	now         func() time.Time
 	cache       *tokenCache // nil when off, and when versioned is nil
+	observer    observe.Observer
 }
 
 // NewValidator returns a Validator for cfg. With a JWKS URL (given or
@@ -225,6 +234,7 @@ func NewValidator(ctx context.Context, cfg ValidatorConfig) (*Validator, error) 
 		maxSize:     cfg.MaxTokenSize,
 		leeway:      leeway,
 		now:         cfg.Now,
+		observer:    cfg.Observer,
 	}
 	if v.maxSize == 0 {
 		v.maxSize = DefaultMaxTokenSize
@@ -308,14 +318,16 @@ func (v *Validator) setKeys(src KeySource) {
 // returns a *ValidationError whose Reason is one of the Err* values of
 // this package.
 func (v *Validator) Validate(ctx context.Context, token string) (*Claims, error) {
+	start := v.startTimer()
 	if len(token) > v.maxSize {
-		return nil, refused(ErrTooLarge)
+		return nil, v.failed(ctx, start, refused(ErrTooLarge))
 	}
 	now := v.now()
 	var keys uint64
 	if v.cache != nil {
 		keys = v.versioned.KeysVersion()
 		if c, ok := v.cache.get(token, now, keys); ok {
+			v.succeeded(ctx, start, true)
 			return c, nil
 		}
 	}
@@ -324,7 +336,7 @@ func (v *Validator) Validate(ctx context.Context, token string) (*Claims, error)
 		if _, ok := err.(*ValidationError); !ok {
 			err = refused(err)
 		}
-		return nil, err
+		return nil, v.failed(ctx, start, err)
 	}
 	if v.cache != nil && len(token) <= maxCachedToken {
 		// The cache keeps its own copy, and the claims point into it, so
@@ -334,6 +346,7 @@ func (v *Validator) Validate(ctx context.Context, token string) (*Claims, error)
 		c.payload, _, _ = strings.Cut(rest, ".")
 		v.cache.put(token, c, now, c.ExpiresAt.Add(v.leeway), keys)
 	}
+	v.succeeded(ctx, start, false)
 	return c, nil
 }
 
