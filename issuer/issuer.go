@@ -20,6 +20,7 @@ import (
 	"github.com/idsauth/idsauth/internal/keyerr"
 	"github.com/idsauth/idsauth/internal/keys"
 	"github.com/idsauth/idsauth/internal/limiter"
+	"github.com/idsauth/idsauth/observe"
 	"github.com/idsauth/idsauth/scope"
 	"github.com/idsauth/idsauth/secret"
 )
@@ -42,8 +43,9 @@ type Issuer struct {
 	ephemeral *keys.Key  // made once, kept across reloads
 
 	// Set by New's options, for the issuer's life.
-	logger *slog.Logger
-	now    func() time.Time
+	logger   *slog.Logger
+	now      func() time.Time
+	observer observe.Observer // WithObserver's, then with the refusal log (New)
 }
 
 // The endpoints' paths under the issuer URL, CONTRACT.md §2 and §3.
@@ -75,7 +77,7 @@ type state struct {
 }
 
 // Option configures what an Issuer keeps for its whole life, whatever
-// configuration it is given: see WithLogger and WithClock.
+// configuration it is given: see WithLogger, WithClock and WithObserver.
 type Option func(*Issuer)
 
 // WithLogger sets the logger of the issuer's lines: refused token
@@ -107,6 +109,7 @@ func New(cfg *Config, opts ...Option) (*Issuer, error) {
 	for _, opt := range opts {
 		opt(iss)
 	}
+	iss.observer = observe.Multi(iss.observer, refusalLog{iss.logger})
 	if err := iss.Reload(cfg); err != nil {
 		return nil, err
 	}

@@ -35,12 +35,13 @@ type tokenError struct {
 	limit  limiter.Limit // the budget that refused it, for the log
 }
 
-// attempt is who asked, for the refusal log: the client ID only when it
-// is registered (an unregistered one is attacker's text), and the address
-// as the limiter keys it.
+// attempt is who asked, for the events and the refusal log: the client
+// ID only when it is registered (an unregistered one is attacker's text),
+// the address as the limiter keys it, and the scopes granted.
 type attempt struct {
 	client string
 	addr   string
+	scopes []string
 }
 
 func badRequest(code, desc string) *tokenError {
@@ -49,13 +50,16 @@ func badRequest(code, desc string) *tokenError {
 
 // token serves the token endpoint (CONTRACT.md §2).
 func (iss *Issuer) token(w http.ResponseWriter, r *http.Request, st *state) {
+	start := time.Now()
 	var who attempt
 	resp, err := iss.issue(w, r, st, &who)
 	if err != nil {
-		iss.refuse(w, r, err, who)
+		iss.refuse(w, err)
+		iss.refused(r, err, who, time.Since(start))
 		return
 	}
 	oauthwire.WriteJSON(w, http.StatusOK, resp)
+	iss.issued(r, who, time.Since(start))
 }
 
 func (iss *Issuer) issue(w http.ResponseWriter, r *http.Request, st *state, who *attempt) (*tokenResponse, *tokenError) {
@@ -109,6 +113,7 @@ func (iss *Issuer) issue(w http.ResponseWriter, r *http.Request, st *state, who 
 	if terr != nil {
 		return nil, terr
 	}
+	who.scopes = granted
 	tok, err := st.sign(cl, granted, now)
 	if err != nil {
 		iss.logger.Error("idsauth issuer: cannot sign a token", slog.String("error", err.Error()))
@@ -231,8 +236,8 @@ func grantScopes(requested string, cl *client) ([]string, *tokenError) {
 	return granted, nil
 }
 
-// refuse writes a token endpoint error and reports it.
-func (iss *Issuer) refuse(w http.ResponseWriter, r *http.Request, e *tokenError, who attempt) {
+// refuse writes a token endpoint error.
+func (iss *Issuer) refuse(w http.ResponseWriter, e *tokenError) {
 	h := w.Header()
 	if e.basic {
 		h.Set("WWW-Authenticate", `Basic realm="`+oauthwire.Realm+`", charset="UTF-8"`)
@@ -240,20 +245,5 @@ func (iss *Issuer) refuse(w http.ResponseWriter, r *http.Request, e *tokenError,
 	if e.retry > 0 {
 		h.Set("Retry-After", strconv.Itoa(e.retry))
 	}
-	attrs := []slog.Attr{slog.Int("status", e.status), slog.String("error", e.code), slog.String("reason", e.desc)}
-	if who.addr != "" {
-		client := who.client
-		if client == "" {
-			client = "(unregistered)"
-		}
-		attrs = append(attrs, slog.String("client_id", client), slog.String("address", who.addr))
-	}
-	switch e.limit {
-	case limiter.LimitAddress:
-		attrs = append(attrs, slog.String("limit", "address"))
-	case limiter.LimitSubject:
-		attrs = append(attrs, slog.String("limit", "client"))
-	}
-	iss.logger.LogAttrs(r.Context(), slog.LevelInfo, "idsauth issuer: token request refused", attrs...)
 	oauthwire.WriteJSON(w, e.status, oauthwire.Error{Code: e.code, Description: e.desc})
 }
