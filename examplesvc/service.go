@@ -27,6 +27,7 @@ type service struct {
 	iss     *issuer.Issuer
 	tenants *middleware.Tenants
 	v       *middleware.Validator
+	metrics *metrics // every event of the issuer, validator and middleware
 
 	mu      sync.Mutex // serializes reloads
 	current *fileConfig
@@ -52,7 +53,8 @@ func newService(ctx context.Context, src configSource, logger *slog.Logger) (*se
 	if err != nil {
 		return nil, err
 	}
-	iss, err := issuer.New(&cfg.Config, issuer.WithLogger(logger))
+	m := newMetrics()
+	iss, err := issuer.New(&cfg.Config, issuer.WithLogger(logger), issuer.WithObserver(m))
 	if err != nil {
 		return nil, err
 	}
@@ -64,6 +66,7 @@ func newService(ctx context.Context, src configSource, logger *slog.Logger) (*se
 		Issuer:   iss.URL(),
 		Audience: []string{iss.URL() + "/resources"},
 		Keys:     iss,
+		Observer: m,
 	})
 	if err != nil {
 		return nil, err
@@ -74,6 +77,7 @@ func newService(ctx context.Context, src configSource, logger *slog.Logger) (*se
 		iss:      iss,
 		tenants:  middleware.NewTenants(tenants),
 		v:        v,
+		metrics:  m,
 		current:  cfg,
 		admin:    newAdminStore(),
 		sessions: newSessionStore(maxSessionsPerClient),
@@ -83,11 +87,11 @@ func newService(ctx context.Context, src configSource, logger *slog.Logger) (*se
 
 // routes wires the four API families behind their middleware.
 func (s *service) routes() http.Handler {
-	bearer := alice.New(middleware.RequireBearerWithConfig(s.v, middleware.BearerConfig{Logger: s.logger}))
+	bearer := alice.New(middleware.RequireBearerWithConfig(s.v, middleware.BearerConfig{Logger: s.logger, Observer: s.metrics}))
 	admin := bearer.Append(middleware.RequireFamily(scope.Admin))
 	connect := bearer.Append(middleware.RequireFamily(scope.Connect))
 	session := bearer.Append(middleware.RequireFamily(scope.ConnectSession))
-	scim := alice.New(middleware.SCIMAuthWithConfig(s.tenants, middleware.SCIMConfig{Logger: s.logger, Limits: scimLimits(s.current.Limits)}))
+	scim := alice.New(middleware.SCIMAuthWithConfig(s.tenants, middleware.SCIMConfig{Logger: s.logger, Observer: s.metrics, Limits: scimLimits(s.current.Limits)}))
 
 	mux := http.NewServeMux()
 	mux.Handle("/ids/", s.iss)
