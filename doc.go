@@ -23,6 +23,10 @@
 //   - secret: hashed client secrets and SCIM tokens.
 //   - client: the calling side, an *http.Client that gets, caches and
 //     renews tokens and retries once on invalid_token.
+//   - observe: the events of all of the above (validations, rejections,
+//     JWKS fetches, token requests, SCIM authentications) for an Observer
+//     of yours; the module idsauthotel records them as OpenTelemetry
+//     metrics and spans, apart from this module's dependencies.
 //
 // The command examplesvc wires all of it; "go run ./examplesvc" starts it.
 // A service that validates tokens from an identity service elsewhere needs
