@@ -99,8 +99,9 @@ const (
 	// registered.
 	SCIMAuthenticated
 	// SCIMRefused: SCIMAuth (or a RequireScope after it) refused a
-	// request. Reason, Status, Tenant when the request named a registered
-	// one, Limit when a failure limit refused it.
+	// request. Reason, Status, Limit when a failure limit refused it, and
+	// Tenant when the request named a registered one and got as far as
+	// the tenant's check (not for a missing or over-long token).
 	SCIMRefused
 )
 
