@@ -27,6 +27,10 @@
 //   - idsauthtest: test helpers: a real issuer on httptest, good and bad
 //     tokens in one call each, and checkers that run the contract's cases
 //     against your own handlers.
+//   - observe: the events of all of the above (validations, rejections,
+//     JWKS fetches, token requests, SCIM authentications) for an Observer
+//     of yours; the module idsauthotel records them as OpenTelemetry
+//     metrics and spans, apart from this module's dependencies.
 //
 // The command cmd/idsauth is the operator's tool: hash-secret, gen-key,
 // check-config, token and decode.

@@ -5,6 +5,7 @@
 //	go run ./examplesvc                      serve on 127.0.0.1:8080 with the demo configuration
 //	go run ./examplesvc -config idsauth.json your own configuration (the issuer's format plus scimTenants), its issuer URL as it is
 //	go run ./examplesvc -issuer URL ...      replace the configuration's issuer URL (behind a proxy)
+//	go run ./examplesvc -debug-addr 127.0.0.1:6060   also serve the event counters at /debug/vars there
 //
 // SIGHUP reloads the configuration file; SIGINT and SIGTERM shut down
 // gracefully.
@@ -29,6 +30,7 @@ func main() {
 	addr := flag.String("addr", "127.0.0.1:8080", "listen address, host:port")
 	configFile := flag.String("config", "", "configuration file (the issuer's JSON format plus scimTenants); empty: the embedded demo configuration, with an ephemeral signing key")
 	issuerURL := flag.String("issuer", "", "public issuer URL, replacing the configuration's; empty: the file's issuer, or http://<addr>/ids for the demo configuration")
+	debugAddr := flag.String("debug-addr", "", "listen address of /debug/vars (expvar, with the idsauth event counters), host:port; keep it on loopback, it names clients and tenants; empty: not served")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "examplesvc: unexpected argument %q (hash-secret is now \"idsauth hash-secret\": go install ./cmd/idsauth)\n", flag.Arg(0))
@@ -39,14 +41,14 @@ func main() {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *addr, *configFile, *issuerURL, logger, os.Stdout); err != nil {
+	if err := run(ctx, *addr, *configFile, *issuerURL, *debugAddr, logger, os.Stdout); err != nil {
 		logger.Error("examplesvc stopped", "error", err)
 		os.Exit(1)
 	}
 }
 
 // run serves until ctx ends, then shuts down gracefully.
-func run(ctx context.Context, addr, configFile, issuerURL string, logger *slog.Logger, banner io.Writer) error {
+func run(ctx context.Context, addr, configFile, issuerURL, debugAddr string, logger *slog.Logger, banner io.Writer) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
@@ -96,9 +98,26 @@ func run(ctx context.Context, addr, configFile, issuerURL string, logger *slog.L
 		}
 	}()
 
+	if debugAddr != "" {
+		dln, err := net.Listen("tcp", debugAddr)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		debug := http.NewServeMux()
+		debug.HandleFunc("GET /debug/vars", svc.metrics.debugVars)
+		dsrv := &http.Server{Handler: debug, ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = dsrv.Serve(dln) }()
+		defer dsrv.Close()
+		debugAddr = dln.Addr().String()
+	}
+
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	printBanner(banner, "http://"+ln.Addr().String(), svc.iss.URL(), configFile == "")
+	if debugAddr != "" {
+		fmt.Fprintf(banner, "\nEvent counters (expvar): http://%s/debug/vars\n", debugAddr)
+	}
 
 	select {
 	case err := <-errc:

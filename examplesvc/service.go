@@ -30,6 +30,7 @@ type service struct {
 	// secrets checks client secrets and SCIM tokens alike, so one bound
 	// on concurrent bcrypt checks and one failure floor cover both.
 	secrets *secret.Verifier
+	metrics *metrics // every event of the issuer, validator and middleware
 
 	mu      sync.Mutex // serializes reloads
 	current *fileConfig
@@ -55,12 +56,13 @@ func newService(ctx context.Context, src configSource, logger *slog.Logger) (*se
 	if err != nil {
 		return nil, err
 	}
+	m := newMetrics()
 	l := cfg.Limits
 	secrets := secret.NewVerifier(secret.VerifierConfig{
 		MaxConcurrentSlow: l.MaxConcurrentSlowHashes,
 		FailureFloor:      time.Duration(l.FailureFloorMillis) * time.Millisecond,
 	})
-	iss, err := issuer.New(&cfg.Config, issuer.WithLogger(logger), issuer.WithVerifier(secrets))
+	iss, err := issuer.New(&cfg.Config, issuer.WithLogger(logger), issuer.WithVerifier(secrets), issuer.WithObserver(m))
 	if err != nil {
 		return nil, err
 	}
@@ -72,6 +74,7 @@ func newService(ctx context.Context, src configSource, logger *slog.Logger) (*se
 		Issuer:   iss.URL(),
 		Audience: []string{iss.URL() + "/resources"},
 		Keys:     iss,
+		Observer: m,
 	})
 	if err != nil {
 		return nil, err
@@ -83,6 +86,7 @@ func newService(ctx context.Context, src configSource, logger *slog.Logger) (*se
 		tenants:  middleware.NewTenants(tenants),
 		v:        v,
 		secrets:  secrets,
+		metrics:  m,
 		current:  cfg,
 		admin:    newAdminStore(),
 		sessions: newSessionStore(maxSessionsPerClient),
@@ -92,11 +96,11 @@ func newService(ctx context.Context, src configSource, logger *slog.Logger) (*se
 
 // routes wires the four API families behind their middleware.
 func (s *service) routes() http.Handler {
-	bearer := alice.New(middleware.RequireBearerWithConfig(s.v, middleware.BearerConfig{Logger: s.logger}))
+	bearer := alice.New(middleware.RequireBearerWithConfig(s.v, middleware.BearerConfig{Logger: s.logger, Observer: s.metrics}))
 	admin := bearer.Append(middleware.RequireFamily(scope.Admin))
 	connect := bearer.Append(middleware.RequireFamily(scope.Connect))
 	session := bearer.Append(middleware.RequireFamily(scope.ConnectSession))
-	scim := alice.New(middleware.SCIMAuthWithConfig(s.tenants, middleware.SCIMConfig{Logger: s.logger, Limits: scimLimits(s.current.Limits, s.secrets)}))
+	scim := alice.New(middleware.SCIMAuthWithConfig(s.tenants, middleware.SCIMConfig{Logger: s.logger, Observer: s.metrics, Limits: scimLimits(s.current.Limits, s.secrets)}))
 
 	mux := http.NewServeMux()
 	mux.Handle("/ids/", s.iss)

@@ -20,6 +20,7 @@ import (
 	"github.com/idsauth/idsauth/internal/keyerr"
 	"github.com/idsauth/idsauth/internal/keys"
 	"github.com/idsauth/idsauth/internal/limiter"
+	"github.com/idsauth/idsauth/observe"
 	"github.com/idsauth/idsauth/scope"
 	"github.com/idsauth/idsauth/secret"
 )
@@ -45,6 +46,7 @@ type Issuer struct {
 	logger   *slog.Logger
 	now      func() time.Time
 	verifier *secret.Verifier // shared with others; nil: one of its own
+	observer observe.Observer // WithObserver's, then with the refusal log (New)
 }
 
 // The endpoints' paths under the issuer URL, CONTRACT.md §2 and §3.
@@ -82,7 +84,7 @@ type state struct {
 }
 
 // Option configures what an Issuer keeps for its whole life, whatever
-// configuration it is given: see WithLogger and WithClock.
+// configuration it is given: see WithLogger, WithClock and WithObserver.
 type Option func(*Issuer)
 
 // WithLogger sets the logger of the issuer's lines: refused token
@@ -125,6 +127,7 @@ func New(cfg *Config, opts ...Option) (*Issuer, error) {
 	for _, opt := range opts {
 		opt(iss)
 	}
+	iss.observer = observe.Multi(iss.observer, refusalLog{iss.logger})
 	if err := iss.Reload(cfg); err != nil {
 		return nil, err
 	}

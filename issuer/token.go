@@ -37,12 +37,13 @@ type tokenError struct {
 	why    string        // for the log, when it says more than desc
 }
 
-// attempt is who asked, for the refusal log: the client ID only when it
-// is registered (an unregistered one is attacker's text), and the address
-// as the limiter keys it.
+// attempt is who asked, for the events and the refusal log: the client
+// ID only when it is registered (an unregistered one is attacker's text),
+// the address as the limiter keys it, and the scopes granted.
 type attempt struct {
 	client string
 	addr   string
+	scopes []string
 }
 
 func badRequest(code, desc string) *tokenError {
@@ -51,13 +52,16 @@ func badRequest(code, desc string) *tokenError {
 
 // token serves the token endpoint (CONTRACT.md §2).
 func (iss *Issuer) token(w http.ResponseWriter, r *http.Request, st *state) {
+	start := time.Now()
 	var who attempt
 	resp, err := iss.issue(w, r, st, &who)
 	if err != nil {
-		iss.refuse(w, r, err, who)
+		iss.refuse(w, err)
+		iss.refused(r, err, who, time.Since(start))
 		return
 	}
 	oauthwire.WriteJSON(w, http.StatusOK, resp)
+	iss.issued(r, who, time.Since(start))
 }
 
 func (iss *Issuer) issue(w http.ResponseWriter, r *http.Request, st *state, who *attempt) (*tokenResponse, *tokenError) {
@@ -88,7 +92,7 @@ func (iss *Issuer) issue(w http.ResponseWriter, r *http.Request, st *state, who 
 		if terr != nil {
 			return nil, terr
 		}
-		return iss.grant(form, st, cl, now)
+		return iss.grant(form, st, cl, now, who)
 	}
 	id, pass, basic, terr := credentials(r, form)
 	if terr != nil {
@@ -116,11 +120,11 @@ func (iss *Issuer) issue(w http.ResponseWriter, r *http.Request, st *state, who 
 		return nil, &tokenError{status: http.StatusUnauthorized, code: "invalid_client", desc: "client authentication failed", basic: basic}
 	}
 	res.Succeeded()
-	return iss.grant(form, st, cl, now)
+	return iss.grant(form, st, cl, now, who)
 }
 
 // grant issues the token an authenticated client asked for.
-func (iss *Issuer) grant(form url.Values, st *state, cl *client, now time.Time) (*tokenResponse, *tokenError) {
+func (iss *Issuer) grant(form url.Values, st *state, cl *client, now time.Time, who *attempt) (*tokenResponse, *tokenError) {
 	if !cl.clientCreds {
 		return nil, badRequest("unauthorized_client", "the client may not use client_credentials")
 	}
@@ -132,6 +136,7 @@ func (iss *Issuer) grant(form url.Values, st *state, cl *client, now time.Time) 
 	if terr != nil {
 		return nil, terr
 	}
+	who.scopes = granted
 	tok, err := st.sign(cl, granted, aud, now)
 	if err != nil {
 		iss.logger.Error("idsauth issuer: cannot sign a token", slog.String("error", err.Error()))
@@ -280,8 +285,8 @@ func targetAudience(resources []string, cl *client) ([]string, *tokenError) {
 	return aud, nil
 }
 
-// refuse writes a token endpoint error and reports it.
-func (iss *Issuer) refuse(w http.ResponseWriter, r *http.Request, e *tokenError, who attempt) {
+// refuse writes a token endpoint error.
+func (iss *Issuer) refuse(w http.ResponseWriter, e *tokenError) {
 	h := w.Header()
 	if e.basic {
 		h.Set("WWW-Authenticate", `Basic realm="`+oauthwire.Realm+`", charset="UTF-8"`)
@@ -289,24 +294,5 @@ func (iss *Issuer) refuse(w http.ResponseWriter, r *http.Request, e *tokenError,
 	if e.retry > 0 {
 		h.Set("Retry-After", strconv.Itoa(e.retry))
 	}
-	reason := e.desc
-	if e.why != "" {
-		reason = e.why
-	}
-	attrs := []slog.Attr{slog.Int("status", e.status), slog.String("error", e.code), slog.String("reason", reason)}
-	if who.addr != "" {
-		client := who.client
-		if client == "" {
-			client = "(unregistered)"
-		}
-		attrs = append(attrs, slog.String("client_id", client), slog.String("address", who.addr))
-	}
-	switch e.limit {
-	case limiter.LimitAddress:
-		attrs = append(attrs, slog.String("limit", "address"))
-	case limiter.LimitSubject:
-		attrs = append(attrs, slog.String("limit", "client"))
-	}
-	iss.logger.LogAttrs(r.Context(), slog.LevelInfo, "idsauth issuer: token request refused", attrs...)
 	oauthwire.WriteJSON(w, e.status, oauthwire.Error{Code: e.code, Description: e.desc})
 }

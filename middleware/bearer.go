@@ -7,6 +7,7 @@ import (
 
 	"github.com/idsauth/idsauth/internal/bearer"
 	"github.com/idsauth/idsauth/internal/oauthwire"
+	"github.com/idsauth/idsauth/observe"
 )
 
 // Errors of the Authorization header's form, given to the reject hook.
@@ -39,6 +40,12 @@ type BearerConfig struct {
 	// RequireScope after it, at Info level: method, path (without the
 	// query), status and reason. Nil logs nothing.
 	Logger *slog.Logger
+
+	// Observer gets an observe.Rejected event for every rejected request,
+	// from RequireBearer and the RequireScope after it, with the reason as
+	// a fixed code (see ReasonCode). Nil sends none. Validations are the
+	// Validator's events: see ValidatorConfig.Observer.
+	Observer observe.Observer
 }
 
 // RequireBearer returns middleware that admits a request only with a valid
@@ -64,7 +71,7 @@ func RequireBearer(v TokenValidator) func(http.Handler) http.Handler {
 // RequireBearerWithConfig is RequireBearer with the settings of cfg. The
 // RequireScope after it answers with the same realm, hook and logger.
 func RequireBearerWithConfig(v TokenValidator, cfg BearerConfig) func(http.Handler) http.Handler {
-	o := newResponder(cfg.Realm, DefaultRealm, cfg.OnReject, cfg.Logger)
+	o := newResponder(cfg.Realm, DefaultRealm, observe.Rejected, cfg.Observer, cfg.OnReject, cfg.Logger)
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			tok, err := bearer.Token(r)

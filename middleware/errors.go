@@ -34,41 +34,43 @@ var (
 	ErrBoundToken      = errors.New("token is bound to a key")
 )
 
-// reasons is the one table of what this package says about a refusal: on
-// the wire (error_description) and in a log line. Clients may match the
-// wire text, so, as net/http says of MaxBytesError, it cannot be changed;
-// the Go text of the errors can. The first row that errors.Is matches
+// reasons is the one table of what this package says about a refusal: to
+// an observer (a code), on the wire (error_description) and in a log
+// line. Clients may match the wire text and dashboards the code, so, as
+// net/http says of MaxBytesError, neither can be changed; the Go text of
+// the errors can. The first row that errors.Is matches
 // wins, so a narrower error comes before a wider one.
 var reasons = []struct {
 	err  error
+	code string // observe.Event's Reason: fixed, snake case, unique
 	wire string // error_description; "" for a reason with no OAuth error body
 	log  string // "" means wire
 }{
-	{ErrTooLarge, "token is too large", ""},
-	{ErrMalformed, "token is malformed", ""},
-	{ErrAlgorithm, "token signing algorithm not allowed", ""},
-	{ErrCritical, "token has critical header parameters that are not supported", ""},
-	{ErrType, "token type is not an access token", ""},
-	{ErrUnknownKey, "unknown signing key", ""},
-	{ErrKeysUnavailable, "signing keys unavailable", ""},
-	{ErrSignature, "signature invalid", ""},
-	{ErrExpired, "token expired", ""},
-	{ErrNotYetValid, "token not valid yet", ""},
-	{ErrIssuedInFuture, "token issued in the future", ""},
-	{ErrMissingClaim, "token lacks a required claim", ""},
-	{ErrIssuer, "token issuer not accepted", ""},
-	{ErrAudience, "token audience not accepted", ""},
-	{ErrScopeName, "token scope claim holds a scope name with whitespace in it", ""},
-	{ErrScopeClaim, "token scope claim is neither a string nor an array of strings", ""},
-	{ErrBoundToken, "token is bound to a key", ""},
+	{ErrTooLarge, "too_large", "token is too large", ""},
+	{ErrMalformed, "malformed", "token is malformed", ""},
+	{ErrAlgorithm, "algorithm", "token signing algorithm not allowed", ""},
+	{ErrCritical, "critical_header", "token has critical header parameters that are not supported", ""},
+	{ErrType, "type", "token type is not an access token", ""},
+	{ErrUnknownKey, "unknown_key", "unknown signing key", ""},
+	{ErrKeysUnavailable, "keys_unavailable", "signing keys unavailable", ""},
+	{ErrSignature, "signature", "signature invalid", ""},
+	{ErrExpired, "expired", "token expired", ""},
+	{ErrNotYetValid, "not_yet_valid", "token not valid yet", ""},
+	{ErrIssuedInFuture, "issued_in_future", "token issued in the future", ""},
+	{ErrMissingClaim, "missing_claim", "token lacks a required claim", ""},
+	{ErrIssuer, "issuer", "token issuer not accepted", ""},
+	{ErrAudience, "audience", "token audience not accepted", ""},
+	{ErrScopeName, "scope_name", "token scope claim holds a scope name with whitespace in it", ""},
+	{ErrScopeClaim, "scope_claim", "token scope claim is neither a string nor an array of strings", ""},
+	{ErrBoundToken, "bound_token", "token is bound to a key", ""},
 	// Refusals that are not a failed validation.
-	{ErrNoToken, "", "no bearer token"},
-	{ErrMultipleHeaders, "more than one Authorization header", ""},
-	{ErrSpaceInToken, "bearer token contains a space", ""},
-	{ErrInsufficientScope, "token lacks the scope this API requires", ""},
-	{ErrNoClaims, genericWire, "token validator returned no claims and no error"},
-	{ErrSCIMToken, "", "the authorization header is invalid or missing"},
-	{ErrSCIMTooManyFailures, "", "too many failed attempts"},
+	{ErrNoToken, "no_token", "", "no bearer token"},
+	{ErrMultipleHeaders, "multiple_headers", "more than one Authorization header", ""},
+	{ErrSpaceInToken, "space_in_token", "bearer token contains a space", ""},
+	{ErrInsufficientScope, "insufficient_scope", "token lacks the scope this API requires", ""},
+	{ErrNoClaims, "no_claims", genericWire, "token validator returned no claims and no error"},
+	{ErrSCIMToken, "scim_token", "", "the authorization header is invalid or missing"},
+	{ErrSCIMTooManyFailures, "too_many_failures", "", "too many failed attempts"},
 }
 
 // genericWire describes an error that is none of ours (from a
@@ -91,6 +93,18 @@ func describe(err error) string {
 		return reasons[i].wire
 	}
 	return genericWire
+}
+
+// ReasonCode returns the fixed code of a rejection reason: what an
+// observe.Event's Reason holds, fit for a metric label. err is one of this
+// package's Err* values, or an error that wraps one (a *ValidationError);
+// any other error, such as one of a TokenValidator of your own, is
+// "other". The codes are stable.
+func ReasonCode(err error) string {
+	if i := reasonRow(err); i >= 0 {
+		return reasons[i].code
+	}
+	return "other"
 }
 
 // logReason returns the text of a rejection reason fit for a log line.

@@ -2,8 +2,11 @@ package middleware
 
 import (
 	"errors"
+	"regexp"
 	"testing"
 )
+
+var snakeCase = regexp.MustCompile(`^[a-z]+(_[a-z]+)*$`)
 
 // TestReasonsTable: every reason this package reports has one row, and
 // the row errors.Is finds for it is its own, so the order of the table
@@ -30,6 +33,19 @@ func TestReasonsTable(t *testing.T) {
 		if logReason(&ValidationError{Reason: err}) != logReason(err) {
 			t.Errorf("%v: wrapped, it logs otherwise", err)
 		}
+	}
+	codes := map[string]bool{"other": true}
+	for _, r := range reasons {
+		if !snakeCase.MatchString(r.code) || codes[r.code] {
+			t.Errorf("%v: code %q is not snake case, or not unique", r.err, r.code)
+		}
+		codes[r.code] = true
+		if ReasonCode(r.err) != r.code || ReasonCode(&ValidationError{Reason: r.err}) != r.code {
+			t.Errorf("%v: ReasonCode is not its row's code", r.err)
+		}
+	}
+	if ReasonCode(errors.New("token abc.def.ghi")) != "other" || ReasonCode(nil) != "other" {
+		t.Error("a foreign error has a code of its own")
 	}
 	if describe(errors.New("a user's validator says: token abc.def.ghi")) != genericWire ||
 		logReason(errors.New("token abc.def.ghi")) != genericWire {

@@ -16,6 +16,8 @@ import (
 
 	"github.com/MicahParks/jwkset"
 	"golang.org/x/time/rate"
+
+	"github.com/idsauth/idsauth/observe"
 )
 
 // jwksSource is the VersionedKeySource of a Validator that fetches a
@@ -35,7 +37,7 @@ func newJWKSSource(ctx context.Context, client *http.Client, jwksURL string, cfg
 		unknownKID = rate.NewLimiter(rate.Every(30*time.Second), 1)
 	}
 	logger := cfg.Logger
-	store := &versionedStorage{Storage: jwkset.NewMemoryStorage()}
+	store := &versionedStorage{Storage: jwkset.NewMemoryStorage(), observer: cfg.Observer}
 	remote, err := jwkset.NewStorageFromHTTP(jwksURL, jwkset.HTTPClientStorageOptions{
 		Client:                    client,
 		Ctx:                       ctx,
@@ -44,6 +46,7 @@ func newJWKSSource(ctx context.Context, client *http.Client, jwksURL string, cfg
 		RefreshInterval:           refresh,
 		Storage:                   store,
 		RefreshErrorHandler: func(ctx context.Context, err error) {
+			send(ctx, cfg.Observer, observe.Event{Kind: observe.KeysFetchFailed, Reason: fetchFailure(err)})
 			if logger != nil {
 				logger.LogAttrs(ctx, slog.LevelWarn, "idsauth: JWKS refresh failed",
 					slog.String("url", jwksURL), slog.String("error", err.Error()))
@@ -169,9 +172,12 @@ type versionedStorage struct {
 	mu      sync.Mutex // serializes replacements
 	current string     // fingerprint of the stored set
 	version atomic.Uint64
+
+	observer observe.Observer // told of every fetch, which ends here
 }
 
 func (s *versionedStorage) KeyReplaceAll(ctx context.Context, given []jwkset.JWK) error {
+	send(ctx, s.observer, observe.Event{Kind: observe.KeysFetched, Keys: len(given)})
 	fp, fpErr := fingerprint(given)
 	s.mu.Lock()
 	defer s.mu.Unlock()

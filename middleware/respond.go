@@ -1,10 +1,12 @@
 package middleware
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 
 	"github.com/idsauth/idsauth/internal/oauthwire"
+	"github.com/idsauth/idsauth/observe"
 )
 
 // DefaultRealm, "idsauth", is RequireBearer's realm when none is
@@ -14,54 +16,57 @@ const DefaultRealm = oauthwire.Realm
 // RejectFunc is called on every rejected request with the answer's status
 // and the reason: one of this package's Err* values (a *ValidationError is
 // given as its Reason; its facts go to the log line), or, from a
-// TokenValidator of your own, its error. It never receives the token. Use it for metrics
-// and audit logs.
+// TokenValidator of your own, its error. It never receives the token. Use it for audit
+// logs; for metrics, an observe.Observer (BearerConfig.Observer) gets
+// every rejection with its reason as a fixed code.
 type RejectFunc func(r *http.Request, status int, err error)
 
 // responder holds what every answer of RequireBearer and SCIMAuth needs:
 // the realm and where rejections are reported. RequireScope uses the one
 // RequireBearer leaves in the request context.
 type responder struct {
-	realm    string
-	onReject RejectFunc
-	logger   *slog.Logger
+	realm string
+	kind  observe.Kind // of a rejection: Rejected, or SCIMRefused
+	// obs gets every event: the config's Observer, and the reject hook
+	// and the logger, which are observers too (see observers.go). Nil
+	// when there is none of them.
+	obs observe.Observer
 }
 
 // newResponder returns a responder with realm, or fallback when realm is
-// empty.
-func newResponder(realm, fallback string, onReject RejectFunc, logger *slog.Logger) *responder {
+// empty, whose rejections are events of kind.
+func newResponder(realm, fallback string, kind observe.Kind, obs observe.Observer, onReject RejectFunc, logger *slog.Logger) *responder {
 	if realm == "" {
 		realm = fallback
 	}
-	return &responder{realm: realm, onReject: onReject, logger: logger}
+	var hook, log observe.Observer
+	if onReject != nil {
+		hook = hookObserver(onReject)
+	}
+	if logger != nil {
+		log = logObserver{logger}
+	}
+	return &responder{realm: realm, kind: kind, obs: observe.Multi(obs, hook, log)}
 }
 
-// reject reports a rejection to the hook, with a *ValidationError reduced
-// to its Reason, and to the logger, with the error's facts if it is ours.
+// reject reports a rejection with status.
 func (o *responder) reject(r *http.Request, status int, err error) {
-	reason := err
-	ve, isVE := err.(*ValidationError)
-	if isVE {
-		reason = ve.Reason
-	}
-	if o.onReject != nil {
-		o.onReject(r, status, reason)
-	}
-	if o.logger == nil {
+	o.rejectWith(r, err, observe.Event{Status: status})
+}
+
+// rejectWith reports a rejection: one event, e with the kind and reason
+// set, to every observer. The reject hook and the logger also find the
+// request and the error in the event's context (see rejectionFrom).
+func (o *responder) rejectWith(r *http.Request, err error, e observe.Event) {
+	if o.obs == nil {
 		return
 	}
-	attrs := []slog.Attr{
-		slog.String("method", r.Method),
-		slog.String("path", r.URL.Path),
-		slog.Int("status", status),
-		slog.String("reason", logReason(reason)),
+	rj := &rejection{r: r, err: err, reason: err}
+	if ve, ok := err.(*ValidationError); ok {
+		rj.reason = ve.Reason
 	}
-	if isVE && reasonRow(reason) >= 0 {
-		if detail := ve.Error(); detail != reason.Error() {
-			attrs = append(attrs, slog.String("detail", detail))
-		}
-	}
-	o.logger.LogAttrs(r.Context(), slog.LevelInfo, "idsauth: request rejected", attrs...)
+	e.Kind, e.Reason = o.kind, ReasonCode(rj.reason)
+	o.obs.Observe(context.WithValue(r.Context(), rejectionKey{}, rj), e)
 }
 
 // challenge answers a request that carried no token ([RFC 6750] §3.1).

@@ -13,6 +13,7 @@ import (
 	"github.com/idsauth/idsauth/internal/clientip"
 	"github.com/idsauth/idsauth/internal/limiter"
 	"github.com/idsauth/idsauth/internal/oauthwire"
+	"github.com/idsauth/idsauth/observe"
 	"github.com/idsauth/idsauth/scimerr"
 	"github.com/idsauth/idsauth/secret"
 )
@@ -47,6 +48,11 @@ type SCIMConfig struct {
 	// Logger logs every rejection at Info level: method, path (without
 	// the query), status and reason. Nil logs nothing.
 	Logger *slog.Logger
+
+	// Observer gets an observe.SCIMAuthenticated or observe.SCIMRefused
+	// event for every request, naming the tenant only when it is
+	// registered. Nil sends none.
+	Observer observe.Observer
 
 	// Tenant finds the tenant of a request. Nil means the ServeMux path
 	// value "tenant", as in the pattern
@@ -173,7 +179,7 @@ func SCIMAuth(tenants TenantStore) func(http.Handler) http.Handler {
 
 // SCIMAuthWithConfig is SCIMAuth with the settings of cfg.
 func SCIMAuthWithConfig(tenants TenantStore, cfg SCIMConfig) func(http.Handler) http.Handler {
-	o := newResponder(cfg.Realm, DefaultSCIMRealm, cfg.OnReject, cfg.Logger)
+	o := newResponder(cfg.Realm, DefaultSCIMRealm, observe.SCIMRefused, cfg.Observer, cfg.OnReject, cfg.Logger)
 	tenantOf := cfg.Tenant
 	if tenantOf == nil {
 		tenantOf = func(r *http.Request) string { return r.PathValue("tenant") }
@@ -194,24 +200,28 @@ func SCIMAuthWithConfig(tenants TenantStore, cfg SCIMConfig) func(http.Handler) 
 				// A validator's (nil, nil) is a refusal, never a pass.
 				if claims, verr := idTokens.Validate(r.Context(), tok); verr == nil && claims != nil {
 					if claims.Scopes.HasAny(idScopes...) {
+						send(r.Context(), o.obs, observe.Event{Kind: observe.SCIMAuthenticated, Tenant: o.registered(tenants, tenantOf(r))})
 						next.ServeHTTP(w, withState(r, claims, o))
 						return
 					}
-					o.reject(r, http.StatusForbidden, ErrInsufficientScope)
+					o.rejectWith(r, ErrInsufficientScope, observe.Event{Status: http.StatusForbidden, Tenant: o.registered(tenants, tenantOf(r))})
 					scimerr.Write(w, scimerr.Forbidden("the token does not grant SCIM access"))
 					return
 				}
 			}
+			var known string // the tenant, if its hashes were checked and it has some
 			if err == nil && len(tok) <= MaxSCIMTokenLength {
-				switch g.check(w, r, o, tenants, tok) {
+				var res checkResult
+				switch res, known = g.check(w, r, o, tenants, tok); res {
 				case checkPassed:
+					send(r.Context(), o.obs, observe.Event{Kind: observe.SCIMAuthenticated, Tenant: known})
 					next.ServeHTTP(w, r)
 					return
 				case checkAnswered:
 					return
 				}
 			}
-			o.reject(r, http.StatusUnauthorized, ErrSCIMToken)
+			o.rejectWith(r, ErrSCIMToken, observe.Event{Status: http.StatusUnauthorized, Tenant: known})
 			w.Header().Set("WWW-Authenticate", oauthwire.Challenge(o.realm, oauthwire.Error{}))
 			scimerr.Write(w, scimerr.Unauthorized("The authorization header is invalid or missing"))
 		})
@@ -227,19 +237,24 @@ const (
 )
 
 // check verifies tok against the tenant's hashes under the failure limits.
-func (g *scimGuard) check(w http.ResponseWriter, r *http.Request, o *responder, tenants TenantStore, tok string) checkResult {
+// It also returns the tenant if it is registered (has hashes), or "".
+func (g *scimGuard) check(w http.ResponseWriter, r *http.Request, o *responder, tenants TenantStore, tok string) (checkResult, string) {
 	tenant := g.tenant(r)
 	res, no := g.limiter.Reserve(tenant, g.addrs.Addr(r), time.Now())
 	if res == nil {
-		o.reject(r, http.StatusTooManyRequests, ErrSCIMTooManyFailures)
+		o.rejectWith(r, ErrSCIMTooManyFailures, observe.Event{Status: http.StatusTooManyRequests, Tenant: o.registered(tenants, tenant), Limit: scimLimit(no.Limit)})
 		w.Header().Set("Retry-After", strconv.Itoa(no.RetryAfterSeconds()))
 		scimerr.Write(w, scimerr.New(http.StatusTooManyRequests, "Too many failed attempts; try again later"))
-		return checkAnswered
+		return checkAnswered, ""
 	}
-	if g.verifier.Verify(r.Context(), tenants.TenantTokens(tenant), tok) {
+	hashes := tenants.TenantTokens(tenant)
+	if len(hashes) == 0 {
+		tenant = ""
+	}
+	if g.verifier.Verify(r.Context(), hashes, tok) {
 		res.Succeeded()
-		return checkPassed
+		return checkPassed, tenant
 	}
 	res.Failed()
-	return checkFailed
+	return checkFailed, tenant
 }

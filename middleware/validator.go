@@ -15,6 +15,8 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 	"golang.org/x/time/rate"
+
+	"github.com/idsauth/idsauth/observe"
 )
 
 // TokenValidator validates a raw access token and returns its claims.
@@ -161,6 +163,12 @@ type ValidatorConfig struct {
 	// here is one limit shared by the JWKS of all of them, and nil gives
 	// each its own.
 	Issuers []TrustedIssuer
+
+	// Observer gets an event for every validation (observe.
+	// ValidationSucceeded, from the cache or not, or ValidationFailed with
+	// the reason's code) and every JWKS fetch (observe.KeysFetched or
+	// KeysFetchFailed). Nil sends none, at no cost.
+	Observer observe.Observer
 }
 
 // Validator validates access tokens ([RFC 9068]) against the issuer's
@@ -179,6 +187,7 @@ type Validator struct {
 	leeway      time.Duration
 	now         func() time.Time
 	cache       *tokenCache // nil when off, and when no issuer's keys have a version
+	observer    observe.Observer
 }
 
 // trustedIssuer is one issuer a Validator accepts, as NewValidator
@@ -237,6 +246,7 @@ func NewValidator(ctx context.Context, cfg ValidatorConfig) (_ *Validator, err e
 		maxSize:     cfg.MaxTokenSize,
 		leeway:      leeway,
 		now:         cfg.Now,
+		observer:    cfg.Observer,
 	}
 	if v.maxSize == 0 {
 		v.maxSize = DefaultMaxTokenSize
@@ -332,12 +342,14 @@ func signingMethod(alg string) jwt.SigningMethod {
 // payload that is not a JSON object, or whose "iss" is not a string,
 // fails with ErrMalformed.
 func (v *Validator) Validate(ctx context.Context, token string) (*Claims, error) {
+	start := v.startTimer()
 	if len(token) > v.maxSize {
-		return nil, refused(ErrTooLarge)
+		return nil, v.failed(ctx, start, refused(ErrTooLarge))
 	}
 	now := v.now()
 	if v.cache != nil {
 		if c, ok := v.cache.get(token, now); ok {
+			v.succeeded(ctx, start, true)
 			return c, nil
 		}
 	}
@@ -346,7 +358,7 @@ func (v *Validator) Validate(ctx context.Context, token string) (*Claims, error)
 		if _, ok := err.(*ValidationError); !ok {
 			err = refused(err)
 		}
-		return nil, err
+		return nil, v.failed(ctx, start, err)
 	}
 	if v.cache != nil && t.versioned != nil && len(token) <= maxCachedToken {
 		// The cache keeps its own copy, and the claims point into it, so
@@ -356,6 +368,7 @@ func (v *Validator) Validate(ctx context.Context, token string) (*Claims, error)
 		c.payload, _, _ = strings.Cut(rest, ".")
 		v.cache.put(token, c, now, c.ExpiresAt.Add(v.leeway), t, keys)
 	}
+	v.succeeded(ctx, start, false)
 	return c, nil
 }
 

@@ -1,0 +1,78 @@
+package issuer
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/idsauth/idsauth/internal/limiter"
+	"github.com/idsauth/idsauth/observe"
+)
+
+// WithObserver sets an observer of the token endpoint: an
+// observe.TokenIssued event for every token issued (client ID, scopes)
+// and an observe.TokenRefused for every request refused (the OAuth error
+// code, the status, the client ID only when it is registered, the limit
+// that refused a 429), each with how long the request took, once per
+// request. Without it (or with nil) only the logger sees refusals.
+func WithObserver(o observe.Observer) Option {
+	return func(iss *Issuer) {
+		iss.observer = observe.Multi(iss.observer, o)
+	}
+}
+
+// issued reports a token issued.
+func (iss *Issuer) issued(r *http.Request, who attempt, d time.Duration) {
+	iss.observer.Observe(r.Context(), observe.Event{Kind: observe.TokenIssued, ClientID: who.client, Scopes: who.scopes, Duration: d})
+}
+
+// refused reports a refused token request: one event, to every observer.
+// The refusal log also finds the error_description and the address in
+// the event's context, where no other observer can read them.
+func (iss *Issuer) refused(r *http.Request, e *tokenError, who attempt, d time.Duration) {
+	ev := observe.Event{Kind: observe.TokenRefused, Reason: e.code, Status: e.status, ClientID: who.client, Duration: d}
+	switch e.limit {
+	case limiter.LimitAddress:
+		ev.Limit = observe.LimitAddress
+	case limiter.LimitSubject:
+		ev.Limit = observe.LimitClient
+	}
+	desc := e.desc
+	if e.why != "" {
+		desc = e.why // the log's more precise reason, never on the wire
+	}
+	ctx := context.WithValue(r.Context(), refusalKey{}, &refusal{desc: desc, addr: who.addr})
+	iss.observer.Observe(ctx, ev)
+}
+
+// refusal is what the refusal log sees beyond the event: free text and
+// an address, which an event never holds.
+type refusal struct {
+	desc string // why: the error_description, or the log's own more precise reason
+	addr string // as the limiter keys it; "" before the credentials were read
+}
+
+type refusalKey struct{}
+
+// refusalLog logs refused token requests at Info level.
+type refusalLog struct{ l *slog.Logger }
+
+func (o refusalLog) Observe(ctx context.Context, e observe.Event) {
+	rf, ok := ctx.Value(refusalKey{}).(*refusal)
+	if !ok || e.Kind != observe.TokenRefused {
+		return
+	}
+	attrs := []slog.Attr{slog.Int("status", e.Status), slog.String("error", e.Reason), slog.String("reason", rf.desc)}
+	if rf.addr != "" {
+		client := e.ClientID
+		if client == "" {
+			client = "(unregistered)"
+		}
+		attrs = append(attrs, slog.String("client_id", client), slog.String("address", rf.addr))
+	}
+	if e.Limit != "" {
+		attrs = append(attrs, slog.String("limit", string(e.Limit)))
+	}
+	o.l.LogAttrs(ctx, slog.LevelInfo, "idsauth issuer: token request refused", attrs...)
+}
