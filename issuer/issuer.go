@@ -19,7 +19,7 @@ import (
 	"github.com/idsauth/idsauth/internal/clientip"
 	"github.com/idsauth/idsauth/internal/keyerr"
 	"github.com/idsauth/idsauth/internal/keys"
-	"github.com/idsauth/idsauth/internal/limiter"
+	"github.com/idsauth/idsauth/limit"
 	"github.com/idsauth/idsauth/scope"
 	"github.com/idsauth/idsauth/secret"
 )
@@ -44,6 +44,7 @@ type Issuer struct {
 	// Set by New's options, for the issuer's life.
 	logger *slog.Logger
 	now    func() time.Time
+	store  limit.Store // nil: a limit.Memory of the configuration's
 }
 
 // The endpoints' paths under the issuer URL, CONTRACT.md §2 and §3.
@@ -67,15 +68,24 @@ type state struct {
 	cacheHeader string
 	limits      Limits
 	addrs       clientip.Resolver
+	budget      limit.Budget
 	// Kept across reloads while their settings stay.
-	limiterCfg  limiter.Config
-	limiter     *limiter.Limiter
+	limiterCfg  limiterConfig
+	limiter     limit.Store
 	verifierCfg secret.VerifierConfig
 	verifier    *secret.Verifier
 }
 
+// limiterConfig is what a new limit.Memory is made for: while it stays,
+// Reload keeps the one it has.
+type limiterConfig struct {
+	budget limit.Budget
+	bytes  int
+}
+
 // Option configures what an Issuer keeps for its whole life, whatever
-// configuration it is given: see WithLogger and WithClock.
+// configuration it is given: see WithLogger, WithClock and
+// WithLimiterStore.
 type Option func(*Issuer)
 
 // WithLogger sets the logger of the issuer's lines: refused token
@@ -95,6 +105,27 @@ func WithClock(now func() time.Time) Option {
 	return func(iss *Issuer) {
 		if now != nil {
 			iss.now = now
+		}
+	}
+}
+
+// WithLimiterStore sets where the failure limiter keeps its budgets, for
+// the issuer's life: give the replicas of one issuer one shared store
+// (such as the Redis store of github.com/idsauth/idsauth/redisstore), so
+// that they enforce one budget per client and per address between them.
+// The configuration's limits still set the budgets, passed with each
+// request; limits.limiterMaxBytes does not apply. Without it (or with nil)
+// the issuer keeps a limit.Memory of limits.limiterMaxBytes, which Reload
+// keeps while the limits stay the same.
+//
+// When the store cannot answer (an error other than a *limit.Refusal),
+// the token request is answered 503 temporarily_unavailable with
+// Retry-After and no secret is checked: whether a store fails so or falls
+// back to limits of its own is the store's choice.
+func WithLimiterStore(s limit.Store) Option {
+	return func(iss *Issuer) {
+		if s != nil {
+			iss.store = s
 		}
 	}
 }
@@ -131,10 +162,13 @@ func (iss *Issuer) Reload(cfg *Config) error {
 		return err
 	}
 	old := iss.st.Load()
-	if old != nil && old.limiterCfg == st.limiterCfg {
+	switch {
+	case iss.store != nil:
+		st.limiter = iss.store
+	case old != nil && old.limiterCfg == st.limiterCfg:
 		st.limiter = old.limiter
-	} else {
-		st.limiter = limiter.New(st.limiterCfg)
+	default:
+		st.limiter = limit.NewMemory(st.limiterCfg.bytes)
 	}
 	if old != nil && old.verifierCfg == st.verifierCfg {
 		st.verifier = old.verifier

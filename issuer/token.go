@@ -12,8 +12,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/idsauth/idsauth/internal/limiter"
 	"github.com/idsauth/idsauth/internal/oauthwire"
+	"github.com/idsauth/idsauth/limit"
 	"github.com/idsauth/idsauth/secret"
 )
 
@@ -30,9 +30,9 @@ type tokenError struct {
 	status int
 	code   string
 	desc   string
-	basic  bool          // answer with a Basic challenge
-	retry  int           // Retry-After seconds
-	limit  limiter.Limit // the budget that refused it, for the log
+	basic  bool        // answer with a Basic challenge
+	retry  int         // Retry-After seconds
+	limit  limit.Limit // the budget that refused it, for the log
 }
 
 // attempt is who asked, for the refusal log: the client ID only when it
@@ -89,9 +89,14 @@ func (iss *Issuer) issue(w http.ResponseWriter, r *http.Request, st *state, who 
 	if cl != nil {
 		who.client = cl.id
 	}
-	res, no := st.limiter.Reserve(id, who.addr, now)
-	if res == nil {
-		return nil, &tokenError{status: http.StatusTooManyRequests, code: "slow_down", desc: "too many failed attempts; try again later", retry: no.RetryAfterSeconds(), limit: no.Limit}
+	res, err := st.limiter.Reserve(r.Context(), limit.Request{Subject: id, Address: who.addr, Budget: st.budget, Now: now})
+	if err != nil {
+		var no *limit.Refusal
+		if errors.As(err, &no) {
+			return nil, &tokenError{status: http.StatusTooManyRequests, code: "slow_down", desc: "too many failed attempts; try again later", retry: no.RetryAfterSeconds(), limit: no.Limit}
+		}
+		iss.logger.Error("idsauth issuer: the failure limiter's store cannot answer", slog.String("error", err.Error()))
+		return nil, &tokenError{status: http.StatusServiceUnavailable, code: "temporarily_unavailable", desc: "the token endpoint cannot check failed attempts now; try again shortly", retry: int(limit.UnavailableRetryAfter / time.Second)}
 	}
 	var hashes []secret.Hash // none for an unknown client: the same work, no match
 	if cl != nil {
@@ -249,9 +254,9 @@ func (iss *Issuer) refuse(w http.ResponseWriter, r *http.Request, e *tokenError,
 		attrs = append(attrs, slog.String("client_id", client), slog.String("address", who.addr))
 	}
 	switch e.limit {
-	case limiter.LimitAddress:
+	case limit.Address:
 		attrs = append(attrs, slog.String("limit", "address"))
-	case limiter.LimitSubject:
+	case limit.SubjectAddress:
 		attrs = append(attrs, slog.String("limit", "client"))
 	}
 	iss.logger.LogAttrs(r.Context(), slog.LevelInfo, "idsauth issuer: token request refused", attrs...)
