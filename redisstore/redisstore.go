@@ -206,7 +206,8 @@ func KeyBytes(n int) int { return n + 2 + hex.EncodedLen(hashBytes) }
 const hashBytes = 16
 
 // Reserve implements limit.Store on Redis's clock; r.Now is used only by
-// the fallback. A request that has ended is still charged.
+// the fallback (zero means time.Now). A request that has ended is still
+// charged.
 func (s *Store) Reserve(ctx context.Context, r limit.Request) (limit.Reservation, error) {
 	if err := r.Budget.Check(); err != nil {
 		return nil, err
@@ -231,6 +232,9 @@ func (s *Store) Reserve(ctx context.Context, r limit.Request) (limit.Reservation
 		return nil, fmt.Errorf("%w: Redis does not answer", limit.ErrUnavailable)
 	}
 	s.fallbackDecided.Add(1)
+	if r.Now.IsZero() {
+		r.Now = time.Now()
+	}
 	return s.fallback.Reserve(ctx, r)
 }
 

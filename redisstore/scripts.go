@@ -14,6 +14,8 @@ import "github.com/redis/go-redis/v9"
 // and expires at that end. Numbers go to Redis through string.format,
 // since Lua's own conversion keeps 14 digits.
 //
+// Every script answers an array of integers.
+//
 // The shebang makes Redis (7.0 or later) refuse the whole script when it
 // is out of memory, before any write, rather than fail half-way.
 
@@ -65,13 +67,13 @@ return {1, good, took, now}
 var succeeded = redis.NewScript(`#!lua
 local now = tonumber(ARGV[1])
 local function giveback(key, step)
-  if step > 0 and redis.call('EXISTS', key) == 1 then redis.call('DECRBY', key, step) end
+  if tonumber(step) > 0 and redis.call('EXISTS', key) == 1 then redis.call('DECRBY', key, step) end
 end
-giveback(KEYS[1], tonumber(ARGV[2]))
-giveback(KEYS[2], tonumber(ARGV[3]))
+giveback(KEYS[1], ARGV[2])
+giveback(KEYS[2], ARGV[3])
 local good = tonumber(ARGV[4])
 redis.call('SET', KEYS[3], string.format('%d', -(now + good)), 'PX', string.format('%d', math.ceil(good / 1000)))
-return 1
+return {1}
 `)
 
 // failed ends the trust of an address that failed: its pair mark becomes
@@ -80,5 +82,5 @@ return 1
 var failed = redis.NewScript(`#!lua
 local now, window = tonumber(ARGV[1]), tonumber(ARGV[2])
 redis.call('SET', KEYS[3], string.format('%d', now + window), 'PX', string.format('%d', math.ceil(window / 1000)))
-return 1
+return {1}
 `)
