@@ -21,6 +21,9 @@
 //     configuration file, JWKS, discovery and key rotation by reload.
 //   - scimerr: SCIM error bodies ([RFC 7644] §3.12).
 //   - secret: hashed client secrets and SCIM tokens.
+//   - limit: where the issuer and SCIMAuth keep failed-attempt budgets:
+//     in memory by default, or a shared Store (the module
+//     github.com/idsauth/idsauth/redisstore) for several replicas.
 //   - client: the calling side, an *http.Client that gets, caches and
 //     renews tokens and retries once on invalid_token.
 //
