@@ -51,8 +51,12 @@ func TestKeysAreFixedSizeAndExpire(t *testing.T) {
 		}
 	}
 	ctx := context.Background()
-	keys, err := rdb.Keys(ctx, "*").Result()
-	if err != nil {
+	var keys []string
+	iter := rdb.Scan(ctx, 0, "*", 100).Iterator()
+	for iter.Next(ctx) {
+		keys = append(keys, iter.Val())
+	}
+	if err := iter.Err(); err != nil {
 		t.Fatal(err)
 	}
 	// Buckets of 3 addresses and 4 subjects, and 12 pair marks.
