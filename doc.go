@@ -27,6 +27,9 @@
 //   - idsauthtest: test helpers: a real issuer on httptest, good and bad
 //     tokens in one call each, and checkers that run the contract's cases
 //     against your own handlers.
+//   - limit: where the issuer and SCIMAuth keep failed-attempt budgets:
+//     in memory by default, or a shared Store (the module
+//     github.com/idsauth/idsauth/redisstore) for several replicas.
 //   - observe: the events of all of the above (validations, rejections,
 //     JWKS fetches, token requests, SCIM authentications) for an Observer
 //     of yours; the module idsauthotel records them as OpenTelemetry

@@ -360,9 +360,9 @@ func (iss *Issuer) assertionClient(r *http.Request, form url.Values, st *state, 
 	if cl != nil {
 		who.client = cl.id
 	}
-	res, no := st.limiter.Reserve(id, who.addr, now)
-	if res == nil {
-		return nil, &tokenError{status: http.StatusTooManyRequests, code: "slow_down", desc: "too many failed attempts; try again later", retry: no.RetryAfterSeconds(), limit: no.Limit}
+	res, terr := iss.reserve(r, st, id, who.addr, now)
+	if terr != nil {
+		return nil, terr
 	}
 	start := time.Now()
 	fail := func(why string) (*client, *tokenError) {

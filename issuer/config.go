@@ -17,7 +17,7 @@ import (
 
 	"github.com/idsauth/idsauth/internal/clientip"
 	"github.com/idsauth/idsauth/internal/keys"
-	"github.com/idsauth/idsauth/internal/limiter"
+	"github.com/idsauth/idsauth/limit"
 	"github.com/idsauth/idsauth/scope"
 	"github.com/idsauth/idsauth/secret"
 )
@@ -361,6 +361,11 @@ func (c *Config) check() (*state, error) {
 		}
 		clients[cl.id] = cl
 	}
+	budget := limit.Budget{
+		PerSubject: l.FailedAttemptsPerClient,
+		PerAddress: l.FailedAttemptsPerAddress,
+		Window:     time.Duration(l.FailureWindowSeconds) * time.Second,
+	}
 	return &state{
 		issuer:      d.Issuer,
 		prefix:      strings.TrimSuffix(u.Path, "/"),
@@ -369,12 +374,8 @@ func (c *Config) check() (*state, error) {
 		cacheHeader: "public, max-age=" + strconv.Itoa(d.JWKSMaxAgeSeconds),
 		limits:      l,
 		addrs:       clientip.Resolver{Header: l.TrustedProxyHeader, Trusted: trusted},
-		limiterCfg: limiter.Config{
-			PerSubject: l.FailedAttemptsPerClient,
-			PerAddress: l.FailedAttemptsPerAddress,
-			Window:     time.Duration(l.FailureWindowSeconds) * time.Second,
-			MaxBytes:   l.LimiterMaxBytes,
-		},
+		budget:      budget,
+		limiterCfg:  limiterConfig{budget: budget, bytes: l.LimiterMaxBytes},
 		verifierCfg: secret.VerifierConfig{
 			MaxConcurrentSlow: l.MaxConcurrentSlowHashes,
 			FailureFloor:      time.Duration(l.FailureFloorMillis) * time.Millisecond,

@@ -1,14 +1,17 @@
 package issuer
 
-import "github.com/idsauth/idsauth/secret"
+import (
+	"github.com/idsauth/idsauth/limit"
+	"github.com/idsauth/idsauth/secret"
+)
 
 // VerifierCounts exposes, to tests only, the work the issuer's secret
 // verifier has done: counting work is how tests check properties about
 // time.
 func VerifierCounts(iss *Issuer) secret.Counts { return iss.st.Load().verifier.Counts() }
 
-// LimiterBytes is the memory of the issuer's failure limiter.
-func LimiterBytes(iss *Issuer) int { return iss.st.Load().limiter.Bytes() }
+// LimiterBytes is the memory of the issuer's own failure limiter.
+func LimiterBytes(iss *Issuer) int { return iss.st.Load().limiter.(*limit.Memory).Bytes() }
 
 // ReplayBytes is the memory of the issuer's assertion replay cache.
 func ReplayBytes(iss *Issuer) int { return iss.st.Load().replay.Bytes() }

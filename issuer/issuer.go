@@ -19,7 +19,7 @@ import (
 	"github.com/idsauth/idsauth/internal/clientip"
 	"github.com/idsauth/idsauth/internal/keyerr"
 	"github.com/idsauth/idsauth/internal/keys"
-	"github.com/idsauth/idsauth/internal/limiter"
+	"github.com/idsauth/idsauth/limit"
 	"github.com/idsauth/idsauth/observe"
 	"github.com/idsauth/idsauth/scope"
 	"github.com/idsauth/idsauth/secret"
@@ -47,6 +47,7 @@ type Issuer struct {
 	now      func() time.Time
 	verifier *secret.Verifier // shared with others; nil: one of its own
 	observer observe.Observer // WithObserver's, then with the refusal log (New)
+	store    limit.Store      // nil: a limit.Memory of the configuration's
 }
 
 // The endpoints' paths under the issuer URL, CONTRACT.md §2 and §3.
@@ -70,9 +71,10 @@ type state struct {
 	cacheHeader string
 	limits      Limits
 	addrs       clientip.Resolver
+	budget      limit.Budget
 	// Kept across reloads while their settings stay.
-	limiterCfg  limiter.Config
-	limiter     *limiter.Limiter
+	limiterCfg  limiterConfig
+	limiter     limit.Store
 	verifierCfg secret.VerifierConfig
 	verifier    *secret.Verifier
 	// private_key_jwt: see assertion.go.
@@ -83,8 +85,16 @@ type state struct {
 	replay            *replayCache // kept across reloads
 }
 
+// limiterConfig is what a new limit.Memory is made for: while it stays,
+// Reload keeps the one it has.
+type limiterConfig struct {
+	budget limit.Budget
+	bytes  int
+}
+
 // Option configures what an Issuer keeps for its whole life, whatever
-// configuration it is given: see WithLogger, WithClock and WithObserver.
+// configuration it is given: see WithLogger, WithClock, WithObserver,
+// WithVerifier and WithLimiterStore.
 type Option func(*Issuer)
 
 // WithLogger sets the logger of the issuer's lines: refused token
@@ -117,6 +127,27 @@ func WithClock(now func() time.Time) Option {
 // apply then: v's own settings do.
 func WithVerifier(v *secret.Verifier) Option {
 	return func(iss *Issuer) { iss.verifier = v }
+}
+
+// WithLimiterStore sets where the failure limiter keeps its budgets, for
+// the issuer's life: give the replicas of one issuer one shared store
+// (such as the Redis store of github.com/idsauth/idsauth/redisstore), so
+// that they enforce one budget per client and per address between them.
+// The configuration's limits still set the budgets, passed with each
+// request; limits.limiterMaxBytes does not apply. Without it (or with nil)
+// the issuer keeps a limit.Memory of limits.limiterMaxBytes, which Reload
+// keeps while the limits stay the same.
+//
+// When the store cannot answer (an error other than a *limit.Refusal),
+// the token request is answered 503 temporarily_unavailable with
+// Retry-After and no secret is checked: whether a store fails so or falls
+// back to limits of its own is the store's choice.
+func WithLimiterStore(s limit.Store) Option {
+	return func(iss *Issuer) {
+		if s != nil {
+			iss.store = s
+		}
+	}
 }
 
 // New checks cfg (as Validate does), reads its key files and returns an
@@ -152,10 +183,13 @@ func (iss *Issuer) Reload(cfg *Config) error {
 		return err
 	}
 	old := iss.st.Load()
-	if old != nil && old.limiterCfg == st.limiterCfg {
+	switch {
+	case iss.store != nil:
+		st.limiter = iss.store
+	case old != nil && old.limiterCfg == st.limiterCfg:
 		st.limiter = old.limiter
-	} else {
-		st.limiter = limiter.New(st.limiterCfg)
+	default:
+		st.limiter = limit.NewMemory(st.limiterCfg.bytes)
 	}
 	switch {
 	case iss.verifier != nil:

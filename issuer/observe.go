@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/idsauth/idsauth/internal/limiter"
+	"github.com/idsauth/idsauth/limit"
 	"github.com/idsauth/idsauth/observe"
 )
 
@@ -33,9 +33,9 @@ func (iss *Issuer) issued(r *http.Request, who attempt, d time.Duration) {
 func (iss *Issuer) refused(r *http.Request, e *tokenError, who attempt, d time.Duration) {
 	ev := observe.Event{Kind: observe.TokenRefused, Reason: e.code, Status: e.status, ClientID: who.client, Duration: d}
 	switch e.limit {
-	case limiter.LimitAddress:
+	case limit.Address:
 		ev.Limit = observe.LimitAddress
-	case limiter.LimitSubject:
+	case limit.SubjectAddress:
 		ev.Limit = observe.LimitClient
 	}
 	desc := e.desc

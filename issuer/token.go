@@ -13,8 +13,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/idsauth/idsauth/internal/limiter"
 	"github.com/idsauth/idsauth/internal/oauthwire"
+	"github.com/idsauth/idsauth/limit"
 	"github.com/idsauth/idsauth/secret"
 )
 
@@ -31,10 +31,10 @@ type tokenError struct {
 	status int
 	code   string
 	desc   string
-	basic  bool          // answer with a Basic challenge
-	retry  int           // Retry-After seconds
-	limit  limiter.Limit // the budget that refused it, for the log
-	why    string        // for the log, when it says more than desc
+	basic  bool        // answer with a Basic challenge
+	retry  int         // Retry-After seconds
+	limit  limit.Limit // the budget that refused it, for the log
+	why    string      // for the log, when it says more than desc
 }
 
 // attempt is who asked, for the events and the refusal log: the client
@@ -107,9 +107,9 @@ func (iss *Issuer) issue(w http.ResponseWriter, r *http.Request, st *state, who 
 	if cl != nil {
 		who.client = cl.id
 	}
-	res, no := st.limiter.Reserve(id, who.addr, now)
-	if res == nil {
-		return nil, &tokenError{status: http.StatusTooManyRequests, code: "slow_down", desc: "too many failed attempts; try again later", retry: no.RetryAfterSeconds(), limit: no.Limit}
+	res, terr := iss.reserve(r, st, id, who.addr, now)
+	if terr != nil {
+		return nil, terr
 	}
 	var hashes []secret.Hash // none for an unknown client: the same work, no match
 	if cl != nil {
@@ -148,6 +148,22 @@ func (iss *Issuer) grant(form url.Values, st *state, cl *client, now time.Time, 
 		ExpiresIn:   int64(cl.lifetime / time.Second),
 		Scope:       strings.Join(granted, " "),
 	}, nil
+}
+
+// reserve takes one failure from the budgets of client id and addr before
+// its credentials are checked (see Limits): a 429 when a budget is spent,
+// a 503 when the limiter's store cannot answer.
+func (iss *Issuer) reserve(r *http.Request, st *state, id, addr string, now time.Time) (limit.Reservation, *tokenError) {
+	res, err := st.limiter.Reserve(r.Context(), limit.Request{Subject: id, Address: addr, Budget: st.budget, Now: now})
+	if err == nil {
+		return res, nil
+	}
+	var no *limit.Refusal
+	if errors.As(err, &no) {
+		return nil, &tokenError{status: http.StatusTooManyRequests, code: "slow_down", desc: "too many failed attempts; try again later", retry: no.RetryAfterSeconds(), limit: no.Limit}
+	}
+	iss.logger.Error("idsauth issuer: the failure limiter's store cannot answer", slog.String("error", err.Error()))
+	return nil, &tokenError{status: http.StatusServiceUnavailable, code: "temporarily_unavailable", desc: "the token endpoint cannot check failed attempts now; try again shortly", retry: int(limit.UnavailableRetryAfter / time.Second)}
 }
 
 // readForm reads the form body: the right content type, within the size

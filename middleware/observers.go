@@ -10,7 +10,7 @@ import (
 
 	"github.com/MicahParks/jwkset"
 
-	"github.com/idsauth/idsauth/internal/limiter"
+	"github.com/idsauth/idsauth/limit"
 	"github.com/idsauth/idsauth/observe"
 )
 
@@ -78,11 +78,11 @@ func (o *responder) registered(tenants TenantStore, tenant string) string {
 }
 
 // scimLimit names the SCIM failure budget that refused a request.
-func scimLimit(l limiter.Limit) observe.Limit {
+func scimLimit(l limit.Limit) observe.Limit {
 	switch l {
-	case limiter.LimitAddress:
+	case limit.Address:
 		return observe.LimitAddress
-	case limiter.LimitSubject:
+	case limit.SubjectAddress:
 		return observe.LimitTenant
 	}
 	return ""

@@ -11,8 +11,8 @@ import (
 
 	"github.com/idsauth/idsauth/internal/bearer"
 	"github.com/idsauth/idsauth/internal/clientip"
-	"github.com/idsauth/idsauth/internal/limiter"
 	"github.com/idsauth/idsauth/internal/oauthwire"
+	"github.com/idsauth/idsauth/limit"
 	"github.com/idsauth/idsauth/observe"
 	"github.com/idsauth/idsauth/scimerr"
 	"github.com/idsauth/idsauth/secret"
@@ -100,9 +100,19 @@ type SCIMLimits struct {
 	// FailureWindow over which the budgets refill evenly. Zero means one
 	// minute.
 	FailureWindow time.Duration
-	// LimiterMaxBytes is the limiter's memory, allocated once: 16 bytes
-	// per remembered tenant, address or pair. Zero means 1 MiB.
+	// LimiterMaxBytes is the memory of SCIMAuth's own limit.Memory,
+	// allocated once: 16 bytes per remembered tenant, address or pair.
+	// Zero means 1 MiB. It does not apply with a Store.
 	LimiterMaxBytes int
+	// Store is where the budgets are kept. Nil means a limit.Memory of
+	// LimiterMaxBytes, SCIMAuth's own. Give the replicas of a service one
+	// shared store (such as the Redis store of
+	// github.com/idsauth/idsauth/redisstore) to enforce one budget between
+	// them; not the issuer's: tenants and clients are apart. When it cannot
+	// answer, the request gets a 503 SCIM error with Retry-After, no token
+	// is checked, and the reject hook's reason is the store's error (which
+	// wraps limit.ErrUnavailable).
+	Store limit.Store
 	// Verifier checks tokens against their hashes: equal work for an
 	// unknown tenant and a wrong token, a failure floor, and a bound on
 	// concurrent bcrypt checks (see secret.Verifier). Nil means one of
@@ -124,7 +134,8 @@ type SCIMLimits struct {
 // scimGuard is SCIMAuth's failure limiter, verifier and address reader.
 type scimGuard struct {
 	tenant   func(*http.Request) string
-	limiter  *limiter.Limiter
+	limiter  limit.Store
+	budget   limit.Budget
 	verifier *secret.Verifier
 	addrs    clientip.Resolver
 }
@@ -144,15 +155,18 @@ func newSCIMGuard(l SCIMLimits, tenants TenantStore, tenantOf func(*http.Request
 		window = time.Minute
 	}
 	g := &scimGuard{
-		tenant: tenantOf,
-		limiter: limiter.New(limiter.Config{
+		tenant:  tenantOf,
+		limiter: l.Store,
+		budget: limit.Budget{
 			PerSubject: def(l.FailedAttemptsPerTenant, 10),
 			PerAddress: def(l.FailedAttemptsPerAddress, 100),
 			Window:     window,
-			MaxBytes:   def(l.LimiterMaxBytes, 1<<20),
-		}),
+		},
 		verifier: l.Verifier,
 		addrs:    clientip.Resolver{Header: l.TrustedProxyHeader, Trusted: l.TrustedProxies},
+	}
+	if g.limiter == nil {
+		g.limiter = limit.NewMemory(def(l.LimiterMaxBytes, limit.DefaultMemoryBytes))
 	}
 	if g.verifier == nil {
 		g.verifier = secret.NewVerifier(secret.VerifierConfig{})
@@ -240,11 +254,18 @@ const (
 // It also returns the tenant if it is registered (has hashes), or "".
 func (g *scimGuard) check(w http.ResponseWriter, r *http.Request, o *responder, tenants TenantStore, tok string) (checkResult, string) {
 	tenant := g.tenant(r)
-	res, no := g.limiter.Reserve(tenant, g.addrs.Addr(r), time.Now())
-	if res == nil {
-		o.rejectWith(r, ErrSCIMTooManyFailures, observe.Event{Status: http.StatusTooManyRequests, Tenant: o.registered(tenants, tenant), Limit: scimLimit(no.Limit)})
-		w.Header().Set("Retry-After", strconv.Itoa(no.RetryAfterSeconds()))
-		scimerr.Write(w, scimerr.New(http.StatusTooManyRequests, "Too many failed attempts; try again later"))
+	res, err := g.limiter.Reserve(r.Context(), limit.Request{Subject: tenant, Address: g.addrs.Addr(r), Budget: g.budget, Now: time.Now()})
+	if err != nil {
+		var no *limit.Refusal
+		if errors.As(err, &no) {
+			o.rejectWith(r, ErrSCIMTooManyFailures, observe.Event{Status: http.StatusTooManyRequests, Tenant: o.registered(tenants, tenant), Limit: scimLimit(no.Limit)})
+			w.Header().Set("Retry-After", strconv.Itoa(no.RetryAfterSeconds()))
+			scimerr.Write(w, scimerr.New(http.StatusTooManyRequests, "Too many failed attempts; try again later"))
+			return checkAnswered, ""
+		}
+		o.reject(r, http.StatusServiceUnavailable, err)
+		w.Header().Set("Retry-After", strconv.Itoa(int(limit.UnavailableRetryAfter/time.Second)))
+		scimerr.Write(w, scimerr.New(http.StatusServiceUnavailable, "Failed attempts cannot be checked now; try again shortly"))
 		return checkAnswered, ""
 	}
 	hashes := tenants.TenantTokens(tenant)

@@ -1,12 +1,17 @@
 package middleware_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"sync"
 	"testing"
 
+	"github.com/idsauth/idsauth/limit"
 	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/scimerr"
 	"github.com/idsauth/idsauth/secret"
@@ -117,5 +122,64 @@ func TestSCIMAuthReservesBeforeVerifying(t *testing.T) {
 	after := v.Counts()
 	if after.Slow != before.Slow || after.Floors != before.Floors+1 || after.Fast-before.Fast != uint64(secret.MinComparisons) {
 		t.Fatalf("an unknown tenant: before %+v after %+v; want no bcrypt, the same fast work, the floor", before, after)
+	}
+}
+
+// Two SCIMAuth middlewares given one Store enforce one budget: failures
+// split across both lock the address out at the tenant's budget, and the
+// tenant's right token from another address is admitted by either.
+func TestSCIMAuthReplicasShareAStore(t *testing.T) {
+	tenants := middleware.NewTenants(map[string][]secret.Hash{"acme": {secret.HashSHA256("acme-token")}})
+	cfg := middleware.SCIMConfig{Limits: middleware.SCIMLimits{
+		FailedAttemptsPerTenant: 4, TrustedProxyHeader: "X-Forwarded-For", Store: limit.NewMemory(64 << 10),
+	}}
+	replicas := []*httptest.Server{scimServer(t, tenants, cfg), scimServer(t, tenants, cfg)}
+	for i := range 8 {
+		a := callFrom(t, scimURL(replicas[i%2], "acme"), "Bearer guess", "203.0.113.9")
+		if i < 4 {
+			wantSCIM401(t, a)
+		} else {
+			wantSCIM429(t, a)
+		}
+	}
+	for i := range 4 {
+		if a := callFrom(t, scimURL(replicas[i%2], "acme"), "Bearer acme-token", "198.51.100.7"); a.status != 200 {
+			t.Fatalf("the right token from another address: %d %s", a.status, a.body)
+		}
+	}
+}
+
+// unavailable is a store that cannot answer, as a shared store whose
+// backend is down and that fails closed.
+type unavailable struct{}
+
+func (unavailable) Reserve(context.Context, limit.Request) (limit.Reservation, error) {
+	return nil, fmt.Errorf("%w: down for the test", limit.ErrUnavailable)
+}
+
+// When the store cannot answer, every request, the right token's too, gets
+// a 503 SCIM error with Retry-After, no token is checked, and the reject
+// hook is told why.
+func TestSCIMAuthUnavailableStoreRefusesWithoutVerifying(t *testing.T) {
+	tenants := middleware.NewTenants(map[string][]secret.Hash{"acme": {secret.HashSHA256("acme-token")}})
+	v := secret.NewVerifier(secret.VerifierConfig{})
+	var reasons []error
+	srv := scimServer(t, tenants, middleware.SCIMConfig{
+		Limits:   middleware.SCIMLimits{Store: unavailable{}, Verifier: v},
+		OnReject: func(_ *http.Request, status int, reason error) { reasons = append(reasons, reason) },
+	})
+	for _, tok := range []string{"acme-token", "guess"} {
+		a := call(t, scimURL(srv, "acme"), "Bearer "+tok)
+		var body struct{ Schemas []string }
+		if a.status != 503 || a.header.Get("Content-Type") != scimerr.ContentType || a.header.Get("Retry-After") != "1" ||
+			json.Unmarshal([]byte(a.body), &body) != nil || len(body.Schemas) != 1 {
+			t.Fatalf("%d %v %s", a.status, a.header, a.body)
+		}
+	}
+	if c := v.Counts(); c != (secret.Counts{}) {
+		t.Fatalf("tokens were checked: %+v", c)
+	}
+	if len(reasons) != 2 || !errors.Is(reasons[0], limit.ErrUnavailable) {
+		t.Fatalf("reject reasons = %v", reasons)
 	}
 }

@@ -44,12 +44,21 @@ const EntryBytes = 16
 // ways is the number of entries per set.
 const ways = 4
 
-// Config sets the budgets. Every field must be positive.
-type Config struct {
+// Budget sets the budgets of one reservation. Every field must be
+// positive. A Limiter takes the budget with each reservation, so that a
+// changed configuration applies at once; a key charged under one budget
+// and checked under another is refused for at most the longer window.
+type Budget struct {
 	PerSubject int           // failures per subject per window, from any address
 	PerAddress int           // failures per address per window
 	Window     time.Duration // over which a budget refills
-	MaxBytes   int           // memory of the table; at least one set is kept
+}
+
+// steps returns the window and the time each budget's token takes to
+// refill, in nanoseconds.
+func (b Budget) steps() (window, subjectStep, addressStep int64) {
+	w := int64(b.Window)
+	return w, max(1, w/int64(b.PerSubject)), max(1, w/int64(b.PerAddress))
 }
 
 // Limit names the budget that refused a request.
@@ -82,10 +91,7 @@ func (r Refusal) RetryAfterSeconds() int {
 
 // Limiter holds the budgets. It is safe for concurrent use.
 type Limiter struct {
-	seed        maphash.Seed
-	window      int64 // nanoseconds
-	subjectStep int64 // window / PerSubject
-	addressStep int64 // window / PerAddress
+	seed maphash.Seed
 
 	mu      sync.Mutex
 	buckets table // per address and per subject
@@ -112,21 +118,18 @@ type entry struct {
 	until int64
 }
 
-// New returns a Limiter for c, whose fields must be positive.
-func New(c Config) *Limiter {
-	w := int64(c.Window)
+// New returns a Limiter whose tables hold maxBytes; at least one set of
+// each is kept.
+func New(maxBytes int) *Limiter {
 	return &Limiter{
-		seed:        maphash.MakeSeed(),
-		window:      w,
-		subjectStep: max(1, w/int64(c.PerSubject)),
-		addressStep: max(1, w/int64(c.PerAddress)),
-		buckets:     newTable(c.MaxBytes / 2),
-		pairs:       newTable(c.MaxBytes / 2),
+		seed:    maphash.MakeSeed(),
+		buckets: newTable(maxBytes / 2),
+		pairs:   newTable(maxBytes / 2),
 	}
 }
 
-// Bytes is the memory the tables hold, fixed at New: at most
-// Config.MaxBytes, and at least 128.
+// Bytes is the memory the tables hold, fixed at New: at most the
+// maxBytes asked, and at least 128.
 func (l *Limiter) Bytes() int {
 	return (len(l.buckets.entries) + len(l.pairs.entries)) * EntryBytes
 }
@@ -141,6 +144,9 @@ const GoodFor = 24 * time.Hour
 type Reservation struct {
 	l           *Limiter
 	now         int64
+	window      int64
+	subjectStep int64
+	addressStep int64
 	subject     uint64
 	address     uint64
 	pair        uint64
@@ -148,7 +154,7 @@ type Reservation struct {
 	good        bool // the address was trusted for the subject
 }
 
-// Reserve takes one failure from the budgets of subject and addr at now,
+// Reserve takes one failure from the budgets b of subject and addr at now,
 // before a secret is verified. It refuses when addr's budget is spent; or
 // when the subject's is, unless addr is trusted for the subject (it gave
 // the right secret within GoodFor and has not failed since) or has not
@@ -156,41 +162,45 @@ type Reservation struct {
 // now tries. Room matters: pair marks that still mean something are never
 // forgotten to make room, so an attacker with more addresses than the
 // table holds gets no more tries, only refusals.
-func (l *Limiter) Reserve(subject, addr string, now time.Time) (*Reservation, Refusal) {
+func (l *Limiter) Reserve(b Budget, subject, addr string, now time.Time) (*Reservation, Refusal) {
 	t := now.UnixNano()
+	window, subjectStep, addressStep := b.steps()
 	r := &Reservation{
-		l:       l,
-		now:     t,
-		address: l.hash(kindAddress, addr, ""),
-		subject: l.hash(kindSubject, subject, ""),
-		pair:    l.hash(kindPair, subject, addr),
+		l:           l,
+		now:         t,
+		window:      window,
+		subjectStep: subjectStep,
+		addressStep: addressStep,
+		address:     l.hash(kindAddress, addr, ""),
+		subject:     l.hash(kindSubject, subject, ""),
+		pair:        l.hash(kindPair, subject, addr),
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	a := l.buckets.slot(r.address)
-	if wait := l.wait(a, l.addressStep, t); wait > 0 {
+	if wait := wait(a, addressStep, window, t); wait > 0 {
 		return nil, Refusal{Limit: LimitAddress, RetryAfter: time.Duration(wait)}
 	}
 	s := l.buckets.slot(r.subject, a)
 	p := l.pairs.mark(r.pair, t)
-	sWait := l.wait(s, l.subjectStep, t)
+	sWait := wait(s, subjectStep, window, t)
 	switch {
 	case p != nil && goodAt(p, t):
 		r.good = true
 	case sWait == 0:
-		take(s, l.subjectStep, t)
+		take(s, subjectStep, t)
 		r.tookSubject = true
 		if p != nil {
-			p.until = max(p.until, t+l.window)
+			p.until = max(p.until, t+window)
 		}
 	case p == nil: // no room to remember another address for it
 		return nil, Refusal{Limit: LimitSubject, RetryAfter: time.Duration(sWait)}
 	case p.until > t: // this address failed for it within the window
 		return nil, Refusal{Limit: LimitSubject, RetryAfter: time.Duration(min(sWait, p.until-t))}
 	default: // the subject's budget is spent; this address may try once
-		p.until = t + l.window
+		p.until = t + window
 	}
-	take(a, l.addressStep, t)
+	take(a, addressStep, t)
 	return r, Refusal{}
 }
 
@@ -214,24 +224,24 @@ func (r *Reservation) Failed() {
 	r.l.mu.Lock()
 	defer r.l.mu.Unlock()
 	if p := r.l.pairs.find(r.pair); p != nil {
-		p.until = r.now + r.l.window
+		p.until = r.now + r.window
 	}
 }
 
 func (r *Reservation) giveBack() {
 	if e := r.l.buckets.find(r.address); e != nil {
-		e.until -= r.l.addressStep
+		e.until -= r.addressStep
 	}
 	if r.tookSubject {
 		if e := r.l.buckets.find(r.subject); e != nil {
-			e.until -= r.l.subjectStep
+			e.until -= r.subjectStep
 		}
 	}
 }
 
 // wait is how long until e's bucket has a token: 0 when it has one now.
-func (l *Limiter) wait(e *entry, step, now int64) int64 {
-	return max(0, max(e.until, now)+step-l.window-now)
+func wait(e *entry, step, window, now int64) int64 {
+	return max(0, max(e.until, now)+step-window-now)
 }
 
 func take(e *entry, step, now int64) { e.until = max(e.until, now) + step }

@@ -11,8 +11,22 @@ import (
 
 var t0 = time.Unix(1_800_000_000, 0)
 
-func newTest(perSubject, perAddress int) *Limiter {
-	return New(Config{PerSubject: perSubject, PerAddress: perAddress, Window: time.Minute, MaxBytes: 1 << 20})
+// testLimiter is a Limiter that reserves with one budget.
+type testLimiter struct {
+	*Limiter
+	budget Budget
+}
+
+func (l testLimiter) Reserve(subject, addr string, now time.Time) (*Reservation, Refusal) {
+	return l.Limiter.Reserve(l.budget, subject, addr, now)
+}
+
+func newLimiter(perSubject, perAddress, maxBytes int) testLimiter {
+	return testLimiter{New(maxBytes), Budget{PerSubject: perSubject, PerAddress: perAddress, Window: time.Minute}}
+}
+
+func newTest(perSubject, perAddress int) testLimiter {
+	return newLimiter(perSubject, perAddress, 1<<20)
 }
 
 func TestAddressBudget(t *testing.T) {
@@ -158,7 +172,7 @@ func TestTrustedAddressSkipsTheSpentBudget(t *testing.T) {
 // remember: live marks are never evicted, so the surplus is refused.
 func TestPairTableOverflowRefusesInsteadOfForgetting(t *testing.T) {
 	const budget = 5
-	l := New(Config{PerSubject: budget, PerAddress: 1000, Window: time.Minute, MaxBytes: 8 << 10}) // 256 pair marks
+	l := newLimiter(budget, 1000, 8<<10) // 256 pair marks
 	marks := len(l.pairs.entries)
 	granted := 0
 	for round := range 10 {
@@ -181,7 +195,7 @@ func TestPairTableOverflowRefusesInsteadOfForgetting(t *testing.T) {
 // The table never grows, whatever the keys look like; a flood of single
 // failures forgets them before it forgets a locked-out key.
 func TestMemoryIsFixedAndLockoutsSurviveFloods(t *testing.T) {
-	l := New(Config{PerSubject: 5, PerAddress: 5, Window: time.Minute, MaxBytes: 64 << 10})
+	l := newLimiter(5, 5, 64<<10)
 	if l.Bytes() != 64<<10 {
 		t.Fatalf("Bytes = %d", l.Bytes())
 	}
@@ -213,7 +227,7 @@ func TestRetryAfterSeconds(t *testing.T) {
 
 func TestNewRoundsTheTableDown(t *testing.T) {
 	for _, c := range []struct{ bytes, want int }{{0, 128}, {100, 128}, {1 << 20, 1 << 20}, {1<<20 + 1000, 1 << 20}, {3 << 20, 2 << 20}} {
-		l := New(Config{PerSubject: 1, PerAddress: 1, Window: time.Second, MaxBytes: c.bytes})
+		l := New(c.bytes)
 		if l.Bytes() != c.want {
 			t.Errorf("MaxBytes %d: Bytes = %d, want %d", c.bytes, l.Bytes(), c.want)
 		}

@@ -1,0 +1,65 @@
+package limit_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/idsauth/idsauth/limit"
+)
+
+func ExampleNewMemory() {
+	store := limit.NewMemory(1 << 20) // pass to issuer.WithLimiterStore or SCIMLimits.Store
+	budget := limit.Budget{PerSubject: 10, PerAddress: 2, Window: time.Minute}
+	for range 3 {
+		res, err := store.Reserve(context.Background(), limit.Request{Subject: "payroll", Address: "203.0.113.9", Budget: budget, Now: time.Now()})
+		var no *limit.Refusal
+		if errors.As(err, &no) {
+			fmt.Println("refused by", no.Limit, "for", no.RetryAfterSeconds(), "s")
+			continue
+		}
+		res.Failed() // the secret was wrong
+		fmt.Println("verified")
+	}
+	fmt.Println(store.Bytes(), "bytes")
+	// Output:
+	// verified
+	// verified
+	// refused by address for 30 s
+	// 1048576 bytes
+}
+
+// counting is a Store of your own: here, one that counts what another
+// decides, for a metric.
+type counting struct {
+	limit.Store
+	refused atomic.Uint64
+}
+
+func (c *counting) Reserve(ctx context.Context, r limit.Request) (limit.Reservation, error) {
+	res, err := c.Store.Reserve(ctx, r)
+	if err != nil {
+		c.refused.Add(1)
+	}
+	return res, err
+}
+
+func ExampleStore() {
+	store := &counting{Store: limit.NewMemory(64 << 10)}
+	budget := limit.Budget{PerSubject: 1, PerAddress: 100, Window: time.Minute}
+	for _, addr := range []string{"203.0.113.9", "203.0.113.9", "198.51.100.7"} {
+		res, err := store.Reserve(context.Background(), limit.Request{Subject: "payroll", Address: addr, Budget: budget, Now: time.Now()})
+		if err != nil {
+			continue
+		}
+		if addr == "198.51.100.7" {
+			res.Succeeded() // the right secret, from an address that had not failed
+		} else {
+			res.Failed()
+		}
+	}
+	fmt.Println(store.refused.Load(), "refused")
+	// Output: 1 refused
+}

@@ -1,0 +1,63 @@
+package limit
+
+import (
+	"context"
+
+	"github.com/idsauth/idsauth/internal/limiter"
+)
+
+// EntryBytes is what Memory pays for one remembered subject, address or
+// pair.
+const EntryBytes = limiter.EntryBytes
+
+// DefaultMemoryBytes is the memory of the issuer's and SCIMAuth's own
+// Memory store when none is configured.
+const DefaultMemoryBytes = 1 << 20
+
+// Memory is the in-memory Store, the default: the budgets of one process.
+// Behind a load balancer, N replicas with a Memory each allow N times the
+// budgets; share a Store between them instead.
+//
+// Its memory is fixed in bytes, whatever the subjects look like: keys are
+// hashed with a per-process random seed to 64 bits, and entries
+// (EntryBytes each) live in two set-associative tables allocated once by
+// NewMemory, one for the budgets and one for the pair marks, half the
+// bytes each. When a set is full, the budget entry that frees up soonest
+// is forgotten, so a flood of new keys forgets single failures before it
+// forgets a locked-out key. A pair mark that still means something is
+// never forgotten: when its set is full, a new address is refused (the
+// subject's budget being spent) rather than a failure forgotten. So an
+// attacker with more addresses than the table holds gets no more tries,
+// only refusals.
+type Memory struct {
+	l *limiter.Limiter
+}
+
+// NewMemory returns a Memory whose tables hold maxBytes, rounded down to a
+// power of two; at least 128.
+func NewMemory(maxBytes int) *Memory {
+	return &Memory{l: limiter.New(maxBytes)}
+}
+
+// Bytes is the memory m holds, fixed at NewMemory.
+func (m *Memory) Bytes() int { return m.l.Bytes() }
+
+// Reserve implements Store at r.Now; ctx is not used. Its only errors are
+// a *Refusal, and ErrBudget.
+func (m *Memory) Reserve(_ context.Context, r Request) (Reservation, error) {
+	if err := r.Budget.Check(); err != nil {
+		return nil, err
+	}
+	res, no := m.l.Reserve(limiter.Budget{PerSubject: r.Budget.PerSubject, PerAddress: r.Budget.PerAddress, Window: r.Budget.Window}, r.Subject, r.Address, r.Now)
+	if res == nil {
+		return nil, &Refusal{Limit: limitOf(no.Limit), RetryAfter: no.RetryAfter}
+	}
+	return res, nil
+}
+
+func limitOf(l limiter.Limit) Limit {
+	if l == limiter.LimitAddress {
+		return Address
+	}
+	return SubjectAddress
+}

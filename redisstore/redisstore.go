@@ -1,0 +1,384 @@
+// Package redisstore is a limit.Store on Redis (7.0 or later), so that the
+// replicas of an issuer, or of a service behind middleware.SCIMAuth,
+// enforce one failure budget per client (or tenant) and per address
+// between them:
+//
+//	rdb := redis.NewClient(&redis.Options{Addr: "redis:6379", ContextTimeoutEnabled: true})
+//	store := redisstore.New(rdb, redisstore.Options{Prefix: "idsauth:token:"})
+//	iss, err := issuer.New(cfg, issuer.WithLimiterStore(store))
+//
+// Each reservation, and each Succeeded or Failed that changes anything,
+// is one Lua script that runs atomically in Redis with Redis's own clock
+// (TIME), so replicas on skewed clocks still share one budget: the
+// address's and the subject's GCRA buckets, and the pair mark (failing,
+// or trusted for limit.GoodFor) with the rules of package limit, in one
+// step. That is why this is not github.com/go-redis/redis_rate: it limits
+// one key per call, and these rules read and write three keys at once
+// (an address may try once only if the subject's budget is spent and the
+// pair mark says it has not failed; a trusted pair skips the subject's
+// budget); three calls to it would race, and concurrent guesses could
+// each pass the check before any is charged.
+//
+// # Keys and memory
+//
+// A key is the Prefix, a kind ("a" address, "s" subject, "p" pair) and
+// the first 128 bits of a SHA-256 of what it counts, in hex: its size is
+// fixed, and no client ID, tenant or address is stored as text (a hash
+// is not a secret, though: whoever reads Redis can test a guessed address
+// or client ID against it). Every key
+// has a TTL: a bucket expires when it is full again (within the window),
+// a failure mark at the end of the window, a trust after GoodFor. Each
+// remembered key (48 bytes with the prefix "idsauth:token:") costs Redis
+// 7.0 about 104 bytes by MEMORY USAGE (TestKeysAreFixedSizeAndExpire
+// checks it stays under 128) and about 170 with its expiry and hash-table
+// entries (used_memory over 100,000 keys): 1 GiB holds about 6 million.
+// An attacker's address makes at most 1 + 4 × FailedAttemptsPerAddress
+// keys per window (each failure a subject key and a pair mark, and GCRA
+// lets at most twice the budget through in any one window), and an
+// address that gave a right secret one trust for 24 hours.
+//
+// To bound Redis's memory, give it a maxmemory and
+// maxmemory-policy volatile-ttl: when full it forgets the keys that would
+// expire soonest, as limit.Memory does, which are single failures that
+// have nearly refilled, and trusts last. A forgotten failure mark lets
+// its address try once more for its subject, which still costs that
+// address's own budget. Under noeviction a full Redis refuses the script
+// instead (out of memory), and the store acts as when Redis is down.
+//
+// # When Redis cannot answer
+//
+// Every call to Redis is bounded by Options.Timeout (150 ms by default),
+// whatever the client's own timeouts; after a failure Redis is skipped for
+// Options.RetryInterval (1 s by default), then tried again by one request,
+// so a dead or hung Redis costs a request at most one Timeout, and most
+// requests nothing. Until Redis answers, Options.OnUnavailable decides:
+//
+//   - FailOpen, the default: each replica falls back to a limit.Memory of
+//     its own, with every rule intact per replica. An attacker gains at
+//     most N times the budgets (N replicas) for as long as Redis is down:
+//     what N replicas without a shared store allow, never unlimited tries.
+//   - FailClosed: every attempt is refused without checking its secret
+//     (the issuer answers 503 temporarily_unavailable, SCIMAuth a 503
+//     SCIM error, both with Retry-After), so the budgets hold exactly, and
+//     Redis becomes a dependency of the token endpoint's availability.
+//
+// FailOpen is the default because a limiter that fails closed hands
+// whoever can slow Redis down (a flood of requests, a full Redis under
+// noeviction, a noisy neighbour) an outage of the token endpoint for every
+// client: the defence becomes the attack. Failing to per-replica limits
+// keeps brute force bounded and legitimate clients served. Choose
+// FailClosed when an exact budget matters more than availability.
+//
+// The store logs (at Warn) when Redis stops answering and (at Info) when
+// it answers again, with Redis's error, never a key or a subject; Stats
+// counts what was decided where.
+package redisstore
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/idsauth/idsauth/limit"
+)
+
+// FailureMode is what a Store does while Redis cannot answer.
+type FailureMode int
+
+const (
+	// FailOpen falls back to a limit.Memory per process: the rules hold
+	// per replica. The default.
+	FailOpen FailureMode = iota
+	// FailClosed refuses every attempt with an error wrapping
+	// limit.ErrUnavailable.
+	FailClosed
+)
+
+// The defaults of Options.
+const (
+	DefaultTimeout       = 150 * time.Millisecond
+	DefaultRetryInterval = time.Second
+)
+
+// Options are a Store's settings. Only Prefix is required.
+type Options struct {
+	// Prefix starts every key, e.g. "idsauth:token:". Required: give the
+	// issuer and SCIMAuth each their own, since two uses of one prefix
+	// share their budgets. For Redis Cluster, put a hash tag in it
+	// ("{idsauth}:token:") so that a script's keys share a slot.
+	Prefix string
+	// Timeout bounds each call to Redis, whatever the client's own
+	// timeouts. Zero means DefaultTimeout.
+	Timeout time.Duration
+	// RetryInterval is how long Redis is skipped after it failed to
+	// answer, before one request tries it again. Zero means
+	// DefaultRetryInterval.
+	RetryInterval time.Duration
+	// OnUnavailable is what happens while Redis cannot answer. The zero
+	// value is FailOpen.
+	OnUnavailable FailureMode
+	// FallbackMaxBytes is the memory of FailOpen's limit.Memory. Zero
+	// means limit.DefaultMemoryBytes. It is allocated at New, so that a
+	// failure of Redis never waits for an allocation.
+	FallbackMaxBytes int
+	// Logger gets a line when Redis stops answering and when it answers
+	// again. Nil logs nothing.
+	Logger *slog.Logger
+}
+
+// Store is a limit.Store on Redis. It is safe for concurrent use.
+type Store struct {
+	rdb      redis.Scripter
+	prefix   string
+	timeout  time.Duration
+	interval time.Duration
+	mode     FailureMode
+	fallback *limit.Memory // FailOpen only
+	logger   *slog.Logger
+
+	// retryAt is 0 while Redis answers; once it failed, the Unix
+	// nanosecond before which it is skipped.
+	retryAt atomic.Int64
+
+	redisDecided, fallbackDecided, unavailable, errs atomic.Uint64
+}
+
+// New returns a Store on rdb (a *redis.Client, *redis.ClusterClient,
+// *redis.Ring or any redis.UniversalClient). It panics when o.Prefix is
+// empty or o.OnUnavailable unknown. Build rdb with ContextTimeoutEnabled,
+// so that a connection to a hung Redis is given up at Timeout too.
+func New(rdb redis.Scripter, o Options) *Store {
+	if rdb == nil {
+		panic("redisstore: New: nil client")
+	}
+	if o.Prefix == "" {
+		panic("redisstore: New: Options.Prefix is required")
+	}
+	if o.OnUnavailable != FailOpen && o.OnUnavailable != FailClosed {
+		panic("redisstore: New: unknown Options.OnUnavailable")
+	}
+	s := &Store{
+		rdb:      rdb,
+		prefix:   o.Prefix,
+		timeout:  o.Timeout,
+		interval: o.RetryInterval,
+		mode:     o.OnUnavailable,
+		logger:   o.Logger,
+	}
+	if s.timeout <= 0 {
+		s.timeout = DefaultTimeout
+	}
+	if s.interval <= 0 {
+		s.interval = DefaultRetryInterval
+	}
+	if s.logger == nil {
+		s.logger = slog.New(slog.DiscardHandler)
+	}
+	if s.mode == FailOpen {
+		n := o.FallbackMaxBytes
+		if n <= 0 {
+			n = limit.DefaultMemoryBytes
+		}
+		s.fallback = limit.NewMemory(n)
+	}
+	return s
+}
+
+// Stats counts a Store's decisions since New.
+type Stats struct {
+	Redis       uint64 // reservations granted or refused by Redis
+	Fallback    uint64 // decided by the local limit.Memory while Redis could not answer (FailOpen)
+	Unavailable uint64 // refused because Redis could not answer (FailClosed)
+	Errors      uint64 // calls to Redis that failed or timed out
+}
+
+// Stats returns the counts so far.
+func (s *Store) Stats() Stats {
+	return Stats{Redis: s.redisDecided.Load(), Fallback: s.fallbackDecided.Load(), Unavailable: s.unavailable.Load(), Errors: s.errs.Load()}
+}
+
+// KeyBytes is the length of every key of a Store with a prefix of n
+// bytes.
+func KeyBytes(n int) int { return n + 2 + hex.EncodedLen(hashBytes) }
+
+const hashBytes = 16
+
+// Reserve implements limit.Store on Redis's clock; r.Now is used only by
+// the fallback (zero means time.Now). A request that has ended is still
+// charged.
+func (s *Store) Reserve(ctx context.Context, r limit.Request) (limit.Reservation, error) {
+	if err := r.Budget.Check(); err != nil {
+		return nil, err
+	}
+	if s.useRedis() {
+		res, err := s.reserve(ctx, r)
+		if err == nil {
+			s.answered()
+			s.redisDecided.Add(1)
+			return res, nil
+		}
+		var no *limit.Refusal
+		if errors.As(err, &no) {
+			s.answered()
+			s.redisDecided.Add(1)
+			return nil, err
+		}
+		s.failed(err)
+	}
+	if s.mode == FailClosed {
+		s.unavailable.Add(1)
+		return nil, fmt.Errorf("%w: Redis does not answer", limit.ErrUnavailable)
+	}
+	s.fallbackDecided.Add(1)
+	if r.Now.IsZero() {
+		r.Now = time.Now()
+	}
+	return s.fallback.Reserve(ctx, r)
+}
+
+// useRedis reports whether to ask Redis: while it answers, always; once
+// it failed, one request per RetryInterval.
+func (s *Store) useRedis() bool {
+	at := s.retryAt.Load()
+	if at == 0 {
+		return true
+	}
+	now := time.Now().UnixNano()
+	return now >= at && s.retryAt.CompareAndSwap(at, now+int64(s.interval))
+}
+
+func (s *Store) failed(err error) {
+	s.errs.Add(1)
+	if s.retryAt.Swap(time.Now().Add(s.interval).UnixNano()) == 0 {
+		mode := "falling back to per-process limits"
+		if s.mode == FailClosed {
+			mode = "refusing every attempt"
+		}
+		s.logger.Warn("idsauth redisstore: Redis does not answer; "+mode+" until it does", slog.String("error", err.Error()))
+	}
+}
+
+func (s *Store) answered() {
+	if s.retryAt.Load() != 0 && s.retryAt.Swap(0) != 0 {
+		s.logger.Info("idsauth redisstore: Redis answers again")
+	}
+}
+
+// run runs script within the store's timeout, whatever rdb's own: a hung
+// Redis holds the caller at most Timeout. A request that has ended is
+// still run (its reservation is still charged or settled).
+func (s *Store) run(ctx context.Context, script *redis.Script, keys []string, args ...any) ([]int64, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.timeout)
+	defer cancel()
+	type result struct {
+		v   []int64
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, err := script.Run(ctx, s.rdb, keys, args...).Int64Slice()
+		done <- result{v, err}
+	}()
+	select {
+	case r := <-done:
+		return r.v, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (s *Store) reserve(ctx context.Context, r limit.Request) (limit.Reservation, error) {
+	window := r.Budget.Window.Microseconds()
+	res := &reservation{
+		s:           s,
+		keys:        s.keys(r.Subject, r.Address),
+		window:      max(1, window),
+		subjectStep: max(1, window/int64(r.Budget.PerSubject)),
+		addressStep: max(1, window/int64(r.Budget.PerAddress)),
+	}
+	v, err := s.run(ctx, reserve, res.keys[:], res.window, res.subjectStep, res.addressStep)
+	if err != nil {
+		return nil, err
+	}
+	if len(v) != 4 {
+		return nil, fmt.Errorf("redisstore: the reserve script answered %d values", len(v))
+	}
+	if v[0] == 0 {
+		no := &limit.Refusal{Limit: limit.Address, RetryAfter: time.Duration(v[2]) * time.Microsecond}
+		if v[1] == 2 {
+			no.Limit = limit.SubjectAddress
+		}
+		return nil, no
+	}
+	res.good, res.tookSubject, res.now = v[1] == 1, v[2] == 1, v[3]
+	return res, nil
+}
+
+// keys returns the keys of an address's bucket, a subject's bucket and
+// their pair mark: fixed in size, and the text of neither.
+func (s *Store) keys(subject, addr string) [3]string {
+	return [3]string{
+		s.key('a', "", addr),
+		s.key('s', subject, ""),
+		s.key('p', subject, addr),
+	}
+}
+
+func (s *Store) key(kind byte, subject, addr string) string {
+	h := sha256.New()
+	var n [1 + binary.MaxVarintLen64]byte
+	n[0] = kind
+	h.Write(binary.AppendUvarint(n[:1], uint64(len(subject))))
+	h.Write([]byte(subject))
+	h.Write([]byte(addr))
+	var sum [sha256.Size]byte
+	b := make([]byte, 0, KeyBytes(len(s.prefix)))
+	b = append(b, s.prefix...)
+	b = append(b, kind, ':')
+	return string(hex.AppendEncode(b, h.Sum(sum[:0])[:hashBytes]))
+}
+
+// reservation is a budget taken in Redis.
+type reservation struct {
+	s                         *Store
+	keys                      [3]string
+	now                       int64 // Redis's clock at Reserve, in microseconds
+	window                    int64 // in microseconds, as the steps
+	subjectStep, addressStep  int64
+	good, tookSubject, closed bool
+}
+
+func (r *reservation) Succeeded() {
+	sstep := int64(0)
+	if r.tookSubject {
+		sstep = r.subjectStep
+	}
+	r.settle(succeeded, r.now, r.addressStep, sstep, limit.GoodFor.Microseconds())
+}
+
+func (r *reservation) Failed() {
+	if r.good {
+		r.settle(failed, r.now, r.window)
+	}
+}
+
+// settle runs script once. When Redis cannot answer, the reservation
+// stays as Reserve left it: a failure charged, the address marked failing
+// for the window (a trusted one stays trusted).
+func (r *reservation) settle(script *redis.Script, args ...any) {
+	if r.closed {
+		return
+	}
+	r.closed = true
+	if _, err := r.s.run(context.Background(), script, r.keys[:], args...); err != nil {
+		r.s.failed(err)
+	}
+}

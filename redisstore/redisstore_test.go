@@ -1,0 +1,188 @@
+package redisstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/idsauth/idsauth/limit"
+	"github.com/idsauth/idsauth/limit/limittest"
+	"github.com/idsauth/idsauth/redisstore"
+)
+
+// The Redis store keeps every rule of package limit, as limit.Memory does.
+func TestStoreKeepsTheRules(t *testing.T) {
+	rdb := startRedis(t).client(t)
+	n := 0
+	limittest.Run(t, func(t *testing.T) limit.Store {
+		n++
+		return redisstore.New(rdb, redisstore.Options{Prefix: fmt.Sprintf("rules%d:", n)})
+	})
+}
+
+// Every key has the store's prefix and one fixed length, holds no
+// subject or address as text, and expires: buckets and failure marks
+// within the window, trusts within limit.GoodFor.
+func TestKeysAreFixedSizeAndExpire(t *testing.T) {
+	srv := startRedis(t)
+	rdb := srv.client(t)
+	const prefix = "idsauth:token:"
+	store := redisstore.New(rdb, redisstore.Options{Prefix: prefix})
+	budget := limit.Budget{PerSubject: 3, PerAddress: 5, Window: time.Minute}
+	long := strings.Repeat("L", 100) // the longest client ID the issuer takes
+	subjects := []string{"payroll", long, "", "acme\x00tenant"}
+	addrs := []string{"203.0.113.9", "2001:db8::/64", "198.51.100.7"}
+	for _, sub := range subjects {
+		for i, addr := range addrs {
+			res, err := store.Reserve(context.Background(), limit.Request{Subject: sub, Address: addr, Budget: budget})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i == 0 {
+				res.Succeeded()
+			} else {
+				res.Failed()
+			}
+		}
+	}
+	ctx := context.Background()
+	var keys []string
+	iter := rdb.Scan(ctx, 0, "*", 100).Iterator()
+	for iter.Next(ctx) {
+		keys = append(keys, iter.Val())
+	}
+	if err := iter.Err(); err != nil {
+		t.Fatal(err)
+	}
+	// Buckets of 3 addresses and 4 subjects, and 12 pair marks.
+	if len(keys) != 3+4+12 {
+		t.Fatalf("%d keys: %q", len(keys), keys)
+	}
+	var usage int64
+	for _, k := range keys {
+		if !strings.HasPrefix(k, prefix) || len(k) != redisstore.KeyBytes(len(prefix)) {
+			t.Errorf("key %q: want the prefix and %d bytes", k, redisstore.KeyBytes(len(prefix)))
+		}
+		for _, text := range append(subjects[:2:2], "acme", "203.0.113", "2001:db8", "198.51") {
+			if strings.Contains(k, text) {
+				t.Errorf("key %q holds %q", k, text)
+			}
+		}
+		ttl, err := rdb.PTTL(ctx, k).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, _ := rdb.Get(ctx, k).Int64()
+		limit := budget.Window
+		if v < 0 { // a trust
+			limit = 24 * time.Hour
+		}
+		if ttl <= 0 || ttl > limit {
+			t.Errorf("key %q (%d) has PTTL %v, want within (0, %v]", k, v, ttl, limit)
+		}
+		u, err := rdb.MemoryUsage(ctx, k).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		usage = max(usage, u)
+	}
+	t.Logf("a key of %d bytes costs Redis %d bytes (MEMORY USAGE), plus its expiry entry", redisstore.KeyBytes(len(prefix)), usage)
+	if usage > 128 {
+		t.Errorf("MEMORY USAGE %d: the package doc says about 100 bytes a key", usage)
+	}
+}
+
+// A store whose Redis does not answer: FailOpen falls back to its own
+// limit.Memory with every rule intact; FailClosed refuses with
+// limit.ErrUnavailable. After the first failure Redis is skipped for the
+// retry interval, so a dead Redis costs one call, not one per request;
+// once it answers again the store uses it again.
+func TestUnreachableRedis(t *testing.T) {
+	srv := startRedis(t)
+	rdb := srv.client(t)
+	budget := limit.Budget{PerSubject: 3, PerAddress: 100, Window: time.Minute}
+	open := redisstore.New(rdb, redisstore.Options{Prefix: "open:", RetryInterval: time.Hour})
+	closed := redisstore.New(rdb, redisstore.Options{Prefix: "closed:", OnUnavailable: redisstore.FailClosed, RetryInterval: time.Hour})
+	srv.kill()
+	granted := 0
+	for range 10 {
+		res, err := open.Reserve(context.Background(), limit.Request{Subject: "payroll", Address: "203.0.113.9", Budget: budget, Now: time.Now()})
+		var no *limit.Refusal
+		switch {
+		case err == nil:
+			granted++
+			res.Failed()
+		case !errors.As(err, &no):
+			t.Fatalf("FailOpen: %v", err)
+		}
+	}
+	if granted != 3 {
+		t.Fatalf("FailOpen granted %d of 10 guesses, want the budget, 3: the fallback keeps the rules", granted)
+	}
+	if st := open.Stats(); st != (redisstore.Stats{Fallback: 10, Errors: 1}) {
+		t.Fatalf("FailOpen stats %+v, want 10 decided by the fallback after 1 failed call", st)
+	}
+	for range 10 {
+		res, err := closed.Reserve(context.Background(), limit.Request{Subject: "payroll", Address: "198.51.100.7", Budget: budget, Now: time.Now()})
+		if res != nil || !errors.Is(err, limit.ErrUnavailable) {
+			t.Fatalf("FailClosed: %v, %v", res, err)
+		}
+	}
+	if st := closed.Stats(); st != (redisstore.Stats{Unavailable: 10, Errors: 1}) {
+		t.Fatalf("FailClosed stats %+v", st)
+	}
+}
+
+// A hung Redis (stopped: its port takes connections, nothing answers)
+// holds a request at most the store's Timeout, even with a client that
+// would wait for ever; once Redis answers again, the store uses it again.
+func TestHungRedisIsGivenUpAndRetried(t *testing.T) {
+	srv := startRedis(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.addr, ReadTimeout: -1, WriteTimeout: -1}) // no timeouts of its own
+	t.Cleanup(func() { rdb.Close() })
+	store := redisstore.New(rdb, redisstore.Options{Prefix: "hung:", Timeout: 100 * time.Millisecond, RetryInterval: 50 * time.Millisecond, OnUnavailable: redisstore.FailClosed})
+	req := limit.Request{Subject: "payroll", Address: "203.0.113.9", Budget: limit.Budget{PerSubject: 3, PerAddress: 100, Window: time.Minute}}
+	if res, err := store.Reserve(context.Background(), req); err != nil {
+		t.Fatal(err)
+	} else {
+		res.Succeeded()
+	}
+	srv.pause(t)
+	answered := make(chan error, 5)
+	for range 5 {
+		go func() {
+			_, err := store.Reserve(context.Background(), req)
+			answered <- err
+		}()
+	}
+	for range 5 {
+		select {
+		case err := <-answered:
+			if !errors.Is(err, limit.ErrUnavailable) {
+				t.Fatalf("while Redis is hung: %v", err)
+			}
+		case <-time.After(30 * time.Second): // a failure bound only, far above Timeout
+			t.Fatal("a reservation is held by a hung Redis")
+		}
+	}
+	srv.resume(t)
+	for i := 0; ; i++ {
+		res, err := store.Reserve(context.Background(), req)
+		if err == nil {
+			res.Succeeded()
+			break
+		}
+		if i == 200 {
+			t.Fatalf("Redis answers again, the store does not use it: %v %+v", err, store.Stats())
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	if st := store.Stats(); st.Errors == 0 || st.Unavailable < 5 || st.Redis < 2 {
+		t.Fatalf("stats %+v", st)
+	}
+}
