@@ -382,7 +382,7 @@ func (iss *Issuer) assertionClient(r *http.Request, form url.Values, st *state, 
 	if why != "" {
 		return fail(why)
 	}
-	fresh, full := st.replay.add(id, jti, until, now)
+	fresh, full := st.replay.Add(id, jti, until, now)
 	switch {
 	case !fresh:
 		return fail("assertion jti already used")

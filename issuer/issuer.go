@@ -19,6 +19,7 @@ import (
 	"github.com/idsauth/idsauth/internal/clientip"
 	"github.com/idsauth/idsauth/internal/keyerr"
 	"github.com/idsauth/idsauth/internal/keys"
+	"github.com/idsauth/idsauth/internal/replay"
 	"github.com/idsauth/idsauth/limit"
 	"github.com/idsauth/idsauth/observe"
 	"github.com/idsauth/idsauth/scope"
@@ -82,7 +83,7 @@ type state struct {
 	keyPad            map[string]int // signature checks per alg
 	dummies           map[string]crypto.PublicKey
 	replayBytes       int
-	replay            *replayCache // kept across reloads
+	replay            *replay.Cache // kept across reloads
 }
 
 // limiterConfig is what a new limit.Memory is made for: while it stays,
@@ -206,11 +207,11 @@ func (iss *Issuer) Reload(cfg *Config) error {
 	st.verifier.Prime(subjects...)
 	switch {
 	case old == nil:
-		st.replay = newReplayCache(st.replayBytes)
+		st.replay = replay.New(st.replayBytes)
 	case old.replayBytes == st.replayBytes:
 		st.replay = old.replay
 	default:
-		st.replay = old.replay.resized(st.replayBytes, iss.now())
+		st.replay = old.replay.Resized(st.replayBytes, iss.now())
 	}
 	// Swap first, then bump: a validation that read the new version has
 	// also read the new keys, so no token of a removed key is cached under
