@@ -63,3 +63,16 @@ func ExampleStore() {
 	fmt.Println(store.refused.Load(), "refused")
 	// Output: 1 refused
 }
+
+func ExampleMemory_Remember() {
+	store := limit.NewMemory(64 << 10)
+	now := time.Now()
+	use := limit.Replay{Subject: "payroll", ID: "4f1c0a9e", Until: now.Add(5 * time.Minute), Now: now}
+	for range 2 {
+		fresh, err := store.Remember(context.Background(), use)
+		fmt.Println(fresh, err)
+	}
+	// Output:
+	// true <nil>
+	// false <nil>
+}

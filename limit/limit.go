@@ -118,13 +118,17 @@ const (
 	SubjectAddress Limit = "subject+address" // the subject's budget is spent and this address failed for it
 )
 
-// Refusal is Reserve's error when a budget is spent.
+// Refusal is Reserve's error when a budget is spent, and Remember's
+// (Limit Replays) when it has no room for an ID.
 type Refusal struct {
 	Limit      Limit         // which budget
 	RetryAfter time.Duration // until the request would be reserved
 }
 
 func (r *Refusal) Error() string {
+	if r.Limit == Replays {
+		return "limit: no room to remember another ID (replays), retry after " + r.RetryAfter.String()
+	}
 	return "limit: too many failed attempts (" + string(r.Limit) + "), retry after " + r.RetryAfter.String()
 }
 

@@ -2,8 +2,10 @@ package limit
 
 import (
 	"context"
+	"sync"
 
 	"github.com/idsauth/idsauth/internal/limiter"
+	"github.com/idsauth/idsauth/internal/replay"
 )
 
 // EntryBytes is what Memory pays for one remembered subject, address or
@@ -29,18 +31,51 @@ const DefaultMemoryBytes = 1 << 20
 // subject's budget being spent) rather than a failure forgotten. So an
 // attacker with more addresses than the table holds gets no more tries,
 // only refusals.
+//
+// Memory is a ReplayStore: Remember keeps IDs in a third table, of a
+// quarter of maxBytes (at least 4 KiB), allocated at the first Remember
+// so that a Memory that never remembers pays nothing for it. An ID that
+// has not expired is never forgotten: when its set is full, Remember
+// refuses.
 type Memory struct {
 	l *limiter.Limiter
+
+	replayBytes int
+	replayOnce  sync.Once
+	replay      *replay.Cache
 }
 
 // NewMemory returns a Memory whose tables hold maxBytes, rounded down to a
 // power of two; at least 128.
 func NewMemory(maxBytes int) *Memory {
-	return &Memory{l: limiter.New(maxBytes)}
+	return &Memory{l: limiter.New(maxBytes), replayBytes: max(4<<10, maxBytes/4)}
 }
 
-// Bytes is the memory m holds, fixed at NewMemory.
+// Bytes is the memory of m's budgets, fixed at NewMemory; Remember's table
+// is ReplayBytes more.
 func (m *Memory) Bytes() int { return m.l.Bytes() }
+
+// ReplayBytes is the memory of Remember's table (16 bytes an ID), fixed at
+// NewMemory and allocated at the first Remember.
+func (m *Memory) ReplayBytes() int { return replay.BytesFor(m.replayBytes) }
+
+func (m *Memory) replays() *replay.Cache {
+	m.replayOnce.Do(func() { m.replay = replay.New(m.replayBytes) })
+	return m.replay
+}
+
+// Remember implements ReplayStore at r.Now; ctx is not used. Its only
+// error is a *Refusal when r.ID's set holds only IDs that have not
+// expired.
+func (m *Memory) Remember(_ context.Context, r Replay) (bool, error) {
+	fresh, full := m.replays().Add(r.Subject, r.ID, r.Until, r.Now)
+	if fresh && full > 0 {
+		return false, &Refusal{Limit: Replays, RetryAfter: full}
+	}
+	return fresh, nil
+}
+
+var _ ReplayStore = (*Memory)(nil)
 
 // Reserve implements Store at r.Now; ctx is not used. Its only errors are
 // a *Refusal, and ErrBudget.

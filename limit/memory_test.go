@@ -3,6 +3,7 @@ package limit_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -12,6 +13,54 @@ import (
 
 func TestMemoryKeepsTheRules(t *testing.T) {
 	limittest.Run(t, func(*testing.T) limit.Store { return limit.NewMemory(limit.DefaultMemoryBytes) })
+}
+
+func TestMemoryRemembers(t *testing.T) {
+	limittest.RunReplay(t, func(*testing.T) limit.ReplayStore { return limit.NewMemory(limit.DefaultMemoryBytes) })
+}
+
+// Remember's table is fixed in bytes: more live IDs than it holds are
+// refused with a *Refusal (Limit Replays) and a Retry-After, never made
+// room for by forgetting a live one; once they expire, there is room.
+func TestMemoryRememberIsFixedInBytes(t *testing.T) {
+	m := limit.NewMemory(16 << 10)
+	if got := m.ReplayBytes(); got != 4096 {
+		t.Fatalf("ReplayBytes = %d, want a quarter of 16 KiB", got)
+	}
+	now := time.Unix(1_800_000_000, 0)
+	until := now.Add(5 * time.Minute)
+	var kept []string
+	refused := 0
+	for i := range 400 { // 4096 bytes hold 256 IDs
+		id := fmt.Sprint("jti-", i)
+		fresh, err := m.Remember(context.Background(), limit.Replay{Subject: "payroll", ID: id, Until: until, Now: now})
+		var no *limit.Refusal
+		switch {
+		case fresh && err == nil:
+			kept = append(kept, id)
+		case !fresh && errors.As(err, &no) && no.Limit == limit.Replays && no.RetryAfter == 5*time.Minute:
+			refused++
+		default:
+			t.Fatalf("ID %d: %v, %v; want fresh, or refused until the first entry of its set frees", i, fresh, err)
+		}
+	}
+	if len(kept) > 256 || refused == 0 || len(kept)+refused != 400 {
+		t.Fatalf("%d remembered and %d refused of 400, want at most 256 remembered", len(kept), refused)
+	}
+	for _, id := range kept {
+		if fresh, err := m.Remember(context.Background(), limit.Replay{Subject: "payroll", ID: id, Until: until, Now: now.Add(time.Minute)}); fresh || err != nil {
+			t.Fatalf("%s was forgotten to make room: %v, %v", id, fresh, err)
+		}
+	}
+	later := until.Add(time.Second)
+	for _, id := range kept {
+		if fresh, err := m.Remember(context.Background(), limit.Replay{Subject: "payroll", ID: id, Until: later.Add(time.Minute), Now: later}); !fresh || err != nil {
+			t.Fatalf("%s once its Until has passed: %v, %v; want fresh", id, fresh, err)
+		}
+	}
+	if got := m.ReplayBytes(); got != 4096 {
+		t.Fatalf("ReplayBytes grew to %d", got)
+	}
 }
 
 // The budget comes with each request, so a reload applies at once; what

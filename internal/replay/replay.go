@@ -45,10 +45,19 @@ func New(bytes int) *Cache {
 }
 
 func newSeed(bytes int, seed maphash.Seed) *Cache {
-	sets := max(1, bytes/(EntryBytes*ways))
-	sets = 1 << (bits.Len(uint(sets)) - 1) // a power of two, at most asked
-	return &Cache{seed: seed, entries: make([]entry, sets*ways), setMask: uint64(sets - 1)}
+	n := sets(bytes)
+	return &Cache{seed: seed, entries: make([]entry, n*ways), setMask: uint64(n - 1)}
 }
+
+// sets is the number of sets of a cache of bytes: a power of two, at most
+// asked, at least one.
+func sets(bytes int) int {
+	n := max(1, bytes/(EntryBytes*ways))
+	return 1 << (bits.Len(uint(n)) - 1)
+}
+
+// BytesFor is the memory New(bytes) allocates.
+func BytesFor(bytes int) int { return sets(bytes) * ways * EntryBytes }
 
 // Bytes is the memory of the table, fixed at creation.
 func (c *Cache) Bytes() int { return len(c.entries) * EntryBytes }
