@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"math/big"
 	"net/http"
@@ -26,6 +27,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/idsauth/idsauth/internal/keys"
+	"github.com/idsauth/idsauth/limit"
 )
 
 // ClientAssertionType is the client_assertion_type of a private_key_jwt
@@ -382,17 +384,56 @@ func (iss *Issuer) assertionClient(r *http.Request, form url.Values, st *state, 
 	if why != "" {
 		return fail(why)
 	}
-	fresh, full := st.replay.Add(id, jti, until, now)
+	fresh, terr := iss.remember(r.Context(), st, id, jti, until, now)
 	switch {
+	case terr != nil:
+		res.Succeeded() // the key was right: nothing to charge
+		return nil, terr
 	case !fresh:
 		return fail("assertion jti already used")
-	case full > 0:
-		res.Succeeded() // the key was right: nothing to charge
-		return nil, &tokenError{status: http.StatusTooManyRequests, code: "slow_down", desc: "too many assertions to remember; try again later",
-			retry: max(1, int((full+time.Second-1)/time.Second)), why: "the assertion replay cache is full (clientAssertions.replayCacheBytes)"}
 	}
 	res.Succeeded()
 	return cl, nil
+}
+
+// sharedReplays is the limiter store when it remembers jtis too.
+func (iss *Issuer) sharedReplays() limit.ReplayStore {
+	rs, _ := iss.store.(limit.ReplayStore)
+	return rs
+}
+
+// remember records client id's jti until until, in the limiter store when
+// it is a limit.ReplayStore (shared by the replicas), else in the issuer's
+// own cache. It reports whether the jti is fresh, or why no token may be
+// issued now: no room to remember it, or a store that cannot answer.
+func (iss *Issuer) remember(ctx context.Context, st *state, id, jti string, until, now time.Time) (bool, *tokenError) {
+	rs := iss.sharedReplays()
+	if rs == nil {
+		fresh, full := st.replay.Add(id, jti, until, now)
+		if fresh && full > 0 {
+			return false, replayFull(full, "the assertion replay cache is full (clientAssertions.replayCacheBytes)")
+		}
+		return fresh, nil
+	}
+	// Each replica accepts an assertion until exp plus the leeway by its
+	// own clock; the shared store keeps the jti a leeway longer, so that
+	// replicas whose clocks differ by up to that much still refuse it.
+	fresh, err := rs.Remember(ctx, limit.Replay{Subject: id, ID: jti, Until: until.Add(assertionLeeway), Now: now})
+	var no *limit.Refusal
+	switch {
+	case err == nil:
+		return fresh, nil
+	case errors.As(err, &no):
+		return false, replayFull(no.RetryAfter, "the limiter store has no room to remember the assertion's jti")
+	}
+	iss.logger.Error("idsauth issuer: the limiter store cannot remember an assertion's jti", slog.String("error", err.Error()))
+	return false, &tokenError{status: http.StatusServiceUnavailable, code: "temporarily_unavailable", desc: "the token endpoint cannot check assertion replays now; try again shortly",
+		retry: int(limit.UnavailableRetryAfter / time.Second), why: "the limiter store cannot remember the assertion's jti"}
+}
+
+func replayFull(wait time.Duration, why string) *tokenError {
+	return &tokenError{status: http.StatusTooManyRequests, code: "slow_down", desc: "too many assertions to remember; try again later",
+		retry: max(1, int((wait+time.Second-1)/time.Second)), why: why}
 }
 
 // assertionForm checks the parameters of a private_key_jwt request: the

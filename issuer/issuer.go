@@ -83,7 +83,7 @@ type state struct {
 	keyPad            map[string]int // signature checks per alg
 	dummies           map[string]crypto.PublicKey
 	replayBytes       int
-	replay            *replay.Cache // kept across reloads
+	replay            *replay.Cache // kept across reloads; nil when the store remembers
 }
 
 // limiterConfig is what a new limit.Memory is made for: while it stays,
@@ -139,10 +139,17 @@ func WithVerifier(v *secret.Verifier) Option {
 // the issuer keeps a limit.Memory of limits.limiterMaxBytes, which Reload
 // keeps while the limits stay the same.
 //
+// When the store is also a limit.ReplayStore (limit.Memory and the Redis
+// store are), it remembers the jti of each accepted client assertion too,
+// so that replicas sharing it accept an assertion once between them;
+// clientAssertions.replayCacheBytes does not apply then. Otherwise each
+// issuer remembers them in a cache of its own.
+//
 // When the store cannot answer (an error other than a *limit.Refusal),
 // the token request is answered 503 temporarily_unavailable with
-// Retry-After and no secret is checked: whether a store fails so or falls
-// back to limits of its own is the store's choice.
+// Retry-After and no secret is checked, and no token is issued for an
+// assertion whose jti it cannot remember: whether a store fails so or
+// falls back to limits and memory of its own is the store's choice.
 func WithLimiterStore(s limit.Store) Option {
 	return func(iss *Issuer) {
 		if s != nil {
@@ -206,6 +213,7 @@ func (iss *Issuer) Reload(cfg *Config) error {
 	}
 	st.verifier.Prime(subjects...)
 	switch {
+	case iss.sharedReplays() != nil: // the store remembers the jtis
 	case old == nil:
 		st.replay = replay.New(st.replayBytes)
 	case old.replayBytes == st.replayBytes:
