@@ -126,8 +126,9 @@ type Options struct {
 	// value is FailOpen.
 	OnUnavailable FailureMode
 	// FallbackMaxBytes is the memory of FailOpen's limit.Memory. Zero
-	// means limit.DefaultMemoryBytes. It is allocated at New, so that a
-	// failure of Redis never waits for an allocation.
+	// means limit.DefaultMemoryBytes. Its budgets are allocated at New,
+	// so that a failure of Redis never waits for an allocation; its table
+	// of jtis (a quarter more) at the first Remember that falls back.
 	FallbackMaxBytes int
 	// Logger gets a line when Redis stops answering and when it answers
 	// again. Nil logs nothing.
@@ -192,9 +193,10 @@ func New(rdb redis.Scripter, o Options) *Store {
 	return s
 }
 
-// Stats counts a Store's decisions since New.
+// Stats counts a Store's decisions since New: reservations and
+// remembered IDs together.
 type Stats struct {
-	Redis       uint64 // reservations granted or refused by Redis
+	Redis       uint64 // granted or refused by Redis
 	Fallback    uint64 // decided by the local limit.Memory while Redis could not answer (FailOpen)
 	Unavailable uint64 // refused because Redis could not answer (FailClosed)
 	Errors      uint64 // calls to Redis that failed or timed out
@@ -321,6 +323,40 @@ func (s *Store) reserve(ctx context.Context, r limit.Request) (limit.Reservation
 	res.good, res.tookSubject, res.now = v[1] == 1, v[2] == 1, v[3]
 	return res, nil
 }
+
+// Remember implements limit.ReplayStore: one SET NX of a key of fixed
+// size (the kind "r" and a hash of r.Subject and r.ID) that expires
+// r.Until-r.Now from when Redis sets it, so that Redis's clock does not
+// matter. Zero r.Now means time.Now. While Redis cannot answer, FailOpen
+// remembers in the fallback limit.Memory (whose *limit.Refusal it may
+// return when full), and FailClosed returns an error wrapping
+// limit.ErrUnavailable.
+func (s *Store) Remember(ctx context.Context, r limit.Replay) (bool, error) {
+	if r.Now.IsZero() {
+		r.Now = time.Now()
+	}
+	if s.useRedis() {
+		ttl := max(1, (r.Until.Sub(r.Now)+time.Millisecond-1)/time.Millisecond)
+		v, err := s.run(ctx, remember, []string{s.key('r', r.Subject, r.ID)}, int64(ttl))
+		if err == nil && len(v) != 1 {
+			err = fmt.Errorf("redisstore: the remember script answered %d values", len(v))
+		}
+		if err == nil {
+			s.answered()
+			s.redisDecided.Add(1)
+			return v[0] == 1, nil
+		}
+		s.failed(err)
+	}
+	if s.mode == FailClosed {
+		s.unavailable.Add(1)
+		return false, fmt.Errorf("%w: Redis does not answer", limit.ErrUnavailable)
+	}
+	s.fallbackDecided.Add(1)
+	return s.fallback.Remember(ctx, r)
+}
+
+var _ limit.ReplayStore = (*Store)(nil)
 
 // keys returns the keys of an address's bucket, a subject's bucket and
 // their pair mark: fixed in size, and the text of neither.

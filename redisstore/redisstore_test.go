@@ -186,3 +186,89 @@ func TestHungRedisIsGivenUpAndRetried(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 }
+
+// The Redis store remembers jtis as limit.Memory does.
+func TestStoreRemembers(t *testing.T) {
+	rdb := startRedis(t).client(t)
+	n := 0
+	limittest.RunReplay(t, func(t *testing.T) limit.ReplayStore {
+		n++
+		return redisstore.New(rdb, redisstore.Options{Prefix: fmt.Sprintf("replay%d:", n)})
+	})
+}
+
+// A jti's key has the store's prefix and the fixed length of every key,
+// holds neither the client ID nor the jti as text, and expires at the
+// Until it was given, counted from Now.
+func TestReplayKeysAreFixedSizeAndExpire(t *testing.T) {
+	rdb := startRedis(t).client(t)
+	const prefix = "idsauth:token:"
+	store := redisstore.New(rdb, redisstore.Options{Prefix: prefix})
+	long := strings.Repeat("J", 1000)
+	now := time.Now()
+	ids := map[string]time.Duration{"4f1c0a9e-jti": time.Minute, long: 6 * time.Minute, "": time.Second}
+	for id, life := range ids {
+		if fresh, err := store.Remember(context.Background(), limit.Replay{Subject: "payroll", ID: id, Until: now.Add(life), Now: now}); !fresh || err != nil {
+			t.Fatalf("Remember(%.20q): %v, %v", id, fresh, err)
+		}
+	}
+	ctx := context.Background()
+	keys, err := rdb.Keys(ctx, "*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != len(ids) {
+		t.Fatalf("%d keys for %d jtis: %q", len(keys), len(ids), keys)
+	}
+	var longest time.Duration
+	for _, k := range keys {
+		if !strings.HasPrefix(k, prefix+"r:") || len(k) != redisstore.KeyBytes(len(prefix)) {
+			t.Errorf("key %q: want the prefix, kind r and %d bytes", k, redisstore.KeyBytes(len(prefix)))
+		}
+		for _, text := range []string{"payroll", "4f1c", "JJJJ"} {
+			if strings.Contains(k, text) {
+				t.Errorf("key %q holds %q", k, text)
+			}
+		}
+		ttl, err := rdb.PTTL(ctx, k).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ttl <= 0 || ttl > 6*time.Minute {
+			t.Errorf("key %q has PTTL %v, want within (0, its life]", k, ttl)
+		}
+		longest = max(longest, ttl)
+	}
+	if longest <= time.Minute {
+		t.Errorf("the longest PTTL is %v: the 6-minute jti does not keep its Until", longest)
+	}
+}
+
+// While Redis cannot answer, Remember follows the store's choice:
+// FailOpen remembers in the replica's own memory (a replay at this
+// replica is still refused); FailClosed returns limit.ErrUnavailable.
+func TestRememberWhenRedisCannotAnswer(t *testing.T) {
+	srv := startRedis(t)
+	rdb := srv.client(t)
+	open := redisstore.New(rdb, redisstore.Options{Prefix: "open:", RetryInterval: time.Hour})
+	closed := redisstore.New(rdb, redisstore.Options{Prefix: "closed:", OnUnavailable: redisstore.FailClosed, RetryInterval: time.Hour})
+	srv.kill()
+	now := time.Now()
+	use := limit.Replay{Subject: "payroll", ID: "jti-1", Until: now.Add(time.Minute), Now: now}
+	for i, want := range []bool{true, false, false} {
+		if fresh, err := open.Remember(context.Background(), use); fresh != want || err != nil {
+			t.Fatalf("FailOpen, use %d: %v, %v; want %v", i+1, fresh, err, want)
+		}
+	}
+	if st := open.Stats(); st != (redisstore.Stats{Fallback: 3, Errors: 1}) {
+		t.Fatalf("FailOpen stats %+v, want 3 decided by the fallback after 1 failed call", st)
+	}
+	for range 3 {
+		if fresh, err := closed.Remember(context.Background(), use); fresh || !errors.Is(err, limit.ErrUnavailable) {
+			t.Fatalf("FailClosed: %v, %v", fresh, err)
+		}
+	}
+	if st := closed.Stats(); st != (redisstore.Stats{Unavailable: 3, Errors: 1}) {
+		t.Fatalf("FailClosed stats %+v", st)
+	}
+}

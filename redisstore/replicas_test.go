@@ -2,6 +2,9 @@ package redisstore_test
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"encoding/base64"
 	"fmt"
 	"io"
@@ -13,6 +16,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/idsauth/idsauth/issuer"
 	"github.com/idsauth/idsauth/limit"
@@ -39,6 +44,40 @@ func (c *counting) Reserve(ctx context.Context, r limit.Request) (limit.Reservat
 	return res, err
 }
 
+// Remember passes on to the store: a wrapper that did not would hide it,
+// and the issuer would remember jtis per replica.
+func (c *counting) Remember(ctx context.Context, r limit.Replay) (bool, error) {
+	return c.Store.(limit.ReplayStore).Remember(ctx, r)
+}
+
+// sharedIssuer is the issuer URL of every replica, as behind one load
+// balancer: an assertion addressed to one is addressed to all.
+const sharedIssuer = "https://ids.example/ids"
+
+// signerKey is the key of the client "signer" (private_key_jwt).
+var signerKey = sync.OnceValue(func() *ecdsa.PrivateKey {
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		panic(err)
+	}
+	return k
+})
+
+// assertion returns a fresh client assertion of "signer" for the
+// replicas' token endpoint.
+func assertion(t *testing.T) string {
+	t.Helper()
+	now := time.Now()
+	s, err := jwt.NewWithClaims(jwt.SigningMethodES256, jwt.MapClaims{
+		"iss": "signer", "sub": "signer", "aud": sharedIssuer + "/connect/token",
+		"iat": now.Unix(), "exp": now.Add(time.Minute).Unix(), "jti": rand.Text(),
+	}).SignedString(signerKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // replica is one issuer on its own loopback server, with its own Store
 // on the shared Redis, as a process of its own would have.
 type replica struct {
@@ -60,10 +99,11 @@ func replicas(t *testing.T, srv *redisServer, n int, o redisstore.Options, limit
 		t.Cleanup(r.srv.Close)
 		limits.TrustedProxyHeader = "X-Forwarded-For"
 		iss, err := issuer.New(&issuer.Config{
-			Issuer:       r.srv.URL + "/ids",
+			Issuer:       sharedIssuer,
 			EphemeralKey: true,
 			Clients: []issuer.ClientConfig{
 				{ClientID: "payroll", SecretHashes: []string{secret.HashSHA256(payrollSecret).String()}, Scopes: []string{scope.AdminWebAPI}},
+				{ClientID: "signer", PublicKeys: []issuer.ClientKeyConfig{{Key: signerKey().Public()}}, Scopes: []string{scope.AdminWebAPI}},
 			},
 			Limits: limits,
 		}, issuer.WithLimiterStore(r.count))
@@ -82,13 +122,23 @@ var httpClient = &http.Client{Timeout: 30 * time.Second} // a failure bound only
 // status and the error code.
 func (r *replica) token(t *testing.T, client, pass, addr string) (int, string) {
 	t.Helper()
-	body := url.Values{"grant_type": {"client_credentials"}, "scope": {scope.AdminWebAPI}}.Encode()
-	req, err := http.NewRequest(http.MethodPost, r.srv.URL+"/ids/connect/token", strings.NewReader(body))
+	return r.post(t, url.Values{"grant_type": {"client_credentials"}, "scope": {scope.AdminWebAPI}},
+		"Basic "+base64.StdEncoding.EncodeToString([]byte(url.QueryEscape(client)+":"+url.QueryEscape(pass))), addr)
+}
+
+// post sends a token request of form, with authz as its Authorization
+// header when not empty, from addr; it returns the status and the error
+// code.
+func (r *replica) post(t *testing.T, form url.Values, authz, addr string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, r.srv.URL+"/ids/connect/token", strings.NewReader(form.Encode()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(url.QueryEscape(client)+":"+url.QueryEscape(pass))))
+	if authz != "" {
+		req.Header.Set("Authorization", authz)
+	}
 	req.Header.Set("X-Forwarded-For", addr)
 	resp, err := httpClient.Do(req)
 	if err != nil {
@@ -104,6 +154,14 @@ func (r *replica) token(t *testing.T, client, pass, addr string) (int, string) {
 		t.Errorf("%d without Retry-After", resp.StatusCode)
 	}
 	return resp.StatusCode, code
+}
+
+// tokenBy asks r for a token with a client assertion, from addr; it
+// returns the status and the error code.
+func (r *replica) tokenBy(t *testing.T, assertion, addr string) (int, string) {
+	t.Helper()
+	return r.post(t, url.Values{"grant_type": {"client_credentials"}, "scope": {scope.AdminWebAPI},
+		"client_assertion_type": {issuer.ClientAssertionType}, "client_assertion": {assertion}}, "", addr)
 }
 
 // Two issuers on one Redis enforce one budget per client and one per
@@ -289,4 +347,75 @@ func TestSCIMReplicasShareOneBudget(t *testing.T) {
 			t.Fatalf("the right token from another address: %d", st)
 		}
 	}
+}
+
+// Two issuers on one Redis accept an assertion once between them (issue
+// 17): a replay at the other replica, or at the same one, is refused as a
+// reused jti is; a fresh assertion gets a token at either.
+func TestReplicasRefuseAReplayedAssertion(t *testing.T) {
+	srv := startRedis(t)
+	rs := replicas(t, srv, 2, redisstore.Options{Prefix: "idsauth:token:"}, issuer.Limits{})
+	for first := range 2 {
+		as := assertion(t)
+		if st, code := rs[first].tokenBy(t, as, "198.51.100.7"); st != 200 {
+			t.Fatalf("a fresh assertion at replica %d: %d %s", first+1, st, code)
+		}
+		for _, i := range []int{1 - first, first} {
+			if st, code := rs[i].tokenBy(t, as, "203.0.113.9"); st != 401 || code != "invalid_client" {
+				t.Fatalf("replayed at replica %d after a token at replica %d: %d %s, want 401 invalid_client", i+1, first+1, st, code)
+			}
+		}
+	}
+	if st := rs[0].store.Stats(); st.Errors != 0 || st.Fallback != 0 {
+		t.Fatalf("replica 1's stats %+v: Redis should have decided everything", st)
+	}
+}
+
+// Redis dies with assertions in use. With FailOpen (the default), each
+// replica remembers jtis in its own memory: a replay at the replica that
+// issued is refused, and one at the other replica is let in once, as the
+// package documents (one use per replica while Redis is down). With
+// FailClosed, a fresh assertion gets 503 and no token.
+func TestReplayWhenRedisDies(t *testing.T) {
+	t.Run("FailOpen", func(t *testing.T) {
+		srv := startRedis(t)
+		rs := replicas(t, srv, 2, redisstore.Options{Prefix: "idsauth:token:", RetryInterval: time.Hour}, issuer.Limits{})
+		before := assertion(t)
+		if st, code := rs[0].tokenBy(t, before, "198.51.100.7"); st != 200 {
+			t.Fatalf("before Redis died: %d %s", st, code)
+		}
+		srv.kill()
+		as := assertion(t)
+		var got []string
+		for _, i := range []int{0, 0, 1, 1, 0} {
+			st, code := rs[i].tokenBy(t, as, "198.51.100.7")
+			got = append(got, fmt.Sprint(i+1, ":", st, code))
+		}
+		if want := "[1:200 1:401invalid_client 2:200 2:401invalid_client 1:401invalid_client]"; fmt.Sprint(got) != want {
+			t.Fatalf("one assertion at replica 1, 1, 2, 2, 1 after Redis died: %v, want %v", got, want)
+		}
+		// Used before Redis died, so remembered in Redis only: replica 1
+		// lets it in once more.
+		got = nil
+		for range 2 {
+			st, code := rs[0].tokenBy(t, before, "198.51.100.7")
+			got = append(got, fmt.Sprint(st, code))
+		}
+		if fmt.Sprint(got) != "[200 401invalid_client]" {
+			t.Fatalf("an assertion used before Redis died, twice at replica 1: %v, want one more use then 401", got)
+		}
+	})
+	t.Run("FailClosed", func(t *testing.T) {
+		srv := startRedis(t)
+		rs := replicas(t, srv, 2, redisstore.Options{Prefix: "idsauth:token:", OnUnavailable: redisstore.FailClosed, RetryInterval: time.Hour}, issuer.Limits{})
+		if st, code := rs[0].tokenBy(t, assertion(t), "198.51.100.7"); st != 200 {
+			t.Fatalf("before Redis died: %d %s", st, code)
+		}
+		srv.kill()
+		for i := range 4 {
+			if st, code := rs[i%2].tokenBy(t, assertion(t), "198.51.100.7"); st != 503 || code != "temporarily_unavailable" {
+				t.Fatalf("a fresh assertion at replica %d after Redis died: %d %s, want 503 temporarily_unavailable", i%2+1, st, code)
+			}
+		}
+	})
 }

@@ -7,7 +7,8 @@ import "github.com/redis/go-redis/v9"
 // microseconds), so that every replica sees the same budgets at the same
 // instant.
 //
-// KEYS: the address's bucket, the subject's bucket, the pair mark.
+// KEYS of the limiter's scripts: the address's bucket, the subject's
+// bucket, the pair mark.
 // A bucket holds a GCRA theoretical arrival time: it is full when that
 // time has passed, so it expires then. A pair mark holds the end of a
 // failure mark when positive, or minus the end of a trust when negative,
@@ -83,4 +84,12 @@ var failed = redis.NewScript(`#!lua
 local now, window = tonumber(ARGV[1]), tonumber(ARGV[2])
 redis.call('SET', KEYS[3], string.format('%d', now + window), 'PX', string.format('%d', math.ceil(window / 1000)))
 return {1}
+`)
+
+// remember sets a jti's key unless it exists. ARGV: its time to live, in
+// milliseconds. It returns {1} when the key was set (the jti is fresh),
+// {0} when it existed (a replay).
+var remember = redis.NewScript(`#!lua
+if redis.call('SET', KEYS[1], '1', 'NX', 'PX', ARGV[1]) then return {1} end
+return {0}
 `)
