@@ -1,12 +1,14 @@
 package redisstore_test
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/idsauth/idsauth/issuer"
+	"github.com/idsauth/idsauth/limit"
 	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/redisstore"
 )
@@ -38,4 +40,39 @@ func ExampleNew() {
 	mux := http.NewServeMux()
 	mux.Handle("/ids/", iss)
 	mux.Handle("/webapi/scim-api/v1/{tenant}/scim/", scim(http.NotFoundHandler()))
+}
+
+// jtisApart keeps the failure budgets in one store and the assertion jtis
+// in another.
+type jtisApart struct {
+	limit.Store
+	jtis limit.ReplayStore
+}
+
+func (s jtisApart) Remember(ctx context.Context, r limit.Replay) (bool, error) {
+	return s.jtis.Remember(ctx, r)
+}
+
+// The store remembers the jti of each client assertion too, so that the
+// replicas accept it once between them. Where the budgets' Redis evicts
+// keys under memory pressure, give the jtis a Redis of their own that
+// does not (maxmemory-policy noeviction), and fail closed there: a full
+// or dead Redis then refuses assertions rather than letting one in twice.
+func ExampleStore_Remember() {
+	budgets := redis.NewClient(&redis.Options{Addr: "redis.internal:6379", ContextTimeoutEnabled: true})
+	jtis := redis.NewClient(&redis.Options{Addr: "redis-jti.internal:6379", ContextTimeoutEnabled: true})
+	store := jtisApart{
+		Store: redisstore.New(budgets, redisstore.Options{Prefix: "idsauth:token:"}),
+		jtis:  redisstore.New(jtis, redisstore.Options{Prefix: "idsauth:jti:", OnUnavailable: redisstore.FailClosed}),
+	}
+	cfg, err := issuer.LoadConfig("/etc/idsauth/idsauth.json")
+	if err != nil {
+		return
+	}
+	iss, err := issuer.New(cfg, issuer.WithLimiterStore(store))
+	if err != nil {
+		return
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/ids/", iss)
 }

@@ -1,7 +1,8 @@
 // Package redisstore is a limit.Store on Redis (7.0 or later), so that the
 // replicas of an issuer, or of a service behind middleware.SCIMAuth,
 // enforce one failure budget per client (or tenant) and per address
-// between them:
+// between them; and a limit.ReplayStore, so that the issuer's replicas
+// accept each client assertion (its jti) once between them:
 //
 //	rdb := redis.NewClient(&redis.Options{Addr: "redis:6379", ContextTimeoutEnabled: true})
 //	store := redisstore.New(rdb, redisstore.Options{Prefix: "idsauth:token:"})
@@ -45,6 +46,25 @@
 // address's own budget. Under noeviction a full Redis refuses the script
 // instead (out of memory), and the store acts as when Redis is down.
 //
+// # Assertion jtis
+//
+// Remember is one SET NX of the key "r" (the Prefix, "r:" and 128 bits of
+// SHA-256 of the client ID and the jti: the same fixed size), with a
+// time to live of the assertion's remaining life plus the issuer's
+// leeway, counted by Redis from when it sets it. The issuer calls it only
+// for an assertion whose signature and claims it has checked, so only a
+// holder of a client's key adds keys, one per token request, each gone
+// within the assertion's lifetime (5 minutes by default, and 30 s).
+//
+// Eviction forgets: a jti key evicted before it expires lets that
+// assertion be used once more. Under maxmemory-policy volatile-ttl, a
+// flood of failed attempts (each a few keys) can push out the jti keys
+// closest to expiring. Where that matters, run this Redis under
+// noeviction (a full Redis then acts as a Redis that is down), or keep
+// the jtis in a Redis of their own: WithLimiterStore takes any
+// limit.Store, so a struct embedding one Store whose Remember calls
+// another's does it.
+//
 // # When Redis cannot answer
 //
 // Every call to Redis is bounded by Options.Timeout (150 ms by default),
@@ -61,6 +81,14 @@
 //     (the issuer answers 503 temporarily_unavailable, SCIMAuth a 503
 //     SCIM error, both with Retry-After), so the budgets hold exactly, and
 //     Redis becomes a dependency of the token endpoint's availability.
+//
+// For assertion jtis, FailOpen remembers them in the replica's own memory
+// (a quarter of FallbackMaxBytes) and FailClosed answers 503 without a
+// token. So under FailOpen, an assertion whose lifetime overlaps an
+// outage can be used once at each replica while Redis is down, and once
+// more through Redis when it answers again if it was first used during
+// the outage: at most N+1 uses within its lifetime instead of one. An
+// attacker must already hold a valid assertion, unexpired, for that.
 //
 // FailOpen is the default because a limiter that fails closed hands
 // whoever can slow Redis down (a flood of requests, a full Redis under
