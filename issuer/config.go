@@ -340,9 +340,11 @@ func DecodeConfig(data []byte, v any) error {
 }
 
 // Validate checks c's fields and returns a *ConfigError naming the first
-// wrong one. It neither reads the key files nor changes c. New and Reload
-// run the same checks, so there is no need to call it before them; call
-// it to check a Config without applying it.
+// wrong one. It neither reads the key files nor changes c, nor reads a
+// clock: a key schedule is checked as a whole. New and Reload run the
+// same checks, so there is no need to call it before them; call it to
+// check a Config without applying it. They also read the key files, and
+// refuse a schedule under which no key signs yet at the issuer's clock.
 func (c *Config) Validate() error {
 	_, err := c.check()
 	return err
@@ -406,7 +408,7 @@ func (c *Config) check() (*state, error) {
 		}
 		clients[cl.id] = cl
 	}
-	plan, err := d.keyPlan(clients)
+	plan, err := d.keyPlan()
 	if err != nil {
 		return nil, err
 	}

@@ -38,8 +38,8 @@ func (k keyTimes) published(t time.Time) bool {
 func (k keyTimes) maySign(t time.Time) bool { return k.published(t) && after(t, k.sign) }
 
 // keyPlan parses the keys' times and checks the schedule they make (see
-// KeyConfig): c has its defaults, clients are c's, compiled.
-func (c *Config) keyPlan(clients map[string]*client) (keyPlan, error) {
+// KeyConfig): c has its defaults, and its other fields are checked.
+func (c *Config) keyPlan() (keyPlan, error) {
 	if len(c.Keys) == 0 { // the ephemeral key: signs, always
 		return keyPlan{times: make([]keyTimes, 1), spans: []planSpan{{published: []int{0}}}}, nil
 	}
@@ -70,18 +70,21 @@ func (c *Config) keyPlan(clients map[string]*client) (keyPlan, error) {
 		}
 		p.times = append(p.times, kt)
 	}
-	p.spans = spans(p.times)
-	ahead := time.Duration(c.ValidatorRefreshSeconds+c.JWKSMaxAgeSeconds) * time.Second
-	var live time.Duration // the longest token lifetime
-	for _, cl := range clients {
-		live = max(live, cl.lifetime)
+	p.spans = evaluate(p.times)
+	// In seconds, bounded so that no sum or product overflows: 2^32 s is
+	// over a century.
+	const most = 1 << 32
+	ahead := min(int64(c.ValidatorRefreshSeconds), most) + min(int64(c.JWKSMaxAgeSeconds), most)
+	var live int64 // the longest token lifetime
+	for _, cc := range c.Clients {
+		live = max(live, min(int64(cc.AccessTokenLifetime), most))
 	}
-	return p, p.check(ahead, live)
+	return p, p.check(time.Duration(ahead)*time.Second, time.Duration(live)*time.Second)
 }
 
-// spans evaluates the schedule at since ever and at each instant the
-// times name.
-func spans(ts []keyTimes) []planSpan {
+// evaluate returns the spans of the schedule: it evaluates it since ever
+// and at each instant the times name.
+func evaluate(ts []keyTimes) []planSpan {
 	instants := []time.Time{{}}
 	for _, kt := range ts {
 		for _, t := range []time.Time{kt.publish, kt.sign, kt.retire} {
