@@ -18,8 +18,9 @@
 //     func(http.Handler) http.Handler, on a Validator that checks JWTs
 //     against the issuer's JWKS (or its keys in process).
 //   - issuer: the token issuer, an http.Handler to mount at /ids/, with its
-//     configuration file, JWKS, discovery and key rotation by reload; clients
-//     authenticate with a secret or a signed JWT (private_key_jwt).
+//     configuration file, JWKS, discovery and key rotation on a schedule
+//     from the file (or by reload); clients authenticate with a secret or
+//     a signed JWT (private_key_jwt).
 //   - scimerr: SCIM error bodies ([RFC 7644] §3.12).
 //   - secret: hashed client secrets and SCIM tokens.
 //   - client: the calling side, an *http.Client that gets (with a secret

@@ -31,8 +31,10 @@ type Config struct {
 	// token, and the path prefix the issuer serves under. Required.
 	Issuer string `json:"issuer"`
 
-	// Keys are the signing keys. The first one signs; all are published in
-	// the JWKS. At least one is required, unless EphemeralKey is set.
+	// Keys are the signing keys. Without times, the first one signs and
+	// all are published in the JWKS; with publishAt, signAt and retireAt
+	// they rotate on a schedule (see KeyConfig). At least one is
+	// required, unless EphemeralKey is set.
 	Keys []KeyConfig `json:"keys,omitempty"`
 
 	// EphemeralKey, set with no Keys, makes the issuer sign with an ES256
@@ -55,6 +57,14 @@ type Config struct {
 	// discovery answers. Zero means 300.
 	JWKSMaxAgeSeconds int `json:"jwksMaxAgeSeconds,omitempty"`
 
+	// ValidatorRefreshSeconds is how often the validators of this
+	// issuer's tokens fetch its JWKS again (middleware.ValidatorConfig.
+	// RefreshInterval). A key's signAt must come at least this long plus
+	// JWKSMaxAgeSeconds after its publishAt, so that every validator has
+	// the key before its first token. Zero means 300, the validator's
+	// default.
+	ValidatorRefreshSeconds int `json:"validatorRefreshSeconds,omitempty"`
+
 	// Limits bound the token endpoint. The zero value takes the defaults.
 	Limits Limits `json:"limits,omitzero"`
 
@@ -75,6 +85,26 @@ type Config struct {
 }
 
 // KeyConfig is one signing key: a PEM file, or a key built in code.
+//
+// PublishAt, SignAt and RetireAt schedule a rotation, so that every
+// replica reading the same file switches at the same instant of its
+// clock, without a reload. At an instant t:
+//
+//   - a key is published (in the JWKS, and accepted by a validator in the
+//     same process) from its publishAt (none: since ever) until its
+//     retireAt (none: forever), excluded;
+//   - among the published keys whose signAt is at or before t (none:
+//     since ever), the one with the latest signAt signs; a tie, as
+//     between keys without signAt, goes to the one listed first. Keys
+//     without times thus keep the rule "the first one signs".
+//
+// New, Reload and Validate refuse a schedule in which a key signs less
+// than ValidatorRefreshSeconds + JWKSMaxAgeSeconds after its publishAt,
+// a key retires less than the longest client's AccessTokenLifetime after
+// it last signs, no key signs at some instant after the first one does,
+// a key signs again after another one took over, or a key's times are
+// out of order. New and Reload also refuse one in which no key signs yet
+// at the issuer's clock.
 type KeyConfig struct {
 	// File is a PEM file holding a private key (PKCS #8, SEC 1 or PKCS #1),
 	// read by New and Reload. A relative path is read from Config.Dir.
@@ -86,6 +116,18 @@ type KeyConfig struct {
 	// Key is the private key itself, for a Config built in code instead
 	// of File. Set File or Key, not both.
 	Key crypto.Signer `json:"-"`
+
+	// PublishAt is when the key starts to be published, an RFC 3339 time
+	// such as "2026-06-01T00:00:00Z". Empty means since ever: the key is
+	// taken to be in every validator's copy of the JWKS already, so give
+	// a new key a publishAt, and push the file before that instant.
+	PublishAt string `json:"publishAt,omitempty"`
+	// SignAt is when the key may start signing (RFC 3339). Empty means
+	// as soon as it is published, ranked below every key with a signAt.
+	SignAt string `json:"signAt,omitempty"`
+	// RetireAt is when the key stops being published (RFC 3339): its
+	// tokens stop validating. Empty means never.
+	RetireAt string `json:"retireAt,omitempty"`
 }
 
 // ClientConfig is one registered client.
@@ -298,9 +340,11 @@ func DecodeConfig(data []byte, v any) error {
 }
 
 // Validate checks c's fields and returns a *ConfigError naming the first
-// wrong one. It neither reads the key files nor changes c. New and Reload
-// run the same checks, so there is no need to call it before them; call
-// it to check a Config without applying it.
+// wrong one. It neither reads the key files nor changes c, nor reads a
+// clock: a key schedule is checked as a whole. New and Reload run the
+// same checks, so there is no need to call it before them; call it to
+// check a Config without applying it. They also read the key files, and
+// refuse a schedule under which no key signs yet at the issuer's clock.
 func (c *Config) Validate() error {
 	_, err := c.check()
 	return err
@@ -336,6 +380,9 @@ func (c *Config) check() (*state, error) {
 	if d.JWKSMaxAgeSeconds < 0 {
 		return nil, fieldErr("jwksMaxAgeSeconds", "negative")
 	}
+	if d.ValidatorRefreshSeconds < 0 {
+		return nil, fieldErr("validatorRefreshSeconds", "negative")
+	}
 	l := d.Limits
 	if err := l.check(); err != nil {
 		return nil, err
@@ -361,6 +408,10 @@ func (c *Config) check() (*state, error) {
 		}
 		clients[cl.id] = cl
 	}
+	plan, err := d.keyPlan()
+	if err != nil {
+		return nil, err
+	}
 	budget := limit.Budget{
 		PerSubject: l.FailedAttemptsPerClient,
 		PerAddress: l.FailedAttemptsPerAddress,
@@ -382,6 +433,7 @@ func (c *Config) check() (*state, error) {
 		},
 		assertionLifetime: time.Duration(d.ClientAssertions.MaxLifetimeSeconds) * time.Second,
 		replayBytes:       d.ClientAssertions.ReplayCacheBytes,
+		plan:              plan,
 	}, nil
 }
 
@@ -399,6 +451,7 @@ func (c Config) withDefaults() Config {
 		c.ScopeFormat = "string"
 	}
 	def(&c.JWKSMaxAgeSeconds, 300)
+	def(&c.ValidatorRefreshSeconds, 300)
 	l := &c.Limits
 	if l.MaxBodyBytes == 0 {
 		l.MaxBodyBytes = 16 << 10

@@ -22,6 +22,21 @@
 // on error nothing changes. The logger and clock are New's options and
 // hold for the issuer's life.
 //
+// # Key rotation on a schedule
+//
+// Keys with publishAt, signAt and retireAt rotate at those instants of
+// the issuer's clock, without a reload, so that replicas sharing one file
+// switch together: a key is published from publishAt until retireAt, and
+// of the published keys whose signAt has come, the one with the latest
+// signAt signs (a tie, as between keys without times, goes to the first
+// listed). KeyConfig gives the rules, and the schedules that are refused:
+// a key signing before validators can have fetched it
+// (validatorRefreshSeconds + jwksMaxAgeSeconds after publishAt), a key
+// retiring while its tokens can be live (the longest accessTokenLifetime
+// after it stops signing), an instant with no key to sign. The JWKS, the
+// keys a validator in the same process gets and KeysVersion change at
+// the instants; KeySchedule reports the schedule.
+//
 // # Configuration file
 //
 // A JSON object; unknown fields are errors, and so is any bad value: the
@@ -29,12 +44,16 @@
 // applied. A complete example is testdata/example-config.json.
 //
 //	issuer               the issuer URL, e.g. "https://host/ids" (required)
-//	keys                 signing keys; the first signs, all are published;
-//	                     required unless ephemeralKey
+//	keys                 signing keys; without times the first signs and all
+//	                     are published; required unless ephemeralKey
 //	  [].file            PEM private key file (PKCS #8, SEC 1 or PKCS #1),
 //	                     relative to the configuration file's folder
 //	  [].alg             "ES256" (P-256), "RS256" (RSA ≥ 2048 bits) or "EdDSA"
 //	                     (Ed25519); empty: the one that fits the key
+//	  [].publishAt       RFC 3339 time it enters the JWKS; default since ever
+//	  [].signAt          RFC 3339 time it may sign from; default as soon as
+//	                     published, after the keys with a signAt
+//	  [].retireAt        RFC 3339 time it leaves the JWKS; default never
 //	ephemeralKey         true, with no keys: an ES256 key made at start that
 //	                     dies with the process; development only
 //	clients              registered clients
@@ -61,6 +80,9 @@
 //	  .replayCacheBytes    memory of used jtis, default 262144
 //	scopeFormat          "string" (default) or "array" (IdentityServer's form)
 //	jwksMaxAgeSeconds    Cache-Control max-age of JWKS and discovery, default 300
+//	validatorRefreshSeconds  how often validators refetch the JWKS, default
+//	                     300; with jwksMaxAgeSeconds, how long before its
+//	                     signAt a key must be published
 //	limits
 //	  .maxBodyBytes              token request body bound, default 16384
 //	  .failedAttemptsPerClient   failures per client ID in the window, default 10

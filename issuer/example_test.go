@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"time"
 
 	"golang.org/x/oauth2/clientcredentials"
 
@@ -111,4 +112,52 @@ func ExampleIssuer_Reload() {
 	// billing gets a token
 	// issuer config: clients[2].clientId: duplicate client ID "reporting"
 	// billing gets a token
+}
+
+// Rotate the signing key in one configuration push: the old key signs
+// until the new one's signAt, and stays published until its tokens have
+// expired; the new one is published ahead of its signAt for validators to
+// fetch it. Every replica switches at the same instants, without a reload.
+func ExampleIssuer_KeySchedule() {
+	cfg := &issuer.Config{
+		Issuer: "https://host/ids",
+		Dir:    "testdata",
+		Keys: []issuer.KeyConfig{
+			{File: "example-es256.pem", RetireAt: "2026-06-01T02:00:00Z"},
+			{File: "example-ed25519.pem", PublishAt: "2026-05-31T00:00:00Z", SignAt: "2026-06-01T00:00:00Z"},
+		},
+		Clients: []issuer.ClientConfig{{
+			ClientID:     "reporting",
+			SecretHashes: []string{secret.HashSHA256("s3cret").String()},
+			Scopes:       []string{scope.AdminWebAPI},
+			// Tokens live an hour: the old key may retire an hour after
+			// the new one signs, and not before.
+		}},
+	}
+	now := time.Date(2026, 5, 30, 0, 0, 0, 0, time.UTC)
+	iss, err := issuer.New(cfg, issuer.WithClock(func() time.Time { return now }))
+	if err != nil {
+		log.Fatal(err)
+	}
+	when := func(t time.Time) string {
+		if t.IsZero() {
+			return "-" // since ever, or forever
+		}
+		return t.Format(time.DateTime)
+	}
+	for _, k := range iss.KeySchedule() {
+		fmt.Printf("%s published %s to %s, signs %s to %s\n", k.Alg,
+			when(k.PublishedFrom), when(k.PublishedUntil), when(k.SignsFrom), when(k.SignsUntil))
+	}
+	for _, at := range []string{"2026-05-30T00:00:00Z", "2026-05-31T00:00:00Z", "2026-06-01T00:00:00Z", "2026-06-01T02:00:00Z"} {
+		now, _ = time.Parse(time.RFC3339, at)
+		fmt.Println(at, len(iss.KeyIDs()), "published, the first signs:", iss.KeyIDs()[0][:8])
+	}
+	// Output:
+	// ES256 published - to 2026-06-01 02:00:00, signs - to 2026-06-01 00:00:00
+	// EdDSA published 2026-05-31 00:00:00 to -, signs 2026-06-01 00:00:00 to -
+	// 2026-05-30T00:00:00Z 1 published, the first signs: UcLZgqaL
+	// 2026-05-31T00:00:00Z 2 published, the first signs: UcLZgqaL
+	// 2026-06-01T00:00:00Z 2 published, the first signs: A9urluuX
+	// 2026-06-01T02:00:00Z 1 published, the first signs: A9urluuX
 }

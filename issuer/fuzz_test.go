@@ -5,10 +5,13 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/idsauth/idsauth/internal/jwktest"
+	"github.com/idsauth/idsauth/internal/keys"
 	"github.com/idsauth/idsauth/issuer"
 	"github.com/idsauth/idsauth/scope"
 )
@@ -80,7 +83,17 @@ func FuzzParseConfig(f *testing.F) {
 	f.Add(`{"issuer":"http://h/ids","keys":[],"clients":[]}`)
 	f.Add(`[]`)
 	f.Add(`{"issuer":"http://h/ids","ephemeralKey":true,"scopeWhenOmitted":"all","clientAssertions":{"maxLifetimeSeconds":60},"clients":[{"clientId":"k","publicKeys":[{"jwk":{"kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}},{"file":"k.pem","alg":"PS256"}],"scopes":["pd_AdminWebApi"],"scopeWhenOmitted":"refuse"}]}`)
+	f.Add(`{"issuer":"http://h/ids","keys":[{"file":"a.pem","retireAt":"2030-01-01T02:00:00Z"},{"file":"b.pem","publishAt":"2030-01-01T00:00:00+01:00","signAt":"2030-01-01T00:10:00Z"}],"clients":[],"validatorRefreshSeconds":60}`)
 	dir := f.TempDir()
+	for _, name := range []string{"a.pem", "b.pem"} { // keys for a schedule
+		b, err := keys.EncodePEM(generate("ES256").Private)
+		if err != nil {
+			f.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			f.Fatal(err)
+		}
+	}
 	f.Fuzz(func(t *testing.T, data string) {
 		refused := func(err error) bool {
 			if err == nil {

@@ -35,13 +35,14 @@ import (
 //
 // It is also a middleware.VersionedKeySource, so a middleware.Validator in
 // the same process checks its tokens without HTTP. It is safe for concurrent use;
-// Reload swaps its configuration without dropping a request.
+// Reload swaps its configuration without dropping a request, and a key
+// schedule (see KeyConfig) switches keys at its instants without one.
 type Issuer struct {
-	st      atomic.Pointer[state]
-	version atomic.Uint64 // counts key set changes
+	st atomic.Pointer[state] // the first span of the key schedule
 
 	mu        sync.Mutex // serializes Reload
 	ephemeral *keys.Key  // made once, kept across reloads
+	version   uint64     // the last key set version given out
 
 	// Set by New's options, for the issuer's life.
 	logger   *slog.Logger
@@ -59,16 +60,20 @@ const (
 )
 
 // state is everything a configuration decides, swapped whole on Reload.
+// There is one per span of the key schedule, from the span current at
+// the Reload on, each with the keys of its span and the rest shared.
 type state struct {
-	issuer      string
-	prefix      string // URL path of the issuer, without a trailing slash
-	signer      *keys.Key
-	method      jwt.SigningMethod
-	byKID       map[string]*keys.Key
+	issuer string
+	prefix string // URL path of the issuer, without a trailing slash
+	keySet        // this span's
+	spans  []*state
+	// The configuration's key schedule, and its report for KeySchedule.
+	plan     keyPlan
+	schedule []ScheduledKey
+
 	clients     map[string]*client
 	scopeArray  bool
 	discovery   []byte
-	jwks        []byte
 	cacheHeader string
 	limits      Limits
 	addrs       clientip.Resolver
@@ -84,6 +89,37 @@ type state struct {
 	dummies           map[string]crypto.PublicKey
 	replayBytes       int
 	replay            *replay.Cache // kept across reloads; nil when the store remembers
+}
+
+// keySet is what one span of the key schedule publishes and signs with.
+type keySet struct {
+	from    time.Time // when the span starts; zero: since ever
+	signer  *keys.Key
+	method  jwt.SigningMethod
+	byKID   map[string]*keys.Key
+	jwks    []byte
+	version uint64 // KeysVersion: the same for the same keys
+}
+
+// at returns the span of the key schedule that holds t: the last one
+// starting at or before it (or the first, for a clock gone back).
+func (st *state) at(t time.Time) *state {
+	for i := len(st.spans) - 1; i > 0; i-- {
+		if !t.Before(st.spans[i].from) {
+			return st.spans[i]
+		}
+	}
+	return st.spans[0]
+}
+
+// current returns the span of the key schedule that holds the issuer's
+// now, without reading the clock when there is one span.
+func (iss *Issuer) current() *state {
+	st := iss.st.Load()
+	if len(st.spans) == 1 {
+		return st
+	}
+	return st.at(iss.now())
 }
 
 // limiterConfig is what a new limit.Memory is made for: while it stays,
@@ -179,14 +215,18 @@ func New(cfg *Config, opts ...Option) (*Issuer, error) {
 // On error nothing changes. The failure limiter's memory of failed
 // attempts is kept while the limits stay the same.
 //
-// To rotate the signing key without a failed request: add the new key
+// To rotate the signing key without a failed request, in one reload: give
+// the current key a retireAt, and add the new key with a publishAt, and a
+// signAt at least validatorRefreshSeconds + jwksMaxAgeSeconds later (see
+// KeyConfig for the rules). Without times, in three: add the new key
 // after the current one and reload (it is published); once validators
 // have fetched the JWKS again, move it first and reload (it signs); once
 // the old key's last token has expired, remove it and reload.
 func (iss *Issuer) Reload(cfg *Config) error {
 	iss.mu.Lock()
 	defer iss.mu.Unlock()
-	st, err := iss.compile(cfg)
+	now := iss.now()
+	st, sets, err := iss.compile(cfg, now)
 	if err != nil {
 		return err
 	}
@@ -221,34 +261,56 @@ func (iss *Issuer) Reload(cfg *Config) error {
 	default:
 		st.replay = old.replay.Resized(st.replayBytes, iss.now())
 	}
-	// Swap first, then bump: a validation that read the new version has
-	// also read the new keys, so no token of a removed key is cached under
-	// it.
-	iss.st.Store(st)
-	if old == nil || string(old.jwks) != string(st.jwks) {
-		iss.version.Add(1)
+	// A version names one key set for the issuer's life: the span current
+	// now keeps its version if its keys stay, and a version is never
+	// given to another span, so that a token cached under it was verified
+	// by one of its keys.
+	var cur *state
+	if old != nil {
+		cur = old.at(now)
 	}
+	spans := make([]*state, len(sets))
+	for i, ks := range sets {
+		switch {
+		case i == 0 && cur != nil && string(cur.jwks) == string(ks.jwks):
+			ks.version = cur.version
+		case i > 0 && string(sets[i-1].jwks) == string(ks.jwks):
+			ks.version = sets[i-1].version
+		default:
+			iss.version++
+			ks.version = iss.version
+		}
+		sets[i] = ks
+		sp := *st
+		sp.keySet = ks
+		spans[i] = &sp
+	}
+	for _, sp := range spans {
+		sp.spans = spans
+	}
+	iss.st.Store(spans[0])
 	return nil
 }
 
-// compile checks cfg and reads its keys: the one place key files are
-// read.
-func (iss *Issuer) compile(cfg *Config) (*state, error) {
+// compile checks cfg and reads its keys (the one place key files are
+// read), and returns the key sets of the schedule's spans from the one
+// current at now on, without versions.
+func (iss *Issuer) compile(cfg *Config, now time.Time) (*state, []keySet, error) {
 	st, err := cfg.check()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := st.loadClientKeys(cfg); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ks := make([]*keys.Key, 0, len(cfg.Keys))
 	for i, kc := range cfg.Keys {
 		k, err := kc.load(cfg.Dir)
 		if err != nil {
-			return nil, fieldErr(fmt.Sprintf("keys[%d]", i), "%v", err)
+			return nil, nil, fieldErr(fmt.Sprintf("keys[%d]", i), "%v", err)
 		}
 		if slices.ContainsFunc(ks, func(o *keys.Key) bool { return o.KID == k.KID }) {
-			return nil, fieldErr(fmt.Sprintf("keys[%d]", i), "the same key is listed twice")
+			return nil, nil, fieldErr(fmt.Sprintf("keys[%d]", i), "the same key is listed twice")
 		}
 		ks = append(ks, k)
 	}
@@ -256,7 +318,7 @@ func (iss *Issuer) compile(cfg *Config) (*state, error) {
 		if iss.ephemeral == nil {
 			k, err := keys.Generate("ES256")
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			iss.ephemeral = k
 		}
@@ -264,18 +326,30 @@ func (iss *Issuer) compile(cfg *Config) (*state, error) {
 			slog.String("kid", iss.ephemeral.KID))
 		ks = []*keys.Key{iss.ephemeral}
 	}
-	st.signer = ks[0]
-	st.method = jwt.GetSigningMethod(ks[0].Alg)
-	st.byKID = make(map[string]*keys.Key, len(ks))
-	set := struct {
-		Keys []keys.JWK `json:"keys"`
-	}{}
-	for _, k := range ks {
-		st.byKID[k.KID] = k
-		set.Keys = append(set.Keys, k.PublicJWK())
+	st.schedule = st.plan.schedule(ks)
+	spans := st.plan.spans
+	first := len(spans) - 1
+	for first > 0 && now.Before(spans[first].from) {
+		first--
 	}
-	if st.jwks, err = json.Marshal(set); err != nil {
-		return nil, err
+	if spans[first].signer < 0 {
+		return nil, nil, fieldErr("keys", "no key signs yet at %s (the issuer's clock); the first one signs from %s", utc(now), utc(spans[first+1].from))
+	}
+	sets := make([]keySet, 0, len(spans)-first)
+	for _, sp := range spans[first:] {
+		signer := ks[sp.signer]
+		set := keySet{from: sp.from, signer: signer, method: jwt.GetSigningMethod(signer.Alg), byKID: make(map[string]*keys.Key, len(sp.published))}
+		doc := struct {
+			Keys []keys.JWK `json:"keys"`
+		}{}
+		for _, i := range sp.published {
+			set.byKID[ks[i].KID] = ks[i]
+			doc.Keys = append(doc.Keys, ks[i].PublicJWK())
+		}
+		if set.jwks, err = json.Marshal(doc); err != nil {
+			return nil, nil, err
+		}
+		sets = append(sets, set)
 	}
 	st.discovery, err = json.Marshal(map[string]any{
 		"issuer":                                st.issuer,
@@ -288,9 +362,9 @@ func (iss *Issuer) compile(cfg *Config) (*state, error) {
 		"token_endpoint_auth_signing_alg_values_supported": keys.AssertionAlgs,
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return st, nil
+	return st, sets, nil
 }
 
 // URL returns the issuer URL: the "iss" of its tokens.
@@ -302,9 +376,10 @@ func (iss *Issuer) TokenURL() string { return iss.st.Load().issuer + tokenPath }
 // JWKSURL returns the URL of the published key set.
 func (iss *Issuer) JWKSURL() string { return iss.st.Load().issuer + jwksPath }
 
-// KeyIDs returns the key IDs the issuer publishes; the first one signs.
+// KeyIDs returns the key IDs the issuer publishes now; the first one
+// signs.
 func (iss *Issuer) KeyIDs() []string {
-	st := iss.st.Load()
+	st := iss.current()
 	ids := []string{st.signer.KID}
 	for kid := range st.byKID {
 		if kid != st.signer.KID {
@@ -318,7 +393,7 @@ func (iss *Issuer) KeyIDs() []string {
 // ServeHTTP serves the token endpoint, the discovery document and the
 // JWKS, and 404 for any other path.
 func (iss *Issuer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	st := iss.st.Load()
+	st := iss.current()
 	path, ok := strings.CutPrefix(r.URL.Path, st.prefix)
 	switch {
 	case ok && path == tokenPath:
@@ -353,7 +428,7 @@ func serveDocument(w http.ResponseWriter, r *http.Request, body []byte, cache st
 // *Issuer a middleware.VersionedKeySource, for a validator in the same
 // process.
 func (iss *Issuer) VerificationKeys(_ context.Context, kid, alg string) ([]crypto.PublicKey, error) {
-	k, ok := iss.st.Load().byKID[kid]
+	k, ok := iss.current().byKID[kid]
 	if !ok {
 		return nil, keyerr.ErrUnknownKey
 	}
@@ -363,6 +438,7 @@ func (iss *Issuer) VerificationKeys(_ context.Context, kid, alg string) ([]crypt
 	return []crypto.PublicKey{k.Public()}, nil
 }
 
-// KeysVersion changes whenever a reload changes the published keys, so
-// that a validator's cache drops tokens of a key that is gone.
-func (iss *Issuer) KeysVersion() uint64 { return iss.version.Load() }
+// KeysVersion changes whenever the published keys change, by a reload or
+// at an instant of the key schedule, so that a validator's cache drops
+// tokens of a key that is gone.
+func (iss *Issuer) KeysVersion() uint64 { return iss.current().version }

@@ -439,6 +439,13 @@ func TestConfigErrors(t *testing.T) {
 	)
 	client := `{"clientId":"a","secretHashes":["` + secret.HashSHA256("s").String() + `"],"scopes":["pd_AdminWebApi"]}`
 	dev := `"issuer":"http://h/ids","ephemeralKey":true`
+	// A key schedule: key is a key with times; the keys are checked before
+	// their files are read, so they may be the same file.
+	key := func(times string) string { return `{"file":"` + es + `"` + times + `}` }
+	sched := func(top string, keys ...string) string {
+		return `{"issuer":"http://h/ids"` + top + `,"keys":[` + strings.Join(keys, ",") + `],"clients":[` + client + `]}`
+	}
+	long := `,"clients":[` + client + `,{"clientId":"b","secretHashes":["` + secret.HashSHA256("s").String() + `"],"scopes":["pd_AdminWebApi"],"accessTokenLifetime":7200}]`
 	cases := []struct {
 		name, json, step, field, reason string
 	}{
@@ -485,6 +492,27 @@ func TestConfigErrors(t *testing.T) {
 		{"a client's scopeWhenOmitted unknown", `{` + dev + `,"clients":[{"clientId":"a","secretHashes":["` + secret.HashSHA256("s").String() + `"],"scopes":["pd_AdminWebApi"],"scopeWhenOmitted":"none"}]}`, checking, `clients[0] ("a").scopeWhenOmitted`, `"refuse" or "all"`},
 		{"assertions living a day", `{` + dev + `,"clients":[],"clientAssertions":{"maxLifetimeSeconds":86400}}`, checking, "clientAssertions.maxLifetimeSeconds", "at most 3600"},
 		{"a replay cache of a few bytes", `{` + dev + `,"clients":[],"clientAssertions":{"replayCacheBytes":100}}`, checking, "clientAssertions.replayCacheBytes", "at least 4096"},
+		{"a key time that is not RFC 3339", sched("", key(`,"publishAt":"2030-06-01"`)), checking, "keys[0].publishAt", "RFC 3339"},
+		{"a key time without a zone", sched("", key(`,"retireAt":"2030-06-01T00:00:00"`)), checking, "keys[0].retireAt", "RFC 3339"},
+		{"signAt before publishAt", sched("", key(`,"retireAt":"2030-01-01T03:00:00Z"`), key(`,"publishAt":"2030-01-01T01:00:00Z","signAt":"2030-01-01T00:00:00Z"`)), checking, "keys[1].signAt", "before publishAt"},
+		{"retireAt at signAt", sched("", key(``), key(`,"signAt":"2030-01-01T04:00:00Z","retireAt":"2030-01-01T04:00:00Z"`)), checking, "keys[1].retireAt", "not after signAt"},
+		{"retireAt before publishAt", sched("", key(``), key(`,"publishAt":"2030-01-01T04:00:00Z","retireAt":"2030-01-01T03:00:00Z"`)), checking, "keys[1].retireAt", "not after publishAt"},
+		{"a key signing before validators have it", sched("", key(`,"retireAt":"2030-01-01T02:00:00Z"`), key(`,"publishAt":"2030-01-01T00:00:00Z","signAt":"2030-01-01T00:09:59Z"`)), checking, "keys[1].signAt",
+			"signs from 2030-01-01T00:09:59Z, 9m59s after its publishAt: validators need validatorRefreshSeconds + jwksMaxAgeSeconds = 10m0s"},
+		{"a key signing before slower validators have it", sched(`,"validatorRefreshSeconds":600`, key(`,"retireAt":"2030-01-01T02:00:00Z"`), key(`,"publishAt":"2030-01-01T00:00:00Z","signAt":"2030-01-01T00:10:00Z"`)), checking, "keys[1].signAt", "= 15m0s"},
+		{"a key signing before validators that never refresh have it", sched(`,"validatorRefreshSeconds":9223372036854775807`, key(`,"retireAt":"2030-01-01T02:00:00Z"`), key(`,"publishAt":"2030-01-01T00:00:00Z","signAt":"2030-01-01T01:00:00Z"`)), checking, "keys[1].signAt", "validatorRefreshSeconds + jwksMaxAgeSeconds"},
+		{"a key signing before a long max-age runs out", sched(`,"jwksMaxAgeSeconds":3600`, key(`,"retireAt":"2030-01-01T02:00:00Z"`), key(`,"publishAt":"2030-01-01T00:00:00Z","signAt":"2030-01-01T00:10:00Z"`)), checking, "keys[1].signAt", "= 1h5m0s"},
+		{"a key without signAt listed before the signing one", sched("", key(`,"publishAt":"2030-01-01T00:00:00Z"`), key(``)), checking, "keys[0].publishAt", "signs from 2030-01-01T00:00:00Z, 0s after its publishAt"},
+		{"a key retired while its tokens live", sched("", key(`,"retireAt":"2030-01-01T01:09:59Z"`), key(`,"publishAt":"2030-01-01T00:00:00Z","signAt":"2030-01-01T00:10:00Z"`)), checking, "keys[0].retireAt",
+			"its tokens live until 2030-01-01T01:10:00Z (it signs until 2030-01-01T00:10:00Z, and accessTokenLifetime is up to 1h0m0s)"},
+		{"a key retired while the longest-lived tokens live", `{"issuer":"http://h/ids","keys":[` + key(`,"retireAt":"2030-01-01T01:10:00Z"`) + `,` + key(`,"publishAt":"2030-01-01T00:00:00Z","signAt":"2030-01-01T00:10:00Z"`) + `]` + long + `}`, checking, "keys[0].retireAt",
+			"until 2030-01-01T02:10:00Z"},
+		{"a gap between two keys", sched("", key(`,"retireAt":"2030-01-01T02:00:00Z"`), key(`,"publishAt":"2030-01-01T00:00:00Z","signAt":"2030-01-01T03:00:00Z"`)), checking, "keys[0].retireAt", "no key signs from 2030-01-01T02:00:00Z"},
+		{"every key retired", sched("", key(`,"retireAt":"2030-01-01T02:00:00Z"`)), checking, "keys[0].retireAt", "no key signs from 2030-01-01T02:00:00Z"},
+		{"a key signing again", `{"issuer":"http://h/ids","keys":[` + key(``) + `,` + key(`,"publishAt":"2030-01-01T00:00:00Z","signAt":"2030-01-01T00:10:00Z","retireAt":"2030-01-01T01:00:00Z"`) + `],"clients":[]}`, checking, "keys[0]",
+			"signs again from 2030-01-01T01:00:00Z, after keys[1] took over"},
+		{"a negative refresh interval", `{` + dev + `,"clients":[],"validatorRefreshSeconds":-1}`, checking, "validatorRefreshSeconds", "negative"},
+		{"no key signing yet", sched("", key(`,"publishAt":"2999-01-01T00:00:00Z","signAt":"2999-01-01T01:00:00Z"`)), reading, "keys", "no key signs yet"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -3,29 +3,41 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/idsauth/idsauth/issuer"
 	"github.com/idsauth/idsauth/middleware"
 )
 
 func checkConfig(_ context.Context, e env, args []string) error {
-	fs := flags(e, "check-config", "FILE",
+	fs := flags(e, "check-config", "[-at TIME] FILE",
 		`Load an issuer configuration file exactly as the issuer does (every field
 checked, key files read) and print what it holds: clients with their scopes,
-audiences and token lifetimes, and the keys with their kids, the signing one
-first. A file may also hold SCIM tenants ("scimTenants", as the example
+audiences and token lifetimes, the keys published now with their kids, the
+signing one first, and the key schedule: when each key is published and
+signs, in UTC. A file may also hold SCIM tenants ("scimTenants", as the example
 service's does); they are checked too. A bad file exits 1 with the error
 naming the field. Run it before sending the issuer SIGHUP.`)
+	atFlag := fs.String("at", "", "load as an issuer whose clock says this RFC 3339 time (default now)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
 		return usagef("give exactly one configuration file")
+	}
+	at := time.Now()
+	if *atFlag != "" {
+		t, err := time.Parse(time.RFC3339, *atFlag)
+		if err != nil {
+			return usagef("-at %q: want an RFC 3339 time such as 2026-06-01T00:00:00Z", *atFlag)
+		}
+		at = t
 	}
 	data, err := os.ReadFile(fs.Arg(0))
 	if err != nil {
@@ -44,7 +56,7 @@ naming the field. Run it before sending the issuer SIGHUP.`)
 	}
 	cfg := &file.Config
 	cfg.Dir = filepath.Dir(fs.Arg(0))
-	iss, err := issuer.New(cfg)
+	iss, err := issuer.New(cfg, issuer.WithClock(func() time.Time { return at }))
 	if err != nil {
 		return err
 	}
@@ -57,6 +69,7 @@ naming the field. Run it before sending the issuer SIGHUP.`)
 		}
 		fmt.Fprintf(w, "  %-9s %s\n", role, kid)
 	}
+	printSchedule(w, iss, at)
 	fmt.Fprintln(w, "\nclients:")
 	clients := slices.Clone(cfg.Clients)
 	slices.SortFunc(clients, func(a, b issuer.ClientConfig) int { return strings.Compare(a.ClientID, b.ClientID) })
@@ -83,4 +96,36 @@ naming the field. Run it before sending the issuer SIGHUP.`)
 		}
 	}
 	return nil
+}
+
+// printSchedule prints when each key is published and signs, in UTC, and
+// what it does at.
+func printSchedule(w io.Writer, iss *issuer.Issuer, at time.Time) {
+	at = at.UTC()
+	fmt.Fprintf(w, "\nkey schedule (UTC; now %s):\n", at.Format(time.RFC3339))
+	when := func(t time.Time, none string) string {
+		if t.IsZero() {
+			return none
+		}
+		return t.UTC().Format(time.RFC3339)
+	}
+	signer := iss.KeyIDs()[0]
+	for _, k := range iss.KeySchedule() {
+		now := "published now"
+		switch {
+		case k.KID == signer:
+			now = "signs now"
+		case !k.PublishedUntil.IsZero() && !at.Before(k.PublishedUntil):
+			now = "retired"
+		case at.Before(k.PublishedFrom):
+			now = "not published yet"
+		}
+		fmt.Fprintf(w, "  %s (%s): %s\n", k.KID, k.Alg, now)
+		fmt.Fprintf(w, "    published  from %-20s  until %s\n", when(k.PublishedFrom, "the start"), when(k.PublishedUntil, "never retired"))
+		if k.Signs {
+			fmt.Fprintf(w, "    signs      from %-20s  until %s\n", when(k.SignsFrom, "the start"), when(k.SignsUntil, "no end"))
+		} else {
+			fmt.Fprintln(w, "    signs      never")
+		}
+	}
 }

@@ -225,6 +225,58 @@ func TestTokenWithKey(t *testing.T) {
 	}
 }
 
+// TestCheckConfigPrintsTheSchedule: check-config prints when each key is
+// published and signs, and what it does at the -at instant; a schedule
+// that signs too early is refused with the field named.
+func TestCheckConfigPrintsTheSchedule(t *testing.T) {
+	bin := build(t)
+	dir := t.TempDir()
+	var kids []string
+	for _, name := range []string{"old.pem", "new.pem"} {
+		gk := idsauth(t, bin, "", nil, "gen-key", "-alg", "ES256", "-out", filepath.Join(dir, name))
+		if gk.code != 0 {
+			t.Fatalf("gen-key: %+v", gk)
+		}
+		kids = append(kids, field(t, gk.stdout, "kid"))
+	}
+	write := func(signAt string) string {
+		return writeFile(t, dir, "sched.json", `{"issuer":"http://h/ids","clients":[],"keys":[
+			{"file":"old.pem","retireAt":"2030-01-01T02:00:00Z"},
+			{"file":"new.pem","publishAt":"2030-01-01T00:00:00+01:00","signAt":"`+signAt+`"}]}`)
+	}
+	cfg := write("2030-01-01T01:00:00Z")
+	schedule := func(old, new string) string {
+		return "  " + kids[0] + " (ES256): " + old + `
+    published  from the start             until 2030-01-01T02:00:00Z
+    signs      from the start             until 2030-01-01T01:00:00Z
+  ` + kids[1] + " (ES256): " + new + `
+    published  from 2029-12-31T23:00:00Z  until never retired
+    signs      from 2030-01-01T01:00:00Z  until no end
+`
+	}
+	for _, c := range []struct {
+		at, signs, schedule string
+	}{
+		{"2029-12-31T22:00:00Z", kids[0], schedule("signs now", "not published yet")},
+		{"2029-12-31T23:00:00Z", kids[0], schedule("signs now", "published now")},
+		{"2030-01-01T01:00:00Z", kids[1], schedule("published now", "signs now")},
+		{"2030-01-01T03:00:00+01:00", kids[1], schedule("retired", "signs now")},
+	} {
+		r := idsauth(t, bin, "", nil, "check-config", "-at", c.at, cfg)
+		want := "key schedule (UTC; now "
+		if r.code != 0 || !strings.Contains(r.stdout, "signs     "+c.signs+"\n") || !strings.Contains(r.stdout, want) || !strings.Contains(r.stdout, c.schedule) {
+			t.Errorf("check-config -at %s: %+v\nwant\n%s", c.at, r, c.schedule)
+		}
+	}
+	cfg = write("2029-12-31T23:05:00Z")
+	if r := idsauth(t, bin, "", nil, "check-config", cfg); r.code != 1 || !strings.Contains(r.stderr, "keys[1].signAt: the key signs from 2029-12-31T23:05:00Z, 5m0s after its publishAt") {
+		t.Fatalf("check-config of a key that signs too early: %+v", r)
+	}
+	if r := idsauth(t, bin, "", nil, "check-config", "-at", "tomorrow", cfg); r.code != 2 || !strings.Contains(r.stderr, "RFC 3339") {
+		t.Fatalf("check-config -at tomorrow: %+v", r)
+	}
+}
+
 func TestUsageAndErrors(t *testing.T) {
 	bin := build(t)
 	dir := t.TempDir()
