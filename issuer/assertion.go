@@ -369,7 +369,7 @@ func (iss *Issuer) assertionClient(r *http.Request, form url.Values, st *state, 
 	start := time.Now()
 	fail := func(why string) (*client, *tokenError) {
 		res.Failed()
-		holdFailure(r.Context(), start, st.verifier.Floor())
+		st.verifier.HoldFailure(r.Context(), start)
 		return nil, &tokenError{status: http.StatusUnauthorized, code: "invalid_client", desc: "client authentication failed", why: why}
 	}
 	switch {
@@ -454,19 +454,4 @@ func assertionForm(r *http.Request, form url.Values) *tokenError {
 		return badRequest("invalid_request", "client_assertion longer than "+strconv.Itoa(MaxAssertionLength)+" bytes")
 	}
 	return nil
-}
-
-// holdFailure waits, without computing, until floor after start or until
-// ctx ends: the secret verifier's failure floor, applied to assertions.
-func holdFailure(ctx context.Context, start time.Time, floor time.Duration) {
-	d := time.Until(start.Add(floor))
-	if d <= 0 {
-		return
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
 }

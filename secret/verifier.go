@@ -264,8 +264,17 @@ func (v *Verifier) slowChecks(ctx context.Context, slow []Hash, secret string, h
 	return false
 }
 
-// holdFailure waits, without computing, until the failure floor after
-// start, or until ctx ends (the caller is gone; the answer is moot).
+// HoldFailure waits, without computing, until the failure floor after
+// start, or until ctx ends (the caller is gone; the answer is moot). Verify
+// does it for every failure; call it for a failure of another kind of
+// credential checked beside secrets (a signed client assertion, say), so
+// that it answers in the same time as a wrong secret.
+func (v *Verifier) HoldFailure(ctx context.Context, start time.Time) {
+	floor, _ := v.timing()
+	v.holdFailure(ctx, start, floor)
+}
+
+// holdFailure is HoldFailure with the floor already read.
 func (v *Verifier) holdFailure(ctx context.Context, start time.Time, floor time.Duration) {
 	if floor <= 0 {
 		return

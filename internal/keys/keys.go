@@ -201,12 +201,4 @@ func Thumbprint(pub crypto.PublicKey) (string, error) {
 }
 
 // AlgFor returns the default algorithm for a private key's type.
-func AlgFor(priv crypto.Signer) string {
-	switch priv.(type) {
-	case *rsa.PrivateKey:
-		return "RS256"
-	case ed25519.PrivateKey:
-		return "EdDSA"
-	}
-	return "ES256"
-}
+func AlgFor(priv crypto.Signer) string { return AlgForPublic(priv.Public()) }
