@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -205,3 +206,48 @@ func basic(id, pass string) string {
 }
 
 func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+
+// load runs workers that each repeat one request until ended, counting the
+// requests each has finished, so that a test can wait until no worker
+// still holds what it got before a change (a token of an old key, say).
+type load struct {
+	rounds []atomic.Int64
+	stop   chan struct{}
+	wg     sync.WaitGroup
+}
+
+// startLoad starts workers goroutines, each calling request in a loop.
+func startLoad(workers int, request func()) *load {
+	l := &load{rounds: make([]atomic.Int64, workers), stop: make(chan struct{})}
+	for w := range l.rounds {
+		l.wg.Go(func() {
+			defer l.rounds[w].Add(1 << 40) // an ended worker holds nothing
+			for {
+				select {
+				case <-l.stop:
+					return
+				default:
+				}
+				request()
+				l.rounds[w].Add(1)
+			}
+		})
+	}
+	return l
+}
+
+// settle waits until every worker has finished two more requests: the one
+// it was in, and one started after settle was called.
+func (l *load) settle() {
+	for w := range l.rounds {
+		for n := l.rounds[w].Load(); l.rounds[w].Load() < n+2; {
+			time.Sleep(time.Millisecond)
+		}
+	}
+}
+
+// end stops the workers and waits for them.
+func (l *load) end() {
+	close(l.stop)
+	l.wg.Wait()
+}

@@ -14,7 +14,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -255,40 +254,19 @@ func TestRotationUnderLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	var failures, done atomic.Int64
-	var rounds [4]atomic.Int64 // requests each worker has finished
-	var wg sync.WaitGroup
-	stop := make(chan struct{})
-	for w := range rounds {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer rounds[w].Add(1 << 40) // a stopped worker holds no token
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				a := post(t, s.tokenURL(), formType, form("grant_type", "client_credentials", "client_id", "admin", "client_secret", adminSecret, "scope", scope.AdminWebAPI))
-				tok, _ := a.body["access_token"].(string)
-				if _, err := v.Validate(context.Background(), tok); a.status != 200 || err != nil {
-					failures.Add(1)
-				}
-				done.Add(1)
-				rounds[w].Add(1)
-			}
-		}()
-	}
-	// reload waits until every worker has finished two more requests, so
-	// that no token of the keys before the last reload is still in flight
-	// (the guide's "once the old key's last token has expired"), then
-	// reloads.
-	reload := func(ks ...issuer.KeyConfig) {
-		for w := range rounds {
-			for n := rounds[w].Load(); rounds[w].Load() < n+2; {
-				time.Sleep(time.Millisecond)
-			}
+	l := startLoad(4, func() {
+		a := post(t, s.tokenURL(), formType, form("grant_type", "client_credentials", "client_id", "admin", "client_secret", adminSecret, "scope", scope.AdminWebAPI))
+		tok, _ := a.body["access_token"].(string)
+		if _, err := v.Validate(context.Background(), tok); a.status != 200 || err != nil {
+			failures.Add(1)
 		}
+		done.Add(1)
+	})
+	// reload waits until no token of the keys before the last reload is
+	// still in flight (the guide's "once the old key's last token has
+	// expired"), then reloads.
+	reload := func(ks ...issuer.KeyConfig) {
+		l.settle()
 		cfg := testConfig(s.issuerURL())
 		cfg.Keys, cfg.EphemeralKey = ks, false
 		if err := s.iss.Reload(cfg); err != nil {
@@ -299,8 +277,7 @@ func TestRotationUnderLoad(t *testing.T) {
 	reload(issuer.KeyConfig{Key: k2}, issuer.KeyConfig{Key: k1}) // it signs
 	reload(issuer.KeyConfig{Key: k2})                            // the old one goes
 	reload(issuer.KeyConfig{Key: k2})
-	close(stop)
-	wg.Wait()
+	l.end()
 	if failures.Load() != 0 {
 		t.Fatalf("%d of %d requests failed during rotation", failures.Load(), done.Load())
 	}

@@ -10,7 +10,6 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -329,35 +328,19 @@ func TestScheduledRotationUnderLoad(t *testing.T) {
 	var failures, done atomic.Int64
 	var firstFailure atomic.Value
 	bySigner := map[string]*atomic.Int64{k1.KID: {}, k2.KID: {}}
-	var rounds [4]atomic.Int64 // requests each worker has finished
-	var wg sync.WaitGroup
-	stop := make(chan struct{})
-	for w := range rounds {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer rounds[w].Add(1 << 40) // a stopped worker holds no token
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				tok, err := getToken()
-				if err == nil {
-					if _, err = remote.Validate(ctx, tok); err == nil {
-						bySigner[headerKID(tok)].Add(1)
-					}
-				}
-				if err != nil {
-					failures.Add(1)
-					firstFailure.CompareAndSwap(nil, err.Error())
-				}
-				done.Add(1)
-				rounds[w].Add(1)
+	l := startLoad(4, func() {
+		tok, err := getToken()
+		if err == nil {
+			if _, err = remote.Validate(ctx, tok); err == nil {
+				bySigner[headerKID(tok)].Add(1)
 			}
-		}()
-	}
+		}
+		if err != nil {
+			failures.Add(1)
+			firstFailure.CompareAndSwap(nil, err.Error())
+		}
+		done.Add(1)
+	})
 	// step sets the clock, then waits until the remote validator has
 	// fetched the JWKS of that instant and every worker has finished two
 	// more requests. The second fetch to start after the clock moved
@@ -367,11 +350,7 @@ func TestScheduledRotationUnderLoad(t *testing.T) {
 		for n := fetches.Load(); fetches.Load() < n+2; {
 			time.Sleep(time.Millisecond)
 		}
-		for w := range rounds {
-			for n := rounds[w].Load(); rounds[w].Load() < n+2; {
-				time.Sleep(time.Millisecond)
-			}
-		}
+		l.settle()
 	}
 	var old string // a token of the old key that expires last
 	for _, at := range []time.Time{
@@ -416,8 +395,7 @@ func TestScheduledRotationUnderLoad(t *testing.T) {
 			}
 		}
 	}
-	close(stop)
-	wg.Wait()
+	l.end()
 	if failures.Load() != 0 {
 		t.Fatalf("%d of %d validations failed during the rotation; the first: %v", failures.Load(), done.Load(), firstFailure.Load())
 	}
