@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -60,9 +61,32 @@ func (iss *Issuer) token(w http.ResponseWriter, r *http.Request, st *state) {
 		iss.refused(r, err, who, time.Since(start))
 		return
 	}
-	oauthwire.WriteJSON(w, http.StatusOK, resp)
+	writeToken(w, resp)
 	iss.issued(r, who, time.Since(start))
 }
+
+// writeToken writes the success answer: the bytes oauthwire.WriteJSON
+// would write for resp, without reflection.
+func writeToken(w http.ResponseWriter, resp *tokenResponse) {
+	bp := answers.Get().(*[]byte)
+	b := append((*bp)[:0], `{"access_token":`...)
+	b = oauthwire.AppendString(b, resp.AccessToken)
+	b = append(b, `,"token_type":`...)
+	b = oauthwire.AppendString(b, resp.TokenType)
+	b = append(b, `,"expires_in":`...)
+	b = strconv.AppendInt(b, resp.ExpiresIn, 10)
+	b = append(b, `,"scope":`...)
+	b = oauthwire.AppendString(b, resp.Scope)
+	b = append(b, "}\n"...)
+	oauthwire.WriteBody(w, http.StatusOK, b) // which keeps none of b
+	if cap(b) <= 16<<10 {
+		*bp = b
+		answers.Put(bp)
+	}
+}
+
+// answers are the buffers success answers are written in.
+var answers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
 
 func (iss *Issuer) issue(w http.ResponseWriter, r *http.Request, st *state, who *attempt) (*tokenResponse, *tokenError) {
 	if r.Method != http.MethodPost {
