@@ -37,6 +37,7 @@ import (
 	"os/exec"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -52,18 +53,39 @@ func main() {
 	conns := flag.Int("c", 16, "keep-alive connections, 1 to 256")
 	warm := flag.Duration("warm", time.Second, "warm-up of each server before the rounds, at most 10s")
 	profile := flag.String("cpuprofile", "", "write each server's CPU profile to PREFIX-idsauth.pprof and PREFIX-bare.pprof")
+	aa := flag.Bool("aa", false, "an A/A check of the harness: a second bare server in idsauth's place")
+	pinned := flag.Bool("pin", false, "pin the load generator to CPU 0 and each server to CPU 1, one thread each (GOMAXPROCS 1)")
+	cpu := flag.Int("cpu", -1, "internal: the CPU the server is pinned to")
 	flag.Parse()
 	var err error
 	if *role != "" {
-		err = serve(*role, *life, *profile)
+		if *cpu >= 0 {
+			err = pin(*cpu)
+		}
+		if err == nil {
+			err = serve(*role, *life, *profile)
+		}
 	} else {
-		err = run(*d, *rounds, *conns, *warm, *profile)
+		if *pinned {
+			if runtime.NumCPU() < 2 {
+				err = errors.New("-pin needs two CPUs")
+			} else {
+				serverCPU = 1
+				err = pin(0)
+			}
+		}
+		if err == nil {
+			err = run(*d, *rounds, *conns, *warm, *profile, *aa)
+		}
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "ceiling:", err)
 		os.Exit(1)
 	}
 }
+
+// serverCPU is the CPU the servers are pinned to, -1 for none.
+var serverCPU = -1
 
 // server is a child process serving one of the two roles.
 type server struct {
@@ -81,7 +103,7 @@ func start(role string, life time.Duration, profile string, input string) (*serv
 	if err != nil {
 		return nil, err
 	}
-	args := []string{"-role", role, "-life", life.String()}
+	args := []string{"-role", role, "-life", life.String(), "-cpu", strconv.Itoa(serverCPU)}
 	if profile != "" {
 		args = append(args, "-cpuprofile", profile+"-"+role+".pprof")
 	}
@@ -140,7 +162,7 @@ type round struct {
 	loadCPU   time.Duration // per request
 }
 
-func run(d time.Duration, rounds, conns int, warm time.Duration, profile string) error {
+func run(d time.Duration, rounds, conns int, warm time.Duration, profile string, aa bool) error {
 	switch {
 	case d < time.Second || d > time.Minute:
 		return errors.New("-d must be from 1s to 60s")
@@ -181,10 +203,22 @@ func run(d time.Duration, rounds, conns int, warm time.Duration, profile string)
 	if _, err := fetch(bare.addr, tokenRequest); err != nil {
 		return fmt.Errorf("bare server: %w", err)
 	}
+	if aa {
+		ids.stop()
+		if ids, err = start("bare", life, "", string(pemKey)+string(answer)); err != nil {
+			return err
+		}
+		ids.name = "idsauth"
+		defer ids.stop()
+		fmt.Println("A/A check: the idsauth rows are a second bare server")
+	}
 
 	fmt.Printf("cpu: %s (%d logical CPUs), %s %s/%s, GOMAXPROCS %d\n",
 		cpuModel(), runtime.NumCPU(), runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.GOMAXPROCS(0))
 	fmt.Printf("load: %d connections, %d rounds of %s per server, alternating; warm-up %s each\n", conns, rounds, d, warm)
+	if serverCPU >= 0 {
+		fmt.Printf("pinned: the load generator to CPU 0, each server to CPU %d, GOMAXPROCS 1 each\n", serverCPU)
+	}
 	if warm > 0 {
 		for _, s := range []*server{ids, bare} {
 			if _, err := measure(s, conns, warm); err != nil {
