@@ -69,9 +69,9 @@ func (iss *Issuer) token(w http.ResponseWriter, r *http.Request, st *state) {
 // would write for resp, without reflection.
 func writeToken(w http.ResponseWriter, resp *tokenResponse) {
 	bp := answers.Get().(*[]byte)
-	b := append((*bp)[:0], `{"access_token":`...)
-	b = oauthwire.AppendString(b, resp.AccessToken)
-	b = append(b, `,"token_type":`...)
+	b := append((*bp)[:0], `{"access_token":"`...)
+	b = append(b, resp.AccessToken...) // base64url and dots: nothing to escape
+	b = append(b, `","token_type":`...)
 	b = oauthwire.AppendString(b, resp.TokenType)
 	b = append(b, `,"expires_in":`...)
 	b = strconv.AppendInt(b, resp.ExpiresIn, 10)
@@ -193,11 +193,26 @@ func (iss *Issuer) reserve(r *http.Request, st *state, id, addr string, now time
 // readForm reads the form body: the right content type, within the size
 // bound, each parameter but resource (RFC 8707) at most once.
 func readForm(w http.ResponseWriter, r *http.Request, maxBytes int64) (url.Values, *tokenError) {
-	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if err != nil || mt != "application/x-www-form-urlencoded" {
-		return nil, badRequest("invalid_request", "Content-Type must be application/x-www-form-urlencoded")
+	const formType = "application/x-www-form-urlencoded"
+	if ct := r.Header.Get("Content-Type"); ct != formType { // the usual one needs no parsing
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || mt != formType {
+			return nil, badRequest("invalid_request", "Content-Type must be application/x-www-form-urlencoded")
+		}
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBytes))
+	var (
+		body []byte
+		err  error
+	)
+	if n := r.ContentLength; n >= 0 && n <= min(maxBytes, 2048) {
+		// A short declared length within the bound: read at once, as
+		// net/http reads no more than it (a longer one is read as it
+		// comes, not allocated ahead of the bytes).
+		body = make([]byte, n)
+		_, err = io.ReadFull(r.Body, body)
+	} else {
+		body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, maxBytes))
+	}
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
