@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -28,8 +29,8 @@ import (
 func (st *state) sign(cl *client, granted, aud []string, now time.Time) (string, error) {
 	// The token is made on the stack when it fits, and copied once into
 	// its string.
-	var buf [2048]byte
-	var scratch [1024]byte // the claims' JSON
+	var buf [1024]byte
+	var scratch [640]byte // the claims' JSON
 	enc := base64.RawURLEncoding
 	tok := append(buf[:0], encodedHeader(st.signer)...)
 	tok = append(tok, '.')
@@ -125,16 +126,32 @@ func appendJoined(b []byte, ss []string) []byte {
 }
 
 // appendJTI appends a token ID as crypto/rand.Text makes one: 26
-// characters of the base32 alphabet, 130 random bits.
+// characters of the base32 alphabet, 130 random bits. The random bytes
+// are read from crypto/rand a block at a time, each byte used once.
 func appendJTI(b []byte) []byte {
 	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
-	var src [26]byte
-	_, _ = rand.Read(src[:]) // never fails (crypto/rand)
-	for _, c := range src {
+	const n = 26
+	r := randomBlocks.Get().(*randomBlock)
+	if r.used+n > len(r.b) {
+		_, _ = rand.Read(r.b[:]) // never fails (crypto/rand)
+		r.used = 0
+	}
+	for _, c := range r.b[r.used : r.used+n] {
 		b = append(b, alphabet[c%32])
 	}
+	clear(r.b[r.used : r.used+n])
+	r.used += n
+	randomBlocks.Put(r)
 	return b
 }
+
+// randomBlock is random bytes from crypto/rand, used from used on.
+type randomBlock struct {
+	b    [26 * 40]byte
+	used int
+}
+
+var randomBlocks = sync.Pool{New: func() any { return &randomBlock{used: 26 * 40} }}
 
 // appendRawES256 appends the ASN.1 DER signature der (a SEQUENCE of the
 // integers r and s) as the 64 bytes r || s of a JWS ES256 signature (RFC

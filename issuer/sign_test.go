@@ -224,3 +224,19 @@ func TestWriteTokenIsWriteJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendJTI: token IDs are 26 characters of the base32 alphabet and
+// do not repeat, across many refills of the random blocks.
+func TestAppendJTI(t *testing.T) {
+	seen := map[string]bool{}
+	for range 5000 {
+		jti := string(appendJTI(nil))
+		if len(jti) != 26 || strings.Trim(jti, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567") != "" {
+			t.Fatalf("jti %q", jti)
+		}
+		if seen[jti] {
+			t.Fatalf("jti %q repeats", jti)
+		}
+		seen[jti] = true
+	}
+}
