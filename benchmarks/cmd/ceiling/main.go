@@ -48,8 +48,8 @@ import (
 func main() {
 	role := flag.String("role", "", "internal: run as the idsauth or the bare server")
 	life := flag.Duration("life", 0, "internal: the server's own deadline")
-	d := flag.Duration("d", 5*time.Second, "length of one round, 1s to 60s")
-	rounds := flag.Int("rounds", 5, "rounds per server, 1 to 20, alternating")
+	d := flag.Duration("d", 2*time.Second, "length of one round, 1s to 60s")
+	rounds := flag.Int("rounds", 10, "rounds per server, 1 to 40, alternating")
 	conns := flag.Int("c", 16, "keep-alive connections, 1 to 256")
 	warm := flag.Duration("warm", time.Second, "warm-up of each server before the rounds, at most 10s")
 	profile := flag.String("cpuprofile", "", "write each server's CPU profile to PREFIX-idsauth.pprof and PREFIX-bare.pprof")
@@ -166,8 +166,8 @@ func run(d time.Duration, rounds, conns int, warm time.Duration, profile string,
 	switch {
 	case d < time.Second || d > time.Minute:
 		return errors.New("-d must be from 1s to 60s")
-	case rounds < 1 || rounds > 20:
-		return errors.New("-rounds must be from 1 to 20")
+	case rounds < 1 || rounds > 40:
+		return errors.New("-rounds must be from 1 to 40")
 	case conns < 1 || conns > 256:
 		return errors.New("-c must be from 1 to 256")
 	case warm < 0 || warm > 10*time.Second:
@@ -227,6 +227,7 @@ func run(d time.Duration, rounds, conns int, warm time.Duration, profile string,
 		}
 	}
 	var all []round
+	stat0, own0 := machineCPU(), selfCPU()+ids.cpu()+bare.cpu()
 	for i := range rounds {
 		order := []*server{ids, bare}
 		if i%2 == 1 {
@@ -243,7 +244,46 @@ func run(d time.Duration, rounds, conns int, warm time.Duration, profile string,
 		}
 	}
 	summarize(all)
+	if stat1 := machineCPU(); stat1.total > stat0.total {
+		total := float64(stat1.total - stat0.total)
+		own := float64(selfCPU()+ids.cpu()+bare.cpu()-own0) / float64(10*time.Millisecond)
+		// Both sides are sampled at clock ticks: a rough figure.
+		others := max(0, 100*(float64(stat1.busy-stat0.busy)-own)/total)
+		fmt.Printf("machine  during the rounds: about %.0f%% of all CPUs busy with work other than this command's, steal %.1f%%\n",
+			others, 100*float64(stat1.steal-stat0.steal)/total)
+	}
 	return nil
+}
+
+// cpuStat is the machine's CPU time from /proc/stat, in clock ticks of 10
+// ms, over all CPUs.
+type cpuStat struct{ total, busy, steal int64 }
+
+func machineCPU() cpuStat {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return cpuStat{}
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return cpuStat{}
+	}
+	var st cpuStat
+	for i, v := range f[1:9] { // user nice system idle iowait irq softirq steal
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return cpuStat{}
+		}
+		st.total += n
+		if i != 3 && i != 4 && i != 7 {
+			st.busy += n
+		}
+		if i == 7 {
+			st.steal = n
+		}
+	}
+	return st
 }
 
 // measure drives s for d and returns the round's figures.
@@ -282,8 +322,9 @@ func summarize(all []round) {
 	ci, cb := median(pick("idsauth", cpu)), median(pick("bare", cpu))
 	fmt.Printf("median   idsauth  %8.0f req/s  server %6.1f µs CPU/req\n", mi, ci)
 	fmt.Printf("median   bare     %8.0f req/s  server %6.1f µs CPU/req\n", mb, cb)
-	fmt.Printf("ratio    idsauth/bare: %.3f of the medians; per round pair %s, median %.3f; CPU per request bare/idsauth %.3f\n",
-		mi/mb, fmtList(pairs), median(pairs), cb/ci)
+	fmt.Printf("pairs    idsauth/bare per round pair: %s\n", fmtList(pairs))
+	fmt.Printf("ratio    idsauth/bare: %.3f (median of the round pairs), %.3f (ratio of the medians); CPU per request bare/idsauth %.3f\n",
+		median(pairs), mi/mb, cb/ci)
 }
 
 func micros(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
