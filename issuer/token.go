@@ -200,19 +200,14 @@ func readForm(w http.ResponseWriter, r *http.Request, maxBytes int64) (url.Value
 			return nil, badRequest("invalid_request", "Content-Type must be application/x-www-form-urlencoded")
 		}
 	}
-	var (
-		body []byte
-		err  error
-	)
-	if n := r.ContentLength; n >= 0 && n <= min(maxBytes, 2048) {
-		// A short declared length within the bound: read at once, as
-		// net/http reads no more than it (a longer one is read as it
-		// comes, not allocated ahead of the bytes).
-		body = make([]byte, n)
-		_, err = io.ReadFull(r.Body, body)
-	} else {
-		body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, maxBytes))
+	// Sized for a short declared length (one byte more, to see the end
+	// without growing); a longer one is read as it comes, not allocated
+	// ahead of the bytes.
+	size := 512
+	if n := r.ContentLength; n >= 0 && n < 2048 {
+		size = int(n) + 1
 	}
+	body, err := readAll(http.MaxBytesReader(w, r.Body, maxBytes), size)
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
@@ -230,6 +225,24 @@ func readForm(w http.ResponseWriter, r *http.Request, maxBytes int64) (url.Value
 		}
 	}
 	return form, nil
+}
+
+// readAll is io.ReadAll into a buffer of the given first size.
+func readAll(r io.Reader, size int) ([]byte, error) {
+	b := make([]byte, 0, size)
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err != nil {
+			if err == io.EOF {
+				err = nil
+			}
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+	}
 }
 
 // credentials returns the client's ID and secret, from HTTP Basic (whose
