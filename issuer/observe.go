@@ -59,8 +59,11 @@ type refusalKey struct{}
 type refusalLog struct{ l *slog.Logger }
 
 func (o refusalLog) Observe(ctx context.Context, e observe.Event) {
+	if e.Kind != observe.TokenRefused {
+		return // before the context's values are walked: tokens issued are many
+	}
 	rf, ok := ctx.Value(refusalKey{}).(*refusal)
-	if !ok || e.Kind != observe.TokenRefused {
+	if !ok {
 		return
 	}
 	attrs := []slog.Attr{slog.Int("status", e.Status), slog.String("error", e.Reason), slog.String("reason", rf.desc)}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"unicode/utf8"
 )
 
 // Realm is the realm of the module's challenges when none is configured:
@@ -87,10 +88,84 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 		http.Error(w, http.StatusText(http.StatusInternalServerError), http.StatusInternalServerError)
 		return
 	}
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Cache-Control", "no-store")
-	h.Set("Pragma", "no-cache")
-	w.WriteHeader(status)
-	_, _ = w.Write(append(body, '\n'))
+	WriteBody(w, status, append(body, '\n'))
 }
+
+// WriteBody writes body, JSON already made and ending in a newline, as
+// WriteJSON writes its answer: with the given status and the no-store
+// caching headers.
+func WriteBody(w http.ResponseWriter, status int, body []byte) {
+	h := w.Header()
+	// What h.Set would do, with one allocation for the three values.
+	v := make([]string, 3)
+	v[0], v[1], v[2] = "application/json", "no-store", "no-cache"
+	h["Content-Type"], h["Cache-Control"], h["Pragma"] = v[0:1:1], v[1:2:2], v[2:3:3]
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// AppendString appends s to b as a JSON string, escaped byte for byte as
+// encoding/json.Marshal escapes it: quote, backslash and control
+// characters; <, > and & (HTML-safe); U+2028 and U+2029; and each byte of
+// invalid UTF-8 as \ufffd. Writers that build JSON by hand use it so that
+// their bytes are those that json.Marshal would have made.
+func AppendString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if plain[c] {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '\\', '"':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+// plain holds the ASCII characters JSON strings hold as they are: all but
+// the controls, quote, backslash and the HTML-sensitive <, > and &.
+var plain = func() (t [utf8.RuneSelf]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()

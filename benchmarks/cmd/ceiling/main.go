@@ -1,0 +1,398 @@
+// Command ceiling measures the token endpoint against its ceiling, side by
+// side in one run. It starts two servers on loopback, each a child process
+// of its own:
+//
+//   - idsauth: a real issuer.Issuer with an ES256 key and one client with
+//     a sha256 secret, answering client_credentials requests with Basic
+//     authentication;
+//   - bare: a bare net/http handler that answers the same JSON (the same
+//     header and claims, taken from one idsauth answer) with one fresh
+//     ES256 signature per request, by crypto/ecdsa's hedged signing with
+//     the same key.
+//
+// It then drives each in turn with the same load generator, in rounds
+// that alternate (A B, B A, A B, ...), and prints requests/s for each
+// round, the CPU each server and the load generator spent per request,
+// the medians and the ratio idsauth/bare, with the CPU model from
+// /proc/cpuinfo. The load generator is cheap: raw HTTP/1.1 on keep-alive
+// connections, one request's bytes (Basic header included) built once
+// and written again and again, answers read without allocating.
+//
+//	go run ./cmd/ceiling                  # 5 rounds each of 5 s, 16 connections
+//	go run ./cmd/ceiling -rounds 3 -d 3s -c 32
+//
+// Everything stays on 127.0.0.1 and stops by itself: every round is
+// bounded by -d (at most 60 s), the rounds by -rounds (at most 20 each),
+// and the servers exit when the command closes their standard input or
+// when their own deadline passes, whichever comes first.
+package main
+
+import (
+	"bufio"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/idsauth/idsauth/internal/keys"
+)
+
+func main() {
+	role := flag.String("role", "", "internal: run as the idsauth or the bare server")
+	life := flag.Duration("life", 0, "internal: the server's own deadline")
+	d := flag.Duration("d", 2*time.Second, "length of one round, 1s to 60s")
+	rounds := flag.Int("rounds", 10, "rounds per server, 1 to 40, alternating")
+	conns := flag.Int("c", 16, "keep-alive connections, 1 to 256")
+	warm := flag.Duration("warm", time.Second, "warm-up of each server before the rounds, at most 10s")
+	profile := flag.String("cpuprofile", "", "write each server's CPU profile to PREFIX-idsauth.pprof and PREFIX-bare.pprof")
+	aa := flag.Bool("aa", false, "an A/A check of the harness: a second bare server in idsauth's place")
+	pinned := flag.Bool("pin", false, "pin the load generator to CPU 0 and each server to CPU 1, one thread each (GOMAXPROCS 1)")
+	cpu := flag.Int("cpu", -1, "internal: the CPU the server is pinned to")
+	flag.Parse()
+	var err error
+	if *role != "" {
+		if *cpu >= 0 {
+			err = pin(*cpu)
+		}
+		if err == nil {
+			err = serve(*role, *life, *profile)
+		}
+	} else {
+		if *pinned {
+			if runtime.NumCPU() < 2 {
+				err = errors.New("-pin needs two CPUs")
+			} else {
+				serverCPU = 1
+				err = pin(0)
+			}
+		}
+		if err == nil {
+			err = run(*d, *rounds, *conns, *warm, *profile, *aa)
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "ceiling:", err)
+		os.Exit(1)
+	}
+}
+
+// serverCPU is the CPU the servers are pinned to, -1 for none.
+var serverCPU = -1
+
+// server is a child process serving one of the two roles.
+type server struct {
+	name  string
+	addr  string
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+}
+
+// start starts the child for role, writes input to its standard input
+// (which stays open: closing it stops the child) and waits for its
+// address.
+func start(role string, life time.Duration, profile string, input string) (*server, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"-role", role, "-life", life.String(), "-cpu", strconv.Itoa(serverCPU)}
+	if profile != "" {
+		args = append(args, "-cpuprofile", profile+"-"+role+".pprof")
+	}
+	cmd := exec.Command(self, args...)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	s := &server{name: role, cmd: cmd, stdin: stdin}
+	if _, err := io.WriteString(stdin, input); err != nil {
+		s.stop()
+		return nil, err
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "listening ")
+	if err != nil || !ok {
+		s.stop()
+		return nil, fmt.Errorf("%s server did not start: %q %v", role, line, err)
+	}
+	s.addr = addr
+	return s, nil
+}
+
+// stop closes the child's standard input, which makes it exit, and waits
+// for it; a child that has not exited after 5 s is killed by its PID.
+func (s *server) stop() {
+	s.stdin.Close()
+	done := make(chan struct{})
+	go func() { _ = s.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-done
+	}
+}
+
+// cpu returns the CPU time the child has used so far.
+func (s *server) cpu() time.Duration { return procCPU(s.cmd.Process.Pid) }
+
+// round is one measured round against one server.
+type round struct {
+	server    string
+	perSecond float64
+	requests  int64
+	errors    int64
+	serverCPU time.Duration // per request
+	loadCPU   time.Duration // per request
+}
+
+func run(d time.Duration, rounds, conns int, warm time.Duration, profile string, aa bool) error {
+	switch {
+	case d < time.Second || d > time.Minute:
+		return errors.New("-d must be from 1s to 60s")
+	case rounds < 1 || rounds > 40:
+		return errors.New("-rounds must be from 1 to 40")
+	case conns < 1 || conns > 256:
+		return errors.New("-c must be from 1 to 256")
+	case warm < 0 || warm > 10*time.Second:
+		return errors.New("-warm must be from 0 to 10s")
+	}
+	// The servers' own deadline: every round and warm-up, with room to
+	// start and stop.
+	life := time.Duration(2*rounds)*(d+2*time.Second) + 2*warm + time.Minute
+
+	k, err := keys.Generate("ES256")
+	if err != nil {
+		return err
+	}
+	pemKey, err := keys.EncodePEM(k.Private)
+	if err != nil {
+		return err
+	}
+	ids, err := start("idsauth", life, profile, string(pemKey))
+	if err != nil {
+		return err
+	}
+	defer ids.stop()
+	// The bare server answers what idsauth answers, with a new signature.
+	answer, err := fetch(ids.addr, tokenRequest)
+	if err != nil {
+		return fmt.Errorf("idsauth server: %w", err)
+	}
+	bare, err := start("bare", life, profile, string(pemKey)+string(answer))
+	if err != nil {
+		return err
+	}
+	defer bare.stop()
+	if _, err := fetch(bare.addr, tokenRequest); err != nil {
+		return fmt.Errorf("bare server: %w", err)
+	}
+	if aa {
+		ids.stop()
+		if ids, err = start("bare", life, "", string(pemKey)+string(answer)); err != nil {
+			return err
+		}
+		ids.name = "idsauth"
+		defer ids.stop()
+		fmt.Println("A/A check: the idsauth rows are a second bare server")
+	}
+
+	fmt.Printf("cpu: %s (%d logical CPUs), %s %s/%s, GOMAXPROCS %d\n",
+		cpuModel(), runtime.NumCPU(), runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.GOMAXPROCS(0))
+	fmt.Printf("load: %d connections, %d rounds of %s per server, alternating; warm-up %s each\n", conns, rounds, d, warm)
+	if serverCPU >= 0 {
+		fmt.Printf("pinned: the load generator to CPU 0, each server to CPU %d, GOMAXPROCS 1 each\n", serverCPU)
+	}
+	if warm > 0 {
+		for _, s := range []*server{ids, bare} {
+			if _, err := measure(s, conns, warm); err != nil {
+				return err
+			}
+		}
+	}
+	var all []round
+	stat0, own0 := machineCPU(), selfCPU()+ids.cpu()+bare.cpu()
+	for i := range rounds {
+		order := []*server{ids, bare}
+		if i%2 == 1 {
+			order = []*server{bare, ids}
+		}
+		for _, s := range order {
+			r, err := measure(s, conns, d)
+			if err != nil {
+				return err
+			}
+			fmt.Printf("round %2d %-8s %8.0f req/s  %7d requests  %d errors  server %6.1f µs CPU/req  loadgen %5.1f µs CPU/req\n",
+				i+1, r.server, r.perSecond, r.requests, r.errors, micros(r.serverCPU), micros(r.loadCPU))
+			all = append(all, r)
+		}
+	}
+	summarize(all)
+	if stat1 := machineCPU(); stat1.total > stat0.total {
+		total := float64(stat1.total - stat0.total)
+		own := float64(selfCPU()+ids.cpu()+bare.cpu()-own0) / float64(10*time.Millisecond)
+		// Both sides are sampled at clock ticks: a rough figure.
+		others := max(0, 100*(float64(stat1.busy-stat0.busy)-own)/total)
+		fmt.Printf("machine  during the rounds: about %.0f%% of all CPUs busy with work other than this command's, steal %.1f%%\n",
+			others, 100*float64(stat1.steal-stat0.steal)/total)
+	}
+	return nil
+}
+
+// cpuStat is the machine's CPU time from /proc/stat, in clock ticks of 10
+// ms, over all CPUs.
+type cpuStat struct{ total, busy, steal int64 }
+
+func machineCPU() cpuStat {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return cpuStat{}
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return cpuStat{}
+	}
+	var st cpuStat
+	for i, v := range f[1:9] { // user nice system idle iowait irq softirq steal
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return cpuStat{}
+		}
+		st.total += n
+		if i != 3 && i != 4 && i != 7 {
+			st.busy += n
+		}
+		if i == 7 {
+			st.steal = n
+		}
+	}
+	return st
+}
+
+// measure drives s for d and returns the round's figures.
+func measure(s *server, conns int, d time.Duration) (round, error) {
+	cpu0, self0 := s.cpu(), selfCPU()
+	res, err := drive(s.addr, tokenRequest, conns, d)
+	if err != nil {
+		return round{}, fmt.Errorf("%s server: %w", s.name, err)
+	}
+	r := round{server: s.name, requests: res.ok, errors: res.failed, perSecond: float64(res.ok) / res.elapsed.Seconds()}
+	if res.ok > 0 {
+		r.serverCPU = (s.cpu() - cpu0) / time.Duration(res.ok)
+		r.loadCPU = (selfCPU() - self0) / time.Duration(res.ok)
+	}
+	return r, nil
+}
+
+func summarize(all []round) {
+	pick := func(name string, f func(round) float64) []float64 {
+		var v []float64
+		for _, r := range all {
+			if r.server == name {
+				v = append(v, f(r))
+			}
+		}
+		return v
+	}
+	rate := func(r round) float64 { return r.perSecond }
+	cpu := func(r round) float64 { return micros(r.serverCPU) }
+	ids, bare := pick("idsauth", rate), pick("bare", rate)
+	var pairs []float64
+	for i := range ids {
+		pairs = append(pairs, ids[i]/bare[i])
+	}
+	mi, mb := median(ids), median(bare)
+	ci, cb := median(pick("idsauth", cpu)), median(pick("bare", cpu))
+	fmt.Printf("median   idsauth  %8.0f req/s  server %6.1f µs CPU/req\n", mi, ci)
+	fmt.Printf("median   bare     %8.0f req/s  server %6.1f µs CPU/req\n", mb, cb)
+	fmt.Printf("pairs    idsauth/bare per round pair: %s\n", fmtList(pairs))
+	fmt.Printf("ratio    idsauth/bare: %.3f (median of the round pairs), %.3f (ratio of the medians); CPU per request bare/idsauth %.3f\n",
+		median(pairs), mi/mb, cb/ci)
+}
+
+func micros(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func fmtList(v []float64) string {
+	parts := make([]string, len(v))
+	for i, x := range v {
+		parts[i] = fmt.Sprintf("%.3f", x)
+	}
+	return "[" + strings.Join(parts, " ") + "]"
+}
+
+// cpuModel is the first "model name" of /proc/cpuinfo.
+func cpuModel() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return "unknown (" + runtime.GOARCH + ")"
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if name, ok := strings.CutPrefix(line, "model name"); ok {
+			return strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(name), ":"))
+		}
+	}
+	return "unknown (" + runtime.GOARCH + ")"
+}
+
+// procCPU is the user and system time of process pid, from
+// /proc/pid/stat (in clock ticks of 10 ms); 0 where there is no /proc.
+func procCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The command name, field 2, is in parentheses and may hold spaces.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	var utime, stime int64
+	_, err1 := fmt.Sscan(f[11], &utime)
+	_, err2 := fmt.Sscan(f[12], &stime)
+	if err1 != nil || err2 != nil {
+		return 0
+	}
+	return time.Duration(utime+stime) * 10 * time.Millisecond
+}
+
+// selfCPU is the user and system time of this process.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

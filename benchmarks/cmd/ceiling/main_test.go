@@ -1,0 +1,89 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/idsauth/idsauth/internal/keys"
+)
+
+func TestCheckLoopback(t *testing.T) {
+	for addr, ok := range map[string]bool{
+		"127.0.0.1:8080": true, "[::1]:1": true, "10.0.0.1:80": false, "example.com:80": false, "127.0.0.1": false,
+	} {
+		if err := checkLoopback(addr); (err == nil) != ok {
+			t.Errorf("%s: %v", addr, err)
+		}
+	}
+}
+
+func TestReadAnswer(t *testing.T) {
+	in := "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nCONTENT-LENGTH: 5\r\n\r\nhello" +
+		"HTTP/1.1 401 Unauthorized\r\ncontent-length: 2\r\n\r\nno" +
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+	br := bufio.NewReader(strings.NewReader(in))
+	for _, want := range []int{200, 401} {
+		if status, err := readAnswer(br); err != nil || status != want {
+			t.Fatalf("status %d, %v; want %d", status, err, want)
+		}
+	}
+	if _, err := readAnswer(br); err == nil {
+		t.Fatal("an answer without Content-Length was read")
+	}
+}
+
+// TestServersAnswerAlike: the bare server answers what idsauth answers,
+// the token signed anew, verifying with the key.
+func TestServersAnswerAlike(t *testing.T) {
+	k, err := keys.Generate("ES256")
+	if err != nil {
+		t.Fatal(err)
+	}
+	post := func(h http.Handler) []byte {
+		req, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(tokenRequest)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != 200 {
+			t.Fatalf("%d %s", rec.Code, rec.Body)
+		}
+		return rec.Body.Bytes()
+	}
+	ids, err := idsauthServer(k.Private)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer := post(ids)
+	bare, err := bareServer(k.Private, answer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a, b struct {
+		AccessToken string `json:"access_token"`
+		Scope       string `json:"scope"`
+	}
+	got := post(bare)
+	if json.Unmarshal(answer, &a) != nil || json.Unmarshal(got, &b) != nil {
+		t.Fatalf("answers %s, %s", answer, got)
+	}
+	if len(got) != len(answer) || b.Scope != a.Scope || a.AccessToken == b.AccessToken {
+		t.Errorf("bare answer %s, idsauth's %s", got, answer)
+	}
+	dot := strings.LastIndexByte(a.AccessToken, '.')
+	if !strings.HasPrefix(b.AccessToken, a.AccessToken[:dot+1]) {
+		t.Errorf("bare token %s does not sign idsauth's header and claims", b.AccessToken)
+	}
+	_, err = jwt.Parse(b.AccessToken, func(*jwt.Token) (any, error) { return k.Public(), nil }, jwt.WithValidMethods([]string{"ES256"}))
+	if err != nil {
+		t.Errorf("bare token: %v", err)
+	}
+}
