@@ -96,6 +96,7 @@ type keySet struct {
 	from    time.Time // when the span starts; zero: since ever
 	signer  *keys.Key
 	method  jwt.SigningMethod
+	header  string // the signer's encoded JWS header
 	byKID   map[string]*keys.Key
 	jwks    []byte
 	version uint64 // KeysVersion: the same for the same keys
@@ -338,7 +339,7 @@ func (iss *Issuer) compile(cfg *Config, now time.Time) (*state, []keySet, error)
 	sets := make([]keySet, 0, len(spans)-first)
 	for _, sp := range spans[first:] {
 		signer := ks[sp.signer]
-		set := keySet{from: sp.from, signer: signer, method: jwt.GetSigningMethod(signer.Alg), byKID: make(map[string]*keys.Key, len(sp.published))}
+		set := keySet{from: sp.from, signer: signer, method: jwt.GetSigningMethod(signer.Alg), header: encodedHeader(signer), byKID: make(map[string]*keys.Key, len(sp.published))}
 		doc := struct {
 			Keys []keys.JWK `json:"keys"`
 		}{}

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"golang.org/x/crypto/cryptobyte"
@@ -32,7 +31,7 @@ func (st *state) sign(cl *client, granted, aud []string, now time.Time) (string,
 	var buf [1024]byte
 	var scratch [640]byte // the claims' JSON
 	enc := base64.RawURLEncoding
-	tok := append(buf[:0], encodedHeader(st.signer)...)
+	tok := append(buf[:0], st.header...)
 	tok = append(tok, '.')
 	tok = enc.AppendEncode(tok, st.appendClaims(scratch[:0], cl, granted, aud, now))
 	var raw [64]byte
@@ -173,29 +172,13 @@ func appendRawES256(b, der []byte) ([]byte, error) {
 	return append(b, s...), nil
 }
 
-// encodedHeader returns the base64url JWS header of k's tokens, made once
-// for the signing key of the moment.
+// encodedHeader returns the base64url JWS header of k's tokens. The
+// issuer makes it once per span of its key schedule (keySet.header).
 func encodedHeader(k *keys.Key) string {
-	if h := lastHeader.Load(); h != nil && h.key == k {
-		return h.encoded
-	}
 	b := []byte(`{"alg":`)
 	b = oauthwire.AppendString(b, k.Alg)
 	b = append(b, `,"kid":`...)
 	b = oauthwire.AppendString(b, k.KID)
 	b = append(b, `,"typ":"at+jwt"}`...)
-	h := &header{key: k, encoded: base64.RawURLEncoding.EncodeToString(b)}
-	lastHeader.Store(h)
-	return h.encoded
+	return base64.RawURLEncoding.EncodeToString(b)
 }
-
-// header is the encoded JWS header of one key's tokens.
-type header struct {
-	key     *keys.Key
-	encoded string
-}
-
-// lastHeader is the header of the key that signed last: one entry, as a
-// process signs with one key at a time (a reload or another issuer in the
-// process makes another, correct, entry).
-var lastHeader atomic.Pointer[header]

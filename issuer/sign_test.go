@@ -87,7 +87,7 @@ func TestSignMatchesGolangJWT(t *testing.T) {
 		}
 		for i, odd := range oddText {
 			for _, scopeArray := range []bool{false, true} {
-				st := &state{issuer: "https://id.example/" + odd, signer: k, method: jwt.GetSigningMethod(alg), scopeArray: scopeArray}
+				st := &state{issuer: "https://id.example/" + odd, keySet: keySet{signer: k, method: jwt.GetSigningMethod(alg), header: encodedHeader(k)}, scopeArray: scopeArray}
 				cl := &client{id: odd, lifetime: 90 * time.Minute}
 				cases := []struct{ granted, aud []string }{
 					{[]string{"pd_AdminWebApi"}, []string{"https://api.example/" + odd}},
@@ -159,7 +159,7 @@ func TestSignHedgedES256(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := &state{signer: k, method: jwt.GetSigningMethod("ES256")}
+	st := &state{keySet: keySet{signer: k, method: jwt.GetSigningMethod("ES256"), header: encodedHeader(k)}}
 	input := "eyJhbGciOiJFUzI1NiJ9.e30"
 	seen := map[string]bool{}
 	for range 8 {
