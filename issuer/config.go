@@ -149,7 +149,8 @@ type ClientConfig struct {
 	// Scopes the client may ask for; at least one, each a scope the
 	// service knows (pd_AdminWebApi, pd_ConnectWebApi).
 	Scopes []string `json:"scopes"`
-	// AccessTokenLifetime in seconds. Zero means 3600.
+	// AccessTokenLifetime in seconds. Zero means 3600; at most
+	// MaxAccessTokenLifetime.
 	AccessTokenLifetime int `json:"accessTokenLifetime,omitempty"`
 	// Audience is the "aud" of the client's tokens. Empty means
 	// ["{issuer}/resources"]. A request may narrow it with resource
@@ -262,6 +263,10 @@ type Limits struct {
 	// from the right.
 	TrustedProxies []string `json:"trustedProxies,omitempty"`
 }
+
+// MaxAccessTokenLifetime bounds ClientConfig.AccessTokenLifetime: a day,
+// in seconds.
+const MaxAccessTokenLifetime = 86400
 
 // Input bounds, IdentityServer's InputLengthRestrictions: longer values
 // are refused with 400 invalid_request before anything is remembered.
@@ -653,6 +658,9 @@ func (cc ClientConfig) compile(f string) (*client, error) {
 	}
 	if cc.AccessTokenLifetime < 0 {
 		return nil, fieldErr(f+".accessTokenLifetime", "negative")
+	}
+	if cc.AccessTokenLifetime > MaxAccessTokenLifetime {
+		return nil, fieldErr(f+".accessTokenLifetime", "at most %d (a day): a bearer token that lives longer outlives any revocation", MaxAccessTokenLifetime)
 	}
 	cl.lifetime = time.Duration(cc.AccessTokenLifetime) * time.Second
 	for i, a := range cc.Audience {

@@ -443,6 +443,7 @@ func TestConfigErrors(t *testing.T) {
 		{"plain-text secret", `{` + dev + `,"clients":[{"clientId":"a","secretHashes":["hunter2"],"scopes":["pd_AdminWebApi"]}]}`, checking, `clients[0] ("a").secretHashes[0]`, "plain-text secret is never accepted"},
 		{"bad sha256", `{` + dev + `,"clients":[{"clientId":"a","secretHashes":["sha256:abc"],"scopes":["pd_AdminWebApi"]}]}`, checking, `clients[0] ("a").secretHashes[0]`, "malformed"},
 		{"negative lifetime", `{` + dev + `,"clients":[{"clientId":"a","secretHashes":["` + secret.HashSHA256("s").String() + `"],"scopes":["pd_AdminWebApi"],"accessTokenLifetime":-1}]}`, checking, `clients[0] ("a").accessTokenLifetime`, "negative"},
+		{"a lifetime over a day", `{` + dev + `,"clients":[{"clientId":"a","secretHashes":["` + secret.HashSHA256("s").String() + `"],"scopes":["pd_AdminWebApi"],"accessTokenLifetime":86401}]}`, checking, `clients[0] ("a").accessTokenLifetime`, "at most 86400"},
 		{"negative limit", `{` + dev + `,"clients":[],"limits":{"failureWindowSeconds":-1}}`, checking, "limits.failureWindowSeconds", "negative"},
 		{"unreadable key", `{"issuer":"http://h/ids","keys":[{"file":"missing.pem"}],"clients":[]}`, reading, "keys[0]", "no such file"},
 		{"RSA key under 2048 bits", `{"issuer":"http://h/ids","keys":[{"file":"` + absTestdata(t, "weak-rsa1024.pem") + `"}],"clients":[]}`, reading, "keys[0]", "too weak"},
