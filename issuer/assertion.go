@@ -143,13 +143,13 @@ func (st *state) loadClientKeys(cfg *Config) error {
 		}
 	}
 	st.keyPad = map[string]int{}
-	rsaBits := keys.MinRSABits
+	rsaBits := []int{keys.MinRSABits}
 	for _, cl := range st.clients {
 		per := map[string]int{}
 		for _, k := range cl.keys {
 			per[k.alg]++
 			if p, ok := k.pub.(*rsa.PublicKey); ok {
-				rsaBits = max(rsaBits, p.N.BitLen())
+				rsaBits = append(rsaBits, p.N.BitLen())
 			}
 		}
 		for alg, n := range per {
@@ -157,30 +157,56 @@ func (st *state) loadClientKeys(cfg *Config) error {
 		}
 	}
 	var err error
-	st.dummies, err = dummyKeys(rsaBits)
+	st.dummies, st.rsaDummies, err = dummyKeys(rsaBits)
 	return err
 }
 
 // dummyKeys returns, for each algorithm, a public key no assertion
-// verifies with: padding checks cost what a real key's check costs. The
-// RSA one has the largest modulus of any client's RSA key.
-func dummyKeys(rsaBits int) (map[string]crypto.PublicKey, error) {
+// verifies with, so that padding checks cost what a real key's check
+// costs; and, for RSA, one such key for each modulus size of rsaBits, by
+// its size in bytes: an RSA check costs what the size of its key makes it
+// cost, and none at all when the signature is not of that size.
+func dummyKeys(rsaBits []int) (map[string]crypto.PublicKey, map[int]*rsa.PublicKey, error) {
 	ec, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ed, _, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	// An odd number of rsaBits: the cost of a check is that of its size.
-	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), uint(rsaBits-1)))
-	if err != nil {
-		return nil, err
+	bySize := map[int]*rsa.PublicKey{}
+	var largest *rsa.PublicKey
+	for _, bits := range rsaBits {
+		if r := bySize[(bits+7)/8]; r != nil && r.N.BitLen() >= bits {
+			continue
+		}
+		// An odd number of bits: a check costs what a key of its size costs.
+		n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), uint(bits-1)))
+		if err != nil {
+			return nil, nil, err
+		}
+		n.SetBit(n, bits-1, 1).SetBit(n, 0, 1)
+		r := &rsa.PublicKey{N: n, E: 65537}
+		bySize[r.Size()] = r
+		if largest == nil || r.Size() > largest.Size() {
+			largest = r
+		}
 	}
-	n.SetBit(n, rsaBits-1, 1).SetBit(n, 0, 1)
-	r := &rsa.PublicKey{N: n, E: 65537}
-	return map[string]crypto.PublicKey{"ES256": &ec.PublicKey, "RS256": r, "PS256": r, "EdDSA": ed}, nil
+	return map[string]crypto.PublicKey{"ES256": &ec.PublicKey, "RS256": largest, "PS256": largest, "EdDSA": ed}, bySize, nil
+}
+
+// dummyFor returns the padding key for a's checks: for RSA, the one of
+// the signature's size when a client has a key of that size (so a padded
+// check costs what a real one costs), else any (all fail at once on the
+// length, as every real key does).
+func (st *state) dummyFor(a *assertion) crypto.PublicKey {
+	if a.alg == "RS256" || a.alg == "PS256" {
+		if r, ok := st.rsaDummies[len(a.sig)]; ok {
+			return r
+		}
+	}
+	return st.dummies[a.alg]
 }
 
 // assertion is a client assertion split and decoded, not yet trusted.
@@ -270,17 +296,25 @@ func (st *state) verify(a *assertion, cl *client) bool {
 	if method == nil {
 		return false
 	}
+	dummy := st.dummyFor(a)
 	ok, n := false, 0
 	if cl != nil {
 		for _, k := range cl.keys {
-			if k.alg == a.alg {
-				ok = method.Verify(a.signed, a.sig, k.pub) == nil || ok
-				n++
+			if k.alg != a.alg {
+				continue
 			}
+			n++
+			if r, isRSA := k.pub.(*rsa.PublicKey); isRSA && r.Size() != len(a.sig) {
+				// This key refuses at once on the length; a check of
+				// the signature's size costs what an unknown client's does.
+				_ = method.Verify(a.signed, a.sig, dummy)
+				continue
+			}
+			ok = method.Verify(a.signed, a.sig, k.pub) == nil || ok
 		}
 	}
 	for ; n < max(1, st.keyPad[a.alg]); n++ {
-		_ = method.Verify(a.signed, a.sig, st.dummies[a.alg])
+		_ = method.Verify(a.signed, a.sig, dummy)
 	}
 	return ok
 }

@@ -3,6 +3,7 @@ package issuer
 import (
 	"context"
 	"crypto"
+	"crypto/rsa"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -87,6 +88,7 @@ type state struct {
 	assertionLifetime time.Duration
 	keyPad            map[string]int // signature checks per alg
 	dummies           map[string]crypto.PublicKey
+	rsaDummies        map[int]*rsa.PublicKey // by modulus size in bytes
 	replayBytes       int
 	replay            *replay.Cache // kept across reloads; nil when the store remembers
 }

@@ -23,6 +23,11 @@ import (
 // MinRSABits is the smallest RSA modulus accepted.
 const MinRSABits = 2048
 
+// MaxRSABits bounds the RSA keys that verify clients' assertions: every
+// failed attempt, an unknown client's included, is padded to a check
+// with a key of the largest size configured.
+const MaxRSABits = 4096
+
 // Key is a private signing key with its algorithm and key ID.
 type Key struct {
 	Alg     string // ES256, RS256 or EdDSA

@@ -35,6 +35,9 @@ func FitPublic(alg string, pub crypto.PublicKey) error {
 		if p.N.BitLen() < MinRSABits {
 			return fmt.Errorf("RSA key of %d bits is too weak: at least %d are needed", p.N.BitLen(), MinRSABits)
 		}
+		if p.N.BitLen() > MaxRSABits {
+			return fmt.Errorf("RSA key of %d bits: at most %d (a larger one costs every failed attempt, anyone's, its check)", p.N.BitLen(), MaxRSABits)
+		}
 	case ed25519.PublicKey:
 		if alg != "EdDSA" {
 			return fmt.Errorf("an Ed25519 key does not fit alg %q", alg)
@@ -78,8 +81,14 @@ func ParsePublicPEM(data []byte) (crypto.PublicKey, error) {
 func ParsePublicJWK(data []byte) (pub crypto.PublicKey, kid, alg string, _ error) {
 	var j struct {
 		JWK
-		D   *string `json:"d"` // private members: present means a private key
+		// Private members (RFC 7518 §6.2.2, §6.3.2, §6.4): any of them
+		// present means a private or secret key.
+		D   *string `json:"d"`
 		P   *string `json:"p"`
+		Q   *string `json:"q"`
+		DP  *string `json:"dp"`
+		DQ  *string `json:"dq"`
+		QI  *string `json:"qi"`
 		K   *string `json:"k"`
 		Oth any     `json:"oth"`
 	}
@@ -87,7 +96,10 @@ func ParsePublicJWK(data []byte) (pub crypto.PublicKey, kid, alg string, _ error
 	if err := dec.Decode(&j); err != nil {
 		return nil, "", "", fmt.Errorf("not a JWK: %v", err)
 	}
-	if j.D != nil || j.P != nil || j.K != nil || j.Oth != nil {
+	if dec.More() {
+		return nil, "", "", errors.New("not a JWK: more than one JSON value")
+	}
+	if j.D != nil || j.P != nil || j.Q != nil || j.DP != nil || j.DQ != nil || j.QI != nil || j.K != nil || j.Oth != nil {
 		return nil, "", "", errors.New("the JWK holds a private or secret key; give the public key only")
 	}
 	if j.Use != "" && j.Use != "sig" {
@@ -135,7 +147,11 @@ func ParsePublicJWK(data []byte) (pub crypto.PublicKey, kid, alg string, _ error
 		if !ei.IsInt64() || ei.Int64() < 3 || ei.Int64() > 1<<31-1 || ei.Bit(0) == 0 {
 			return nil, "", "", errors.New("e: not a usable RSA exponent")
 		}
-		pub = &rsa.PublicKey{N: new(big.Int).SetBytes(n), E: int(ei.Int64())}
+		ni := new(big.Int).SetBytes(n)
+		if ni.Bit(0) == 0 {
+			return nil, "", "", errors.New("n: not an RSA modulus (even)")
+		}
+		pub = &rsa.PublicKey{N: ni, E: int(ei.Int64())}
 	case "OKP":
 		if j.Crv != "Ed25519" {
 			return nil, "", "", fmt.Errorf("crv %q: only Ed25519 is supported", j.Crv)
