@@ -25,6 +25,12 @@ const ways = 8
 // retry once an entry frees), rather than a live ID forgotten and a
 // replay let in. Callers add an ID only once the credential it belongs to
 // has been verified, so that someone without a key cannot add any.
+//
+// A subject's IDs go to a window of an eighth of the sets, chosen by the
+// subject: a client that holds its key and asks as fast as it can fills
+// its own window, and refuses itself, but not the table, so the other
+// clients keep getting tokens (those whose window overlaps its own lose
+// only the overlap).
 type Cache struct {
 	seed    maphash.Seed
 	mu      sync.Mutex
@@ -32,11 +38,25 @@ type Cache struct {
 	setMask uint64
 }
 
-// entry is one remembered ID: its hash, and until when (Unix nanoseconds)
-// it must be refused. An entry with until <= now is free.
+// entry is one remembered ID: its hash, its subject's hash (to find its
+// window again when the cache is resized), and until when, in whole Unix
+// seconds rounded up, it must be refused. An entry with until <= now is
+// free. 16 bytes.
 type entry struct {
-	key   uint64
-	until int64
+	key     uint64
+	subject uint32
+	until   uint32
+}
+
+// windowSets is how many sets a subject's IDs may use: an eighth of the
+// table, at least one.
+func (c *Cache) windowSets() uint64 { return max(1, (c.setMask+1)/8) }
+
+// seconds is t in whole Unix seconds, rounded up: a remembered ID is never
+// forgotten early. Times before 1970 or after 2106 are clamped.
+func seconds(t int64) uint32 {
+	s := (t + 999_999_999) / 1_000_000_000
+	return uint32(min(max(s, 0), 1<<32-1))
 }
 
 // New returns a cache of at most bytes (at least one set).
@@ -70,75 +90,109 @@ func (c *Cache) Resized(bytes int, now time.Time) *Cache {
 	n := newSeed(bytes, c.seed)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	t := nowSeconds(now)
 	for _, e := range c.entries {
-		if e.until > now.UnixNano() {
-			n.put(e.key, e.until, now.UnixNano())
+		if e.until > t {
+			n.put(e, t)
 		}
 	}
 	return n
+}
+
+// nowSeconds is now in whole Unix seconds, rounded down: an entry whose
+// until is in this second is still live.
+func nowSeconds(now time.Time) uint32 {
+	return uint32(min(max(now.Unix(), 0), 1<<32-1))
 }
 
 // Live counts the entries that have not expired at now.
 func (c *Cache) Live(now time.Time) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	n := 0
+	n, t := 0, nowSeconds(now)
 	for _, e := range c.entries {
-		if e.until > now.UnixNano() {
+		if e.until > t {
 			n++
 		}
 	}
 	return n
 }
 
-func (c *Cache) hash(subject, id string) uint64 {
+// hash returns the key of subject's id, and the hash of subject that
+// places its window.
+func (c *Cache) hash(subject, id string) (key uint64, subj uint32) {
 	var h maphash.Hash
 	h.SetSeed(c.seed)
 	// The subject's length first, so that no two pairs hash the same text.
 	var n [binary.MaxVarintLen64]byte
 	h.Write(binary.AppendUvarint(n[:0], uint64(len(subject))))
 	h.WriteString(subject)
+	subj = uint32(h.Sum64() >> 32)
 	h.WriteString(id)
-	return h.Sum64()
+	return h.Sum64(), subj
 }
 
 // Add remembers subject's id until until. It reports whether the id was
 // new (false: a replay); when the id is new but its set has no free
 // entry, full is how long until one frees, and nothing is remembered.
 func (c *Cache) Add(subject, id string, until, now time.Time) (fresh bool, full time.Duration) {
-	key := c.hash(subject, id)
+	key, subj := c.hash(subject, id)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	t := now.UnixNano()
-	for _, e := range c.set(key) {
-		if e.key == key && e.until > t {
-			return false, 0
+	t := nowSeconds(now)
+	for _, set := range c.sets(key, subj) {
+		for _, e := range set {
+			if e.key == key && e.until > t {
+				return false, 0
+			}
 		}
 	}
-	if wait := c.put(key, until.UnixNano(), t); wait > 0 {
-		return true, time.Duration(wait)
+	if wait := c.put(entry{key: key, subject: subj, until: seconds(until.UnixNano())}, t); wait > 0 {
+		return true, time.Duration(wait) * time.Second
 	}
 	return true, 0
 }
 
-// put stores key in a free entry of its set, or returns how long until
-// the first one frees (nanoseconds) when none is free.
-func (c *Cache) put(key uint64, until, now int64) int64 {
-	set := c.set(key)
-	soonest := int64(0)
-	for i := range set {
-		if set[i].until <= now {
-			set[i] = entry{key: key, until: until}
-			return 0
+// put stores e in a free entry of the emptier of its two sets, or returns
+// how long until the first entry frees (seconds, at least 1) when neither
+// has one.
+func (c *Cache) put(e entry, now uint32) uint32 {
+	var best []entry
+	bestFree, soonest := 0, uint32(0)
+	for _, set := range c.sets(e.key, e.subject) {
+		free := 0
+		for i := range set {
+			if set[i].until <= now {
+				free++
+			} else if soonest == 0 || set[i].until < soonest {
+				soonest = set[i].until
+			}
 		}
-		if soonest == 0 || set[i].until < soonest {
-			soonest = set[i].until
+		if free > bestFree {
+			best, bestFree = set, free
 		}
 	}
-	return soonest - now
+	if best == nil {
+		return max(1, soonest-now)
+	}
+	for i := range best {
+		if best[i].until <= now {
+			best[i] = e
+			break
+		}
+	}
+	return 0
 }
 
-func (c *Cache) set(key uint64) []entry {
-	i := (key & c.setMask) * ways
-	return c.entries[i : i+ways]
+// sets returns the two sets key may be in, within the window of its
+// subject: two choices keep the fullest set of a window close to the
+// window's average, so a subject meets a full set only when its window
+// nearly is.
+func (c *Cache) sets(key uint64, subj uint32) [2][]entry {
+	w := c.windowSets()
+	at := func(offset uint64) []entry {
+		i := ((uint64(subj) + offset%w) & c.setMask) * ways
+		return c.entries[i : i+ways]
+	}
+	return [2][]entry{at(key), at(key >> 32)}
 }
