@@ -102,15 +102,7 @@ func TestRoundTrip(t *testing.T) {
 	if cc.code != 0 || !strings.Contains(cc.stdout, "signs     "+kid) || !strings.Contains(cc.stdout, "reporting") || !strings.Contains(cc.stdout, "pd_AdminWebApi") {
 		t.Fatalf("check-config: %+v", cc)
 	}
-	loaded, err := issuer.LoadConfig(cfgFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	iss, err := issuer.New(loaded)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mux.Handle("/ids/", iss)
+	mountIssuer(t, mux, cfgFile)
 
 	secretFile := filepath.Join(dir, "secret")
 	if err := os.WriteFile(secretFile, []byte(plain+"\n"), 0o600); err != nil {
@@ -196,15 +188,7 @@ func TestTokenWithKey(t *testing.T) {
 	if cc := idsauth(t, bin, "", nil, "check-config", cfgFile); cc.code != 0 || !strings.Contains(cc.stdout, "1 public key(s), private_key_jwt") {
 		t.Fatalf("check-config: %+v", cc)
 	}
-	loaded, err := issuer.LoadConfig(cfgFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	iss, err := issuer.New(loaded)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mux.Handle("/ids/", iss)
+	mountIssuer(t, mux, cfgFile)
 	base := []string{"token", "-issuer", srv.URL + "/ids", "-client-id", "keyed"}
 	// No secret anywhere: standard input is empty, and would be refused.
 	r := idsauth(t, bin, "", nil, append(base, "-key", keyFile, "-resource", "https://api.example/a", "-decode")...)
@@ -342,4 +326,19 @@ func writeFile(t *testing.T, dir, name, content string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// mountIssuer serves the issuer of the configuration file cfgFile on mux,
+// loaded as the issuer loads it.
+func mountIssuer(t *testing.T, mux *http.ServeMux, cfgFile string) {
+	t.Helper()
+	loaded, err := issuer.LoadConfig(cfgFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	iss, err := issuer.New(loaded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux.Handle("/ids/", iss)
 }
