@@ -21,7 +21,9 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"hash"
 	"strings"
+	"sync"
 
 	"golang.org/x/crypto/bcrypt"
 )
@@ -119,16 +121,72 @@ func (h Hash) Equal(o Hash) bool { return h.text == o.text }
 // how much of it matches.
 func (h Hash) Verify(secret string) bool {
 	switch h.kind {
-	case SHA256:
-		sum := sha256.Sum256([]byte(secret))
-		return subtle.ConstantTimeCompare(sum[:], h.sum) == 1
-	case SHA512:
-		sum := sha512.Sum512([]byte(secret))
-		return subtle.ConstantTimeCompare(sum[:], h.sum) == 1
+	case SHA256, SHA512:
+		var d digests
+		d.compute(secret, h.kind == SHA512)
+		return d.match(h)
 	case Bcrypt:
 		return bcrypt.CompareHashAndPassword(h.sum, []byte(secret)) == nil
 	}
 	return false
+}
+
+// digests are a secret's fast digests: SHA-256 always, SHA-512 when
+// asked for. One computation serves every fast hash of its kind, since
+// they are unsalted (IdentityServer's form).
+type digests struct {
+	s256    [sha256.Size]byte
+	s512    [sha512.Size]byte
+	with512 bool
+}
+
+// compute fills d from secret, without allocating: the hash states and
+// the secret's bytes live in a pooled hasher, cleared after use.
+func (d *digests) compute(secret string, with512 bool) {
+	hs := hashers.Get().(*hasher)
+	hs.buf = append(hs.buf[:0], secret...)
+	hs.sum(hs.h256, d.s256[:])
+	if d.with512 = with512; with512 {
+		hs.sum(hs.h512, d.s512[:])
+	}
+	clear(hs.buf)
+	if cap(hs.buf) > 1024 {
+		hs.buf = nil // an unusually long one is not kept
+	}
+	hashers.Put(hs)
+}
+
+// match reports in constant time whether h, a fast hash, is one of d.
+func (d *digests) match(h Hash) bool {
+	switch {
+	case h.kind == SHA256:
+		return subtle.ConstantTimeCompare(d.s256[:], h.sum) == 1
+	case h.kind == SHA512 && d.with512:
+		return subtle.ConstantTimeCompare(d.s512[:], h.sum) == 1
+	}
+	return false
+}
+
+// hasher hashes secrets without allocating: hash.Hash's methods take
+// their arguments through an interface, so what they read and write
+// lives here rather than on the caller's stack.
+type hasher struct {
+	h256, h512 hash.Hash
+	buf        []byte
+	out        [sha512.Size]byte
+}
+
+var hashers = sync.Pool{New: func() any {
+	return &hasher{h256: sha256.New(), h512: sha512.New(), buf: make([]byte, 0, 128)}
+}}
+
+// sum writes the digest of hs.buf by h into dst, and leaves h reset.
+func (hs *hasher) sum(h hash.Hash, dst []byte) {
+	h.Reset()
+	h.Write(hs.buf)
+	copy(dst, h.Sum(hs.out[:0]))
+	h.Reset()
+	clear(hs.out[:])
 }
 
 // HashSHA256 returns the "sha256:" hash of secret: IdentityServer's form.

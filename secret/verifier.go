@@ -47,8 +47,10 @@ type VerifierConfig struct {
 // a tenant) so that neither the answer's time nor the work done tells an
 // unknown subject, a wrong secret and a subject with several hashes apart:
 //
-//   - fast hashes: every check does the same number of comparisons, at
-//     least MinComparisons and at least the most hashes of any subject
+//   - fast hashes: every check computes the same digests of the secret
+//     (SHA-256, and SHA-512 once any subject seen has a SHA-512 hash),
+//     once each, and makes the same number of constant-time comparisons,
+//     at least MinComparisons and at least the most hashes of any subject
 //     seen, padding with comparisons that cannot match;
 //   - slow hashes (bcrypt): once any has been seen (by Prime, or in a
 //     check), every failing check, an unknown subject's included, waits
@@ -77,11 +79,12 @@ type Verifier struct {
 	mu       sync.Mutex
 	seen     map[[32]byte]time.Time
 	pad      int                   // fast comparisons per check
+	with512  bool                  // every check computes SHA-512 too
 	costTime map[int]time.Duration // measured bcrypt time per cost
 	hold     time.Duration         // the costliest subject's slow work
 
-	fast, slowCount, hits, floors, queued atomic.Uint64
-	running, peak                         atomic.Int64
+	fast, digests, slowCount, hits, floors, queued atomic.Uint64
+	running, peak                                  atomic.Int64
 }
 
 // NewVerifier returns a Verifier configured by c.
@@ -119,14 +122,17 @@ func NewVerifier(c VerifierConfig) *Verifier {
 func (v *Verifier) Prime(subjects ...[]Hash) {
 	for _, hashes := range subjects {
 		var slow time.Duration
+		with512 := false
 		for _, h := range hashes {
 			if h.Slow() {
 				slow += v.measure(h)
 			}
+			with512 = with512 || h.kind == SHA512
 		}
 		v.mu.Lock()
 		v.pad = max(v.pad, len(hashes))
 		v.hold = max(v.hold, slow)
+		v.with512 = v.with512 || with512
 		v.mu.Unlock()
 	}
 }
@@ -177,6 +183,7 @@ func (v *Verifier) timing() (floor, hold time.Duration) {
 // metrics: the count of work, not its time.
 type Counts struct {
 	Fast      uint64 // fast-hash comparisons, padding included
+	Digests   uint64 // digests of the secret computed (SHA-256, SHA-512)
 	Slow      uint64 // slow-hash (bcrypt) checks run
 	CacheHits uint64 // slow checks answered from the success cache
 	Floors    uint64 // failures held until the failure floor
@@ -186,7 +193,7 @@ type Counts struct {
 
 // Counts returns v's counters.
 func (v *Verifier) Counts() Counts {
-	return Counts{Fast: v.fast.Load(), Slow: v.slowCount.Load(), CacheHits: v.hits.Load(), Floors: v.floors.Load(), Queued: v.queued.Load(), SlowPeak: v.peak.Load()}
+	return Counts{Fast: v.fast.Load(), Digests: v.digests.Load(), Slow: v.slowCount.Load(), CacheHits: v.hits.Load(), Floors: v.floors.Load(), Queued: v.queued.Load(), SlowPeak: v.peak.Load()}
 }
 
 // dummy is what padding compares against: no secret hashes to it.
@@ -201,18 +208,26 @@ func (v *Verifier) Verify(ctx context.Context, hashes []Hash, secret string) boo
 	start := time.Now()
 	v.learn(hashes)
 	v.mu.Lock()
-	pad := v.pad
+	pad, with512 := v.pad, v.with512
 	v.mu.Unlock()
+	// The same digests for every subject: SHA-256, and SHA-512 once any
+	// subject has a SHA-512 hash.
+	var d digests
+	d.compute(secret, with512)
+	v.digests.Add(1)
+	if with512 {
+		v.digests.Add(1)
+	}
 	match, fast := false, 0
 	for _, h := range hashes {
 		if h.Slow() {
 			continue
 		}
-		match = h.Verify(secret) || match
+		match = d.match(h) || match
 		fast++
 	}
 	for ; fast < pad; fast++ {
-		dummy.Verify(secret)
+		d.match(dummy)
 	}
 	v.fast.Add(uint64(fast))
 	if match {
@@ -302,6 +317,7 @@ func (v *Verifier) learn(hashes []Hash) {
 	v.mu.Lock()
 	fresh := len(hashes) > v.pad
 	for _, h := range hashes {
+		fresh = fresh || (h.kind == SHA512 && !v.with512)
 		if h.Slow() {
 			cost, _ := bcrypt.Cost(h.sum)
 			_, known := v.costTime[cost]

@@ -2,6 +2,8 @@ package secret_test
 
 import (
 	"context"
+	"crypto/sha512"
+	"encoding/base64"
 	"fmt"
 	"runtime"
 	"sync"
@@ -76,10 +78,13 @@ func TestVerifierDoesTheSameWorkOnEveryPath(t *testing.T) {
 					t.Fatal("a guess matched")
 				}
 				after := v.Counts()
-				work[name] = secret.Counts{Fast: after.Fast - before.Fast, Slow: after.Slow - before.Slow, Floors: after.Floors - before.Floors, Queued: after.Queued - before.Queued}
+				work[name] = secret.Counts{Fast: after.Fast - before.Fast, Digests: after.Digests - before.Digests, Slow: after.Slow - before.Slow, Floors: after.Floors - before.Floors, Queued: after.Queued - before.Queued}
 			}
 			if work["unknown"].Fast != work["wrong"].Fast || work["wrong"].Fast != work["rotated"].Fast || work["unknown"].Fast < secret.MinComparisons {
 				t.Errorf("fast comparisons differ: %+v", work)
+			}
+			if work["unknown"].Digests != work["wrong"].Digests || work["wrong"].Digests != work["rotated"].Digests || work["unknown"].Digests == 0 {
+				t.Errorf("digests computed differ: %+v", work)
 			}
 			if work["unknown"].Slow != 0 {
 				t.Errorf("an unknown subject burned bcrypt: %+v", work)
@@ -99,6 +104,58 @@ func TestVerifierDoesTheSameWorkOnEveryPath(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Once any subject has a SHA-512 hash, every check computes both digests:
+// a SHA-256 subject, a SHA-512 one and an unknown one alike. Each digest
+// is computed once per check, however many hashes a subject has.
+func TestVerifierComputesTheSameDigestsForEverySubject(t *testing.T) {
+	s256 := []secret.Hash{secret.HashSHA256("a"), secret.HashSHA256("b"), secret.HashSHA256("c")}
+	s512 := []secret.Hash{secret.MustParse("sha512:" + base64.StdEncoding.EncodeToString(sha512Sum("d")))}
+	v := secret.NewVerifier(secret.VerifierConfig{})
+	v.Prime(s256)
+	before := v.Counts().Digests
+	verify(t, v, s256, "guess")
+	if got := v.Counts().Digests - before; got != 1 {
+		t.Fatalf("three SHA-256 hashes: %d digests, want 1", got)
+	}
+	v.Prime(s512)
+	for name, c := range map[string]struct {
+		hashes []secret.Hash
+		secret string
+		ok     bool
+	}{
+		"sha256 right": {s256, "b", true}, "sha256 wrong": {s256, "d", false},
+		"sha512 right": {s512, "d", true}, "sha512 wrong": {s512, "a", false},
+		"unknown": {nil, "a", false},
+	} {
+		before := v.Counts().Digests
+		if verify(t, v, c.hashes, c.secret) != c.ok {
+			t.Errorf("%s: want %v", name, c.ok)
+		}
+		if got := v.Counts().Digests - before; got != 2 {
+			t.Errorf("%s: %d digests, want 2", name, got)
+		}
+	}
+}
+
+// A check against fast hashes allocates nothing: no garbage per request.
+func TestVerifierFastCheckAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are not kept under the race detector")
+	}
+	v := secret.NewVerifier(secret.VerifierConfig{})
+	hashes := []secret.Hash{secret.HashSHA256("a-secret-longer-than-32-bytes-0123456789"), secret.MustParse("sha512:" + base64.StdEncoding.EncodeToString(sha512Sum("b")))}
+	v.Prime(hashes)
+	ctx := context.Background()
+	if n := testing.AllocsPerRun(100, func() { v.Verify(ctx, hashes, "a-secret-longer-than-32-bytes-0123456789") }); n != 0 {
+		t.Errorf("Verify allocated %v times", n)
+	}
+}
+
+func sha512Sum(s string) []byte {
+	sum := sha512.Sum512([]byte(s))
+	return sum[:]
 }
 
 func TestVerifierPadsToTheLongestList(t *testing.T) {

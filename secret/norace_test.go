@@ -1,0 +1,5 @@
+//go:build !race
+
+package secret_test
+
+const raceEnabled = false
