@@ -72,13 +72,14 @@ type state struct {
 	plan     keyPlan
 	schedule []ScheduledKey
 
-	clients     map[string]*client
-	scopeArray  bool
-	discovery   []byte
-	cacheHeader string
-	limits      Limits
-	addrs       clientip.Resolver
-	budget      limit.Budget
+	clients       map[string]*client
+	tokenPrefixes map[*client]*tokenPrefix // this span's, made by reload
+	scopeArray    bool
+	discovery     []byte
+	cacheHeader   string
+	limits        Limits
+	addrs         clientip.Resolver
+	budget        limit.Budget
 	// Kept across reloads while their settings stay.
 	limiterCfg  limiterConfig
 	limiter     limit.Store
@@ -286,6 +287,7 @@ func (iss *Issuer) Reload(cfg *Config) error {
 		sets[i] = ks
 		sp := *st
 		sp.keySet = ks
+		sp.tokenPrefixes = sp.makePrefixes()
 		spans[i] = &sp
 	}
 	for _, sp := range spans {

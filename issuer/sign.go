@@ -5,9 +5,12 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding"
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"hash"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -19,75 +22,132 @@ import (
 	"github.com/idsauth/idsauth/internal/oauthwire"
 )
 
-// sign makes an access token for cl with the granted scopes and audience
-// (RFC 9068): the header {"alg","kid","typ":"at+jwt"} and the claims iss,
-// sub, client_id, aud, scope, iat, nbf, exp and jti, in that order, each
-// written as encoding/json writes it (so the bytes are those golang-jwt
-// made from the same header map and claims struct), without reflection.
-// ES256 signs with ecdsa.SignASN1: a hedged, randomized nonce.
-func (st *state) sign(cl *client, granted, aud []string, now time.Time) (string, error) {
-	// The token is made on the stack when it fits, and copied once into
-	// its string.
-	var buf [1024]byte
-	var scratch [640]byte // the claims' JSON
-	enc := base64.RawURLEncoding
-	tok := append(buf[:0], st.header...)
-	tok = append(tok, '.')
-	tok = enc.AppendEncode(tok, st.appendClaims(scratch[:0], cl, granted, aud, now))
-	var raw [64]byte
-	sig, err := st.signature(raw[:0], tok)
-	if err != nil {
-		return "", fmt.Errorf("signing: %w", err)
+// sign appends to b an access token for cl with the granted scopes and
+// audience (RFC 9068): the header {"alg","kid","typ":"at+jwt"} and the
+// claims iss, sub, client_id, aud, scope, iat, nbf, exp and jti, in that
+// order, each written as encoding/json writes it (so the bytes are those
+// golang-jwt made from the same header map and claims struct), without
+// reflection. What is the same for every token of cl in this span (see
+// tokenPrefix) is made once. ES256 signs with ecdsa.SignASN1: a hedged,
+// randomized nonce.
+func (st *state) sign(b []byte, cl *client, granted, aud []string, now time.Time) ([]byte, error) {
+	p := st.prefixFor(cl, aud)
+	start := len(b)
+	b = append(b, p.encoded...)
+	// The claims from the scope on, after the prefix's last bytes, on the
+	// stack when they fit.
+	var scratch [512]byte
+	tail := append(scratch[:0], p.rest...)
+	if st.scopeArray {
+		tail = appendStrings(tail, granted)
+	} else {
+		tail = appendJoined(tail, granted)
 	}
-	tok = append(tok, '.')
-	tok = enc.AppendEncode(tok, sig)
-	return string(tok), nil
+	tail = append(tail, `,"iat":`...)
+	tail = strconv.AppendInt(tail, now.Unix(), 10)
+	tail = append(tail, `,"nbf":`...)
+	tail = strconv.AppendInt(tail, now.Unix(), 10)
+	tail = append(tail, `,"exp":`...)
+	tail = strconv.AppendInt(tail, now.Add(cl.lifetime).Unix(), 10)
+	tail = append(tail, `,"jti":"`...)
+	tail = appendJTI(tail)
+	tail = append(tail, `"}`...)
+	b = base64.RawURLEncoding.AppendEncode(b, tail)
+	var raw [64]byte
+	sig, err := st.signature(raw[:0], b[start:], p)
+	if err != nil {
+		return nil, fmt.Errorf("signing: %w", err)
+	}
+	b = append(b, '.')
+	return base64.RawURLEncoding.AppendEncode(b, sig), nil
 }
 
-// signature signs the JWS signing input with the signing key, appending
-// to b what it can.
-func (st *state) signature(b, input []byte) ([]byte, error) {
-	switch p := st.signer.Private.(type) {
+// tokenPrefix is how every token of one client in one span of the key
+// schedule begins: the encoded JWS header, a dot, and the base64url of
+// the claims up to the scope's value ({"iss":…,"sub":…,"client_id":…,
+// "aud":…,"scope":), which are fixed for the client. The claims are cut
+// at a multiple of three bytes, so that what follows encodes on its own
+// and the two encodings joined are the encoding of the whole.
+type tokenPrefix struct {
+	encoded []byte // header "." base64url(claims[:n]), n a multiple of 3
+	rest    []byte // claims[n:]: 0 to 2 bytes, encoded with what follows
+	sha256  []byte // ES256: the SHA-256 state after encoded (MarshalBinary)
+}
+
+// newPrefix makes the prefix of cl's tokens for the audience aud.
+func (st *state) newPrefix(cl *client, aud []string) *tokenPrefix {
+	claims := []byte(`{"iss":`)
+	claims = oauthwire.AppendString(claims, st.issuer)
+	claims = append(claims, `,"sub":`...)
+	claims = oauthwire.AppendString(claims, cl.id)
+	claims = append(claims, `,"client_id":`...)
+	claims = oauthwire.AppendString(claims, cl.id)
+	claims = append(claims, `,"aud":`...)
+	claims = appendStrings(claims, aud)
+	claims = append(claims, `,"scope":`...)
+	n := len(claims) - len(claims)%3
+	p := &tokenPrefix{rest: claims[n:]}
+	p.encoded = append([]byte(st.header), '.')
+	p.encoded = base64.RawURLEncoding.AppendEncode(p.encoded, claims[:n])
+	if _, ok := st.signer.Private.(*ecdsa.PrivateKey); ok {
+		h := sha256.New()
+		h.Write(p.encoded)
+		p.sha256, _ = h.(encoding.BinaryMarshaler).MarshalBinary() // never fails
+	}
+	return p
+}
+
+// makePrefixes makes the prefix of every client's tokens in st's span, for
+// the client's own audience: a few hundred bytes per client.
+func (st *state) makePrefixes() map[*client]*tokenPrefix {
+	m := make(map[*client]*tokenPrefix, len(st.clients))
+	for _, cl := range st.clients {
+		m[cl] = st.newPrefix(cl, cl.audience)
+	}
+	return m
+}
+
+// prefixFor returns the prefix of cl's tokens for aud: the one made ahead
+// for the client's own audience, or a new one for resources asked for.
+func (st *state) prefixFor(cl *client, aud []string) *tokenPrefix {
+	if p := st.tokenPrefixes[cl]; p != nil && slices.Equal(aud, cl.audience) && (aud == nil) == (cl.audience == nil) {
+		return p
+	}
+	return st.newPrefix(cl, aud)
+}
+
+// signature signs the JWS signing input, which begins with p.encoded,
+// with the signing key, appending to b what it can.
+func (st *state) signature(b, input []byte, p *tokenPrefix) ([]byte, error) {
+	switch k := st.signer.Private.(type) {
 	case *ecdsa.PrivateKey:
-		digest := sha256.Sum256(input)
-		der, err := ecdsa.SignASN1(rand.Reader, p, digest[:]) // hedged nonce
+		hs := sha256s.Get().(*sha256State)
+		defer sha256s.Put(hs)
+		if err := hs.h.(encoding.BinaryUnmarshaler).UnmarshalBinary(p.sha256); err != nil {
+			return nil, err
+		}
+		hs.h.Write(input[len(p.encoded):])
+		der, err := ecdsa.SignASN1(rand.Reader, k, hs.h.Sum(hs.sum[:0])) // hedged nonce
 		if err != nil {
 			return nil, err
 		}
 		return appendRawES256(b, der)
 	case ed25519.PrivateKey:
-		return append(b, ed25519.Sign(p, input)...), nil
+		return append(b, ed25519.Sign(k, input)...), nil
 	default: // RSA: its signature is the cost, not what surrounds it
-		return st.method.Sign(string(input), p)
+		return st.method.Sign(string(input), k)
 	}
 }
 
-// appendClaims appends the claims' JSON to b.
-func (st *state) appendClaims(b []byte, cl *client, granted, aud []string, now time.Time) []byte {
-	b = append(b, `{"iss":`...)
-	b = oauthwire.AppendString(b, st.issuer)
-	b = append(b, `,"sub":`...)
-	b = oauthwire.AppendString(b, cl.id)
-	b = append(b, `,"client_id":`...)
-	b = oauthwire.AppendString(b, cl.id)
-	b = append(b, `,"aud":`...)
-	b = appendStrings(b, aud)
-	b = append(b, `,"scope":`...)
-	if st.scopeArray {
-		b = appendStrings(b, granted)
-	} else {
-		b = appendJoined(b, granted)
-	}
-	b = append(b, `,"iat":`...)
-	b = strconv.AppendInt(b, now.Unix(), 10)
-	b = append(b, `,"nbf":`...)
-	b = strconv.AppendInt(b, now.Unix(), 10)
-	b = append(b, `,"exp":`...)
-	b = strconv.AppendInt(b, now.Add(cl.lifetime).Unix(), 10)
-	b = append(b, `,"jti":"`...)
-	b = appendJTI(b)
-	return append(b, `"}`...)
+// sha256State is a SHA-256 state reused from one token to the next, with
+// room for its sum: hash.Hash's methods take their arguments through an
+// interface, which a stack array would escape from.
+type sha256State struct {
+	h   hash.Hash
+	sum [sha256.Size]byte
 }
+
+var sha256s = sync.Pool{New: func() any { return &sha256State{h: sha256.New()} }}
 
 // appendStrings appends a JSON array of strings, or null for a nil slice
 // as encoding/json writes it.

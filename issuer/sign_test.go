@@ -3,7 +3,6 @@ package issuer
 import (
 	"encoding/base64"
 	"encoding/json"
-	"net/http/httptest"
 	"reflect"
 	"strings"
 	"testing"
@@ -77,7 +76,9 @@ var oddText = []string{
 // TestSignMatchesGolangJWT: a token signed by sign verifies with
 // golang-jwt and has the very header and claims bytes that golang-jwt
 // made from the header map and the claims struct; with a deterministic
-// signature (RS256, EdDSA), the whole token is the same.
+// signature (RS256, EdDSA), the whole token is the same. So for the
+// prefix made ahead for a client's own audience, and for one made on the
+// spot for resources asked for.
 func TestSignMatchesGolangJWT(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
 	for _, alg := range []string{"ES256", "RS256", "PS256", "EdDSA"} {
@@ -87,19 +88,33 @@ func TestSignMatchesGolangJWT(t *testing.T) {
 		}
 		for i, odd := range oddText {
 			for _, scopeArray := range []bool{false, true} {
-				st := &state{issuer: "https://id.example/" + odd, keySet: keySet{signer: k, method: jwt.GetSigningMethod(alg), header: encodedHeader(k)}, scopeArray: scopeArray}
-				cl := &client{id: odd, lifetime: 90 * time.Minute}
 				cases := []struct{ granted, aud []string }{
 					{[]string{"pd_AdminWebApi"}, []string{"https://api.example/" + odd}},
 					{[]string{"a", odd, "c"}, []string{odd, "urn:x", oddText[(i+1)%len(oddText)]}},
 					{nil, nil},
 				}
 				for _, c := range cases {
-					got, err := st.sign(cl, c.granted, c.aud, now)
-					if err != nil {
-						t.Fatalf("%s: %v", alg, err)
+					for _, own := range []bool{true, false} {
+						cl := &client{id: odd, lifetime: 90 * time.Minute, audience: []string{"urn:its-own"}}
+						if own {
+							cl.audience = c.aud
+						}
+						st := &state{issuer: "https://id.example/" + odd, keySet: keySet{signer: k, method: jwt.GetSigningMethod(alg), header: encodedHeader(k)}, scopeArray: scopeArray}
+						st.clients = map[string]*client{cl.id: cl}
+						st.tokenPrefixes = st.makePrefixes()
+						if made := st.prefixFor(cl, c.aud) == st.tokenPrefixes[cl]; made != own {
+							t.Fatalf("%s: the prefix made ahead used: %v, want %v", alg, made, own)
+						}
+						got, err := st.sign([]byte("before"), cl, c.granted, c.aud, now)
+						if err != nil {
+							t.Fatalf("%s: %v", alg, err)
+						}
+						tok, ok := strings.CutPrefix(string(got), "before")
+						if !ok {
+							t.Fatalf("%s: sign did not append: %q", alg, got)
+						}
+						checkToken(t, st, cl, c.granted, c.aud, now, tok)
 					}
-					checkToken(t, st, cl, c.granted, c.aud, now, got)
 				}
 			}
 		}
@@ -160,10 +175,11 @@ func TestSignHedgedES256(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := &state{keySet: keySet{signer: k, method: jwt.GetSigningMethod("ES256"), header: encodedHeader(k)}}
-	input := "eyJhbGciOiJFUzI1NiJ9.e30"
+	p := st.newPrefix(&client{id: "c"}, nil)
+	input := string(p.encoded) + base64.RawURLEncoding.EncodeToString([]byte(`"s","iat":1}`))
 	seen := map[string]bool{}
 	for range 8 {
-		sig, err := st.signature(nil, []byte(input))
+		sig, err := st.signature(nil, []byte(input), p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -200,28 +216,43 @@ func TestAppendRawES256(t *testing.T) {
 	}
 }
 
-// TestWriteTokenIsWriteJSON: the success answer is what
-// oauthwire.WriteJSON wrote for the same response.
-func TestWriteTokenIsWriteJSON(t *testing.T) {
+// tokenResponse is the success answer of the token endpoint (RFC 6749
+// §5.1), as encoding/json writes it: the reference for appendAnswer.
+type tokenResponse struct {
+	AccessToken string `json:"access_token"`
+	TokenType   string `json:"token_type"`
+	ExpiresIn   int64  `json:"expires_in"`
+	Scope       string `json:"scope"`
+}
+
+// TestAnswerIsWriteJSON: the success answer is what oauthwire.WriteJSON
+// wrote for the same response, and its token verifies.
+func TestAnswerIsWriteJSON(t *testing.T) {
+	k, err := keys.Generate("ES256")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &state{issuer: "https://id.example", keySet: keySet{signer: k, method: jwt.GetSigningMethod("ES256"), header: encodedHeader(k)}}
+	now := time.Unix(1_800_000_000, 0)
 	for _, odd := range oddText {
-		resp := &tokenResponse{AccessToken: "eyJ.eyJ.sig", TokenType: "Bearer", ExpiresIn: 3600, Scope: "a " + odd}
-		rec := httptest.NewRecorder()
-		writeToken(rec, resp)
-		want, err := json.Marshal(resp)
+		cl := &client{id: "c", lifetime: time.Hour}
+		granted := []string{"a", odd}
+		got, err := st.appendAnswer(nil, cl, granted, nil, now)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := rec.Body.String(); got != string(want)+"\n" {
-			t.Errorf("body %s, json.Marshal %s", got, want)
+		var resp tokenResponse
+		if err := json.Unmarshal(got, &resp); err != nil {
+			t.Fatalf("%s: %v", got, err)
 		}
-		for name, v := range map[string]string{"Content-Type": "application/json", "Cache-Control": "no-store", "Pragma": "no-cache"} {
-			if got := rec.Header().Get(name); got != v {
-				t.Errorf("%s: %q, want %q", name, got, v)
-			}
+		want, err := json.Marshal(tokenResponse{AccessToken: resp.AccessToken, TokenType: "Bearer", ExpiresIn: 3600, Scope: "a " + odd})
+		if err != nil {
+			t.Fatal(err)
 		}
-		if rec.Code != 200 {
-			t.Errorf("status %d", rec.Code)
+		if string(got) != string(want)+"\n" {
+			t.Errorf("answer %s, json.Marshal %s", got, want)
 		}
+		checkToken(t, st, cl, granted, nil, now, resp.AccessToken)
 	}
 }
 

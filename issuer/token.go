@@ -19,14 +19,6 @@ import (
 	"github.com/idsauth/idsauth/secret"
 )
 
-// tokenResponse is the success answer of the token endpoint (RFC 6749 §5.1).
-type tokenResponse struct {
-	AccessToken string `json:"access_token"`
-	TokenType   string `json:"token_type"`
-	ExpiresIn   int64  `json:"expires_in"`
-	Scope       string `json:"scope"`
-}
-
 // tokenError is a failed token request: the answer and, for the log, why.
 type tokenError struct {
 	status int
@@ -55,40 +47,45 @@ func badRequest(code, desc string) *tokenError {
 func (iss *Issuer) token(w http.ResponseWriter, r *http.Request, st *state) {
 	start := time.Now()
 	var who attempt
-	resp, err := iss.issue(w, r, st, &who)
+	answer, err := iss.issue(w, r, st, &who)
 	if err != nil {
 		iss.refuse(w, err)
 		iss.refused(r, err, who, time.Since(start))
 		return
 	}
-	writeToken(w, resp)
+	oauthwire.WriteBody(w, http.StatusOK, *answer) // which keeps none of it
+	putAnswer(answer)
 	iss.issued(r, who, time.Since(start))
-}
-
-// writeToken writes the success answer: the bytes oauthwire.WriteJSON
-// would write for resp, without reflection.
-func writeToken(w http.ResponseWriter, resp *tokenResponse) {
-	bp := answers.Get().(*[]byte)
-	b := append((*bp)[:0], `{"access_token":"`...)
-	b = append(b, resp.AccessToken...) // base64url and dots: nothing to escape
-	b = append(b, `","token_type":`...)
-	b = oauthwire.AppendString(b, resp.TokenType)
-	b = append(b, `,"expires_in":`...)
-	b = strconv.AppendInt(b, resp.ExpiresIn, 10)
-	b = append(b, `,"scope":`...)
-	b = oauthwire.AppendString(b, resp.Scope)
-	b = append(b, "}\n"...)
-	oauthwire.WriteBody(w, http.StatusOK, b) // which keeps none of b
-	if cap(b) <= 16<<10 {
-		*bp = b
-		answers.Put(bp)
-	}
 }
 
 // answers are the buffers success answers are written in.
 var answers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
 
-func (iss *Issuer) issue(w http.ResponseWriter, r *http.Request, st *state, who *attempt) (*tokenResponse, *tokenError) {
+// putAnswer gives back an answer's buffer, unless it grew unusually large.
+func putAnswer(b *[]byte) {
+	if cap(*b) <= 16<<10 {
+		answers.Put(b)
+	}
+}
+
+// appendAnswer appends the success answer (RFC 6749 §5.1) around the
+// token that sign appends: the bytes oauthwire.WriteJSON would write for
+// {access_token, token_type "Bearer", expires_in, scope}, without
+// reflection.
+func (st *state) appendAnswer(b []byte, cl *client, granted, aud []string, now time.Time) ([]byte, error) {
+	b = append(b, `{"access_token":"`...)
+	b, err := st.sign(b, cl, granted, aud, now) // base64url and dots: nothing to escape
+	if err != nil {
+		return nil, err
+	}
+	b = append(b, `","token_type":"Bearer","expires_in":`...)
+	b = strconv.AppendInt(b, int64(cl.lifetime/time.Second), 10)
+	b = append(b, `,"scope":`...)
+	b = appendJoined(b, granted)
+	return append(b, "}\n"...), nil
+}
+
+func (iss *Issuer) issue(w http.ResponseWriter, r *http.Request, st *state, who *attempt) (*[]byte, *tokenError) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		return nil, &tokenError{status: http.StatusMethodNotAllowed, code: "invalid_request", desc: "the token endpoint takes POST only"}
@@ -148,7 +145,7 @@ func (iss *Issuer) issue(w http.ResponseWriter, r *http.Request, st *state, who 
 }
 
 // grant issues the token an authenticated client asked for.
-func (iss *Issuer) grant(form url.Values, st *state, cl *client, now time.Time, who *attempt) (*tokenResponse, *tokenError) {
+func (iss *Issuer) grant(form url.Values, st *state, cl *client, now time.Time, who *attempt) (*[]byte, *tokenError) {
 	if !cl.clientCreds {
 		return nil, badRequest("unauthorized_client", "the client may not use client_credentials")
 	}
@@ -161,17 +158,15 @@ func (iss *Issuer) grant(form url.Values, st *state, cl *client, now time.Time, 
 		return nil, terr
 	}
 	who.scopes = granted
-	tok, err := st.sign(cl, granted, aud, now)
+	answer := answers.Get().(*[]byte)
+	b, err := st.appendAnswer((*answer)[:0], cl, granted, aud, now)
 	if err != nil {
+		putAnswer(answer)
 		iss.logger.Error("idsauth issuer: cannot sign a token", slog.String("error", err.Error()))
 		return nil, &tokenError{status: http.StatusInternalServerError, code: "server_error", desc: "the token could not be signed"}
 	}
-	return &tokenResponse{
-		AccessToken: tok,
-		TokenType:   "Bearer",
-		ExpiresIn:   int64(cl.lifetime / time.Second),
-		Scope:       strings.Join(granted, " "),
-	}, nil
+	*answer = b
+	return answer, nil
 }
 
 // reserve takes one failure from the budgets of client id and addr before
