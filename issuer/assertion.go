@@ -16,7 +16,6 @@ import (
 	"math"
 	"math/big"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -372,21 +371,21 @@ func (st *state) audienceOK(raw json.RawMessage) bool {
 
 // hasAssertion reports whether the request authenticates with a client
 // assertion.
-func hasAssertion(form url.Values) bool {
-	return form.Has("client_assertion") || form.Has("client_assertion_type")
+func hasAssertion(form *tokenForm) bool {
+	return form.has(assertionParam) || form.has(assertionTypeParam)
 }
 
 // assertionClient authenticates a private_key_jwt request and returns its
 // client. Like a secret, every failure is reserved from the failure
 // budgets before anything is verified, charged, held to the failure
 // floor, and answered 401 invalid_client "client authentication failed".
-func (iss *Issuer) assertionClient(r *http.Request, form url.Values, st *state, who *attempt, now time.Time) (*client, *tokenError) {
+func (iss *Issuer) assertionClient(r *http.Request, form *tokenForm, st *state, who *attempt, now time.Time) (*client, *tokenError) {
 	if terr := assertionForm(r, form); terr != nil {
 		return nil, terr
 	}
-	a := parseAssertion(form.Get("client_assertion"))
-	id := form.Get("client_id")
-	if !form.Has("client_id") && a != nil {
+	a := parseAssertion(form.get(assertionParam))
+	id := form.get(clientIDParam)
+	if !form.has(clientIDParam) && a != nil {
 		id = a.sub
 	}
 	if terr := checkLengths(id, ""); terr != nil {
@@ -472,19 +471,19 @@ func replayFull(wait time.Duration, why string) *tokenError {
 
 // assertionForm checks the parameters of a private_key_jwt request: the
 // assertion type, an assertion within its bound, and no second method.
-func assertionForm(r *http.Request, form url.Values) *tokenError {
+func assertionForm(r *http.Request, form *tokenForm) *tokenError {
 	authz := r.Header.Values("Authorization")
 	switch {
 	case len(authz) > 1:
 		return badRequest("invalid_request", "more than one Authorization header")
 	case len(authz) == 1 && len(authz[0]) >= 6 && strings.EqualFold(authz[0][:6], "Basic "),
-		form.Has("client_secret"):
+		form.has(clientSecretParam):
 		return badRequest("invalid_request", "a client secret and a client assertion in one request: use one method")
-	case form.Get("client_assertion_type") != ClientAssertionType:
+	case form.get(assertionTypeParam) != ClientAssertionType:
 		return badRequest("invalid_request", "client_assertion_type must be "+ClientAssertionType)
-	case form.Get("client_assertion") == "":
+	case form.get(assertionParam) == "":
 		return badRequest("invalid_request", "client_assertion is missing")
-	case len(form.Get("client_assertion")) > MaxAssertionLength:
+	case len(form.get(assertionParam)) > MaxAssertionLength:
 		return badRequest("invalid_request", "client_assertion longer than "+strconv.Itoa(MaxAssertionLength)+" bytes")
 	}
 	return nil

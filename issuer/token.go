@@ -2,9 +2,7 @@ package issuer
 
 import (
 	"errors"
-	"io"
 	"log/slog"
-	"mime"
 	"net/http"
 	"net/url"
 	"slices"
@@ -94,7 +92,7 @@ func (iss *Issuer) issue(w http.ResponseWriter, r *http.Request, st *state, who 
 	if terr != nil {
 		return nil, terr
 	}
-	grant := form.Get("grant_type")
+	grant := form.get(grantTypeParam)
 	switch grant {
 	case "":
 		return nil, badRequest("invalid_request", "grant_type is missing")
@@ -104,7 +102,7 @@ func (iss *Issuer) issue(w http.ResponseWriter, r *http.Request, st *state, who 
 	}
 
 	if hasAssertion(form) {
-		if tooLong(form.Get("scope"), MaxScopeLength) {
+		if tooLong(form.get(scopeParam), MaxScopeLength) {
 			return nil, badRequest("invalid_request", "scope longer than "+strconv.Itoa(MaxScopeLength)+" characters")
 		}
 		now := iss.now()
@@ -119,7 +117,7 @@ func (iss *Issuer) issue(w http.ResponseWriter, r *http.Request, st *state, who 
 	if terr != nil {
 		return nil, terr
 	}
-	if tooLong(form.Get("scope"), MaxScopeLength) {
+	if tooLong(form.get(scopeParam), MaxScopeLength) {
 		return nil, badRequest("invalid_request", "scope longer than "+strconv.Itoa(MaxScopeLength)+" characters")
 	}
 	now := iss.now()
@@ -145,15 +143,15 @@ func (iss *Issuer) issue(w http.ResponseWriter, r *http.Request, st *state, who 
 }
 
 // grant issues the token an authenticated client asked for.
-func (iss *Issuer) grant(form url.Values, st *state, cl *client, now time.Time, who *attempt) (*[]byte, *tokenError) {
+func (iss *Issuer) grant(form *tokenForm, st *state, cl *client, now time.Time, who *attempt) (*[]byte, *tokenError) {
 	if !cl.clientCreds {
 		return nil, badRequest("unauthorized_client", "the client may not use client_credentials")
 	}
-	granted, terr := grantScopes(form.Get("scope"), cl)
+	granted, terr := grantScopes(form.get(scopeParam), cl)
 	if terr != nil {
 		return nil, terr
 	}
-	aud, terr := targetAudience(form["resource"], cl)
+	aud, terr := targetAudience(form.resource, cl)
 	if terr != nil {
 		return nil, terr
 	}
@@ -185,61 +183,6 @@ func (iss *Issuer) reserve(r *http.Request, st *state, id, addr string, now time
 	return nil, &tokenError{status: http.StatusServiceUnavailable, code: "temporarily_unavailable", desc: "the token endpoint cannot check failed attempts now; try again shortly", retry: int(limit.UnavailableRetryAfter / time.Second)}
 }
 
-// readForm reads the form body: the right content type, within the size
-// bound, each parameter but resource (RFC 8707) at most once.
-func readForm(w http.ResponseWriter, r *http.Request, maxBytes int64) (url.Values, *tokenError) {
-	const formType = "application/x-www-form-urlencoded"
-	if ct := r.Header.Get("Content-Type"); ct != formType { // the usual one needs no parsing
-		mt, _, err := mime.ParseMediaType(ct)
-		if err != nil || mt != formType {
-			return nil, badRequest("invalid_request", "Content-Type must be application/x-www-form-urlencoded")
-		}
-	}
-	// Sized for a short declared length (one byte more, to see the end
-	// without growing); a longer one is read as it comes, not allocated
-	// ahead of the bytes.
-	size := 512
-	if n := r.ContentLength; n >= 0 && n < 2048 {
-		size = int(n) + 1
-	}
-	body, err := readAll(http.MaxBytesReader(w, r.Body, maxBytes), size)
-	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return nil, badRequest("invalid_request", "request body larger than "+strconv.FormatInt(maxBytes, 10)+" bytes")
-		}
-		return nil, badRequest("invalid_request", "request body could not be read")
-	}
-	form, err := url.ParseQuery(string(body))
-	if err != nil {
-		return nil, badRequest("invalid_request", "request body is not a valid form")
-	}
-	for name, vs := range form {
-		if len(vs) > 1 && name != "resource" {
-			return nil, badRequest("invalid_request", "parameter "+oauthwire.Clean(name)+" given more than once")
-		}
-	}
-	return form, nil
-}
-
-// readAll is io.ReadAll into a buffer of the given first size.
-func readAll(r io.Reader, size int) ([]byte, error) {
-	b := make([]byte, 0, size)
-	for {
-		n, err := r.Read(b[len(b):cap(b)])
-		b = b[:len(b)+n]
-		if err != nil {
-			if err == io.EOF {
-				err = nil
-			}
-			return b, err
-		}
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
-		}
-	}
-}
-
 // credentials returns the client's ID and secret, from HTTP Basic (whose
 // parts are form-urlencoded, RFC 6749 §2.3.1) or the body. RFC 6749 §2.3
 // forbids two authentication methods: Basic with a body client_secret, or
@@ -247,7 +190,7 @@ func readAll(r io.Reader, size int) ([]byte, error) {
 // client_id repeated in the body is one method, as requests-oauthlib sends
 // it and IdentityServer accepts it. Over-long values are refused here,
 // before anything is remembered of them.
-func credentials(r *http.Request, form url.Values) (id, pass string, basic bool, _ *tokenError) {
+func credentials(r *http.Request, form *tokenForm) (id, pass string, basic bool, _ *tokenError) {
 	authz := r.Header.Values("Authorization")
 	if len(authz) > 1 {
 		return "", "", false, badRequest("invalid_request", "more than one Authorization header")
@@ -256,14 +199,14 @@ func credentials(r *http.Request, form url.Values) (id, pass string, basic bool,
 		u, p, ok := r.BasicAuth()
 		if ok {
 			var err1, err2 error
-			u, err1 = url.QueryUnescape(u)
-			p, err2 = url.QueryUnescape(p)
+			u, err1 = unescape(u)
+			p, err2 = unescape(p)
 			ok = err1 == nil && err2 == nil
 		}
 		if !ok || u == "" {
 			return "", "", true, &tokenError{status: http.StatusUnauthorized, code: "invalid_client", desc: "malformed Basic credentials", basic: true}
 		}
-		if form.Has("client_secret") || (form.Has("client_id") && form.Get("client_id") != u) {
+		if form.has(clientSecretParam) || (form.has(clientIDParam) && form.get(clientIDParam) != u) {
 			return "", "", false, badRequest("invalid_request", "client credentials given both in the Authorization header and in the body")
 		}
 		if terr := checkLengths(u, p); terr != nil {
@@ -271,10 +214,10 @@ func credentials(r *http.Request, form url.Values) (id, pass string, basic bool,
 		}
 		return u, p, true, nil
 	}
-	if !form.Has("client_id") {
+	if !form.has(clientIDParam) {
 		return "", "", false, &tokenError{status: http.StatusUnauthorized, code: "invalid_client", desc: "no client credentials"}
 	}
-	id, pass = form.Get("client_id"), form.Get("client_secret")
+	id, pass = form.get(clientIDParam), form.get(clientSecretParam)
 	if terr := checkLengths(id, pass); terr != nil {
 		return "", "", false, terr
 	}

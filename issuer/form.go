@@ -1,0 +1,177 @@
+package issuer
+
+import (
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/idsauth/idsauth/internal/oauthwire"
+)
+
+// tokenForm is a token request's parameters: the six the token endpoint reads,
+// and resource (RFC 8707), which may be given several times.
+type tokenForm struct {
+	value    [numParams]string
+	given    [numParams]bool
+	resource []string
+}
+
+// param names one of the parameters a tokenForm holds.
+type param uint8
+
+const (
+	grantTypeParam param = iota
+	scopeParam
+	clientIDParam
+	clientSecretParam
+	assertionTypeParam
+	assertionParam
+	numParams
+)
+
+// paramOf returns the param named name, or numParams for another name.
+func paramOf(name string) param {
+	switch name {
+	case "grant_type":
+		return grantTypeParam
+	case "scope":
+		return scopeParam
+	case "client_id":
+		return clientIDParam
+	case "client_secret":
+		return clientSecretParam
+	case "client_assertion_type":
+		return assertionTypeParam
+	case "client_assertion":
+		return assertionParam
+	}
+	return numParams
+}
+
+// get returns parameter p's value, "" when it was not given.
+func (f *tokenForm) get(p param) string { return f.value[p] }
+
+// has reports whether parameter p was given, even empty.
+func (f *tokenForm) has(p param) bool { return f.given[p] }
+
+// maxParams bounds a form's parameters, as url.ParseQuery bounds them.
+const maxParams = 10000
+
+var notAForm = badRequest("invalid_request", "request body is not a valid form")
+
+// parseForm parses an application/x-www-form-urlencoded body as
+// url.ParseQuery does (pairs split on "&", a ";" refused, names and values
+// unescaped, "+" a space), and refuses any parameter but resource given
+// more than once (RFC 6749 §3.2), however it is spelled. A parameter the
+// endpoint does not read is otherwise ignored (RFC 6749 §3.2), without
+// building a map of every parameter.
+func parseForm(body string) (*tokenForm, *tokenError) {
+	if strings.Count(body, "&") >= maxParams {
+		return nil, notAForm
+	}
+	f := &tokenForm{}
+	var others map[string]bool // the other names, made for the first one
+	repeated, isRepeated := "", false
+	for rest := body; rest != ""; {
+		var pair string
+		pair, rest, _ = strings.Cut(rest, "&")
+		if strings.IndexByte(pair, ';') >= 0 {
+			return nil, notAForm
+		}
+		if pair == "" {
+			continue
+		}
+		name, value, _ := strings.Cut(pair, "=")
+		name, err1 := unescape(name)
+		value, err2 := unescape(value)
+		if err1 != nil || err2 != nil {
+			return nil, notAForm
+		}
+		if isRepeated {
+			continue // the rest is read for errors only: a malformed form is that first
+		}
+		switch p := paramOf(name); {
+		case name == "resource":
+			f.resource = append(f.resource, value)
+		case p < numParams && f.given[p]:
+			repeated, isRepeated = name, true
+		case p < numParams:
+			f.value[p], f.given[p] = value, true
+		case others[name]:
+			repeated, isRepeated = name, true
+		default:
+			if others == nil {
+				others = make(map[string]bool)
+			}
+			others[name] = true
+		}
+	}
+	if isRepeated {
+		return nil, badRequest("invalid_request", "parameter "+oauthwire.Clean(repeated)+" given more than once")
+	}
+	return f, nil
+}
+
+// unescape is url.QueryUnescape, which returns s itself when it holds
+// neither "%" nor "+", found here by the faster byte search.
+func unescape(s string) (string, error) {
+	if strings.IndexByte(s, '%') < 0 && strings.IndexByte(s, '+') < 0 {
+		return s, nil
+	}
+	return url.QueryUnescape(s)
+}
+
+// readForm reads the form body: the right content type, within the size
+// bound, each parameter but resource (RFC 8707) at most once.
+func readForm(w http.ResponseWriter, r *http.Request, maxBytes int64) (*tokenForm, *tokenError) {
+	const formType = "application/x-www-form-urlencoded"
+	if ct := r.Header.Get("Content-Type"); ct != formType { // the usual one needs no parsing
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || mt != formType {
+			return nil, badRequest("invalid_request", "Content-Type must be application/x-www-form-urlencoded")
+		}
+	}
+	bp := bodies.Get().(*[]byte)
+	defer func() {
+		if cap(*bp) <= 4<<10 {
+			clear(*bp) // it held a secret; what lies past it was cleared before
+			bodies.Put(bp)
+		}
+	}()
+	body, err := readAll((*bp)[:0], http.MaxBytesReader(w, r.Body, maxBytes))
+	*bp = body
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return nil, badRequest("invalid_request", "request body larger than "+strconv.FormatInt(maxBytes, 10)+" bytes")
+		}
+		return nil, badRequest("invalid_request", "request body could not be read")
+	}
+	return parseForm(string(body))
+}
+
+// bodies are the buffers token requests' bodies are read into.
+var bodies = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// readAll is io.ReadAll appending to b: a longer body grows b as it
+// comes, never ahead of its bytes.
+func readAll(b []byte, r io.Reader) ([]byte, error) {
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err != nil {
+			if err == io.EOF {
+				err = nil
+			}
+			return b, err
+		}
+	}
+}

@@ -1,0 +1,61 @@
+package issuer
+
+import (
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/idsauth/idsauth/internal/oauthwire"
+)
+
+// FuzzParseForm: parseForm reads what url.ParseQuery reads, refuses what
+// it refuses, and refuses a repeated parameter (but resource) where the
+// endpoint used to after url.ParseQuery, naming one that was repeated.
+func FuzzParseForm(f *testing.F) {
+	for _, s := range []string{
+		"grant_type=client_credentials&scope=pd_AdminWebApi",
+		"client_id=a%2Bb&client_secret=x+y%20z&scope=a+b",
+		"resource=https%3A%2F%2Fapi.example&resource=urn:x&resource=",
+		"scope=a&scope=b", "scop%65=a&scope=b", "x=1&x=2", "x=1&y=2&z",
+		"a=b;c=d", "%zz=1", "a=%zz", "&&&", "=", "grant_type", "grant_type=",
+		"x=1&x=2&%zz", "client_assertion=a.b.c&client_assertion_type=t&client_assertion=d",
+		strings.Repeat("a=b&", 10000), strings.Repeat("&", 9999),
+	} {
+		f.Add(s)
+	}
+	names := []string{"grant_type", "scope", "client_id", "client_secret", "client_assertion_type", "client_assertion"}
+	f.Fuzz(func(t *testing.T, body string) {
+		got, terr := parseForm(body)
+		vals, err := url.ParseQuery(body)
+		if err != nil {
+			if terr != notAForm {
+				t.Fatalf("url.ParseQuery: %v; parseForm: %+v", err, terr)
+			}
+			return
+		}
+		var repeated []string
+		for name, vs := range vals {
+			if len(vs) > 1 && name != "resource" {
+				repeated = append(repeated, name)
+			}
+		}
+		if len(repeated) > 0 {
+			if terr == nil || !slices.ContainsFunc(repeated, func(n string) bool { return terr.desc == "parameter "+oauthwire.Clean(n)+" given more than once" }) {
+				t.Fatalf("%q repeated; parseForm: %+v", repeated, terr)
+			}
+			return
+		}
+		if terr != nil {
+			t.Fatalf("url.ParseQuery reads it; parseForm: %+v", terr)
+		}
+		for p, name := range names {
+			if got.has(param(p)) != vals.Has(name) || got.get(param(p)) != vals.Get(name) {
+				t.Errorf("%s: %v %q, url.ParseQuery %v %q", name, got.has(param(p)), got.get(param(p)), vals.Has(name), vals.Get(name))
+			}
+		}
+		if !slices.Equal(got.resource, vals["resource"]) {
+			t.Errorf("resource %q, url.ParseQuery %q", got.resource, vals["resource"])
+		}
+	})
+}
