@@ -143,7 +143,13 @@ func readForm(w http.ResponseWriter, r *http.Request, maxBytes int64) (*tokenFor
 			bodies.Put(bp)
 		}
 	}()
-	body, err := readAll((*bp)[:0], http.MaxBytesReader(w, r.Body, maxBytes))
+	// A declared length is what net/http's body reader gives, no more:
+	// within the bound, the body needs no other limit.
+	var in io.Reader = r.Body
+	if r.ContentLength < 0 || r.ContentLength > maxBytes {
+		in = http.MaxBytesReader(w, r.Body, maxBytes)
+	}
+	body, err := readAll((*bp)[:0], in)
 	*bp = body
 	if err != nil {
 		var tooLarge *http.MaxBytesError

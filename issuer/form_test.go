@@ -1,6 +1,8 @@
 package issuer
 
 import (
+	"encoding/base64"
+	"net/http"
 	"net/url"
 	"slices"
 	"strings"
@@ -56,6 +58,25 @@ func FuzzParseForm(f *testing.F) {
 		}
 		if !slices.Equal(got.resource, vals["resource"]) {
 			t.Errorf("resource %q, url.ParseQuery %q", got.resource, vals["resource"])
+		}
+	})
+}
+
+// FuzzBasicAuth: basicAuth reads Basic credentials as net/http's
+// Request.BasicAuth reads them, short or long.
+func FuzzBasicAuth(f *testing.F) {
+	for _, s := range []string{
+		base64.StdEncoding.EncodeToString([]byte("admin:adm%3Ain%252B%2Bsecret")), "YTpi", "YWJj", "!!!", "", "YTo=", "YTo",
+		base64.StdEncoding.EncodeToString([]byte(strings.Repeat("u", 400) + ":" + strings.Repeat("p", 400))),
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, encoded string) {
+		r := &http.Request{Header: http.Header{"Authorization": {"Basic " + encoded}}}
+		wantUser, wantPass, wantOK := r.BasicAuth()
+		user, pass, ok := basicAuth(encoded)
+		if user != wantUser || pass != wantPass || ok != wantOK {
+			t.Fatalf("%q: %q %q %v, net/http %q %q %v", encoded, user, pass, ok, wantUser, wantPass, wantOK)
 		}
 	})
 }

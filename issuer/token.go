@@ -1,6 +1,7 @@
 package issuer
 
 import (
+	"encoding/base64"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -196,7 +197,7 @@ func credentials(r *http.Request, form *tokenForm) (id, pass string, basic bool,
 		return "", "", false, badRequest("invalid_request", "more than one Authorization header")
 	}
 	if len(authz) == 1 && len(authz[0]) >= 6 && strings.EqualFold(authz[0][:6], "Basic ") {
-		u, p, ok := r.BasicAuth()
+		u, p, ok := basicAuth(authz[0][6:])
 		if ok {
 			var err1, err2 error
 			u, err1 = unescape(u)
@@ -224,6 +225,31 @@ func credentials(r *http.Request, form *tokenForm) (id, pass string, basic bool,
 	return id, pass, false, nil
 }
 
+// basicAuth decodes the credentials of an Authorization header's Basic
+// scheme (RFC 7617): base64 of "user-id:password", split at the first
+// colon, as net/http's Request.BasicAuth reads them. A value of usual
+// size is decoded on the stack, into one string for both parts.
+func basicAuth(encoded string) (user, pass string, ok bool) {
+	var src, dst [512]byte
+	var raw []byte
+	if len(encoded) <= len(src) {
+		n, err := base64.StdEncoding.Decode(dst[:], src[:copy(src[:], encoded)])
+		if err != nil {
+			return "", "", false
+		}
+		raw = dst[:n]
+	} else {
+		var err error
+		if raw, err = base64.StdEncoding.DecodeString(encoded); err != nil {
+			return "", "", false
+		}
+	}
+	if user, pass, ok = strings.Cut(string(raw), ":"); !ok {
+		return "", "", false
+	}
+	return user, pass, true
+}
+
 // checkLengths refuses a client ID or secret longer than any the issuer
 // accepts in its configuration.
 func checkLengths(id, pass string) *tokenError {
@@ -245,23 +271,30 @@ func tooLong(s string, n int) bool {
 // grantScopes checks the requested scopes against the client's and returns
 // them in the order asked, without duplicates.
 func grantScopes(requested string, cl *client) ([]string, *tokenError) {
-	fields := strings.Fields(requested)
-	if len(fields) == 0 && cl.allScopes {
-		return cl.scopeList, nil // IdentityServer's default
-	}
-	if len(fields) == 0 {
-		return nil, badRequest("invalid_scope", "scope is missing")
-	}
-	granted := make([]string, 0, len(fields))
-	for _, s := range fields {
-		if !cl.scopes.Has(s) {
+	var one []string // the first scope asked for, from the client's set
+	many := false
+	for s := range strings.FieldsSeq(requested) {
+		i, ok := slices.BinarySearch(cl.scopes, s)
+		switch {
+		case !ok:
 			return nil, badRequest("invalid_scope", "scope not allowed for this client")
+		case one == nil:
+			one = cl.scopes[i : i+1 : i+1] // shared, and never written to
+		default:
+			many = many || s != one[0]
 		}
-		dup := false
-		for _, g := range granted {
-			dup = dup || g == s
-		}
-		if !dup {
+	}
+	switch {
+	case one == nil && cl.allScopes:
+		return cl.scopeList, nil // IdentityServer's default
+	case one == nil:
+		return nil, badRequest("invalid_scope", "scope is missing")
+	case !many:
+		return one, nil
+	}
+	var granted []string
+	for s := range strings.FieldsSeq(requested) {
+		if !slices.Contains(granted, s) {
 			granted = append(granted, s)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -187,6 +188,12 @@ func TestTokenEndpoint(t *testing.T) {
 					t.Errorf("body = %v", a.body)
 				}
 			}},
+		{name: "one scope asked twice, with tabs and spaces, is granted once", contentType: formType, body: form("grant_type", "client_credentials", "client_id", "connect", "client_secret", connectSecret, "scope", " "+scope.AdminWebAPI+"\t "+scope.AdminWebAPI+" "), status: 200,
+			check: func(t *testing.T, a answer) {
+				if a.body["scope"] != scope.AdminWebAPI {
+					t.Errorf("body = %v", a.body)
+				}
+			}},
 	}
 	var issued []string
 	for _, c := range cases {
@@ -252,5 +259,38 @@ func TestTokenEndpoint(t *testing.T) {
 	}
 	if n := strings.Count(s.logs.String(), "token request refused"); n < 15 {
 		t.Errorf("only %d refusals logged; the log check above saw too little", n)
+	}
+}
+
+// TestBodyBound: a body of exactly the bound is read, one byte more is
+// refused, whether its length is declared or it comes chunked.
+func TestBodyBound(t *testing.T) {
+	s := newServer(t, nil)
+	good := form("grant_type", "client_credentials", "client_id", "admin", "client_secret", adminSecret, "scope", scope.AdminWebAPI) + "&pad="
+	for _, c := range []struct {
+		size    int
+		chunked bool
+		status  int
+	}{{16 << 10, false, 200}, {16<<10 + 1, false, 400}, {16 << 10, true, 200}, {16<<10 + 1, true, 400}} {
+		body := good + strings.Repeat("x", c.size-len(good))
+		var r io.Reader = strings.NewReader(body)
+		if c.chunked {
+			r = io.MultiReader(r) // no length known ahead: sent chunked
+		}
+		req, err := http.NewRequest(http.MethodPost, s.tokenURL(), r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", formType)
+		if c.chunked != (req.ContentLength <= 0) {
+			t.Fatalf("chunked %v, ContentLength %d", c.chunked, req.ContentLength)
+		}
+		a := do(t, req)
+		if a.status != c.status {
+			t.Errorf("%d bytes, chunked %v: %d %s, want %d", c.size, c.chunked, a.status, a.raw, c.status)
+		}
+		if c.status == 400 && a.body["error_description"] != "request body larger than 16384 bytes" {
+			t.Errorf("%d bytes, chunked %v: %s", c.size, c.chunked, a.raw)
+		}
 	}
 }
