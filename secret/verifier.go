@@ -206,10 +206,7 @@ var dummy = Hash{kind: SHA256, sum: make([]byte, sha256.Size)}
 // false: what was compared before is charged like any failure.
 func (v *Verifier) Verify(ctx context.Context, hashes []Hash, secret string) bool {
 	start := time.Now()
-	v.learn(hashes)
-	v.mu.Lock()
-	pad, with512 := v.pad, v.with512
-	v.mu.Unlock()
+	pad, with512 := v.learn(hashes)
 	// The same digests for every subject: SHA-256, and SHA-512 once any
 	// subject has a SHA-512 hash.
 	var d digests
@@ -312,8 +309,10 @@ func sleep(ctx context.Context, d time.Duration) {
 }
 
 // learn primes v with hashes it has not seen the like of: a longer list,
-// or a bcrypt cost not yet measured.
-func (v *Verifier) learn(hashes []Hash) {
+// a SHA-512 hash, or a bcrypt cost not yet measured. It returns what
+// every check does then: its comparisons, and whether it computes
+// SHA-512.
+func (v *Verifier) learn(hashes []Hash) (pad int, with512 bool) {
 	v.mu.Lock()
 	fresh := len(hashes) > v.pad
 	for _, h := range hashes {
@@ -324,10 +323,15 @@ func (v *Verifier) learn(hashes []Hash) {
 			fresh = fresh || !known
 		}
 	}
+	pad, with512 = v.pad, v.with512
 	v.mu.Unlock()
 	if fresh {
 		v.Prime(hashes)
+		v.mu.Lock()
+		pad, with512 = v.pad, v.with512
+		v.mu.Unlock()
 	}
+	return pad, with512
 }
 
 // macKey is the success cache's key for h and secret.

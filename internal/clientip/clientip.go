@@ -39,12 +39,12 @@ const Invalid = "invalid"
 // Addr returns the client address of r, normalised: IPv4 as it is, IPv6
 // as its /64 prefix, Invalid when it cannot be parsed.
 func (res Resolver) Addr(r *http.Request) string {
-	remote := parse(r.RemoteAddr)
+	remote, text := parse(r.RemoteAddr)
 	if res.Header == "" {
-		return key(remote)
+		return key(remote, text)
 	}
 	if len(res.Trusted) > 0 && remote.IsValid() && !res.trusted(remote) {
-		return key(remote)
+		return key(remote, text)
 	}
 	values := r.Header.Values(res.Header)
 	for i := len(values) - 1; i >= 0; i-- {
@@ -60,14 +60,14 @@ func (res Resolver) Addr(r *http.Request) string {
 			if part == "" {
 				continue
 			}
-			a := parse(part)
+			a, text := parse(part)
 			if len(res.Trusted) > 0 && a.IsValid() && res.trusted(a) {
 				continue
 			}
-			return key(a)
+			return key(a, text)
 		}
 	}
-	return key(remote)
+	return key(remote, text)
 }
 
 func (res Resolver) trusted(a netip.Addr) bool {
@@ -84,21 +84,33 @@ func (res Resolver) trusted(a netip.Addr) bool {
 
 // parse reads an address written as "IP", "IP:port", "[IPv6]" or
 // "[IPv6]:port"; the zero Addr when it is none of those.
-func parse(s string) netip.Addr {
+// When it is a plain IPv4 address, text is the address as written: netip
+// parses IPv4 only in its one canonical form (four decimal octets, no
+// leading zeros), so that is its key, with nothing to format.
+func parse(s string) (_ netip.Addr, text string) {
 	if ap, err := netip.ParseAddrPort(s); err == nil {
-		return ap.Addr().Unmap().WithZone("")
+		if a := ap.Addr(); a.Is4() {
+			return a, s[:strings.LastIndexByte(s, ':')]
+		}
+		return ap.Addr().Unmap().WithZone(""), ""
 	}
 	s = strings.TrimSuffix(strings.TrimPrefix(s, "["), "]")
 	if a, err := netip.ParseAddr(s); err == nil {
-		return a.Unmap().WithZone("")
+		if a.Is4() {
+			return a, s
+		}
+		return a.Unmap().WithZone(""), ""
 	}
-	return netip.Addr{}
+	return netip.Addr{}, ""
 }
 
-func key(a netip.Addr) string {
+// key is the limiter's key for a, whose text parse gave.
+func key(a netip.Addr, text string) string {
 	switch {
 	case !a.IsValid():
 		return Invalid
+	case a.Is4() && text != "":
+		return text
 	case a.Is4():
 		return a.String()
 	}

@@ -110,3 +110,27 @@ func TestCheckHeader(t *testing.T) {
 		}
 	}
 }
+
+// FuzzKeyIsCanonical: whatever the text, an address's key is the one its
+// netip form gives, so a plain IPv4 address kept as written is canonical.
+func FuzzKeyIsCanonical(f *testing.F) {
+	for _, s := range []string{"198.51.100.7:4711", "198.51.100.7", "[198.51.100.7]", "198.051.100.7", "1.2.3.4:", "[::ffff:1.2.3.4]:1", "::ffff:1.2.3.4", "1.2.3.4%eth0", "[1.2.3.4]:80", "0.0.0.0:0", "255.255.255.255"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		a, text := parse(s)
+		var want string
+		switch {
+		case !a.IsValid():
+			want = Invalid
+		case a.Is4():
+			want = a.String()
+		default:
+			p, _ := a.Prefix(64)
+			want = p.String()
+		}
+		if got := key(a, text); got != want {
+			t.Fatalf("%q: key %q, want %q", s, got, want)
+		}
+	})
+}
