@@ -50,6 +50,7 @@ type Issuer struct {
 	now      func() time.Time
 	verifier *secret.Verifier // shared with others; nil: one of its own
 	observer observe.Observer // WithObserver's, then with the refusal log (New)
+	issuedTo observe.Observer // WithObserver's only: the refusal log ignores tokens issued
 	store    limit.Store      // nil: a limit.Memory of the configuration's
 }
 
@@ -206,6 +207,7 @@ func New(cfg *Config, opts ...Option) (*Issuer, error) {
 	for _, opt := range opts {
 		opt(iss)
 	}
+	iss.issuedTo = iss.observer
 	iss.observer = observe.Multi(iss.observer, refusalLog{iss.logger})
 	if err := iss.Reload(cfg); err != nil {
 		return nil, err

@@ -24,7 +24,10 @@ func WithObserver(o observe.Observer) Option {
 
 // issued reports a token issued.
 func (iss *Issuer) issued(r *http.Request, who attempt, d time.Duration) {
-	iss.observer.Observe(r.Context(), observe.Event{Kind: observe.TokenIssued, ClientID: who.client, Scopes: who.scopes, Duration: d})
+	if iss.issuedTo == nil {
+		return
+	}
+	iss.issuedTo.Observe(r.Context(), observe.Event{Kind: observe.TokenIssued, ClientID: who.client, Scopes: who.scopes, Duration: d})
 }
 
 // refused reports a refused token request: one event, to every observer.

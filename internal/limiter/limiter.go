@@ -20,7 +20,7 @@
 // trusted for that subject for GoodFor, until it fails, and skips the
 // spent budget, however many requests it has in flight.
 //
-// Memory is fixed in bytes: keys are hashed with a per-process random seed
+// Memory is fixed in bytes: keys are hashed with per-process random seeds
 // to 64 bits, and entries (16 bytes each) live in two set-associative
 // tables allocated once, one for the buckets and one for the pair marks,
 // half the bytes each. When a set is full the entry holding the least
@@ -91,7 +91,7 @@ func (r Refusal) RetryAfterSeconds() int {
 
 // Limiter holds the budgets. It is safe for concurrent use.
 type Limiter struct {
-	seed maphash.Seed
+	seeds [kindPair + 1]maphash.Seed // by kind
 
 	mu      sync.Mutex
 	buckets table // per address and per subject
@@ -122,7 +122,7 @@ type entry struct {
 // each is kept.
 func New(maxBytes int) *Limiter {
 	return &Limiter{
-		seed:    maphash.MakeSeed(),
+		seeds:   [kindPair + 1]maphash.Seed{kindAddress: maphash.MakeSeed(), kindSubject: maphash.MakeSeed(), kindPair: maphash.MakeSeed()},
 		buckets: newTable(maxBytes / 2),
 		pairs:   newTable(maxBytes / 2),
 	}
@@ -171,10 +171,8 @@ func (l *Limiter) Reserve(b Budget, subject, addr string, now time.Time) (*Reser
 		window:      window,
 		subjectStep: subjectStep,
 		addressStep: addressStep,
-		address:     l.hash(kindAddress, addr, ""),
-		subject:     l.hash(kindSubject, subject, ""),
-		pair:        l.hash(kindPair, subject, addr),
 	}
+	r.address, r.subject, r.pair = l.keys(subject, addr)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	a := l.buckets.slot(r.address)
@@ -246,14 +244,15 @@ func wait(e *entry, step, window, now int64) int64 {
 
 func take(e *entry, step, now int64) { e.until = max(e.until, now) + step }
 
-func (l *Limiter) hash(kind byte, a, b string) uint64 {
-	var h maphash.Hash
-	h.SetSeed(l.seed)
-	h.WriteByte(kind)
-	h.WriteString(a)
-	h.WriteByte(0)
-	h.WriteString(b)
-	return h.Sum64() | 1 // never 0, the empty slot's key
+// keys returns the table keys of addr, subject and the pair of them:
+// each kind hashed under its own seed, so that an address and a subject
+// spelled alike are two keys, and the pair from the other two. None is 0,
+// the empty slot's key.
+func (l *Limiter) keys(subject, addr string) (address, subj, pair uint64) {
+	address = maphash.String(l.seeds[kindAddress], addr)
+	subj = maphash.String(l.seeds[kindSubject], subject)
+	pair = maphash.Comparable(l.seeds[kindPair], [2]uint64{subj, address})
+	return address | 1, subj | 1, pair | 1
 }
 
 func (t *table) set(key uint64) []entry {

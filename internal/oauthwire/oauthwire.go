@@ -110,6 +110,19 @@ func WriteBody(w http.ResponseWriter, status int, body []byte) {
 // invalid UTF-8 as \ufffd. Writers that build JSON by hand use it so that
 // their bytes are those that json.Marshal would have made.
 func AppendString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= utf8.RuneSelf || !plain[c] {
+			return appendEscaped(b, s)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
+// appendEscaped is AppendString for a string with something to escape,
+// or non-ASCII: the rare case, kept out of the common one's way.
+func appendEscaped(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
 	start := 0
