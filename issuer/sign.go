@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/crypto/cryptobyte"
@@ -27,34 +28,21 @@ import (
 // claims iss, sub, client_id, aud, scope, iat, nbf, exp and jti, in that
 // order, each written as encoding/json writes it (so the bytes are those
 // golang-jwt made from the same header map and claims struct), without
-// reflection. What is the same for every token of cl in this span (see
-// tokenPrefix) is made once. ES256 signs with ecdsa.SignASN1: a hedged,
-// randomized nonce.
+// reflection. ES256 signs with ecdsa.SignASN1: a hedged, randomized
+// nonce.
 func (st *state) sign(b []byte, cl *client, granted, aud []string, now time.Time) ([]byte, error) {
-	p := st.prefixFor(cl, aud)
+	return st.signFrom(b, st.tokenStart(cl, granted, aud, now))
+}
+
+// signFrom appends to b the token that t begins: t's claims, a new jti,
+// and the signature.
+func (st *state) signFrom(b []byte, t *tokenStart) ([]byte, error) {
 	start := len(b)
-	b = append(b, p.encoded...)
-	// The claims from the scope on, after the prefix's last bytes, on the
-	// stack when they fit.
-	var scratch [512]byte
-	tail := append(scratch[:0], p.rest...)
-	if st.scopeArray {
-		tail = appendStrings(tail, granted)
-	} else {
-		tail = appendJoined(tail, granted)
-	}
-	tail = append(tail, `,"iat":`...)
-	tail = strconv.AppendInt(tail, now.Unix(), 10)
-	tail = append(tail, `,"nbf":`...)
-	tail = strconv.AppendInt(tail, now.Unix(), 10)
-	tail = append(tail, `,"exp":`...)
-	tail = strconv.AppendInt(tail, now.Add(cl.lifetime).Unix(), 10)
-	tail = append(tail, `,"jti":"`...)
-	tail = appendJTI(tail)
-	tail = append(tail, `"}`...)
-	b = base64.RawURLEncoding.AppendEncode(b, tail)
+	b = append(b, t.encoded...)
+	var tail [40]byte // t.rest, the jti, "}
+	b = base64.RawURLEncoding.AppendEncode(b, append(appendJTI(append(tail[:0], t.rest...)), `"}`...))
 	var raw [64]byte
-	sig, err := st.signature(raw[:0], b[start:], p)
+	sig, err := st.signature(raw[:0], b[start:], &t.signingStart)
 	if err != nil {
 		return nil, fmt.Errorf("signing: %w", err)
 	}
@@ -62,20 +50,59 @@ func (st *state) sign(b []byte, cl *client, granted, aud []string, now time.Time
 	return base64.RawURLEncoding.AppendEncode(b, sig), nil
 }
 
-// tokenPrefix is how every token of one client in one span of the key
-// schedule begins: the encoded JWS header, a dot, and the base64url of
-// the claims up to the scope's value ({"iss":…,"sub":…,"client_id":…,
-// "aud":…,"scope":), which are fixed for the client. The claims are cut
-// at a multiple of three bytes, so that what follows encodes on its own
-// and the two encodings joined are the encoding of the whole.
-type tokenPrefix struct {
+// signingStart is the start of JWS signing inputs, made once for many
+// tokens: the encoded header, a dot and the base64url of the claims' first
+// bytes, cut at a multiple of three bytes, so that what follows encodes on
+// its own and the two encodings joined are the encoding of the whole.
+type signingStart struct {
 	encoded []byte // header "." base64url(claims[:n]), n a multiple of 3
 	rest    []byte // claims[n:]: 0 to 2 bytes, encoded with what follows
 	sha256  []byte // ES256: the SHA-256 state after encoded (MarshalBinary)
 }
 
+// extend returns s followed by more bytes of the claims.
+func (s *signingStart) extend(more []byte) signingStart {
+	claims := append(slices.Clip(s.rest), more...)
+	n := len(claims) - len(claims)%3
+	out := signingStart{rest: claims[n:]}
+	out.encoded = base64.RawURLEncoding.AppendEncode(slices.Clip(s.encoded), claims[:n])
+	if s.sha256 != nil {
+		h := sha256.New()
+		_ = h.(encoding.BinaryUnmarshaler).UnmarshalBinary(s.sha256) // its own MarshalBinary's
+		h.Write(out.encoded[len(s.encoded):])
+		out.sha256, _ = h.(encoding.BinaryMarshaler).MarshalBinary() // never fails
+	}
+	return out
+}
+
+// tokenPrefix is how every token of one client in one span of the key
+// schedule begins: the header and the claims up to the scope's value
+// ({"iss":…,"sub":…,"client_id":…,"aud":…,"scope":), fixed for the
+// client. It keeps the last tokenStart made from it.
+type tokenPrefix struct {
+	signingStart
+	last atomic.Pointer[tokenStart]
+}
+
+// tokenStart is how every token of one client for one grant (scopes and
+// audience) in one second begins: the claims up to the jti's value, and
+// the end of the success answer after the token. Tokens asked for in the
+// same second share it, and make only their jti and signature.
+type tokenStart struct {
+	signingStart
+	unix      int64    // iat and nbf
+	granted   []string // never written to
+	answerEnd []byte   // ","token_type":"Bearer","expires_in":…,"scope":…}\n
+}
+
 // newPrefix makes the prefix of cl's tokens for the audience aud.
 func (st *state) newPrefix(cl *client, aud []string) *tokenPrefix {
+	header := signingStart{encoded: append([]byte(st.header), '.')}
+	if _, ok := st.signer.Private.(*ecdsa.PrivateKey); ok {
+		h := sha256.New()
+		h.Write(header.encoded)
+		header.sha256, _ = h.(encoding.BinaryMarshaler).MarshalBinary() // never fails
+	}
 	claims := []byte(`{"iss":`)
 	claims = oauthwire.AppendString(claims, st.issuer)
 	claims = append(claims, `,"sub":`...)
@@ -85,16 +112,7 @@ func (st *state) newPrefix(cl *client, aud []string) *tokenPrefix {
 	claims = append(claims, `,"aud":`...)
 	claims = appendStrings(claims, aud)
 	claims = append(claims, `,"scope":`...)
-	n := len(claims) - len(claims)%3
-	p := &tokenPrefix{rest: claims[n:]}
-	p.encoded = append([]byte(st.header), '.')
-	p.encoded = base64.RawURLEncoding.AppendEncode(p.encoded, claims[:n])
-	if _, ok := st.signer.Private.(*ecdsa.PrivateKey); ok {
-		h := sha256.New()
-		h.Write(p.encoded)
-		p.sha256, _ = h.(encoding.BinaryMarshaler).MarshalBinary() // never fails
-	}
-	return p
+	return &tokenPrefix{signingStart: header.extend(claims)}
 }
 
 // makePrefixes makes the prefix of every client's tokens in st's span, for
@@ -107,26 +125,55 @@ func (st *state) makePrefixes() map[*client]*tokenPrefix {
 	return m
 }
 
-// prefixFor returns the prefix of cl's tokens for aud: the one made ahead
-// for the client's own audience, or a new one for resources asked for.
-func (st *state) prefixFor(cl *client, aud []string) *tokenPrefix {
-	if p := st.tokenPrefixes[cl]; p != nil && slices.Equal(aud, cl.audience) && (aud == nil) == (cl.audience == nil) {
-		return p
+// tokenStart returns how cl's token for granted and aud at now begins:
+// the last one made for the client's own audience when it is for the
+// same second and scopes, else a new one (kept for the next token when
+// for the client's own audience).
+func (st *state) tokenStart(cl *client, granted, aud []string, now time.Time) *tokenStart {
+	unix := now.Unix()
+	p := st.tokenPrefixes[cl]
+	own := p != nil && slices.Equal(aud, cl.audience) && (aud == nil) == (cl.audience == nil)
+	if !own {
+		p = st.newPrefix(cl, aud) // for resources asked for: made each time
+	} else if t := p.last.Load(); t != nil && t.unix == unix && slices.Equal(t.granted, granted) && (t.granted == nil) == (granted == nil) {
+		return t
 	}
-	return st.newPrefix(cl, aud)
+	var claims []byte
+	if st.scopeArray {
+		claims = appendStrings(claims, granted)
+	} else {
+		claims = appendJoined(claims, granted)
+	}
+	claims = append(claims, `,"iat":`...)
+	claims = strconv.AppendInt(claims, unix, 10)
+	claims = append(claims, `,"nbf":`...)
+	claims = strconv.AppendInt(claims, unix, 10)
+	claims = append(claims, `,"exp":`...)
+	claims = strconv.AppendInt(claims, now.Add(cl.lifetime).Unix(), 10)
+	claims = append(claims, `,"jti":"`...)
+	t := &tokenStart{signingStart: p.extend(claims), unix: unix, granted: granted}
+	t.answerEnd = append(t.answerEnd, `","token_type":"Bearer","expires_in":`...)
+	t.answerEnd = strconv.AppendInt(t.answerEnd, int64(cl.lifetime/time.Second), 10)
+	t.answerEnd = append(t.answerEnd, `,"scope":`...)
+	t.answerEnd = appendJoined(t.answerEnd, granted)
+	t.answerEnd = append(t.answerEnd, "}\n"...)
+	if own {
+		p.last.Store(t)
+	}
+	return t
 }
 
-// signature signs the JWS signing input, which begins with p.encoded,
+// signature signs the JWS signing input, which begins with s.encoded,
 // with the signing key, appending to b what it can.
-func (st *state) signature(b, input []byte, p *tokenPrefix) ([]byte, error) {
+func (st *state) signature(b, input []byte, s *signingStart) ([]byte, error) {
 	switch k := st.signer.Private.(type) {
 	case *ecdsa.PrivateKey:
 		hs := sha256s.Get().(*sha256State)
 		defer sha256s.Put(hs)
-		if err := hs.h.(encoding.BinaryUnmarshaler).UnmarshalBinary(p.sha256); err != nil {
+		if err := hs.h.(encoding.BinaryUnmarshaler).UnmarshalBinary(s.sha256); err != nil {
 			return nil, err
 		}
-		hs.h.Write(input[len(p.encoded):])
+		hs.h.Write(input[len(s.encoded):])
 		der, err := ecdsa.SignASN1(rand.Reader, k, hs.h.Sum(hs.sum[:0])) // hedged nonce
 		if err != nil {
 			return nil, err

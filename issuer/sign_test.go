@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -102,18 +103,26 @@ func TestSignMatchesGolangJWT(t *testing.T) {
 						st := &state{issuer: "https://id.example/" + odd, keySet: keySet{signer: k, method: jwt.GetSigningMethod(alg), header: encodedHeader(k)}, scopeArray: scopeArray}
 						st.clients = map[string]*client{cl.id: cl}
 						st.tokenPrefixes = st.makePrefixes()
-						if made := st.prefixFor(cl, c.aud) == st.tokenPrefixes[cl]; made != own {
-							t.Fatalf("%s: the prefix made ahead used: %v, want %v", alg, made, own)
+						// Twice in one second (the second from the first's
+						// start, for the client's own audience), then the
+						// next second.
+						for _, at := range []time.Time{now, now.Add(999 * time.Millisecond), now.Add(time.Second)} {
+							before := st.tokenPrefixes[cl].last.Load()
+							got, err := st.sign([]byte("before"), cl, c.granted, c.aud, at)
+							if err != nil {
+								t.Fatalf("%s: %v", alg, err)
+							}
+							tok, ok := strings.CutPrefix(string(got), "before")
+							if !ok {
+								t.Fatalf("%s: sign did not append: %q", alg, got)
+							}
+							checkToken(t, st, cl, c.granted, c.aud, at, tok)
+							after := st.tokenPrefixes[cl].last.Load()
+							reused := before != nil && before == after
+							if wantReuse := own && at.Unix() == now.Unix() && before != nil; reused != wantReuse || (after != nil) != own {
+								t.Fatalf("%s at %v: start reused %v, kept %v; own audience %v", alg, at, reused, after != nil, own)
+							}
 						}
-						got, err := st.sign([]byte("before"), cl, c.granted, c.aud, now)
-						if err != nil {
-							t.Fatalf("%s: %v", alg, err)
-						}
-						tok, ok := strings.CutPrefix(string(got), "before")
-						if !ok {
-							t.Fatalf("%s: sign did not append: %q", alg, got)
-						}
-						checkToken(t, st, cl, c.granted, c.aud, now, tok)
 					}
 				}
 			}
@@ -179,7 +188,7 @@ func TestSignHedgedES256(t *testing.T) {
 	input := string(p.encoded) + base64.RawURLEncoding.EncodeToString([]byte(`"s","iat":1}`))
 	seen := map[string]bool{}
 	for range 8 {
-		sig, err := st.signature(nil, []byte(input), p)
+		sig, err := st.signature(nil, []byte(input), &p.signingStart)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -270,4 +279,55 @@ func TestAppendJTI(t *testing.T) {
 		}
 		seen[jti] = true
 	}
+}
+
+// TestTokenStartFollowsTheGrant: tokens of one client in one second, for
+// scopes that change from one token to the next and from goroutines at
+// once, each carry their own scopes, in the token and in the answer.
+func TestTokenStartFollowsTheGrant(t *testing.T) {
+	k, err := keys.Generate("ES256")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := &client{id: "c", lifetime: time.Hour, audience: []string{"urn:api"}}
+	st := &state{issuer: "https://id.example", keySet: keySet{signer: k, method: jwt.GetSigningMethod("ES256"), header: encodedHeader(k)}}
+	st.clients = map[string]*client{cl.id: cl}
+	st.tokenPrefixes = st.makePrefixes()
+	now := time.Unix(1_800_000_000, 0)
+	grants := [][]string{{"a"}, {"b"}, {"a", "b"}, {"a"}}
+	for _, g := range grants {
+		tok, err := st.sign(nil, cl, g, cl.audience, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkToken(t, st, cl, g, cl.audience, now, string(tok))
+	}
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			for j := range 50 {
+				g := grants[(i+j)%len(grants)]
+				answer, err := st.appendAnswer(nil, cl, g, cl.audience, now.Add(time.Duration(j%3)*time.Second))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				var resp tokenResponse
+				if err := json.Unmarshal(answer, &resp); err != nil || resp.Scope != strings.Join(g, " ") {
+					t.Errorf("answer %s for %q", answer, g)
+					return
+				}
+				claims, err := base64.RawURLEncoding.DecodeString(strings.Split(resp.AccessToken, ".")[1])
+				var c struct {
+					Scope string `json:"scope"`
+					IAT   int64  `json:"iat"`
+				}
+				if err != nil || json.Unmarshal(claims, &c) != nil || c.Scope != resp.Scope || c.IAT != now.Unix()+int64(j%3) {
+					t.Errorf("claims %s for %q at +%ds", claims, g, j%3)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }

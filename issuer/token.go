@@ -72,16 +72,13 @@ func putAnswer(b *[]byte) {
 // {access_token, token_type "Bearer", expires_in, scope}, without
 // reflection.
 func (st *state) appendAnswer(b []byte, cl *client, granted, aud []string, now time.Time) ([]byte, error) {
+	t := st.tokenStart(cl, granted, aud, now)
 	b = append(b, `{"access_token":"`...)
-	b, err := st.sign(b, cl, granted, aud, now) // base64url and dots: nothing to escape
+	b, err := st.signFrom(b, t) // base64url and dots: nothing to escape
 	if err != nil {
 		return nil, err
 	}
-	b = append(b, `","token_type":"Bearer","expires_in":`...)
-	b = strconv.AppendInt(b, int64(cl.lifetime/time.Second), 10)
-	b = append(b, `,"scope":`...)
-	b = appendJoined(b, granted)
-	return append(b, "}\n"...), nil
+	return append(b, t.answerEnd...), nil
 }
 
 func (iss *Issuer) issue(w http.ResponseWriter, r *http.Request, st *state, who *attempt) (*[]byte, *tokenError) {
