@@ -12,14 +12,20 @@
 //
 // It then drives each in turn with the same load generator, in rounds
 // that alternate (A B, B A, A B, ...), and prints requests/s for each
-// round, the CPU each server and the load generator spent per request,
-// the medians and the ratio idsauth/bare, with the CPU model from
-// /proc/cpuinfo. The load generator is cheap: raw HTTP/1.1 on keep-alive
+// round, the CPU each server and the load generator spent per request
+// (the scheduler's own count, from /proc/PID/task/*/schedstat), the
+// medians and the ratio idsauth/bare, with the CPU model from
+// /proc/cpuinfo. With -together both servers are driven at once in every
+// round, sharing their CPU, and compared by requests per CPU-second: the
+// machine's drift then falls on both alike, but each evicts the other's
+// code and data from the caches at every switch, which weighs on the one
+// with more code per request. The load generator is cheap: raw HTTP/1.1 on keep-alive
 // connections, one request's bytes (Basic header included) built once
 // and written again and again, answers read without allocating.
 //
-//	go run ./cmd/ceiling                  # 5 rounds each of 5 s, 16 connections
-//	go run ./cmd/ceiling -rounds 3 -d 3s -c 32
+//	go run ./cmd/ceiling -pin                     # 10 rounds each of 2 s, 16 connections
+//	go run ./cmd/ceiling -pin -rounds 30 -d 1s    # more, shorter rounds: a steadier median
+//	go run ./cmd/ceiling -pin -aa                 # A/A: the harness's own noise
 //
 // Everything stays on 127.0.0.1 and stops by itself: every round is
 // bounded by -d (at most 60 s), the rounds by -rounds (at most 20 each),
@@ -55,6 +61,7 @@ func main() {
 	profile := flag.String("cpuprofile", "", "write each server's CPU profile to PREFIX-idsauth.pprof and PREFIX-bare.pprof")
 	aa := flag.Bool("aa", false, "an A/A check of the harness: a second bare server in idsauth's place")
 	pinned := flag.Bool("pin", false, "pin the load generator to CPU 0 and each server to CPU 1, one thread each (GOMAXPROCS 1)")
+	together := flag.Bool("together", false, "drive both servers at once in every round, sharing their CPU, and compare requests per CPU-second")
 	cpu := flag.Int("cpu", -1, "internal: the CPU the server is pinned to")
 	flag.Parse()
 	var err error
@@ -75,7 +82,7 @@ func main() {
 			}
 		}
 		if err == nil {
-			err = run(*d, *rounds, *conns, *warm, *profile, *aa)
+			err = run(*d, *rounds, *conns, *warm, *profile, *aa, *together)
 		}
 	}
 	if err != nil {
@@ -162,7 +169,7 @@ type round struct {
 	loadCPU   time.Duration // per request
 }
 
-func run(d time.Duration, rounds, conns int, warm time.Duration, profile string, aa bool) error {
+func run(d time.Duration, rounds, conns int, warm time.Duration, profile string, aa, together bool) error {
 	switch {
 	case d < time.Second || d > time.Minute:
 		return errors.New("-d must be from 1s to 60s")
@@ -228,7 +235,22 @@ func run(d time.Duration, rounds, conns int, warm time.Duration, profile string,
 	}
 	var all []round
 	stat0, own0 := machineCPU(), selfCPU()+ids.cpu()+bare.cpu()
+	if together {
+		fmt.Println("together: both servers driven at once in every round, each with the connections above, on the same CPU(s)")
+	}
 	for i := range rounds {
+		if together {
+			pair, err := measureTogether(ids, bare, conns, d)
+			if err != nil {
+				return err
+			}
+			for _, r := range pair {
+				fmt.Printf("round %2d %-8s %8.0f req/s  %7d requests  %d errors  server %6.1f µs CPU/req  %7.0f req per CPU-second\n",
+					i+1, r.server, r.perSecond, r.requests, r.errors, micros(r.serverCPU), perCPUSecond(r))
+			}
+			all = append(all, pair[:]...)
+			continue
+		}
 		order := []*server{ids, bare}
 		if i%2 == 1 {
 			order = []*server{bare, ids}
@@ -243,7 +265,7 @@ func run(d time.Duration, rounds, conns int, warm time.Duration, profile string,
 			all = append(all, r)
 		}
 	}
-	summarize(all)
+	summarize(all, together)
 	if stat1 := machineCPU(); stat1.total > stat0.total {
 		total := float64(stat1.total - stat0.total)
 		own := float64(selfCPU()+ids.cpu()+bare.cpu()-own0) / float64(10*time.Millisecond)
@@ -286,6 +308,33 @@ func machineCPU() cpuStat {
 	return st
 }
 
+// measureTogether drives a and b at once for d, each on its own
+// connections, and returns the round's figures for each. Sharing the
+// CPU at every instant, the two see the same machine: what the machine
+// does to one (other work, a slower clock) it does to the other.
+func measureTogether(a, b *server, conns int, d time.Duration) ([2]round, error) {
+	var out [2]round
+	errs := make(chan error, 2)
+	for i, s := range []*server{a, b} {
+		go func() {
+			r, err := measure(s, conns, d)
+			out[i] = r
+			errs <- err
+		}()
+	}
+	err1, err2 := <-errs, <-errs
+	return out, errors.Join(err1, err2)
+}
+
+// perCPUSecond is a round's requests per second of the server's CPU:
+// what one core of it serves.
+func perCPUSecond(r round) float64 {
+	if r.serverCPU <= 0 {
+		return 0
+	}
+	return float64(time.Second) / float64(r.serverCPU)
+}
+
 // measure drives s for d and returns the round's figures.
 func measure(s *server, conns int, d time.Duration) (round, error) {
 	cpu0, self0 := s.cpu(), selfCPU()
@@ -301,7 +350,7 @@ func measure(s *server, conns int, d time.Duration) (round, error) {
 	return r, nil
 }
 
-func summarize(all []round) {
+func summarize(all []round, together bool) {
 	pick := func(name string, f func(round) float64) []float64 {
 		var v []float64
 		for _, r := range all {
@@ -325,6 +374,17 @@ func summarize(all []round) {
 	fmt.Printf("pairs    idsauth/bare per round pair: %s\n", fmtList(pairs))
 	fmt.Printf("ratio    idsauth/bare: %.3f (median of the round pairs), %.3f (ratio of the medians); CPU per request bare/idsauth %.3f\n",
 		median(pairs), mi/mb, cb/ci)
+	if together {
+		per := func(name string) []float64 { return pick(name, perCPUSecond) }
+		ids, bare := per("idsauth"), per("bare")
+		var ratios []float64
+		for i := range ids {
+			ratios = append(ratios, ids[i]/bare[i])
+		}
+		fmt.Printf("per CPU  idsauth/bare requests per CPU-second, per round: %s\n", fmtList(ratios))
+		fmt.Printf("result   idsauth serves %.3f of the bare server per CPU-second (median of the rounds; min %.3f, max %.3f)\n",
+			median(ratios), slices.Min(ratios), slices.Max(ratios))
+	}
 }
 
 func micros(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
@@ -363,9 +423,45 @@ func cpuModel() string {
 	return "unknown (" + runtime.GOARCH + ")"
 }
 
-// procCPU is the user and system time of process pid, from
-// /proc/pid/stat (in clock ticks of 10 ms); 0 where there is no /proc.
+// procCPU is the time process pid has run on a CPU: the sum over its
+// threads of the scheduler's own count in /proc/pid/task/*/schedstat, in
+// nanoseconds, or else its user and system time from /proc/pid/stat,
+// which is counted in clock ticks of 10 ms; 0 where there is no /proc.
 func procCPU(pid int) time.Duration {
+	if d, ok := schedCPU(pid); ok {
+		return d
+	}
+	return statCPU(pid)
+}
+
+// schedCPU sums the first field of every thread's schedstat.
+func schedCPU(pid int) (time.Duration, bool) {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return 0, false
+	}
+	var sum int64
+	for _, t := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, t.Name()))
+		if err != nil {
+			continue // the thread has just exited
+		}
+		f := strings.Fields(string(b))
+		if len(f) == 0 {
+			return 0, false
+		}
+		ns, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return 0, false
+		}
+		sum += ns
+	}
+	return time.Duration(sum), sum > 0
+}
+
+// statCPU is the user and system time of process pid, from
+// /proc/pid/stat.
+func statCPU(pid int) time.Duration {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0
