@@ -19,13 +19,16 @@
 // round, sharing their CPU, and compared by requests per CPU-second: the
 // machine's drift then falls on both alike, but each evicts the other's
 // code and data from the caches at every switch, which weighs on the one
-// with more code per request. The load generator is cheap: raw HTTP/1.1 on keep-alive
+// with more code per request. With -counts N it counts instead of timing
+// (counts.go): the instructions and cache lines missed per request of
+// each server, under valgrind's cachegrind. The load generator is cheap: raw HTTP/1.1 on keep-alive
 // connections, one request's bytes (Basic header included) built once
 // and written again and again, answers read without allocating.
 //
 //	go run ./cmd/ceiling -pin                     # 10 rounds each of 2 s, 16 connections
 //	go run ./cmd/ceiling -pin -rounds 30 -d 1s    # more, shorter rounds: a steadier median
 //	go run ./cmd/ceiling -pin -aa                 # A/A: the harness's own noise
+//	go run ./cmd/ceiling -counts 2000             # counted: needs valgrind
 //
 // Everything stays on 127.0.0.1 and stops by itself: every round is
 // bounded by -d (at most 60 s), the rounds by -rounds (at most 20 each),
@@ -62,6 +65,7 @@ func main() {
 	aa := flag.Bool("aa", false, "an A/A check of the harness: a second bare server in idsauth's place")
 	pinned := flag.Bool("pin", false, "pin the load generator to CPU 0 and each server to CPU 1, one thread each (GOMAXPROCS 1)")
 	together := flag.Bool("together", false, "drive both servers at once in every round, sharing their CPU, and compare requests per CPU-second")
+	counts := flag.Int("counts", 0, "count instead of timing: the instructions and cache lines missed per request of each server, over this many requests (100 to 20000) under valgrind's cachegrind")
 	cpu := flag.Int("cpu", -1, "internal: the CPU the server is pinned to")
 	flag.Parse()
 	var err error
@@ -81,7 +85,11 @@ func main() {
 				err = pin(0)
 			}
 		}
-		if err == nil {
+		switch {
+		case err != nil:
+		case *counts != 0:
+			err = runCounts(*counts)
+		default:
 			err = run(*d, *rounds, *conns, *warm, *profile, *aa, *together)
 		}
 	}
@@ -106,16 +114,28 @@ type server struct {
 // (which stays open: closing it stops the child) and waits for its
 // address.
 func start(role string, life time.Duration, profile string, input string) (*server, error) {
+	return startUnder(nil, os.Stderr, role, life, profile, input)
+}
+
+// startUnder is start with the child run by the command wrap (valgrind,
+// say; none when empty), its standard error to stderr.
+func startUnder(wrap []string, stderr io.Writer, role string, life time.Duration, profile string, input string) (*server, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	args := []string{"-role", role, "-life", life.String(), "-cpu", strconv.Itoa(serverCPU)}
+	args := []string{self, "-role", role, "-life", life.String(), "-cpu", strconv.Itoa(serverCPU)}
 	if profile != "" {
 		args = append(args, "-cpuprofile", profile+"-"+role+".pprof")
 	}
-	cmd := exec.Command(self, args...)
-	cmd.Stderr = os.Stderr
+	args = append(slices.Clip(wrap), args...)
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Stderr = stderr
+	if len(wrap) > 0 {
+		// Valgrind runs one thread at a time and delivers signals late:
+		// no preemption by signal, one P, so the runtime does not spin.
+		cmd.Env = append(os.Environ(), "GOMAXPROCS=1", "GODEBUG=asyncpreemptoff=1")
+	}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -144,13 +164,16 @@ func start(role string, life time.Duration, profile string, input string) (*serv
 
 // stop closes the child's standard input, which makes it exit, and waits
 // for it; a child that has not exited after 5 s is killed by its PID.
-func (s *server) stop() {
+func (s *server) stop() { s.stopWithin(5 * time.Second) }
+
+// stopWithin is stop, waiting up to grace.
+func (s *server) stopWithin(grace time.Duration) {
 	s.stdin.Close()
 	done := make(chan struct{})
 	go func() { _ = s.cmd.Wait(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(5 * time.Second):
+	case <-time.After(grace):
 		_ = s.cmd.Process.Kill()
 		<-done
 	}

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/idsauth/idsauth/internal/keys"
+)
+
+// countWarm is how many requests each server answers before those
+// counted: what starting up and warming up cost cancels out.
+const countWarm = 200
+
+// events are the cachegrind totals read, as its summary names them.
+var events = []string{"I refs", "I1 misses", "D1 misses"}
+
+// runCounts is -counts: what the two servers do per request, counted by
+// valgrind's cachegrind rather than timed. Each server runs under valgrind
+// twice, answering countWarm requests and then countWarm+n, one at a time
+// on one connection to 127.0.0.1; the difference divided by n is printed.
+// Counts do not depend on what else the machine is doing. Valgrind offers
+// no SHA-NI, so SHA-256 takes Go's AVX2 path there and weighs more than
+// on a CPU with SHA-NI.
+func runCounts(n int) error {
+	if n < 100 || n > 20000 {
+		return errors.New("-counts must be from 100 to 20000")
+	}
+	if _, err := exec.LookPath("valgrind"); err != nil {
+		return errors.New("-counts needs valgrind (Debian: apt-get install valgrind)")
+	}
+	dir, err := os.MkdirTemp("", "ceiling-counts")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	k, err := keys.Generate("ES256")
+	if err != nil {
+		return err
+	}
+	pemKey, err := keys.EncodePEM(k.Private)
+	if err != nil {
+		return err
+	}
+	ids, err := start("idsauth", 10*time.Minute, "", string(pemKey))
+	if err != nil {
+		return err
+	}
+	answer, err := fetch(ids.addr, tokenRequest) // the bare server answers what idsauth answers
+	ids.stop()
+	if err != nil {
+		return err
+	}
+	per := map[string][]float64{}
+	for _, role := range []string{"bare", "idsauth"} {
+		input := string(pemKey)
+		if role == "bare" {
+			input += string(answer) // one line, ending in a newline
+		}
+		var totals [2][]int64
+		for i, count := range []int{countWarm, countWarm + n} {
+			out := filepath.Join(dir, fmt.Sprintf("%s-%d", role, count))
+			if totals[i], err = counted(role, input, out, count); err != nil {
+				return fmt.Errorf("%s: %w", role, err)
+			}
+		}
+		for j := range events {
+			per[role] = append(per[role], float64(totals[1][j]-totals[0][j])/float64(n))
+		}
+	}
+	fmt.Printf("per request, over %d requests after %d, counted by cachegrind\n", n, countWarm)
+	fmt.Printf("%-10s %12s %12s %12s\n", "", "bare", "idsauth", "difference")
+	for j, e := range events {
+		b, i := per["bare"][j], per["idsauth"][j]
+		fmt.Printf("%-10s %12.0f %12.0f %+11.0f (%+.1f%%)\n", e, b, i, i-b, 100*(i-b)/b)
+	}
+	return nil
+}
+
+// counted runs role under cachegrind for count requests and returns its
+// totals of events.
+func counted(role, input, out string, count int) ([]int64, error) {
+	var summary strings.Builder
+	s, err := startUnder([]string{"valgrind", "--tool=cachegrind", "--cache-sim=yes", "--cachegrind-out-file=" + out},
+		&summary, role, 10*time.Minute, "", input)
+	if err != nil {
+		return nil, err
+	}
+	err = sendEach(s.addr, count)
+	s.stopWithin(time.Minute) // valgrind writes its counts as the child exits
+	if err != nil {
+		return nil, err
+	}
+	return totals(summary.String())
+}
+
+// sendEach sends tokenRequest count times, one after the other on one
+// connection; every answer must be a 200.
+func sendEach(addr string, count int) error {
+	if err := checkLoopback(addr); err != nil {
+		return err
+	}
+	c, err := net.DialTimeout("tcp", addr, 10*time.Second)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Minute))
+	br := bufio.NewReader(c)
+	for range count {
+		if _, err := c.Write(tokenRequest); err != nil {
+			return err
+		}
+		status, err := readAnswer(br)
+		if err != nil {
+			return err
+		}
+		if status != 200 {
+			return fmt.Errorf("answered %d", status)
+		}
+	}
+	return nil
+}
+
+// totals reads valgrind's summary lines ("==PID== I   refs:  1,234").
+func totals(summary string) ([]int64, error) {
+	var v []int64
+	for _, e := range events {
+		name := strings.ReplaceAll(e, " ", `\s+`) // printed with padding
+		m := regexp.MustCompile(`==\d+== ` + name + `:\s+([\d,]+)`).FindStringSubmatch(summary)
+		if m == nil {
+			return nil, fmt.Errorf("no %q in valgrind's summary", e)
+		}
+		x, err := strconv.ParseInt(strings.ReplaceAll(m[1], ",", ""), 10, 64)
+		if err != nil {
+			return nil, err
+		}
+		v = append(v, x)
+	}
+	return v, nil
+}
