@@ -85,6 +85,19 @@ func TestTokenEndpoint(t *testing.T) {
 		{name: "charset parameter is accepted", contentType: formType + ";charset=UTF-8", body: good, status: 200},
 		{name: "body over 16 KiB is refused", contentType: formType, body: good + "&pad=" + strings.Repeat("x", 16<<10), status: 400, code: "invalid_request"},
 		{name: "a parameter given twice is refused", contentType: formType, body: good + "&scope=" + scope.AdminWebAPI, status: 400, code: "invalid_request"},
+		{name: "a parameter spelled escaped and plain is given twice", contentType: formType, body: good + "&scop%65=" + scope.AdminWebAPI, status: 400, code: "invalid_request"},
+		{name: "an unknown parameter is ignored", contentType: formType, body: good + "&audience=x&=&&", status: 200},
+		{name: "an unknown parameter given twice is refused", contentType: formType, body: good + "&x=1&x=2", status: 400, code: "invalid_request"},
+		{name: "a semicolon separator is refused", contentType: formType, body: strings.Replace(good, "&", ";", 1), status: 400, code: "invalid_request"},
+		{name: "a bad percent-escape is refused", contentType: formType, body: good + "&x=%zz", status: 400, code: "invalid_request"},
+		{name: "Basic that is not base64 is a Basic challenge", contentType: formType, body: form("grant_type", "client_credentials", "scope", scope.AdminWebAPI), header: []string{"Authorization", "Basic !!!"}, status: 401, code: "invalid_client",
+			check: func(t *testing.T, a answer) {
+				if got := a.header.Get("WWW-Authenticate"); !strings.HasPrefix(got, `Basic realm="`) {
+					t.Errorf("WWW-Authenticate = %q", got)
+				}
+			}},
+		{name: "Basic without a colon is a Basic challenge", contentType: formType, body: form("grant_type", "client_credentials", "scope", scope.AdminWebAPI), header: []string{"Authorization", "Basic " + base64.StdEncoding.EncodeToString([]byte("admin"))}, status: 401, code: "invalid_client"},
+		{name: "the Basic scheme in lower case", contentType: formType, body: form("grant_type", "client_credentials", "scope", scope.AdminWebAPI), header: []string{"Authorization", "basic " + strings.TrimPrefix(basic("admin", adminSecret), "Basic ")}, status: 200},
 		{name: "grant_type missing", contentType: formType, body: form("client_id", "admin", "client_secret", adminSecret, "scope", scope.AdminWebAPI), status: 400, code: "invalid_request"},
 		{name: "grant_type password is unsupported", contentType: formType, body: form("grant_type", "password", "client_id", "admin", "client_secret", adminSecret, "scope", scope.AdminWebAPI), status: 400, code: "unsupported_grant_type"},
 		{name: "no client credentials", contentType: formType, body: form("grant_type", "client_credentials", "scope", scope.AdminWebAPI), status: 401, code: "invalid_client",
