@@ -136,13 +136,8 @@ func readForm(w http.ResponseWriter, r *http.Request, maxBytes int64) (*tokenFor
 			return nil, badRequest("invalid_request", "Content-Type must be application/x-www-form-urlencoded")
 		}
 	}
-	bp := bodies.Get().(*[]byte)
-	defer func() {
-		if cap(*bp) <= 4<<10 {
-			clear(*bp) // it held a secret; what lies past it was cleared before
-			bodies.Put(bp)
-		}
-	}()
+	bp := bodies.get()
+	defer bodies.put(bp) // cleared: it held a secret
 	// A declared length is what net/http's body reader gives, no more:
 	// within the bound, the body needs no other limit.
 	var in io.Reader = r.Body
@@ -161,8 +156,39 @@ func readForm(w http.ResponseWriter, r *http.Request, maxBytes int64) (*tokenFor
 	return parseForm(string(body))
 }
 
-// bodies are the buffers token requests' bodies are read into.
-var bodies = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+// bodies are the buffers token requests' bodies are read into; answers
+// those success answers are written in.
+var (
+	bodies  = buffers{keep: 4 << 10}
+	answers = buffers{keep: 16 << 10}
+)
+
+// buffers are byte buffers reused from one request to the next. What they
+// held (a secret in a body, a token in an answer) is cleared when they are
+// given back; one that grew past keep bytes is left to the collector.
+type buffers struct {
+	pool sync.Pool
+	keep int
+}
+
+// get returns an empty buffer.
+func (bs *buffers) get() *[]byte {
+	if b, ok := bs.pool.Get().(*[]byte); ok {
+		return b
+	}
+	b := make([]byte, 0, 1024)
+	return &b
+}
+
+// put clears *b and keeps it for another get, unless it is too large.
+func (bs *buffers) put(b *[]byte) {
+	if cap(*b) > bs.keep {
+		return
+	}
+	*b = (*b)[:0]
+	clear((*b)[:cap(*b)]) // its whole capacity: a failed write may lie past its length
+	bs.pool.Put(b)
+}
 
 // readAll is io.ReadAll appending to b: a longer body grows b as it
 // comes, never ahead of its bytes.

@@ -80,3 +80,25 @@ func FuzzBasicAuth(f *testing.F) {
 		}
 	})
 }
+
+// TestBuffersAreClearedWhenGivenBack: a buffer given back holds nothing of
+// what was written in it, even past its length (a write that failed), and
+// one grown past the bound is not kept.
+func TestBuffersAreClearedWhenGivenBack(t *testing.T) {
+	bs := buffers{keep: 2048}
+	b := bs.get()
+	*b = append((*b)[:0], "client_secret=s3cr3t"...)
+	full := (*b)[:cap(*b)]
+	*b = (*b)[:3] // as if the rest had been written and then given up
+	bs.put(b)
+	if len(*b) != 0 || strings.Trim(string(full), "\x00") != "" {
+		t.Fatalf("given back: len %d, holding %q", len(*b), strings.Trim(string(full), "\x00"))
+	}
+	big := make([]byte, 0, 4096)
+	bs.put(&big)
+	for range 10 { // sync.Pool may drop what it holds, never give back what it was not given
+		if got := bs.get(); cap(*got) > 2048 {
+			t.Fatalf("a buffer of %d bytes was kept", cap(*got))
+		}
+	}
+}

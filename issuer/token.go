@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -53,18 +52,8 @@ func (iss *Issuer) token(w http.ResponseWriter, r *http.Request, st *state) {
 		return
 	}
 	oauthwire.WriteBody(w, http.StatusOK, *answer) // which keeps none of it
-	putAnswer(answer)
+	answers.put(answer)
 	iss.issued(r, who, time.Since(start))
-}
-
-// answers are the buffers success answers are written in.
-var answers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
-
-// putAnswer gives back an answer's buffer, unless it grew unusually large.
-func putAnswer(b *[]byte) {
-	if cap(*b) <= 16<<10 {
-		answers.Put(b)
-	}
 }
 
 // appendAnswer appends the success answer (RFC 6749 §5.1) around the
@@ -154,10 +143,10 @@ func (iss *Issuer) grant(form *tokenForm, st *state, cl *client, now time.Time, 
 		return nil, terr
 	}
 	who.scopes = granted
-	answer := answers.Get().(*[]byte)
+	answer := answers.get()
 	b, err := st.appendAnswer((*answer)[:0], cl, granted, aud, now)
 	if err != nil {
-		putAnswer(answer)
+		answers.put(answer)
 		iss.logger.Error("idsauth issuer: cannot sign a token", slog.String("error", err.Error()))
 		return nil, &tokenError{status: http.StatusInternalServerError, code: "server_error", desc: "the token could not be signed"}
 	}
