@@ -39,8 +39,11 @@ func (st *state) sign(b []byte, cl *client, granted, aud []string, now time.Time
 func (st *state) signFrom(b []byte, t *tokenStart) ([]byte, error) {
 	start := len(b)
 	b = append(b, t.encoded...)
-	var tail [40]byte // t.rest, the jti, "}
-	b = base64.RawURLEncoding.AppendEncode(b, append(appendJTI(append(tail[:0], t.rest...)), `"}`...))
+	var buf [40]byte
+	tail := append(buf[:0], t.rest...)
+	tail = appendJTI(tail)
+	tail = append(tail, `"}`...)
+	b = base64.RawURLEncoding.AppendEncode(b, tail)
 	var raw [64]byte
 	sig, err := st.signature(raw[:0], b[start:], &t.signingStart)
 	if err != nil {
@@ -67,12 +70,21 @@ func (s *signingStart) extend(more []byte) signingStart {
 	out := signingStart{rest: claims[n:]}
 	out.encoded = base64.RawURLEncoding.AppendEncode(slices.Clip(s.encoded), claims[:n])
 	if s.sha256 != nil {
-		h := sha256.New()
-		_ = h.(encoding.BinaryUnmarshaler).UnmarshalBinary(s.sha256) // its own MarshalBinary's
-		h.Write(out.encoded[len(s.encoded):])
-		out.sha256, _ = h.(encoding.BinaryMarshaler).MarshalBinary() // never fails
+		out.sha256 = sha256After(s.sha256, out.encoded[len(s.encoded):])
 	}
 	return out
+}
+
+// sha256After returns the SHA-256 state (MarshalBinary's) after state,
+// none for a new hash, and more.
+func sha256After(state, more []byte) []byte {
+	h := sha256.New()
+	if state != nil {
+		_ = h.(encoding.BinaryUnmarshaler).UnmarshalBinary(state) // MarshalBinary's: never fails
+	}
+	h.Write(more)
+	after, _ := h.(encoding.BinaryMarshaler).MarshalBinary() // never fails
+	return after
 }
 
 // tokenPrefix is how every token of one client in one span of the key
@@ -99,9 +111,7 @@ type tokenStart struct {
 func (st *state) newPrefix(cl *client, aud []string) *tokenPrefix {
 	header := signingStart{encoded: append([]byte(st.header), '.')}
 	if _, ok := st.signer.Private.(*ecdsa.PrivateKey); ok {
-		h := sha256.New()
-		h.Write(header.encoded)
-		header.sha256, _ = h.(encoding.BinaryMarshaler).MarshalBinary() // never fails
+		header.sha256 = sha256After(nil, header.encoded)
 	}
 	claims := []byte(`{"iss":`)
 	claims = oauthwire.AppendString(claims, st.issuer)
