@@ -31,7 +31,7 @@
 //	go run ./cmd/ceiling -counts 2000             # counted: needs valgrind
 //
 // Everything stays on 127.0.0.1 and stops by itself: every round is
-// bounded by -d (at most 60 s), the rounds by -rounds (at most 20 each),
+// bounded by -d (at most 60 s), the rounds by -rounds (at most 40 each),
 // and the servers exit when the command closes their standard input or
 // when their own deadline passes, whichever comes first.
 package main
@@ -42,6 +42,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"runtime"
@@ -395,8 +396,9 @@ func summarize(all []round, together bool) {
 	fmt.Printf("median   idsauth  %8.0f req/s  server %6.1f µs CPU/req\n", mi, ci)
 	fmt.Printf("median   bare     %8.0f req/s  server %6.1f µs CPU/req\n", mb, cb)
 	fmt.Printf("pairs    idsauth/bare per round pair: %s\n", fmtList(pairs))
-	fmt.Printf("ratio    idsauth/bare: %.3f (median of the round pairs), %.3f (ratio of the medians); CPU per request bare/idsauth %.3f\n",
-		median(pairs), mi/mb, cb/ci)
+	lo, hi := bootstrapMedian(pairs, 10000)
+	fmt.Printf("ratio    idsauth/bare: %.3f (median of the round pairs; bootstrap 95%% interval %.3f to %.3f), %.3f (ratio of the medians); CPU per request bare/idsauth %.3f\n",
+		median(pairs), lo, hi, mi/mb, cb/ci)
 	if together {
 		per := func(name string) []float64 { return pick(name, perCPUSecond) }
 		ids, bare := per("idsauth"), per("bare")
@@ -422,6 +424,27 @@ func median(v []float64) float64 {
 		return s[len(s)/2]
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// bootstrapMedian is the percentile bootstrap's 95% interval for the
+// median of v: the 2.5th and 97.5th percentiles of the medians of n
+// resamples of v, drawn with replacement. The draws come from a fixed
+// seed, so the same rounds always give the same interval.
+func bootstrapMedian(v []float64, n int) (lo, hi float64) {
+	if len(v) == 0 || n < 1 {
+		return 0, 0
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	medians := make([]float64, n)
+	sample := make([]float64, len(v))
+	for i := range medians {
+		for j := range sample {
+			sample[j] = v[rng.IntN(len(v))]
+		}
+		medians[i] = median(sample)
+	}
+	slices.Sort(medians)
+	return medians[n*25/1000], medians[(n*975-1)/1000]
 }
 
 func fmtList(v []float64) string {

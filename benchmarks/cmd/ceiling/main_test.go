@@ -103,3 +103,23 @@ func TestTotals(t *testing.T) {
 		t.Fatal("a summary without misses was read")
 	}
 }
+
+func TestBootstrapMedian(t *testing.T) {
+	if lo, hi := bootstrapMedian([]float64{0.9, 0.9, 0.9, 0.9}, 1000); lo != 0.9 || hi != 0.9 {
+		t.Errorf("constant rounds: interval %v to %v", lo, hi)
+	}
+	// 31 rounds spread evenly from 0.85 to 1.15, median 1.00: the
+	// median's standard error is about 0.027, so the interval is about
+	// 0.95 to 1.05.
+	var v []float64
+	for i := range 31 {
+		v = append(v, 0.85+0.01*float64(i))
+	}
+	lo, hi := bootstrapMedian(v, 10000)
+	if !(0.93 <= lo && lo <= 0.97 && 1.03 <= hi && hi <= 1.07) {
+		t.Errorf("interval %v to %v for rounds 0.85 to 1.15", lo, hi)
+	}
+	if lo2, hi2 := bootstrapMedian(v, 10000); lo2 != lo || hi2 != hi {
+		t.Errorf("the same rounds gave %v to %v, then %v to %v", lo, hi, lo2, hi2)
+	}
+}
