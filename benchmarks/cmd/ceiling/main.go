@@ -28,11 +28,12 @@
 //	go run ./cmd/ceiling -pin                     # 10 rounds each of 2 s, 16 connections
 //	go run ./cmd/ceiling -pin -rounds 30 -d 1s    # more, shorter rounds: a steadier median
 //	go run ./cmd/ceiling -pin -aa                 # A/A: the harness's own noise
+//	go run ./cmd/ceiling -pin -runs 4 -rounds 30 -d 1s   # four runs, new processes each, pooled
 //	go run ./cmd/ceiling -counts 2000             # counted: needs valgrind
 //
 // Everything stays on 127.0.0.1 and stops by itself: every round is
-// bounded by -d (at most 60 s), the rounds by -rounds (at most 40 each),
-// and the servers exit when the command closes their standard input or
+// bounded by -d (at most 60 s), the rounds by -rounds (at most 40 each)
+// and -runs (at most 5), and the servers exit when the command closes their standard input or
 // when their own deadline passes, whichever comes first.
 package main
 
@@ -66,6 +67,7 @@ func main() {
 	aa := flag.Bool("aa", false, "an A/A check of the harness: a second bare server in idsauth's place")
 	pinned := flag.Bool("pin", false, "pin the load generator to CPU 0 and each server to CPU 1, one thread each (GOMAXPROCS 1)")
 	together := flag.Bool("together", false, "drive both servers at once in every round, sharing their CPU, and compare requests per CPU-second")
+	runs := flag.Int("runs", 1, "runs, 1 to 5, each with a new key and new server processes, pooled at the end")
 	counts := flag.Int("counts", 0, "count instead of timing: the instructions and cache lines missed per request of each server, over this many requests (100 to 20000) under valgrind's cachegrind")
 	cpu := flag.Int("cpu", -1, "internal: the CPU the server is pinned to")
 	flag.Parse()
@@ -91,7 +93,7 @@ func main() {
 		case *counts != 0:
 			err = runCounts(*counts)
 		default:
-			err = run(*d, *rounds, *conns, *warm, *profile, *aa, *together)
+			err = run(options{d: *d, warm: *warm, rounds: *rounds, conns: *conns, runs: *runs, profile: *profile, aa: *aa, together: *together})
 		}
 	}
 	if err != nil {
@@ -193,86 +195,133 @@ type round struct {
 	loadCPU   time.Duration // per request
 }
 
-func run(d time.Duration, rounds, conns int, warm time.Duration, profile string, aa, together bool) error {
+// options are the command's flags for the timed runs.
+type options struct {
+	d, warm             time.Duration
+	rounds, conns, runs int
+	profile             string
+	aa, together        bool
+}
+
+func run(o options) error {
 	switch {
-	case d < time.Second || d > time.Minute:
+	case o.d < time.Second || o.d > time.Minute:
 		return errors.New("-d must be from 1s to 60s")
-	case rounds < 1 || rounds > 40:
+	case o.rounds < 1 || o.rounds > 40:
 		return errors.New("-rounds must be from 1 to 40")
-	case conns < 1 || conns > 256:
+	case o.conns < 1 || o.conns > 256:
 		return errors.New("-c must be from 1 to 256")
-	case warm < 0 || warm > 10*time.Second:
+	case o.warm < 0 || o.warm > 10*time.Second:
 		return errors.New("-warm must be from 0 to 10s")
+	case o.runs < 1 || o.runs > 5:
+		return errors.New("-runs must be from 1 to 5")
+	case o.runs > 1 && o.profile != "":
+		return errors.New("-cpuprofile takes one run")
 	}
-	// The servers' own deadline: every round and warm-up, with room to
-	// start and stop.
-	life := time.Duration(2*rounds)*(d+2*time.Second) + 2*warm + time.Minute
-
-	k, err := keys.Generate("ES256")
-	if err != nil {
-		return err
-	}
-	pemKey, err := keys.EncodePEM(k.Private)
-	if err != nil {
-		return err
-	}
-	ids, err := start("idsauth", life, profile, string(pemKey))
-	if err != nil {
-		return err
-	}
-	defer ids.stop()
-	// The bare server answers what idsauth answers, with a new signature.
-	answer, err := fetch(ids.addr, tokenRequest)
-	if err != nil {
-		return fmt.Errorf("idsauth server: %w", err)
-	}
-	bare, err := start("bare", life, profile, string(pemKey)+string(answer))
-	if err != nil {
-		return err
-	}
-	defer bare.stop()
-	if _, err := fetch(bare.addr, tokenRequest); err != nil {
-		return fmt.Errorf("bare server: %w", err)
-	}
-	if aa {
-		ids.stop()
-		if ids, err = start("bare", life, "", string(pemKey)+string(answer)); err != nil {
-			return err
-		}
-		ids.name = "idsauth"
-		defer ids.stop()
-		fmt.Println("A/A check: the idsauth rows are a second bare server")
-	}
-
 	fmt.Printf("cpu: %s (%d logical CPUs), %s %s/%s, GOMAXPROCS %d\n",
 		cpuModel(), runtime.NumCPU(), runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.GOMAXPROCS(0))
-	fmt.Printf("load: %d connections, %d rounds of %s per server, alternating; warm-up %s each\n", conns, rounds, d, warm)
+	fmt.Printf("load: %d connections, %d rounds of %s per server, alternating; warm-up %s each\n", o.conns, o.rounds, o.d, o.warm)
 	if serverCPU >= 0 {
 		fmt.Printf("pinned: the load generator to CPU 0, each server to CPU %d, GOMAXPROCS 1 each\n", serverCPU)
 	}
-	if warm > 0 {
+	if o.aa {
+		fmt.Println("A/A check: the idsauth rows are a second bare server")
+	}
+	if o.together {
+		fmt.Println("together: both servers driven at once in every round, each with the connections above, on the same CPU(s)")
+	}
+	stat0, own0 := machineCPU(), selfCPU()
+	var all []round
+	var servers time.Duration // the CPU of every run's servers
+	for k := range o.runs {
+		if o.runs > 1 {
+			fmt.Printf("run %d of %d: a new key and new server processes\n", k+1, o.runs)
+		}
+		rounds, cpu, err := runOnce(o)
+		if err != nil {
+			return err
+		}
+		summarize(rounds, o.together)
+		all = append(all, rounds...)
+		servers += cpu
+	}
+	if o.runs > 1 {
+		fmt.Printf("pooled   the %d runs' rounds, each pair kept within its run\n", o.runs)
+		summarize(all, o.together)
+	}
+	if stat1 := machineCPU(); stat1.total > stat0.total {
+		total := float64(stat1.total - stat0.total)
+		own := float64(selfCPU()+servers-own0) / float64(10*time.Millisecond)
+		// Both sides are sampled at clock ticks: a rough figure.
+		others := max(0, 100*(float64(stat1.busy-stat0.busy)-own)/total)
+		fmt.Printf("machine  during the rounds: about %.0f%% of all CPUs busy with work other than this command's, steal %.1f%%\n",
+			others, 100*float64(stat1.steal-stat0.steal)/total)
+	}
+	return nil
+}
+
+// runOnce starts the two servers with a new key, drives them for o's
+// rounds and stops them. It returns the rounds and the CPU the servers
+// spent in all. Each run's processes lie differently in
+// memory and in the caches, which moves a server's speed by a few
+// percent for the whole run (the A/A check shows it): runs, pooled,
+// average that out where more rounds of one run cannot.
+func runOnce(o options) (rounds []round, serversCPU time.Duration, err error) {
+	// The servers' own deadline: every round and warm-up, with room to
+	// start and stop.
+	life := time.Duration(2*o.rounds)*(o.d+2*time.Second) + 2*o.warm + time.Minute
+
+	k, err := keys.Generate("ES256")
+	if err != nil {
+		return nil, 0, err
+	}
+	pemKey, err := keys.EncodePEM(k.Private)
+	if err != nil {
+		return nil, 0, err
+	}
+	ids, err := start("idsauth", life, o.profile, string(pemKey))
+	if err != nil {
+		return nil, 0, err
+	}
+	defer func() { ids.stop() }()
+	// The bare server answers what idsauth answers, with a new signature.
+	answer, err := fetch(ids.addr, tokenRequest)
+	if err != nil {
+		return nil, 0, fmt.Errorf("idsauth server: %w", err)
+	}
+	bare, err := start("bare", life, o.profile, string(pemKey)+string(answer))
+	if err != nil {
+		return nil, 0, err
+	}
+	defer bare.stop()
+	if _, err := fetch(bare.addr, tokenRequest); err != nil {
+		return nil, 0, fmt.Errorf("bare server: %w", err)
+	}
+	if o.aa {
+		ids.stop()
+		if ids, err = start("bare", life, "", string(pemKey)+string(answer)); err != nil {
+			return nil, 0, err
+		}
+		ids.name = "idsauth"
+	}
+	if o.warm > 0 {
 		for _, s := range []*server{ids, bare} {
-			if _, err := measure(s, conns, warm); err != nil {
-				return err
+			if _, err := measure(s, o.conns, o.warm); err != nil {
+				return nil, 0, err
 			}
 		}
 	}
-	var all []round
-	stat0, own0 := machineCPU(), selfCPU()+ids.cpu()+bare.cpu()
-	if together {
-		fmt.Println("together: both servers driven at once in every round, each with the connections above, on the same CPU(s)")
-	}
-	for i := range rounds {
-		if together {
-			pair, err := measureTogether(ids, bare, conns, d)
+	for i := range o.rounds {
+		if o.together {
+			pair, err := measureTogether(ids, bare, o.conns, o.d)
 			if err != nil {
-				return err
+				return nil, 0, err
 			}
 			for _, r := range pair {
 				fmt.Printf("round %2d %-8s %8.0f req/s  %7d requests  %d errors  server %6.1f µs CPU/req  %7.0f req per CPU-second\n",
 					i+1, r.server, r.perSecond, r.requests, r.errors, micros(r.serverCPU), perCPUSecond(r))
 			}
-			all = append(all, pair[:]...)
+			rounds = append(rounds, pair[:]...)
 			continue
 		}
 		order := []*server{ids, bare}
@@ -280,25 +329,16 @@ func run(d time.Duration, rounds, conns int, warm time.Duration, profile string,
 			order = []*server{bare, ids}
 		}
 		for _, s := range order {
-			r, err := measure(s, conns, d)
+			r, err := measure(s, o.conns, o.d)
 			if err != nil {
-				return err
+				return nil, 0, err
 			}
 			fmt.Printf("round %2d %-8s %8.0f req/s  %7d requests  %d errors  server %6.1f µs CPU/req  loadgen %5.1f µs CPU/req\n",
 				i+1, r.server, r.perSecond, r.requests, r.errors, micros(r.serverCPU), micros(r.loadCPU))
-			all = append(all, r)
+			rounds = append(rounds, r)
 		}
 	}
-	summarize(all, together)
-	if stat1 := machineCPU(); stat1.total > stat0.total {
-		total := float64(stat1.total - stat0.total)
-		own := float64(selfCPU()+ids.cpu()+bare.cpu()-own0) / float64(10*time.Millisecond)
-		// Both sides are sampled at clock ticks: a rough figure.
-		others := max(0, 100*(float64(stat1.busy-stat0.busy)-own)/total)
-		fmt.Printf("machine  during the rounds: about %.0f%% of all CPUs busy with work other than this command's, steal %.1f%%\n",
-			others, 100*float64(stat1.steal-stat0.steal)/total)
-	}
-	return nil
+	return rounds, ids.cpu() + bare.cpu(), nil
 }
 
 // cpuStat is the machine's CPU time from /proc/stat, in clock ticks of 10
