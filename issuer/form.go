@@ -64,24 +64,23 @@ const maxParams = 10000
 
 var notAForm = badRequest("invalid_request", "request body is not a valid form")
 
-// parseForm parses an application/x-www-form-urlencoded body as
-// url.ParseQuery does (pairs split on "&", a ";" refused, names and values
-// unescaped, "+" a space), and refuses any parameter but resource given
+// parseForm parses an application/x-www-form-urlencoded body into f,
+// which is empty, as url.ParseQuery does (pairs split on "&", a ";"
+// refused, names and values unescaped, "+" a space), and refuses any parameter but resource given
 // more than once (RFC 6749 §3.2), however it is spelled. A parameter the
 // endpoint does not read is otherwise ignored (RFC 6749 §3.2), without
 // building a map of every parameter.
-func parseForm(body string) (*tokenForm, *tokenError) {
+func parseForm(body string, f *tokenForm) *tokenError {
 	if strings.Count(body, "&") >= maxParams {
-		return nil, notAForm
+		return notAForm
 	}
-	f := &tokenForm{}
 	var others map[string]bool // the other names, made for the first one
 	repeated, isRepeated := "", false
 	for rest := body; rest != ""; {
 		var pair string
 		pair, rest, _ = strings.Cut(rest, "&")
 		if strings.IndexByte(pair, ';') >= 0 {
-			return nil, notAForm
+			return notAForm
 		}
 		if pair == "" {
 			continue
@@ -90,7 +89,7 @@ func parseForm(body string) (*tokenForm, *tokenError) {
 		name, err1 := unescape(name)
 		value, err2 := unescape(value)
 		if err1 != nil || err2 != nil {
-			return nil, notAForm
+			return notAForm
 		}
 		if isRepeated {
 			continue // the rest is read for errors only: a malformed form is that first
@@ -112,9 +111,9 @@ func parseForm(body string) (*tokenForm, *tokenError) {
 		}
 	}
 	if isRepeated {
-		return nil, badRequest("invalid_request", "parameter "+oauthwire.Clean(repeated)+" given more than once")
+		return badRequest("invalid_request", "parameter "+oauthwire.Clean(repeated)+" given more than once")
 	}
-	return f, nil
+	return nil
 }
 
 // unescape is url.QueryUnescape, which returns s itself when it holds
@@ -126,14 +125,15 @@ func unescape(s string) (string, error) {
 	return url.QueryUnescape(s)
 }
 
-// readForm reads the form body: the right content type, within the size
-// bound, each parameter but resource (RFC 8707) at most once.
-func readForm(w http.ResponseWriter, r *http.Request, maxBytes int64) (*tokenForm, *tokenError) {
+// readForm reads the form body into f, which is empty: the right content
+// type, within the size bound, each parameter but resource (RFC 8707) at
+// most once. The caller's f can live on its stack.
+func readForm(w http.ResponseWriter, r *http.Request, maxBytes int64, f *tokenForm) *tokenError {
 	const formType = "application/x-www-form-urlencoded"
 	if ct := r.Header.Get("Content-Type"); ct != formType { // the usual one needs no parsing
 		mt, _, err := mime.ParseMediaType(ct)
 		if err != nil || mt != formType {
-			return nil, badRequest("invalid_request", "Content-Type must be application/x-www-form-urlencoded")
+			return badRequest("invalid_request", "Content-Type must be application/x-www-form-urlencoded")
 		}
 	}
 	bp := bodies.get()
@@ -149,11 +149,11 @@ func readForm(w http.ResponseWriter, r *http.Request, maxBytes int64) (*tokenFor
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			return nil, badRequest("invalid_request", "request body larger than "+strconv.FormatInt(maxBytes, 10)+" bytes")
+			return badRequest("invalid_request", "request body larger than "+strconv.FormatInt(maxBytes, 10)+" bytes")
 		}
-		return nil, badRequest("invalid_request", "request body could not be read")
+		return badRequest("invalid_request", "request body could not be read")
 	}
-	return parseForm(string(body))
+	return parseForm(string(body), f)
 }
 
 // bodies are the buffers token requests' bodies are read into; answers

@@ -28,7 +28,8 @@ func FuzzParseForm(f *testing.F) {
 	}
 	names := []string{"grant_type", "scope", "client_id", "client_secret", "client_assertion_type", "client_assertion"}
 	f.Fuzz(func(t *testing.T, body string) {
-		got, terr := parseForm(body)
+		got := &tokenForm{}
+		terr := parseForm(body, got)
 		vals, err := url.ParseQuery(body)
 		if err != nil {
 			if terr != notAForm {

@@ -75,8 +75,8 @@ func (iss *Issuer) issue(w http.ResponseWriter, r *http.Request, st *state, who 
 		w.Header().Set("Allow", http.MethodPost)
 		return nil, &tokenError{status: http.StatusMethodNotAllowed, code: "invalid_request", desc: "the token endpoint takes POST only"}
 	}
-	form, terr := readForm(w, r, st.limits.MaxBodyBytes)
-	if terr != nil {
+	form := &tokenForm{}
+	if terr := readForm(w, r, st.limits.MaxBodyBytes, form); terr != nil {
 		return nil, terr
 	}
 	grant := form.get(grantTypeParam)
