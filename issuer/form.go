@@ -66,8 +66,9 @@ var notAForm = badRequest("invalid_request", "request body is not a valid form")
 
 // parseForm parses an application/x-www-form-urlencoded body into f,
 // which is empty, as url.ParseQuery does (pairs split on "&", a ";"
-// refused, names and values unescaped, "+" a space), and refuses any parameter but resource given
-// more than once (RFC 6749 §3.2), however it is spelled. A parameter the
+// refused, names and values unescaped, "+" a space), and refuses any
+// parameter but resource given more than once (RFC 6749 §3.2), however it
+// is spelled. A parameter the
 // endpoint does not read is otherwise ignored (RFC 6749 §3.2), without
 // building a map of every parameter.
 func parseForm(body string, f *tokenForm) *tokenError {

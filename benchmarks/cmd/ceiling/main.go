@@ -33,8 +33,9 @@
 //
 // Everything stays on 127.0.0.1 and stops by itself: every round is
 // bounded by -d (at most 60 s), the rounds by -rounds (at most 40 each)
-// and -runs (at most 5), and the servers exit when the command closes their standard input or
-// when their own deadline passes, whichever comes first.
+// and -runs (at most 5), and the servers exit when the command closes
+// their standard input or when their own deadline passes, whichever comes
+// first.
 package main
 
 import (
@@ -262,10 +263,10 @@ func run(o options) error {
 
 // runOnce starts the two servers with a new key, drives them for o's
 // rounds and stops them. It returns the rounds and the CPU the servers
-// spent in all. Each run's processes lie differently in
-// memory and in the caches, which moves a server's speed by a few
-// percent for the whole run (the A/A check shows it): runs, pooled,
-// average that out where more rounds of one run cannot.
+// spent in all. Each run's processes lie differently in memory and in the
+// caches, which moves a server's speed by a few percent for the whole run
+// (the A/A check shows it): runs, pooled, average that out where more
+// rounds of one run cannot.
 func runOnce(o options) (rounds []round, serversCPU time.Duration, err error) {
 	// The servers' own deadline: every round and warm-up, with room to
 	// start and stop.
