@@ -49,6 +49,12 @@ func scheduled(issuerURL string, ks ...issuer.KeyConfig) *issuer.Config {
 // returns the kid it is signed with.
 func tokenKID(t *testing.T, h http.Handler) string {
 	t.Helper()
+	return headerKID(adminToken(t, h))
+}
+
+// adminToken asks h, an issuer at http://h/ids, for admin's token.
+func adminToken(t *testing.T, h http.Handler) string {
+	t.Helper()
 	req := httptest.NewRequest(http.MethodPost, "http://h/ids/connect/token", strings.NewReader(
 		form("grant_type", "client_credentials", "client_id", "admin", "client_secret", adminSecret, "scope", scope.AdminWebAPI)))
 	req.Header.Set("Content-Type", formType)
@@ -60,7 +66,7 @@ func tokenKID(t *testing.T, h http.Handler) string {
 	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil || rec.Code != 200 {
 		t.Fatalf("token: %d %s", rec.Code, rec.Body)
 	}
-	return headerKID(body.AccessToken)
+	return body.AccessToken
 }
 
 // jwksKIDs returns the kids of the JWKS h serves, sorted.
@@ -183,6 +189,60 @@ func headerKID(tok string) string {
 	}
 	_ = json.Unmarshal(b, &h)
 	return h.KID
+}
+
+// TestTokenSignedByTheKeyOfItsInstant: a token is signed by the key that
+// signs at its iat, even when the clock passes a signAt while the request
+// is served. The issuer's clock here moves one second at every reading,
+// so a request that reads it more than once (to route it to a span of
+// the schedule, and for the token's times) reads it at several instants;
+// starting at four offsets from the switch, some request straddles it.
+func TestTokenSignedByTheKeyOfItsInstant(t *testing.T) {
+	k1, k2 := generate("ES256"), generate("ES256")
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	switchAt := t0.Add(time.Hour)
+	straddled := 0
+	for offset := range 4 {
+		clock := newClock(switchAt.Add(-time.Duration(6+offset) * time.Second))
+		var read []time.Time // every reading, in order
+		ticking := func() time.Time {
+			now := time.Unix(0, clock.ns.Add(int64(time.Second)))
+			read = append(read, now)
+			return now
+		}
+		iss, err := issuer.New(scheduled("http://h/ids",
+			issuer.KeyConfig{Key: k1.Private, RetireAt: rfc3339(t0.Add(3 * time.Hour))},
+			issuer.KeyConfig{Key: k2.Private, PublishAt: rfc3339(t0), SignAt: rfc3339(switchAt)}),
+			issuer.WithClock(ticking))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 4 {
+			before := len(read)
+			tok := adminToken(t, iss) // served in this goroutine: read is not shared
+			during := read[before:]
+			if len(during) > 0 && during[0].Before(switchAt) && !during[len(during)-1].Before(switchAt) {
+				straddled++
+			}
+			payload, _ := base64.RawURLEncoding.DecodeString(strings.Split(tok, ".")[1])
+			var c struct {
+				IAT int64 `json:"iat"`
+			}
+			if err := json.Unmarshal(payload, &c); err != nil {
+				t.Fatal(err)
+			}
+			want := k1.KID
+			if !time.Unix(c.IAT, 0).Before(switchAt) {
+				want = k2.KID
+			}
+			if kid := headerKID(tok); kid != want {
+				t.Errorf("iat %s (the switch at %s) signed by %s, want %s", rfc3339(time.Unix(c.IAT, 0)), rfc3339(switchAt), kid, want)
+			}
+		}
+	}
+	if straddled == 0 {
+		t.Fatal("no request read the clock both before and after the switch: the test checks nothing")
+	}
 }
 
 // TestKeysWithoutSignAtKeepTheListOrder: keys without times sign in the

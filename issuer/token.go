@@ -88,11 +88,15 @@ func (iss *Issuer) issue(w http.ResponseWriter, r *http.Request, st *state, who 
 		return nil, badRequest("unsupported_grant_type", "only client_credentials is supported")
 	}
 
+	// The token's times and the key that signs it come from one reading
+	// of the clock: the span that ServeHTTP found may have ended since,
+	// and its key must not sign a token issued after its last instant.
+	now := iss.now()
+	st = st.at(now)
 	if hasAssertion(form) {
 		if tooLong(form.get(scopeParam), MaxScopeLength) {
 			return nil, badRequest("invalid_request", "scope longer than "+strconv.Itoa(MaxScopeLength)+" characters")
 		}
-		now := iss.now()
 		who.addr = st.addrs.Addr(r)
 		cl, terr := iss.assertionClient(r, form, st, who, now)
 		if terr != nil {
@@ -107,7 +111,6 @@ func (iss *Issuer) issue(w http.ResponseWriter, r *http.Request, st *state, who 
 	if tooLong(form.get(scopeParam), MaxScopeLength) {
 		return nil, badRequest("invalid_request", "scope longer than "+strconv.Itoa(MaxScopeLength)+" characters")
 	}
-	now := iss.now()
 	cl := st.clients[id]
 	who.addr = st.addrs.Addr(r)
 	if cl != nil {
