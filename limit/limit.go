@@ -25,6 +25,11 @@
 //     once (and is marked), and a marked one is refused (SubjectAddress).
 //   - Succeeded gives the reservation back and trusts the address for the
 //     subject for GoodFor; Failed keeps it, and ends that trust.
+//   - A budget is never spent past now+Window, nor a failure mark made to
+//     end past it, on a clock that moves on. One that is was charged on a
+//     clock since stepped back: the budget's charges are forgotten and the
+//     mark is cut to end at now+Window, so a clock stepped back by an hour
+//     refuses nobody for an hour.
 //
 // So the subject's own caller, who knows the secret, is never locked out
 // by somebody else's failures, while the secrets verified for one subject

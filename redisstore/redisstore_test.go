@@ -272,3 +272,84 @@ func TestRememberWhenRedisCannotAnswer(t *testing.T) {
 		t.Fatalf("FailClosed stats %+v", st)
 	}
 }
+
+// A Redis whose clock went back an hour (its host stepped by NTP, say)
+// refuses nobody for the hour, as limit.Memory does not: every value
+// here is written as if Redis's clock had read an hour later, then the
+// client with the right secret, and an address that spent its budget,
+// ask again. A failure mark from then lasts a window from now, and the
+// cut is kept.
+func TestClockGoneBackRefusesNoLonger(t *testing.T) {
+	rdb := startRedis(t).client(t)
+	ctx := context.Background()
+	const prefix = "back:"
+	store := redisstore.New(rdb, redisstore.Options{Prefix: prefix})
+	budget := limit.Budget{PerSubject: 10, PerAddress: 3, Window: time.Minute}
+	reserve := func(addr string) (limit.Reservation, error) {
+		return store.Reserve(ctx, limit.Request{Subject: "payroll", Address: addr, Budget: budget})
+	}
+	res, err := reserve("198.51.100.7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Succeeded()
+	for range 3 {
+		res, err := reserve("203.0.113.9")
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Failed()
+	}
+	if _, err := reserve("203.0.113.9"); err == nil {
+		t.Fatal("the spent address was not refused")
+	}
+	// Every value an hour later than Redis's clock, and kept past it.
+	const hourUS = int64(time.Hour / time.Microsecond)
+	keys, err := rdb.Keys(ctx, prefix+"*").Result()
+	if err != nil || len(keys) == 0 {
+		t.Fatalf("keys %q: %v", keys, err)
+	}
+	shifted := map[byte]int{}
+	for _, k := range keys {
+		v, err := rdb.Get(ctx, k).Int64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v < 0 {
+			v -= hourUS // a trust: minus its end
+		} else {
+			v += hourUS
+		}
+		if err := rdb.Set(ctx, k, v, 2*time.Hour).Err(); err != nil {
+			t.Fatal(err)
+		}
+		shifted[k[len(prefix)]]++
+	}
+	if shifted['a'] != 2 || shifted['p'] != 2 {
+		t.Fatalf("shifted %v: want 2 address buckets and 2 pair marks", shifted)
+	}
+	if _, err := reserve("198.51.100.7"); err != nil {
+		t.Fatalf("after the clock went back an hour, the client with the right secret is refused: %v", err)
+	}
+	res, err = reserve("203.0.113.9")
+	if err != nil {
+		t.Fatalf("after the clock went back an hour, a spent address is refused for the hour: %v", err)
+	}
+	res.Failed()
+	now, err := rdb.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		if k[len(prefix)] != 'p' {
+			continue
+		}
+		v, err := rdb.Get(ctx, k).Int64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if end := time.UnixMicro(v); v > 0 && end.After(now.Add(budget.Window+time.Second)) {
+			t.Errorf("a failure mark ends at %v, more than a window after Redis's now %v", end, now)
+		}
+	}
+}

@@ -37,12 +37,25 @@ local function take(key, tat, step)
   redis.call('SET', key, n(tat), 'PX', ms(tat - now))
 end
 local function mark(untilus, ttl) redis.call('SET', KEYS[3], n(untilus), 'PX', ms(ttl)) end
+-- A bucket spent past now+window, or a failure mark ending past it, was
+-- written on a clock since gone back: the bucket is forgotten, the mark
+-- cut to a window (limit.Memory's rebase).
+local function bucket(key)
+  local tat = tonumber(redis.call('GET', key) or 0)
+  if tat <= now + window then return tat end
+  redis.call('DEL', key)
+  return 0
+end
 
-local a = tonumber(redis.call('GET', KEYS[1]) or 0)
+local a = bucket(KEYS[1])
 local aw = wait(a, astep)
 if aw > 0 then return {0, 1, aw, now} end
-local s = tonumber(redis.call('GET', KEYS[2]) or 0)
+local s = bucket(KEYS[2])
 local p = tonumber(redis.call('GET', KEYS[3]) or 0)
+if p > now + window then
+  p = now + window
+  mark(p, window)
+end
 local sw = wait(s, sstep)
 local good, took = 0, 0
 if p < 0 and -p > now then

@@ -176,11 +176,16 @@ func (l *Limiter) Reserve(b Budget, subject, addr string, now time.Time) (*Reser
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	a := l.buckets.slot(r.address)
+	rebase(a, t, window)
 	if wait := wait(a, addressStep, window, t); wait > 0 {
 		return nil, Refusal{Limit: LimitAddress, RetryAfter: time.Duration(wait)}
 	}
 	s := l.buckets.slot(r.subject, a)
+	rebase(s, t, window)
 	p := l.pairs.mark(r.pair, t)
+	if p != nil && p.until > t+window {
+		p.until = t + window // a failure mark made on a clock since gone back
+	}
 	sWait := wait(s, subjectStep, window, t)
 	switch {
 	case p != nil && goodAt(p, t):
@@ -234,6 +239,19 @@ func (r *Reservation) giveBack() {
 		if e := r.l.buckets.find(r.subject); e != nil {
 			e.until -= r.subjectStep
 		}
+	}
+}
+
+// rebase forgets the charges of bucket e when the clock has gone back
+// since they were made. A charge is taken only from a bucket spent by
+// less than window, so no bucket is spent past now+window under a clock
+// that only moves on: one that is was charged at a later time than now,
+// by a wall clock since stepped back (by NTP, say). Kept, it would refuse
+// everyone who asked in the step's span for as long as the step; forgotten,
+// the step costs what a step forward always did, a budget given back.
+func rebase(e *entry, now, window int64) {
+	if e.until > now+window {
+		e.until = now
 	}
 }
 

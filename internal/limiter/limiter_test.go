@@ -233,3 +233,68 @@ func TestNewRoundsTheTableDown(t *testing.T) {
 		}
 	}
 }
+
+// A wall clock stepped back (by NTP, say) by an hour must not refuse,
+// for an hour, everyone who asked in the hour it repeats: the client that
+// gave its right secret, nor an address that spent its budget (a step
+// forward gives budgets back too).
+func TestClockGoneBackRefusesNoLonger(t *testing.T) {
+	l := newTest(10, 3)
+	later := t0.Add(time.Hour)
+	r, no := l.Reserve("payroll", "198.51.100.7", later)
+	if r == nil {
+		t.Fatalf("refused: %+v", no)
+	}
+	r.Succeeded()
+	for range 3 {
+		r, _ := l.Reserve("payroll", "203.0.113.9", later)
+		if r == nil {
+			t.Fatal("a failure before the budget is spent was refused")
+		}
+		r.Failed()
+	}
+	if r, _ := l.Reserve("payroll", "203.0.113.9", later); r != nil {
+		t.Fatal("the spent address was not refused")
+	}
+	if r, no := l.Reserve("payroll", "198.51.100.7", t0); r == nil {
+		t.Fatalf("after the clock went back an hour, the client with the right secret is refused: %+v", no)
+	}
+	if r, no := l.Reserve("payroll", "203.0.113.9", t0); r == nil {
+		t.Fatalf("after the clock went back an hour, a spent address is refused for the hour: %+v", no)
+	}
+	// A step back that leaves a bucket owing less than a window keeps its
+	// charges: they count as made at the clock's time, so the refusal
+	// lasts the step at most.
+	l = newTest(10, 3)
+	for range 2 {
+		r, _ := l.Reserve("payroll", "203.0.113.9", t0.Add(30*time.Second))
+		r.Failed()
+	}
+	if r, no := l.Reserve("payroll", "203.0.113.9", t0.Add(25*time.Second)); r != nil || no.RetryAfter != 5*time.Second {
+		t.Fatalf("a third failure 5 s back: %v %+v, want refused for 5 s", r, no)
+	}
+}
+
+// A failure mark made before the clock went back lasts at most a window
+// after: an address that failed once, while others keep the subject's
+// budget spent, may try again a window on, not the step's length on.
+func TestFailureMarkOutlastsNoWindowAfterTheClockWentBack(t *testing.T) {
+	l := newTest(1, 100)
+	later := t0.Add(time.Hour)
+	r, _ := l.Reserve("payroll", "198.51.100.7", later)
+	r.Failed() // the client's own address fails once (a mistyped secret)
+	// The clock goes back an hour; an attacker keeps the budget spent.
+	spend := func(at time.Time) {
+		if r, _ := l.Reserve("payroll", fmt.Sprint("203.0.113.", at.Unix()%200), at); r != nil {
+			r.Failed()
+		}
+	}
+	spend(t0)
+	if r, _ := l.Reserve("payroll", "198.51.100.7", t0.Add(time.Second)); r != nil {
+		t.Fatal("the address that failed was not refused while the budget is spent")
+	}
+	spend(t0.Add(time.Minute))
+	if r, no := l.Reserve("payroll", "198.51.100.7", t0.Add(time.Minute+time.Second)); r == nil {
+		t.Fatalf("a window after, the address that failed once before the clock went back is still refused: %+v", no)
+	}
+}
