@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -40,6 +41,9 @@ import (
 // schedule (see KeyConfig) switches keys at its instants without one.
 type Issuer struct {
 	st atomic.Pointer[state] // the first span of the key schedule
+	// The latest span of the key schedule known to have begun: the one
+	// current at the last Reload, or a later one, logged when found.
+	announced atomic.Pointer[state]
 
 	mu        sync.Mutex // serializes Reload
 	ephemeral *keys.Key  // made once, kept across reloads
@@ -124,7 +128,22 @@ func (iss *Issuer) current() *state {
 	if len(st.spans) == 1 {
 		return st
 	}
-	return st.at(iss.now())
+	sp := st.at(iss.now())
+	if last := iss.announced.Load(); sp.from.After(last.from) && iss.announced.CompareAndSwap(last, sp) {
+		iss.announce(sp)
+	}
+	return sp
+}
+
+// announce logs, once, that span sp of the key schedule has begun: when
+// the first request or key look-up finds it current, which is after its
+// instant when nothing came at the instant. A request that reads the
+// clock just before the instant, served after the line, does not log
+// the span before it again: spans are announced in order only.
+func (iss *Issuer) announce(sp *state) {
+	published := slices.Sorted(maps.Keys(sp.byKID))
+	iss.logger.Info("idsauth issuer: the key schedule moved on", slog.Time("from", sp.from),
+		slog.String("signing_kid", sp.signer.KID), slog.Any("published_kids", published))
 }
 
 // limiterConfig is what a new limit.Memory is made for: while it stays,
@@ -296,6 +315,7 @@ func (iss *Issuer) Reload(cfg *Config) error {
 		sp.spans = spans
 	}
 	iss.st.Store(spans[0])
+	iss.announced.Store(spans[0]) // current now: a reload is no move of the schedule
 	return nil
 }
 

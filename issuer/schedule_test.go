@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/idsauth/idsauth/internal/keys"
+	"github.com/idsauth/idsauth/internal/testlog"
 	"github.com/idsauth/idsauth/issuer"
 	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/observe"
@@ -55,11 +57,7 @@ func tokenKID(t *testing.T, h http.Handler) string {
 // adminToken asks h, an issuer at http://h/ids, for admin's token.
 func adminToken(t *testing.T, h http.Handler) string {
 	t.Helper()
-	req := httptest.NewRequest(http.MethodPost, "http://h/ids/connect/token", strings.NewReader(
-		form("grant_type", "client_credentials", "client_id", "admin", "client_secret", adminSecret, "scope", scope.AdminWebAPI)))
-	req.Header.Set("Content-Type", formType)
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, req)
+	rec := askAdminToken(h)
 	var body struct {
 		AccessToken string `json:"access_token"`
 	}
@@ -67,6 +65,17 @@ func adminToken(t *testing.T, h http.Handler) string {
 		t.Fatalf("token: %d %s", rec.Code, rec.Body)
 	}
 	return body.AccessToken
+}
+
+// askAdminToken asks h, an issuer at http://h/ids, for admin's token,
+// and returns its answer.
+func askAdminToken(h http.Handler) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(http.MethodPost, "http://h/ids/connect/token", strings.NewReader(
+		form("grant_type", "client_credentials", "client_id", "admin", "client_secret", adminSecret, "scope", scope.AdminWebAPI)))
+	req.Header.Set("Content-Type", formType)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
 }
 
 // jwksKIDs returns the kids of the JWKS h serves, sorted.
@@ -242,6 +251,86 @@ func TestTokenSignedByTheKeyOfItsInstant(t *testing.T) {
 	}
 	if straddled == 0 {
 		t.Fatal("no request read the clock both before and after the switch: the test checks nothing")
+	}
+}
+
+// TestKeyScheduleMoveIsLogged: each span of the key schedule is logged
+// once, in order, by the first request that finds it current, however
+// many ask at once; neither a clock gone back nor a reload of the same
+// schedule logs one again.
+func TestKeyScheduleMoveIsLogged(t *testing.T) {
+	k1, k2, k3 := generate("ES256"), generate("ES256"), generate("ES256")
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	h := time.Hour
+	clock := newClock(t0.Add(30 * time.Minute))
+	logs, logger := testlog.New()
+	cfg := scheduled("http://h/ids",
+		issuer.KeyConfig{Key: k1.Private, RetireAt: rfc3339(t0.Add(3 * h))},
+		issuer.KeyConfig{Key: k2.Private, PublishAt: rfc3339(t0), SignAt: rfc3339(t0.Add(h)), RetireAt: rfc3339(t0.Add(4 * h))},
+		issuer.KeyConfig{Key: k3.Private, PublishAt: rfc3339(t0.Add(2 * h)), SignAt: rfc3339(t0.Add(3 * h))},
+	)
+	iss, err := issuer.New(cfg, issuer.WithClock(clock.now), issuer.WithLogger(logger))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type line struct {
+		Msg       string    `json:"msg"`
+		From      time.Time `json:"from"`
+		Signing   string    `json:"signing_kid"`
+		Published []string  `json:"published_kids"`
+	}
+	moves := func() []line {
+		var out []line
+		for _, l := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+			var ln line
+			if json.Unmarshal([]byte(l), &ln) == nil && ln.Msg == "idsauth issuer: the key schedule moved on" {
+				out = append(out, ln)
+			}
+		}
+		return out
+	}
+	tokenKID(t, iss) // one right secret first: its address is trusted, however many ask at once after
+	var want []line
+	for _, step := range []struct {
+		at   time.Duration
+		move *line // what this step logs
+	}{
+		{45 * time.Minute, nil}, // the span current at New: not a move
+		{h, &line{From: t0.Add(h), Signing: k2.KID, Published: kidsOf(k1, k2)}},
+		{h + time.Minute, nil},
+		{30 * time.Minute, nil}, // the clock went back: the first span again, not logged
+		{2 * h, &line{From: t0.Add(2 * h), Signing: k2.KID, Published: kidsOf(k1, k2, k3)}},
+		{5 * h, &line{From: t0.Add(4 * h), Signing: k3.KID, Published: kidsOf(k3)}}, // 3h passed unseen
+	} {
+		clock.set(t0.Add(step.at))
+		var wg sync.WaitGroup
+		for range 16 {
+			wg.Go(func() {
+				if rec := askAdminToken(iss); rec.Code != http.StatusOK {
+					t.Errorf("token: %d %s", rec.Code, rec.Body)
+				}
+			})
+		}
+		wg.Wait()
+		if step.move != nil {
+			want = append(want, *step.move)
+		}
+		got := moves()
+		if len(got) != len(want) {
+			t.Fatalf("at t0+%v: %d moves logged, want %d:\n%s", step.at, len(got), len(want), logs)
+		}
+		for i := range got {
+			if !got[i].From.Equal(want[i].From) || got[i].Signing != want[i].Signing || !slices.Equal(got[i].Published, want[i].Published) {
+				t.Errorf("move %d = %+v, want %+v", i, got[i], want[i])
+			}
+		}
+	}
+	if err := iss.Reload(cfg); err != nil {
+		t.Fatal(err)
+	}
+	tokenKID(t, iss)
+	if got := moves(); len(got) != len(want) {
+		t.Errorf("a reload of the same schedule logged a move: %d moves", len(got))
 	}
 }
 
