@@ -26,10 +26,10 @@
 //   - Succeeded gives the reservation back and trusts the address for the
 //     subject for GoodFor; Failed keeps it, and ends that trust.
 //   - A budget is never spent past now+Window, nor a failure mark made to
-//     end past it, on a clock that moves on. One that is was charged on a
-//     clock since stepped back: the budget's charges are forgotten and the
-//     mark is cut to end at now+Window, so a clock stepped back by an hour
-//     refuses nobody for an hour.
+//     end past it, on a clock that moves on. One that is, by more than
+//     SteppedBack, was charged on a clock since stepped back: the budget's
+//     charges are forgotten and the mark is cut to end at now+Window, so a
+//     clock stepped back by an hour refuses nobody for an hour.
 //
 // So the subject's own caller, who knows the secret, is never locked out
 // by somebody else's failures, while the secrets verified for one subject
@@ -113,6 +113,13 @@ func (b Budget) Check() error {
 // trusted for it: it may keep trying while others have spent the
 // subject's budget, until it fails once.
 const GoodFor = limiter.GoodFor
+
+// SteppedBack is how far past now+Window a budget must be spent, or a
+// failure mark end, for a store to take its clock as stepped back since
+// (see the rules above): more than one reading of a clock lags another
+// while requests wait, since a lag taken for a step would forgive a spent
+// budget.
+const SteppedBack = limiter.SteppedBack
 
 // Limit names the budget that refused a request.
 type Limit string

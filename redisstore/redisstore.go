@@ -334,7 +334,7 @@ func (s *Store) reserve(ctx context.Context, r limit.Request) (limit.Reservation
 		subjectStep: max(1, window/int64(r.Budget.PerSubject)),
 		addressStep: max(1, window/int64(r.Budget.PerAddress)),
 	}
-	v, err := s.run(ctx, reserve, res.keys[:], res.window, res.subjectStep, res.addressStep)
+	v, err := s.run(ctx, reserve, res.keys[:], res.window, res.subjectStep, res.addressStep, limit.SteppedBack.Microseconds())
 	if err != nil {
 		return nil, err
 	}

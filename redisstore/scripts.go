@@ -20,14 +20,14 @@ import "github.com/redis/go-redis/v9"
 // The shebang makes Redis (7.0 or later) refuse the whole script when it
 // is out of memory, before any write, rather than fail half-way.
 
-// reserve takes the reservation. ARGV: the window, the subject's step and
-// the address's step, in microseconds. It returns {1, trusted, took the
+// reserve takes the reservation. ARGV: the window, the subject's step,
+// the address's step and limit.SteppedBack, in microseconds. It returns {1, trusted, took the
 // subject, now} or {0, which limit (1 address, 2 subject+address), retry
 // after in microseconds, now}.
 var reserve = redis.NewScript(`#!lua
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local window, sstep, astep = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local window, sstep, astep, back = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 
 local function n(v) return string.format('%d', v) end
 local function ms(us) return n(math.max(1, math.ceil(us / 1000))) end
@@ -37,12 +37,12 @@ local function take(key, tat, step)
   redis.call('SET', key, n(tat), 'PX', ms(tat - now))
 end
 local function mark(untilus, ttl) redis.call('SET', KEYS[3], n(untilus), 'PX', ms(ttl)) end
--- A bucket spent past now+window, or a failure mark ending past it, was
--- written on a clock since gone back: the bucket is forgotten, the mark
--- cut to a window (limit.Memory's rebase).
+-- A bucket spent past now+window+back, or a failure mark ending past it,
+-- was written on a clock since gone back: the bucket is forgotten, the
+-- mark cut to a window (limit.Memory's rebase).
 local function bucket(key)
   local tat = tonumber(redis.call('GET', key) or 0)
-  if tat <= now + window then return tat end
+  if tat <= now + window + back then return tat end
   redis.call('DEL', key)
   return 0
 end
@@ -52,7 +52,7 @@ local aw = wait(a, astep)
 if aw > 0 then return {0, 1, aw, now} end
 local s = bucket(KEYS[2])
 local p = tonumber(redis.call('GET', KEYS[3]) or 0)
-if p > now + window then
+if p > now + window + back then
   p = now + window
   mark(p, window)
 end

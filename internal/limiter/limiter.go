@@ -183,7 +183,7 @@ func (l *Limiter) Reserve(b Budget, subject, addr string, now time.Time) (*Reser
 	s := l.buckets.slot(r.subject, a)
 	rebase(s, t, window)
 	p := l.pairs.mark(r.pair, t)
-	if p != nil && p.until > t+window {
+	if p != nil && p.until > t+window+int64(SteppedBack) {
 		p.until = t + window // a failure mark made on a clock since gone back
 	}
 	sWait := wait(s, subjectStep, window, t)
@@ -242,15 +242,26 @@ func (r *Reservation) giveBack() {
 	}
 }
 
+// SteppedBack is how far past now+window a budget must be spent, or a
+// failure mark end, for the clock to count as stepped back since it was
+// charged. Readings of one clock lag each other while requests wait for
+// the lock (a charge at a later reading can come first), by far less than
+// this; a lag taken for a step would forgive a spent budget, so an
+// attacker who could make one would get its guesses back.
+const SteppedBack = time.Minute
+
 // rebase forgets the charges of bucket e when the clock has gone back
 // since they were made. A charge is taken only from a bucket spent by
 // less than window, so no bucket is spent past now+window under a clock
-// that only moves on: one that is was charged at a later time than now,
-// by a wall clock since stepped back (by NTP, say). Kept, it would refuse
-// everyone who asked in the step's span for as long as the step; forgotten,
-// the step costs what a step forward always did, a budget given back.
+// that only moves on, beyond the lag of one reading behind another: one
+// spent past it by more than SteppedBack was charged at a later time than
+// now, by a wall clock since stepped back (by NTP, say). Kept, it would
+// refuse everyone who asked in the step's span for as long as the step;
+// forgotten, the step costs what a step forward always did, a budget
+// given back. A smaller step keeps the charges: they refuse for as much
+// longer as the step, at most a window and SteppedBack.
 func rebase(e *entry, now, window int64) {
-	if e.until > now+window {
+	if e.until > now+window+int64(SteppedBack) {
 		e.until = now
 	}
 }

@@ -275,6 +275,28 @@ func TestClockGoneBackRefusesNoLonger(t *testing.T) {
 	}
 }
 
+// Readings of the clock that lag others, as when a request read it before
+// another but takes the lock after, are no step back: a budget spent by a
+// reading 30 s later stays spent, for 30 s longer. Were they taken for a
+// step, a flood of concurrent guesses would have its spent budget
+// forgiven.
+func TestLaggingReadingForgivesNothing(t *testing.T) {
+	l := newTest(10, 3)
+	for range 3 {
+		r, _ := l.Reserve("payroll", "203.0.113.9", t0.Add(30*time.Second))
+		r.Failed()
+	}
+	if r, no := l.Reserve("payroll", "203.0.113.9", t0); r != nil || no.RetryAfter != 50*time.Second {
+		t.Fatalf("a reading 30 s behind: %v %+v, want refused for 50 s", r, no)
+	}
+	l = newTest(1, 100)
+	r, _ := l.Reserve("payroll", "198.51.100.7", t0.Add(30*time.Second))
+	r.Failed()
+	if r, no := l.Reserve("payroll", "198.51.100.7", t0); r != nil || no.Limit != LimitSubject {
+		t.Fatalf("the failing address, at a reading 30 s behind: %v %+v, want refused", r, no)
+	}
+}
+
 // A failure mark made before the clock went back lasts at most a window
 // after: an address that failed once, while others keep the subject's
 // budget spent, may try again a window on, not the step's length on.
