@@ -25,11 +25,13 @@
 //     once (and is marked), and a marked one is refused (SubjectAddress).
 //   - Succeeded gives the reservation back and trusts the address for the
 //     subject for GoodFor; Failed keeps it, and ends that trust.
-//   - A budget is never spent past now+Window, nor a failure mark made to
-//     end past it, on a clock that moves on. One that is, by more than
-//     SteppedBack, was charged on a clock since stepped back: the budget's
-//     charges are forgotten and the mark is cut to end at now+Window, so a
-//     clock stepped back by an hour refuses nobody for an hour.
+//   - The budgets' time never goes back. A reading of the clock (Now, or
+//     the store's own) behind the latest time the store gave, by less
+//     than SteppedBack, counts as that time; one further behind is a wall
+//     clock stepped back, and the store's time carries on from where it
+//     was, running ahead of the readings by the step. So a clock stepped
+//     back by an hour neither refuses everyone who asked in the hour it
+//     repeats for the hour, nor forgives a spent budget.
 //
 // So the subject's own caller, who knows the secret, is never locked out
 // by somebody else's failures, while the secrets verified for one subject
@@ -114,11 +116,11 @@ func (b Budget) Check() error {
 // subject's budget, until it fails once.
 const GoodFor = limiter.GoodFor
 
-// SteppedBack is how far past now+Window a budget must be spent, or a
-// failure mark end, for a store to take its clock as stepped back since
-// (see the rules above): more than one reading of a clock lags another
-// while requests wait, since a lag taken for a step would forgive a spent
-// budget.
+// SteppedBack is how far behind the latest time a store gave a reading
+// must be for the store to take the wall clock as stepped back (see the
+// rules above): far more than one reading lags another while requests
+// wait. A lag taken for a step would move the store's clock ahead, and
+// refill budgets early.
 const SteppedBack = limiter.SteppedBack
 
 // Limit names the budget that refused a request.

@@ -22,16 +22,24 @@
 //
 // # Keys and memory
 //
-// A key is the Prefix, a kind ("a" address, "s" subject, "p" pair) and
-// the first 128 bits of a SHA-256 of what it counts, in hex: its size is
-// fixed, and no client ID, tenant or address is stored as text (a hash
+// A key is the Prefix, a kind ("a" address, "s" subject, "p" pair, "c"
+// the store's clock, one key) and the first 128 bits of a SHA-256 of what
+// it counts, in hex: its size is fixed, and no client ID, tenant or address is stored as text (a hash
 // is not a secret, though: whoever reads Redis can test a guessed address
 // or client ID against it). Every key
 // has a TTL: a bucket expires when it is full again (within the window),
-// a failure mark at the end of the window, a trust after GoodFor. Each
+// a failure mark at the end of the window, a trust after GoodFor, and the
+// clock GoodFor after the last reservation.
+//
+// The clock is the budgets' time: Redis's TIME, but never going back (see
+// package limit). When Redis's wall clock is stepped back, the clock
+// carries on from the latest time it gave and runs ahead of TIME by the
+// step from then on, so a step back neither refuses everyone who asked in
+// its span for its length nor forgives a spent budget. A reading behind
+// the latest by less than limit.SteppedBack counts as the latest. Each
 // remembered key (48 bytes with the prefix "idsauth:token:") costs Redis
 // 7.0 about 104 bytes by MEMORY USAGE (TestKeysAreFixedSizeAndExpire
-// checks it stays under 128) and about 170 with its expiry and hash-table
+// checks it stays under 128; the clock, a hash, about 150) and about 170 with its expiry and hash-table
 // entries (used_memory over 100,000 keys): 1 GiB holds about 6 million.
 // An attacker's address makes at most 1 + 4 × FailedAttemptsPerAddress
 // keys per window (each failure a subject key and a pair mark, and GCRA
@@ -167,6 +175,7 @@ type Options struct {
 type Store struct {
 	rdb      redis.Scripter
 	prefix   string
+	clock    string // the key of the store's clock
 	timeout  time.Duration
 	interval time.Duration
 	mode     FailureMode
@@ -202,6 +211,7 @@ func New(rdb redis.Scripter, o Options) *Store {
 		mode:     o.OnUnavailable,
 		logger:   o.Logger,
 	}
+	s.clock = s.key('c', "", "")
 	if s.timeout <= 0 {
 		s.timeout = DefaultTimeout
 	}
@@ -334,7 +344,9 @@ func (s *Store) reserve(ctx context.Context, r limit.Request) (limit.Reservation
 		subjectStep: max(1, window/int64(r.Budget.PerSubject)),
 		addressStep: max(1, window/int64(r.Budget.PerAddress)),
 	}
-	v, err := s.run(ctx, reserve, res.keys[:], res.window, res.subjectStep, res.addressStep, limit.SteppedBack.Microseconds())
+	keys := [4]string{res.keys[0], res.keys[1], res.keys[2], s.clock}
+	v, err := s.run(ctx, reserve, keys[:], res.window, res.subjectStep, res.addressStep,
+		limit.SteppedBack.Microseconds(), limit.GoodFor.Microseconds())
 	if err != nil {
 		return nil, err
 	}

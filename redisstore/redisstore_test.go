@@ -59,8 +59,8 @@ func TestKeysAreFixedSizeAndExpire(t *testing.T) {
 	if err := iter.Err(); err != nil {
 		t.Fatal(err)
 	}
-	// Buckets of 3 addresses and 4 subjects, and 12 pair marks.
-	if len(keys) != 3+4+12 {
+	// Buckets of 3 addresses and 4 subjects, 12 pair marks, and the clock.
+	if len(keys) != 3+4+12+1 {
 		t.Fatalf("%d keys: %q", len(keys), keys)
 	}
 	var usage int64
@@ -77,9 +77,9 @@ func TestKeysAreFixedSizeAndExpire(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		v, _ := rdb.Get(ctx, k).Int64()
+		v, _ := rdb.Get(ctx, k).Int64() // 0 for the clock, a hash
 		limit := budget.Window
-		if v < 0 { // a trust
+		if v < 0 || k[len(prefix)] == 'c' { // a trust, or the clock
 			limit = 24 * time.Hour
 		}
 		if ttl <= 0 || ttl > limit {
@@ -88,6 +88,12 @@ func TestKeysAreFixedSizeAndExpire(t *testing.T) {
 		u, err := rdb.MemoryUsage(ctx, k).Result()
 		if err != nil {
 			t.Fatal(err)
+		}
+		if k[len(prefix)] == 'c' {
+			if u > 256 {
+				t.Errorf("the clock, one key per store, costs Redis %d bytes (MEMORY USAGE): the package doc says about 150", u)
+			}
+			continue
 		}
 		usage = max(usage, u)
 	}
@@ -274,12 +280,13 @@ func TestRememberWhenRedisCannotAnswer(t *testing.T) {
 }
 
 // A Redis whose clock went back an hour (its host stepped by NTP, say)
-// refuses nobody for the hour, as limit.Memory does not: every value
-// here is written as if Redis's clock had read an hour later, then the
-// client with the right secret, and an address that spent its budget,
-// ask again. A failure mark from then lasts a window from now, and the
-// cut is kept. Values only 30 s ahead, as a clock lagging another reads
-// them, forgive nothing.
+// neither refuses, for the hour, everyone who asked in the hour it
+// repeats, nor forgives anything, as limit.Memory: every value here is
+// rewritten as if Redis's clock had read later when it was written, the
+// store's clock included; then the client with the right secret, and an
+// address that spent its budget, ask again. Values only 30 s ahead, as a
+// reading lagging another would see them, move the store's clock on not
+// at all.
 func TestClockGoneBackRefusesNoLonger(t *testing.T) {
 	rdb := startRedis(t).client(t)
 	ctx := context.Background()
@@ -301,18 +308,40 @@ func TestClockGoneBackRefusesNoLonger(t *testing.T) {
 		}
 		res.Failed()
 	}
-	if _, err := reserve("203.0.113.9"); err == nil {
-		t.Fatal("the spent address was not refused")
+	// refusal returns how long the spent address is refused for.
+	refusal := func(when string) time.Duration {
+		t.Helper()
+		_, err := reserve("203.0.113.9")
+		var no *limit.Refusal
+		if !errors.As(err, &no) || no.Limit != limit.Address {
+			t.Fatalf("%s, the spent address: %v, want refused", when, err)
+		}
+		return no.RetryAfter
 	}
+	before := refusal("before any step")
 	keys, err := rdb.Keys(ctx, prefix+"*").Result()
 	if err != nil || len(keys) == 0 {
 		t.Fatalf("keys %q: %v", keys, err)
 	}
+	clock := ""
 	// shift rewrites every value as if written d later on Redis's clock,
 	// and keeps it past then.
 	shift := func(d time.Duration) map[byte]int {
 		shifted := map[byte]int{}
 		for _, k := range keys {
+			kind := k[len(prefix)]
+			shifted[kind]++
+			if kind == 'c' {
+				clock = k
+				latest, err := rdb.HGet(ctx, k, "latest").Int64()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := rdb.HSet(ctx, k, "latest", latest+d.Microseconds()).Err(); err != nil {
+					t.Fatal(err)
+				}
+				continue
+			}
 			v, err := rdb.Get(ctx, k).Int64()
 			if err != nil {
 				t.Fatal(err)
@@ -325,40 +354,33 @@ func TestClockGoneBackRefusesNoLonger(t *testing.T) {
 			if err := rdb.Set(ctx, k, v, 2*time.Hour).Err(); err != nil {
 				t.Fatal(err)
 			}
-			shifted[k[len(prefix)]]++
 		}
 		return shifted
 	}
-	// Less than limit.SteppedBack past the window is no step: still spent.
-	if shifted := shift(30 * time.Second); shifted['a'] != 2 || shifted['p'] != 2 {
-		t.Fatalf("shifted %v: want 2 address buckets and 2 pair marks", shifted)
+	ahead := func() time.Duration {
+		us, err := rdb.HGet(ctx, clock, "ahead").Int64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return time.Duration(us) * time.Microsecond
 	}
-	if _, err := reserve("203.0.113.9"); err == nil {
-		t.Fatal("values 30 s ahead of Redis's clock forgave a spent address")
+	if shifted := shift(30 * time.Second); shifted['a'] != 2 || shifted['p'] != 2 || shifted['c'] != 1 {
+		t.Fatalf("shifted %v: want 2 address buckets, 2 pair marks and the clock", shifted)
+	}
+	if d := refusal("30 s behind"); d > before || d < before-time.Second {
+		t.Errorf("a reading 30 s behind: refused for %v, want as before, %v", d, before)
+	}
+	if a := ahead(); a != 0 {
+		t.Errorf("a reading 30 s behind moved the clock %v ahead", a)
 	}
 	shift(time.Hour)
 	if _, err := reserve("198.51.100.7"); err != nil {
 		t.Fatalf("after the clock went back an hour, the client with the right secret is refused: %v", err)
 	}
-	res, err = reserve("203.0.113.9")
-	if err != nil {
-		t.Fatalf("after the clock went back an hour, a spent address is refused for the hour: %v", err)
+	if d := refusal("an hour back"); d > before || d < before-2*time.Second {
+		t.Errorf("after the clock went back an hour, the spent address is refused for %v, want as before, %v", d, before)
 	}
-	res.Failed()
-	now, err := rdb.Time(ctx).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, k := range keys {
-		if k[len(prefix)] != 'p' {
-			continue
-		}
-		v, err := rdb.Get(ctx, k).Int64()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if end := time.UnixMicro(v); v > 0 && end.After(now.Add(budget.Window+time.Second)) {
-			t.Errorf("a failure mark ends at %v, more than a window after Redis's now %v", end, now)
-		}
+	if a := ahead(); a < time.Hour || a > time.Hour+30*time.Second+time.Second {
+		t.Errorf("after a step of an hour (and 30 s of lag), the clock runs %v ahead", a)
 	}
 }

@@ -8,7 +8,7 @@ import "github.com/redis/go-redis/v9"
 // instant.
 //
 // KEYS of the limiter's scripts: the address's bucket, the subject's
-// bucket, the pair mark.
+// bucket, the pair mark, and (reserve) the store's clock.
 // A bucket holds a GCRA theoretical arrival time: it is full when that
 // time has passed, so it expires then. A pair mark holds the end of a
 // failure mark when positive, or minus the end of a trust when negative,
@@ -20,42 +20,44 @@ import "github.com/redis/go-redis/v9"
 // The shebang makes Redis (7.0 or later) refuse the whole script when it
 // is out of memory, before any write, rather than fail half-way.
 
-// reserve takes the reservation. ARGV: the window, the subject's step,
-// the address's step and limit.SteppedBack, in microseconds. It returns {1, trusted, took the
+// reserve takes the reservation. KEYS[4] is the store's clock. ARGV: the
+// window, the subject's step, the address's step, limit.SteppedBack and
+// limit.GoodFor, in microseconds. It returns {1, trusted, took the
 // subject, now} or {0, which limit (1 address, 2 subject+address), retry
-// after in microseconds, now}.
+// after in microseconds, now}, now on the store's clock.
 var reserve = redis.NewScript(`#!lua
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local window, sstep, astep, back = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local window, sstep, astep = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local back, goodfor = tonumber(ARGV[4]), tonumber(ARGV[5])
 
 local function n(v) return string.format('%d', v) end
 local function ms(us) return n(math.max(1, math.ceil(us / 1000))) end
+
+-- The store's clock never goes back (limit.Memory's clock): Redis's TIME
+-- plus how far it has been stepped back, never behind the latest time
+-- given; a reading behind by less than back counts as the latest.
+local t = redis.call('TIME')
+local c = redis.call('HMGET', KEYS[4], 'latest', 'ahead')
+local latest, ahead = tonumber(c[1] or 0), tonumber(c[2] or 0)
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2]) + ahead
+if latest > now then
+  if latest - now > back then ahead = ahead + latest - now end
+  now = latest
+end
+redis.call('HSET', KEYS[4], 'latest', n(now), 'ahead', n(ahead))
+redis.call('PEXPIRE', KEYS[4], ms(goodfor))
+
 local function wait(tat, step) return math.max(0, math.max(tat, now) + step - window - now) end
 local function take(key, tat, step)
   tat = math.max(tat, now) + step
   redis.call('SET', key, n(tat), 'PX', ms(tat - now))
 end
 local function mark(untilus, ttl) redis.call('SET', KEYS[3], n(untilus), 'PX', ms(ttl)) end
--- A bucket spent past now+window+back, or a failure mark ending past it,
--- was written on a clock since gone back: the bucket is forgotten, the
--- mark cut to a window (limit.Memory's rebase).
-local function bucket(key)
-  local tat = tonumber(redis.call('GET', key) or 0)
-  if tat <= now + window + back then return tat end
-  redis.call('DEL', key)
-  return 0
-end
 
-local a = bucket(KEYS[1])
+local a = tonumber(redis.call('GET', KEYS[1]) or 0)
 local aw = wait(a, astep)
 if aw > 0 then return {0, 1, aw, now} end
-local s = bucket(KEYS[2])
+local s = tonumber(redis.call('GET', KEYS[2]) or 0)
 local p = tonumber(redis.call('GET', KEYS[3]) or 0)
-if p > now + window + back then
-  p = now + window
-  mark(p, window)
-end
 local sw = wait(s, sstep)
 local good, took = 0, 0
 if p < 0 and -p > now then

@@ -96,6 +96,10 @@ type Limiter struct {
 	mu      sync.Mutex
 	buckets table // per address and per subject
 	pairs   table // per subject and address
+	// The limiter's clock (see clock), in Unix nanoseconds: the latest
+	// time it gave, and how far it runs ahead of the readings since the
+	// wall clock was stepped back.
+	latest, ahead int64
 }
 
 // table is a set-associative array of entries.
@@ -163,11 +167,9 @@ type Reservation struct {
 // forgotten to make room, so an attacker with more addresses than the
 // table holds gets no more tries, only refusals.
 func (l *Limiter) Reserve(b Budget, subject, addr string, now time.Time) (*Reservation, Refusal) {
-	t := now.UnixNano()
 	window, subjectStep, addressStep := b.steps()
 	r := &Reservation{
 		l:           l,
-		now:         t,
 		window:      window,
 		subjectStep: subjectStep,
 		addressStep: addressStep,
@@ -175,17 +177,14 @@ func (l *Limiter) Reserve(b Budget, subject, addr string, now time.Time) (*Reser
 	r.address, r.subject, r.pair = l.keys(subject, addr)
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	t := l.clock(now.UnixNano())
+	r.now = t
 	a := l.buckets.slot(r.address)
-	rebase(a, t, window)
 	if wait := wait(a, addressStep, window, t); wait > 0 {
 		return nil, Refusal{Limit: LimitAddress, RetryAfter: time.Duration(wait)}
 	}
 	s := l.buckets.slot(r.subject, a)
-	rebase(s, t, window)
 	p := l.pairs.mark(r.pair, t)
-	if p != nil && p.until > t+window+int64(SteppedBack) {
-		p.until = t + window // a failure mark made on a clock since gone back
-	}
 	sWait := wait(s, subjectStep, window, t)
 	switch {
 	case p != nil && goodAt(p, t):
@@ -242,28 +241,31 @@ func (r *Reservation) giveBack() {
 	}
 }
 
-// SteppedBack is how far past now+window a budget must be spent, or a
-// failure mark end, for the clock to count as stepped back since it was
-// charged. Readings of one clock lag each other while requests wait for
-// the lock (a charge at a later reading can come first), by far less than
-// this; a lag taken for a step would forgive a spent budget, so an
-// attacker who could make one would get its guesses back.
+// SteppedBack is how far behind the latest time it gave a reading of the
+// clock must be for the limiter to take the wall clock as stepped back:
+// far more than a reading can lag another while requests wait for the
+// lock (a charge at a later reading can come first).
 const SteppedBack = time.Minute
 
-// rebase forgets the charges of bucket e when the clock has gone back
-// since they were made. A charge is taken only from a bucket spent by
-// less than window, so no bucket is spent past now+window under a clock
-// that only moves on, beyond the lag of one reading behind another: one
-// spent past it by more than SteppedBack was charged at a later time than
-// now, by a wall clock since stepped back (by NTP, say). Kept, it would
-// refuse everyone who asked in the step's span for as long as the step;
-// forgotten, the step costs what a step forward always did, a budget
-// given back. A smaller step keeps the charges: they refuse for as much
-// longer as the step, at most a window and SteppedBack.
-func rebase(e *entry, now, window int64) {
-	if e.until > now+window+int64(SteppedBack) {
-		e.until = now
+// clock returns the limiter's time for reading t (Unix nanoseconds), with
+// l.mu held. It never goes back, so that the budgets stay what they were
+// whatever the wall clock does: a reading that lags the latest time given
+// (by less than SteppedBack) counts as that time; one further behind is a
+// wall clock stepped back (by NTP, say), and the limiter's clock carries
+// on from where it was, running ahead of the readings by the step from
+// then on. A wall clock stepped back by an hour so neither refuses, for
+// the hour, everyone who asked in the hour it repeats, nor forgives
+// anything; lags, which an attacker might stretch, never move it ahead.
+func (l *Limiter) clock(t int64) int64 {
+	now := t + l.ahead
+	if behind := l.latest - now; behind > 0 {
+		if behind > int64(SteppedBack) {
+			l.ahead += behind
+		}
+		now = l.latest
 	}
+	l.latest = now
+	return now
 }
 
 // wait is how long until e's bucket has a token: 0 when it has one now.

@@ -235,9 +235,10 @@ func TestNewRoundsTheTableDown(t *testing.T) {
 }
 
 // A wall clock stepped back (by NTP, say) by an hour must not refuse,
-// for an hour, everyone who asked in the hour it repeats: the client that
-// gave its right secret, nor an address that spent its budget (a step
-// forward gives budgets back too).
+// for an hour, everyone who asked in the hour it repeats, nor forgive
+// anything: the client that gave its right secret still gets through,
+// and an address that spent its budget is refused as it was just before
+// the step, and no longer.
 func TestClockGoneBackRefusesNoLonger(t *testing.T) {
 	l := newTest(10, 3)
 	later := t0.Add(time.Hour)
@@ -253,53 +254,49 @@ func TestClockGoneBackRefusesNoLonger(t *testing.T) {
 		}
 		r.Failed()
 	}
-	if r, _ := l.Reserve("payroll", "203.0.113.9", later); r != nil {
-		t.Fatal("the spent address was not refused")
+	_, before := l.Reserve("payroll", "203.0.113.9", later)
+	if before.RetryAfter != 20*time.Second {
+		t.Fatalf("the spent address: %+v, want refused for 20 s", before)
 	}
 	if r, no := l.Reserve("payroll", "198.51.100.7", t0); r == nil {
 		t.Fatalf("after the clock went back an hour, the client with the right secret is refused: %+v", no)
+	} else {
+		r.Succeeded()
 	}
-	if r, no := l.Reserve("payroll", "203.0.113.9", t0); r == nil {
-		t.Fatalf("after the clock went back an hour, a spent address is refused for the hour: %+v", no)
+	if r, no := l.Reserve("payroll", "203.0.113.9", t0); r != nil || no != before {
+		t.Fatalf("after the clock went back an hour, the spent address: %v %+v, want refused as before the step, %+v", r, no, before)
 	}
-	// A step back that leaves a bucket owing less than a window keeps its
-	// charges: they count as made at the clock's time, so the refusal
-	// lasts the step at most.
-	l = newTest(10, 3)
-	for range 2 {
-		r, _ := l.Reserve("payroll", "203.0.113.9", t0.Add(30*time.Second))
-		r.Failed()
-	}
-	if r, no := l.Reserve("payroll", "203.0.113.9", t0.Add(25*time.Second)); r != nil || no.RetryAfter != 5*time.Second {
-		t.Fatalf("a third failure 5 s back: %v %+v, want refused for 5 s", r, no)
+	if r, no := l.Reserve("payroll", "203.0.113.9", t0.Add(20*time.Second)); r == nil {
+		t.Fatalf("20 s after the step, the address is still refused: %+v", no)
 	}
 }
 
 // Readings of the clock that lag others, as when a request read it before
-// another but takes the lock after, are no step back: a budget spent by a
-// reading 30 s later stays spent, for 30 s longer. Were they taken for a
-// step, a flood of concurrent guesses would have its spent budget
-// forgiven.
+// another but takes the lock after, count as the latest: a budget spent
+// at a reading 30 s later is refused as at that reading, neither forgiven
+// nor refused for the lag longer; and a lag never moves the limiter's
+// clock ahead, so that many lags cannot refill budgets faster.
 func TestLaggingReadingForgivesNothing(t *testing.T) {
 	l := newTest(10, 3)
 	for range 3 {
 		r, _ := l.Reserve("payroll", "203.0.113.9", t0.Add(30*time.Second))
 		r.Failed()
 	}
-	if r, no := l.Reserve("payroll", "203.0.113.9", t0); r != nil || no.RetryAfter != 50*time.Second {
-		t.Fatalf("a reading 30 s behind: %v %+v, want refused for 50 s", r, no)
+	if r, no := l.Reserve("payroll", "203.0.113.9", t0); r != nil || no.RetryAfter != 20*time.Second {
+		t.Fatalf("a reading 30 s behind: %v %+v, want refused for 20 s", r, no)
 	}
-	l = newTest(1, 100)
-	r, _ := l.Reserve("payroll", "198.51.100.7", t0.Add(30*time.Second))
-	r.Failed()
-	if r, no := l.Reserve("payroll", "198.51.100.7", t0); r != nil || no.Limit != LimitSubject {
-		t.Fatalf("the failing address, at a reading 30 s behind: %v %+v, want refused", r, no)
+	for i := range 100 { // lags of 30 s, again and again
+		l.Reserve("payroll", "198.51.100.1", t0.Add(time.Duration(i)*time.Millisecond))
+	}
+	if r, no := l.Reserve("payroll", "203.0.113.9", t0.Add(49*time.Second)); r != nil || no.RetryAfter != time.Second {
+		t.Fatalf("at 49 s, after many lagging readings: %v %+v, want refused for 1 s more", r, no)
 	}
 }
 
-// A failure mark made before the clock went back lasts at most a window
-// after: an address that failed once, while others keep the subject's
-// budget spent, may try again a window on, not the step's length on.
+// A failure mark made before the clock went back lasts a window of the
+// limiter's clock, which carries on from where it was: an address that
+// failed once, while others keep the subject's budget spent, may try
+// again a window on, not the step's length on.
 func TestFailureMarkOutlastsNoWindowAfterTheClockWentBack(t *testing.T) {
 	l := newTest(1, 100)
 	later := t0.Add(time.Hour)
