@@ -41,9 +41,6 @@ import (
 // schedule (see KeyConfig) switches keys at its instants without one.
 type Issuer struct {
 	st atomic.Pointer[state] // the first span of the key schedule
-	// The latest span of the key schedule known to have begun: the one
-	// current at the last Reload, or a later one, logged when found.
-	announced atomic.Pointer[state]
 
 	mu        sync.Mutex // serializes Reload
 	ephemeral *keys.Key  // made once, kept across reloads
@@ -97,6 +94,11 @@ type state struct {
 	rsaDummies        map[int]*rsa.PublicKey // by modulus size in bytes
 	replayBytes       int
 	replay            *replay.Cache // kept across reloads; nil when the store remembers
+	// The latest span of this configuration's schedule known to have
+	// begun: the one current at its Reload, or a later one, logged when
+	// found. Shared by its spans; a reload makes its own, so a request
+	// still on the old configuration moves only the old one's.
+	announced *atomic.Pointer[state]
 }
 
 // keySet is what one span of the key schedule publishes and signs with.
@@ -129,7 +131,7 @@ func (iss *Issuer) current() *state {
 		return st
 	}
 	sp := st.at(iss.now())
-	if last := iss.announced.Load(); sp.from.After(last.from) && iss.announced.CompareAndSwap(last, sp) {
+	if last := st.announced.Load(); sp.from.After(last.from) && st.announced.CompareAndSwap(last, sp) {
 		iss.announce(sp)
 	}
 	return sp
@@ -311,11 +313,12 @@ func (iss *Issuer) Reload(cfg *Config) error {
 		sp.tokenPrefixes = sp.makePrefixes()
 		spans[i] = &sp
 	}
+	announced := new(atomic.Pointer[state])
+	announced.Store(spans[0]) // current now: a reload is no move of the schedule
 	for _, sp := range spans {
-		sp.spans = spans
+		sp.spans, sp.announced = spans, announced
 	}
 	iss.st.Store(spans[0])
-	iss.announced.Store(spans[0]) // current now: a reload is no move of the schedule
 	return nil
 }
 
