@@ -172,7 +172,8 @@ func WithLogger(l *slog.Logger) Option {
 }
 
 // WithClock sets the issuer's clock, for tests. Without it (or with nil)
-// it is time.Now.
+// it is time.Now. The failure limiter reads it too: do not share a
+// limit.Store (WithLimiterStore) between issuers on different clocks.
 func WithClock(now func() time.Time) Option {
 	return func(iss *Issuer) {
 		if now != nil {

@@ -84,8 +84,12 @@ type Request struct {
 	// Budget is the budgets to enforce; the caller's configuration, so a
 	// reload applies at once.
 	Budget Budget
-	// Now is the caller's clock. A store shared by several processes may
-	// use one clock of its own instead, so that they agree.
+	// Now is the caller's clock (zero: time.Now). A store shared by
+	// several processes may use one clock of its own instead, so that
+	// they agree. Every caller of one store that uses Now must read the
+	// same clock: time.Now, whose monotonic reading no step of the wall
+	// clock moves, or one clock of their own; two clocks more than
+	// SteppedBack apart would each take the other's readings for steps.
 	Now time.Time
 }
 

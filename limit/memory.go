@@ -3,6 +3,7 @@ package limit
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/idsauth/idsauth/internal/limiter"
 	"github.com/idsauth/idsauth/internal/replay"
@@ -77,11 +78,14 @@ func (m *Memory) Remember(_ context.Context, r Replay) (bool, error) {
 
 var _ ReplayStore = (*Memory)(nil)
 
-// Reserve implements Store at r.Now; ctx is not used. Its only errors are
-// a *Refusal, and ErrBudget.
+// Reserve implements Store at r.Now (zero: time.Now); ctx is not used.
+// Its only errors are a *Refusal, and ErrBudget.
 func (m *Memory) Reserve(_ context.Context, r Request) (Reservation, error) {
 	if err := r.Budget.Check(); err != nil {
 		return nil, err
+	}
+	if r.Now.IsZero() {
+		r.Now = time.Now()
 	}
 	res, no := m.l.Reserve(limiter.Budget{PerSubject: r.Budget.PerSubject, PerAddress: r.Budget.PerAddress, Window: r.Budget.Window}, r.Subject, r.Address, r.Now)
 	if res == nil {

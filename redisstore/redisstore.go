@@ -24,22 +24,27 @@
 //
 // A key is the Prefix, a kind ("a" address, "s" subject, "p" pair, "c"
 // the store's clock, one key) and the first 128 bits of a SHA-256 of what
-// it counts, in hex: its size is fixed, and no client ID, tenant or address is stored as text (a hash
-// is not a secret, though: whoever reads Redis can test a guessed address
-// or client ID against it). Every key
-// has a TTL: a bucket expires when it is full again (within the window),
-// a failure mark at the end of the window, a trust after GoodFor, and the
-// clock GoodFor after the last reservation.
+// it counts, in hex: its size is fixed, and no client ID, tenant or
+// address is stored as text (a hash is not a secret, though: whoever reads
+// Redis can test a guessed address or client ID against it). Every key but
+// the clock has a TTL: a bucket expires when it is full again (within the
+// window), a failure mark at the end of the window, a trust after GoodFor.
 //
 // The clock is the budgets' time: Redis's TIME, but never going back (see
 // package limit). When Redis's wall clock is stepped back, the clock
 // carries on from the latest time it gave and runs ahead of TIME by the
 // step from then on, so a step back neither refuses everyone who asked in
 // its span for its length nor forgives a spent budget. A reading behind
-// the latest by less than limit.SteppedBack counts as the latest. Each
+// the latest by less than limit.SteppedBack counts as the latest. It is
+// one key with no TTL, so that a volatile-* maxmemory-policy never evicts
+// it; lost after a step (an allkeys-* policy, a failover that drops the
+// latest writes), the budgets' time goes back by the step, refusing those
+// who failed in the last window for as much longer as their keys live.
+// Upgrade every replica together: a store of the previous release reads
+// the keys on Redis's TIME alone. Each
 // remembered key (48 bytes with the prefix "idsauth:token:") costs Redis
 // 7.0 about 104 bytes by MEMORY USAGE (TestKeysAreFixedSizeAndExpire
-// checks it stays under 128; the clock, a hash, about 150) and about 170 with its expiry and hash-table
+// checks it stays under 128; the clock, a hash, about 140) and about 170 with its expiry and hash-table
 // entries (used_memory over 100,000 keys): 1 GiB holds about 6 million.
 // An attacker's address makes at most 1 + 4 × FailedAttemptsPerAddress
 // keys per window (each failure a subject key and a pair mark, and GCRA
@@ -345,8 +350,7 @@ func (s *Store) reserve(ctx context.Context, r limit.Request) (limit.Reservation
 		addressStep: max(1, window/int64(r.Budget.PerAddress)),
 	}
 	keys := [4]string{res.keys[0], res.keys[1], res.keys[2], s.clock}
-	v, err := s.run(ctx, reserve, keys[:], res.window, res.subjectStep, res.addressStep,
-		limit.SteppedBack.Microseconds(), limit.GoodFor.Microseconds())
+	v, err := s.run(ctx, reserve, keys[:], res.window, res.subjectStep, res.addressStep, limit.SteppedBack.Microseconds())
 	if err != nil {
 		return nil, err
 	}
@@ -354,7 +358,9 @@ func (s *Store) reserve(ctx context.Context, r limit.Request) (limit.Reservation
 		return nil, fmt.Errorf("redisstore: the reserve script answered %d values", len(v))
 	}
 	if v[0] == 0 {
-		no := &limit.Refusal{Limit: limit.Address, RetryAfter: time.Duration(v[2]) * time.Microsecond}
+		// At most a window: more means the clock key was lost (evicted,
+		// or a failover) after a step back, and the keys expire sooner.
+		no := &limit.Refusal{Limit: limit.Address, RetryAfter: time.Duration(min(v[2], res.window)) * time.Microsecond}
 		if v[1] == 2 {
 			no.Limit = limit.SubjectAddress
 		}
@@ -426,7 +432,7 @@ func (s *Store) key(kind byte, subject, addr string) string {
 type reservation struct {
 	s                         *Store
 	keys                      [3]string
-	now                       int64 // Redis's clock at Reserve, in microseconds
+	now                       int64 // the store's clock at Reserve, in microseconds
 	window                    int64 // in microseconds, as the steps
 	subjectStep, addressStep  int64
 	good, tookSubject, closed bool

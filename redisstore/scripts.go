@@ -20,14 +20,14 @@ import "github.com/redis/go-redis/v9"
 // The shebang makes Redis (7.0 or later) refuse the whole script when it
 // is out of memory, before any write, rather than fail half-way.
 
-// reserve takes the reservation. KEYS[4] is the store's clock. ARGV: the
-// window, the subject's step, the address's step, limit.SteppedBack and
-// limit.GoodFor, in microseconds. It returns {1, trusted, took the
+// reserve takes the reservation. KEYS[4] is the store's clock, a hash
+// without a TTL. ARGV: the window, the subject's step, the address's step
+// and limit.SteppedBack, in microseconds. It returns {1, trusted, took the
 // subject, now} or {0, which limit (1 address, 2 subject+address), retry
 // after in microseconds, now}, now on the store's clock.
 var reserve = redis.NewScript(`#!lua
 local window, sstep, astep = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
-local back, goodfor = tonumber(ARGV[4]), tonumber(ARGV[5])
+local back = tonumber(ARGV[4])
 
 local function n(v) return string.format('%d', v) end
 local function ms(us) return n(math.max(1, math.ceil(us / 1000))) end
@@ -44,7 +44,6 @@ if latest > now then
   now = latest
 end
 redis.call('HSET', KEYS[4], 'latest', n(now), 'ahead', n(ahead))
-redis.call('PEXPIRE', KEYS[4], ms(goodfor))
 
 local function wait(tat, step) return math.max(0, math.max(tat, now) + step - window - now) end
 local function take(key, tat, step)

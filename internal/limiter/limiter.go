@@ -96,9 +96,11 @@ type Limiter struct {
 	mu      sync.Mutex
 	buckets table // per address and per subject
 	pairs   table // per subject and address
-	// The limiter's clock (see clock), in Unix nanoseconds: the latest
-	// time it gave, and how far it runs ahead of the readings since the
-	// wall clock was stepped back.
+	// The limiter's clock (see clock), in Unix nanoseconds: when New ran,
+	// the latest time it gave, and how far it runs ahead of the readings
+	// since a clock without a monotonic reading was stepped back.
+	start         time.Time
+	base          int64
 	latest, ahead int64
 }
 
@@ -125,10 +127,13 @@ type entry struct {
 // New returns a Limiter whose tables hold maxBytes; at least one set of
 // each is kept.
 func New(maxBytes int) *Limiter {
+	start := time.Now()
 	return &Limiter{
 		seeds:   [kindPair + 1]maphash.Seed{kindAddress: maphash.MakeSeed(), kindSubject: maphash.MakeSeed(), kindPair: maphash.MakeSeed()},
 		buckets: newTable(maxBytes / 2),
 		pairs:   newTable(maxBytes / 2),
+		start:   start,
+		base:    start.UnixNano(),
 	}
 }
 
@@ -177,7 +182,7 @@ func (l *Limiter) Reserve(b Budget, subject, addr string, now time.Time) (*Reser
 	r.address, r.subject, r.pair = l.keys(subject, addr)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	t := l.clock(now.UnixNano())
+	t := l.clock(now)
 	r.now = t
 	a := l.buckets.slot(r.address)
 	if wait := wait(a, addressStep, window, t); wait > 0 {
@@ -241,26 +246,40 @@ func (r *Reservation) giveBack() {
 	}
 }
 
-// SteppedBack is how far behind the latest time it gave a reading of the
-// clock must be for the limiter to take the wall clock as stepped back:
-// far more than a reading can lag another while requests wait for the
-// lock (a charge at a later reading can come first).
+// SteppedBack is how far behind the latest time the limiter gave a
+// reading without a monotonic clock reading must be for the limiter to
+// take the wall clock as stepped back: far more than one reading lags
+// another while requests wait for the lock.
 const SteppedBack = time.Minute
 
-// clock returns the limiter's time for reading t (Unix nanoseconds), with
-// l.mu held. It never goes back, so that the budgets stay what they were
-// whatever the wall clock does: a reading that lags the latest time given
-// (by less than SteppedBack) counts as that time; one further behind is a
-// wall clock stepped back (by NTP, say), and the limiter's clock carries
-// on from where it was, running ahead of the readings by the step from
-// then on. A wall clock stepped back by an hour so neither refuses, for
-// the hour, everyone who asked in the hour it repeats, nor forgives
-// anything; lags, which an attacker might stretch, never move it ahead.
-func (l *Limiter) clock(t int64) int64 {
-	now := t + l.ahead
+// maxSpan bounds how far from New a reading counts, and how far ahead of
+// the readings the clock runs: so that no sum of them overflows.
+const maxSpan = 100 * 365 * 24 * time.Hour
+
+// clock returns the limiter's time for reading now, in Unix nanoseconds,
+// with l.mu held. It never goes back, so that the budgets stay what they
+// were whatever the wall clock does:
+//
+//   - A reading with a monotonic clock reading (time.Now's) is counted on
+//     it, from New: no step of the wall clock moves it. Behind the latest
+//     time given (it lagged another reading while waiting for the lock),
+//     it counts as that time.
+//   - A reading without one (a clock of the caller's) behind the latest
+//     time given by less than SteppedBack counts as that time; further
+//     behind, the wall clock was stepped back (by NTP, say), and the
+//     limiter's clock carries on from where it was, running ahead of the
+//     readings by the step from then on.
+//
+// A clock stepped back by an hour so neither refuses, for the hour,
+// everyone who asked in the hour it repeats, nor forgives a spent budget.
+// Every caller of one Limiter must read the same clock: two clocks more
+// than SteppedBack apart, taking turns, would move it on at every turn.
+func (l *Limiter) clock(reading time.Time) int64 {
+	d := min(max(reading.Sub(l.start), -maxSpan), maxSpan)
+	now := l.base + int64(d) + l.ahead
 	if behind := l.latest - now; behind > 0 {
-		if behind > int64(SteppedBack) {
-			l.ahead += behind
+		if monotonic := reading != reading.Round(0); !monotonic && behind > int64(SteppedBack) {
+			l.ahead = min(l.ahead+behind, int64(maxSpan))
 		}
 		now = l.latest
 	}

@@ -317,3 +317,49 @@ func TestFailureMarkOutlastsNoWindowAfterTheClockWentBack(t *testing.T) {
 		t.Fatalf("a window after, the address that failed once before the clock went back is still refused: %+v", no)
 	}
 }
+
+// After a step back, the marks a reservation leaves are on the limiter's
+// clock, which carries on from where it was: a trusted address that fails
+// after the step is marked failing for a window from then, and refused
+// while others keep the subject's budget spent.
+func TestMarksAfterAStepAreOnTheLimitersClock(t *testing.T) {
+	l := newTest(1, 100)
+	later := t0.Add(time.Hour)
+	r, _ := l.Reserve("payroll", "198.51.100.7", later)
+	r.Succeeded() // trusted
+	r, _ = l.Reserve("payroll", "203.0.113.9", later)
+	r.Failed() // the subject's budget is spent
+	// The clock goes back an hour; the trusted address fails once.
+	r, no := l.Reserve("payroll", "198.51.100.7", t0)
+	if r == nil {
+		t.Fatalf("the trusted address was refused: %+v", no)
+	}
+	r.Failed()
+	if r, no := l.Reserve("payroll", "198.51.100.7", t0.Add(time.Second)); r != nil || no.Limit != LimitSubject {
+		t.Fatalf("the address that failed, with the budget spent: %v %+v, want refused", r, no)
+	}
+}
+
+// Readings centuries off, or zero (limit.Memory reads time.Now for a zero
+// one; a caller of the Limiter itself might not), overflow nothing: after
+// them a new address is let through and a spent one refused for a step,
+// not for millions of hours.
+func TestOutlandishReadingsOverflowNothing(t *testing.T) {
+	l := newTest(10, 3)
+	for _, at := range []time.Time{{}, time.Unix(0, 0), t0.AddDate(300, 0, 0), {}, t0.AddDate(-300, 0, 0), time.Unix(0, 0)} {
+		l.Reserve("payroll", "198.51.100.1", at)
+	}
+	at := time.Now()
+	if r, no := l.Reserve("payroll", "203.0.113.9", at); r == nil {
+		t.Fatalf("a new address after outlandish readings: %+v", no)
+	} else {
+		r.Failed()
+	}
+	for range 2 {
+		r, _ := l.Reserve("payroll", "203.0.113.9", at)
+		r.Failed()
+	}
+	if r, no := l.Reserve("payroll", "203.0.113.9", at); r != nil || no.RetryAfter <= 0 || no.RetryAfter > 20*time.Second {
+		t.Fatalf("the spent address: %v %+v, want refused for at most a step (20 s)", r, no)
+	}
+}
