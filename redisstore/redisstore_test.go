@@ -27,7 +27,8 @@ func TestStoreKeepsTheRules(t *testing.T) {
 
 // Every key has the store's prefix and one fixed length, holds no
 // subject or address as text, and expires: buckets and failure marks
-// within the window, trusts within limit.GoodFor.
+// within the window, trusts within limit.GoodFor; all but the store's
+// clock, which has no TTL so that volatile-* policies never evict it.
 func TestKeysAreFixedSizeAndExpire(t *testing.T) {
 	srv := startRedis(t)
 	rdb := srv.client(t)
