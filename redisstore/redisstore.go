@@ -29,23 +29,11 @@
 // Redis can test a guessed address or client ID against it). Every key but
 // the clock has a TTL: a bucket expires when it is full again (within the
 // window), a failure mark at the end of the window, a trust after GoodFor.
-//
-// The clock is the budgets' time: Redis's TIME, but never going back (see
-// package limit). When Redis's wall clock is stepped back, the clock
-// carries on from the latest time it gave and runs ahead of TIME by the
-// step from then on, so a step back neither refuses everyone who asked in
-// its span for its length nor forgives a spent budget. A reading behind
-// the latest by less than limit.SteppedBack counts as the latest. It is
-// one key with no TTL, so that a volatile-* maxmemory-policy never evicts
-// it; lost after a step (an allkeys-* policy, a failover that drops the
-// latest writes), the budgets' time goes back by the step, refusing those
-// who failed in the last window for as much longer as their keys live.
-// Upgrade every replica together: a store of the previous release reads
-// the keys on Redis's TIME alone. Each
-// remembered key (48 bytes with the prefix "idsauth:token:") costs Redis
-// 7.0 about 104 bytes by MEMORY USAGE (TestKeysAreFixedSizeAndExpire
-// checks it stays under 128; the clock, a hash, about 140) and about 170 with its expiry and hash-table
-// entries (used_memory over 100,000 keys): 1 GiB holds about 6 million.
+// Each remembered key (48 bytes with the prefix "idsauth:token:") costs
+// Redis 7.0 about 104 bytes by MEMORY USAGE (TestKeysAreFixedSizeAndExpire
+// checks it stays under 128; the clock, a hash, about 140) and about 170
+// with its expiry and hash-table entries (used_memory over 100,000 keys):
+// 1 GiB holds about 6 million.
 // An attacker's address makes at most 1 + 4 × FailedAttemptsPerAddress
 // keys per window (each failure a subject key and a pair mark, and GCRA
 // lets at most twice the budget through in any one window), and an
@@ -58,6 +46,21 @@
 // its address try once more for its subject, which still costs that
 // address's own budget. Under noeviction a full Redis refuses the script
 // instead (out of memory), and the store acts as when Redis is down.
+//
+// # The budgets' clock
+//
+// The clock is the budgets' time: Redis's TIME, but never going back (see
+// package limit). When Redis's wall clock is stepped back, the clock
+// carries on from the latest time it gave and runs ahead of TIME by the
+// step from then on, so a step back neither refuses everyone who asked in
+// its span for its length nor forgives a spent budget. A reading behind
+// the latest by less than limit.SteppedBack counts as the latest. It is
+// one key with no TTL, so that a volatile-* maxmemory-policy never evicts
+// it; lost after a step (an allkeys-* policy, a failover that drops the
+// latest writes), the budgets' time goes back by the step, refusing those
+// who failed in the last window for as much longer as their keys live.
+// Upgrade every replica together: a store of the previous release reads
+// the keys on Redis's TIME alone.
 //
 // # Assertion jtis
 //

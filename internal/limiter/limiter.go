@@ -278,6 +278,7 @@ func (l *Limiter) clock(reading time.Time) int64 {
 	d := min(max(reading.Sub(l.start), -maxSpan), maxSpan)
 	now := l.base + int64(d) + l.ahead
 	if behind := l.latest - now; behind > 0 {
+		// Round(0) strips a monotonic reading: unequal, the reading had one.
 		if monotonic := reading != reading.Round(0); !monotonic && behind > int64(SteppedBack) {
 			l.ahead = min(l.ahead+behind, int64(maxSpan))
 		}
