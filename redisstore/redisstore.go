@@ -31,7 +31,7 @@
 // window), a failure mark at the end of the window, a trust after GoodFor.
 // Each remembered key (48 bytes with the prefix "idsauth:token:") costs
 // Redis 7.0 about 104 bytes by MEMORY USAGE (TestKeysAreFixedSizeAndExpire
-// checks it stays under 128; the clock, a hash, about 140) and about 170
+// checks it stays under 128; the clock, a hash, about 150) and about 170
 // with its expiry and hash-table entries (used_memory over 100,000 keys):
 // 1 GiB holds about 6 million.
 // An attacker's address makes at most 1 + 4 × FailedAttemptsPerAddress
@@ -53,8 +53,9 @@
 // package limit). When Redis's wall clock is stepped back, the clock
 // carries on from the latest time it gave and runs ahead of TIME by the
 // step from then on, so a step back neither refuses everyone who asked in
-// its span for its length nor forgives a spent budget. A reading behind
-// the latest by less than limit.SteppedBack counts as the latest. It is
+// its span for its length nor forgives a spent budget. TIME is read inside
+// the atomic script, so no reading lags another: any reading behind the
+// latest is a step (or a failover to a Redis whose clock is behind). It is
 // one key with no TTL, so that a volatile-* maxmemory-policy never evicts
 // it; lost after a step (an allkeys-* policy, a failover that drops the
 // latest writes), the budgets' time goes back by the step, refusing those
@@ -353,7 +354,7 @@ func (s *Store) reserve(ctx context.Context, r limit.Request) (limit.Reservation
 		addressStep: max(1, window/int64(r.Budget.PerAddress)),
 	}
 	keys := [4]string{res.keys[0], res.keys[1], res.keys[2], s.clock}
-	v, err := s.run(ctx, reserve, keys[:], res.window, res.subjectStep, res.addressStep, limit.SteppedBack.Microseconds())
+	v, err := s.run(ctx, reserve, keys[:], res.window, res.subjectStep, res.addressStep)
 	if err != nil {
 		return nil, err
 	}

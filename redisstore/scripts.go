@@ -21,26 +21,26 @@ import "github.com/redis/go-redis/v9"
 // is out of memory, before any write, rather than fail half-way.
 
 // reserve takes the reservation. KEYS[4] is the store's clock, a hash
-// without a TTL. ARGV: the window, the subject's step, the address's step
-// and limit.SteppedBack, in microseconds. It returns {1, trusted, took the
+// without a TTL. ARGV: the window, the subject's step and the address's
+// step, in microseconds. It returns {1, trusted, took the
 // subject, now} or {0, which limit (1 address, 2 subject+address), retry
 // after in microseconds, now}, now on the store's clock.
 var reserve = redis.NewScript(`#!lua
 local window, sstep, astep = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
-local back = tonumber(ARGV[4])
 
 local function n(v) return string.format('%d', v) end
 local function ms(us) return n(math.max(1, math.ceil(us / 1000))) end
 
--- The store's clock never goes back (limit.Memory's clock): Redis's TIME
--- plus how far it has been stepped back, never behind the latest time
--- given; a reading behind by less than back counts as the latest.
+-- The store's clock never goes back: Redis's TIME plus how far it has
+-- been stepped back. TIME is read in this atomic script, so no reading
+-- lags another: one behind the latest time given is a step, and the
+-- clock carries on from the latest.
 local t = redis.call('TIME')
 local c = redis.call('HMGET', KEYS[4], 'latest', 'ahead')
 local latest, ahead = tonumber(c[1] or 0), tonumber(c[2] or 0)
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2]) + ahead
 if latest > now then
-  if latest - now > back then ahead = ahead + latest - now end
+  ahead = ahead + latest - now
   now = latest
 end
 redis.call('HSET', KEYS[4], 'latest', n(now), 'ahead', n(ahead))
