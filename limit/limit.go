@@ -25,13 +25,16 @@
 //     once (and is marked), and a marked one is refused (SubjectAddress).
 //   - Succeeded gives the reservation back and trusts the address for the
 //     subject for GoodFor; Failed keeps it, and ends that trust.
-//   - The budgets' time never goes back. A reading of the clock (Now, or
-//     the store's own) behind the latest time the store gave, by less
-//     than SteppedBack, counts as that time; one further behind is a wall
-//     clock stepped back, and the store's time carries on from where it
-//     was, running ahead of the readings by the step. So a clock stepped
-//     back by an hour neither refuses everyone who asked in the hour it
-//     repeats for the hour, nor forgives a spent budget.
+//   - The budgets' time never goes back. A reading behind the latest time
+//     the store gave counts as that time, unless the wall clock was
+//     stepped back: then the store's time carries on from where it was,
+//     running ahead of the readings by the step. Memory counts a reading
+//     that has a monotonic clock reading (time.Now's) on it, which no step
+//     moves; one without is a step when it is more than SteppedBack
+//     behind. The Redis store reads Redis's TIME in one atomic script, so
+//     any reading behind is a step. So a clock stepped back by an hour
+//     neither refuses everyone who asked in the hour it repeats for the
+//     hour, nor forgives a spent budget.
 //
 // So the subject's own caller, who knows the secret, is never locked out
 // by somebody else's failures, while the secrets verified for one subject
@@ -120,11 +123,11 @@ func (b Budget) Check() error {
 // subject's budget, until it fails once.
 const GoodFor = limiter.GoodFor
 
-// SteppedBack is how far behind the latest time a store gave a reading
-// must be for the store to take the wall clock as stepped back (see the
-// rules above): far more than one reading lags another while requests
-// wait. A lag taken for a step would move the store's clock ahead, and
-// refill budgets early.
+// SteppedBack is how far behind the latest time Memory gave a reading
+// without a monotonic clock reading must be for Memory to take the wall
+// clock as stepped back (see the rules above): far more than one reading
+// lags another while requests wait. A lag taken for a step would move the
+// clock ahead, and refill budgets early.
 const SteppedBack = limiter.SteppedBack
 
 // Limit names the budget that refused a request.

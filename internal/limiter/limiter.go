@@ -252,8 +252,10 @@ func (r *Reservation) giveBack() {
 // another while requests wait for the lock.
 const SteppedBack = time.Minute
 
-// maxSpan bounds how far from New a reading counts, and how far ahead of
-// the readings the clock runs: so that no sum of them overflows.
+// maxSpan bounds how far from New a reading counts (one further off, a
+// zero time say, is no clock's and counts as the latest time given), and
+// how far ahead of the readings the clock runs: so that no sum of them
+// overflows.
 const maxSpan = 100 * 365 * 24 * time.Hour
 
 // clock returns the limiter's time for reading now, in Unix nanoseconds,
@@ -275,7 +277,10 @@ const maxSpan = 100 * 365 * 24 * time.Hour
 // Every caller of one Limiter must read the same clock: two clocks more
 // than SteppedBack apart, taking turns, would move it on at every turn.
 func (l *Limiter) clock(reading time.Time) int64 {
-	d := min(max(reading.Sub(l.start), -maxSpan), maxSpan)
+	d := reading.Sub(l.start)
+	if d < -maxSpan || d > maxSpan {
+		return max(l.latest, l.base)
+	}
 	now := l.base + int64(d) + l.ahead
 	if behind := l.latest - now; behind > 0 {
 		// Round(0) strips a monotonic reading: unequal, the reading had one.

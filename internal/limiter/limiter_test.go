@@ -363,3 +363,44 @@ func TestOutlandishReadingsOverflowNothing(t *testing.T) {
 		t.Fatalf("the spent address: %v %+v, want refused for at most a step (20 s)", r, no)
 	}
 }
+
+// A reading with a monotonic clock reading (time.Now's) is counted on it:
+// one that lagged for over a minute (a request stalled before the lock)
+// counts as the latest time given, and moves the clock on not at all, as
+// a reading of a clock without one would (TestClockGoneBackRefusesNoLonger).
+func TestMonotonicReadingIsNoStep(t *testing.T) {
+	l := newTest(10, 3)
+	now := time.Now()
+	l.Reserve("payroll", "198.51.100.1", now)
+	l.Reserve("payroll", "198.51.100.1", now.Add(-2*time.Minute)) // Add keeps the monotonic reading
+	if l.ahead != 0 {
+		t.Fatalf("a monotonic reading two minutes behind moved the clock %v ahead", time.Duration(l.ahead))
+	}
+	// The same without one: a step of about 2 min (give or take the
+	// nanoseconds between the wall and monotonic readings).
+	l.Reserve("payroll", "198.51.100.1", now.Round(0).Add(-2*time.Minute))
+	if l.ahead <= int64(SteppedBack) {
+		t.Fatalf("a reading two minutes behind, without a monotonic reading, moved the clock %v ahead, want a step", time.Duration(l.ahead))
+	}
+}
+
+// A reading that is no clock's (zero, or centuries from now) counts as
+// the latest time given: it neither steps the clock on nor forgives a
+// spent budget.
+func TestNoClocksReadingIsIgnored(t *testing.T) {
+	l := newTest(10, 3)
+	at := time.Now()
+	for range 3 {
+		r, _ := l.Reserve("payroll", "203.0.113.9", at)
+		r.Failed()
+	}
+	for _, odd := range []time.Time{{}, at.AddDate(300, 0, 0), at.AddDate(-300, 0, 0), {}} {
+		l.Reserve("payroll", "198.51.100.1", odd)
+	}
+	if l.ahead != 0 {
+		t.Fatalf("readings of no clock moved it %v ahead", time.Duration(l.ahead))
+	}
+	if r, no := l.Reserve("payroll", "203.0.113.9", at); r != nil || no.RetryAfter != 20*time.Second {
+		t.Fatalf("the spent address after readings of no clock: %v %+v, want refused for 20 s", r, no)
+	}
+}
