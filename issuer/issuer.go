@@ -139,7 +139,8 @@ func (iss *Issuer) current() *state {
 
 // announce logs, once, that span sp of the key schedule has begun: when
 // the first request or key look-up finds it current, which is after its
-// instant when nothing came at the instant. A request that reads the
+// instant when nothing came at the instant, or at a reload when nothing
+// found it before. A request that reads the
 // clock just before the instant, served after the line, does not log
 // the span before it again: spans are announced in order only.
 func (iss *Issuer) announce(sp *state) {
@@ -320,6 +321,9 @@ func (iss *Issuer) Reload(cfg *Config) error {
 		sp.spans, sp.announced = spans, announced
 	}
 	iss.st.Store(spans[0])
+	if old != nil && spans[0].from.After(old.announced.Load().from) {
+		iss.announce(spans[0]) // a switch that nothing found before the reload
+	}
 	return nil
 }
 

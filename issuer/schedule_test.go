@@ -255,9 +255,10 @@ func TestTokenSignedByTheKeyOfItsInstant(t *testing.T) {
 }
 
 // TestKeyScheduleMoveIsLogged: each span of the key schedule is logged
-// once, in order, by the first request that finds it current, however
-// many ask at once; neither a clock gone back nor a reload of the same
-// schedule logs one again.
+// once, in order, by the first request that finds it current (16 ask at
+// once at every step, for the race detector), or by a reload when none
+// found it; neither a clock gone back nor a reload of the same schedule
+// logs one again.
 func TestKeyScheduleMoveIsLogged(t *testing.T) {
 	k1, k2, k3 := generate("ES256"), generate("ES256"), generate("ES256")
 	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -324,6 +325,23 @@ func TestKeyScheduleMoveIsLogged(t *testing.T) {
 				t.Errorf("move %d = %+v, want %+v", i, got[i], want[i])
 			}
 		}
+	}
+	// A new key is published from 5h30 and signs from 6h (a reload at 5h
+	// logs nothing: no span of it has begun); at 7h, before any request,
+	// a reload logs the span from 6h.
+	k4 := generate("ES256")
+	cfg.Keys[2].RetireAt = rfc3339(t0.Add(8 * h))
+	cfg.Keys = append(cfg.Keys, issuer.KeyConfig{Key: k4.Private, PublishAt: rfc3339(t0.Add(5*h + 30*time.Minute)), SignAt: rfc3339(t0.Add(6 * h))})
+	if err := iss.Reload(cfg); err != nil {
+		t.Fatal(err)
+	}
+	clock.set(t0.Add(7 * h))
+	if err := iss.Reload(cfg); err != nil {
+		t.Fatal(err)
+	}
+	want = append(want, line{From: t0.Add(6 * h), Signing: k4.KID, Published: kidsOf(k3, k4)})
+	if got := moves(); len(got) != len(want) || !got[len(got)-1].From.Equal(want[len(want)-1].From) || got[len(got)-1].Signing != k4.KID {
+		t.Fatalf("a switch that nothing found before a reload: moves %+v, want the last %+v", got, want[len(want)-1])
 	}
 	if err := iss.Reload(cfg); err != nil {
 		t.Fatal(err)
