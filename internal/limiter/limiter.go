@@ -266,11 +266,13 @@ const maxSpan = 100 * 365 * 24 * time.Hour
 //     it, from New: no step of the wall clock moves it. Behind the latest
 //     time given (it lagged another reading while waiting for the lock),
 //     it counts as that time.
-//   - A reading without one (a clock of the caller's) behind the latest
-//     time given by less than SteppedBack counts as that time; further
-//     behind, the wall clock was stepped back (by NTP, say), and the
-//     limiter's clock carries on from where it was, running ahead of the
-//     readings by the step from then on.
+//   - A reading without one (a clock of the caller's, or time.Now after
+//     UTC, In or Truncate) behind the latest time given by less than
+//     SteppedBack counts as that time; further behind, the wall clock was
+//     stepped back (by NTP, say), and the limiter's clock carries on from
+//     where it was, running ahead of such readings by the step from then
+//     on. Monotonic readings never run ahead: a caller of each kind on one
+//     Limiter cannot ratchet it on, step by step.
 //
 // A clock stepped back by an hour so neither refuses, for the hour,
 // everyone who asked in the hour it repeats, nor forgives a spent budget.
@@ -281,10 +283,14 @@ func (l *Limiter) clock(reading time.Time) int64 {
 	if d < -maxSpan || d > maxSpan {
 		return max(l.latest, l.base)
 	}
-	now := l.base + int64(d) + l.ahead
+	now := l.base + int64(d)
+	// Round(0) strips a monotonic reading: unequal, the reading had one.
+	monotonic := reading != reading.Round(0)
+	if !monotonic {
+		now += l.ahead // a monotonic reading was never stepped back
+	}
 	if behind := l.latest - now; behind > 0 {
-		// Round(0) strips a monotonic reading: unequal, the reading had one.
-		if monotonic := reading != reading.Round(0); !monotonic && behind > int64(SteppedBack) {
+		if !monotonic && behind > int64(SteppedBack) {
 			l.ahead = min(l.ahead+behind, int64(maxSpan))
 		}
 		now = l.latest

@@ -404,3 +404,41 @@ func TestNoClocksReadingIsIgnored(t *testing.T) {
 		t.Fatalf("the spent address after readings of no clock: %v %+v, want refused for 20 s", r, no)
 	}
 }
+
+// Readings with and without a monotonic clock reading, taking turns after
+// a step back (an issuer whose clock is time.Now().UTC() beside SCIMAuth's
+// time.Now), count the step once: the clock is not moved on at every turn,
+// which would forgive a spent budget a step at a time.
+func TestTwoKindsOfReadingDoNotRatchet(t *testing.T) {
+	l := newTest(10, 3)
+	at := time.Now()
+	wall := at.Round(0)
+	l.Reserve("payroll", "198.51.100.1", wall)
+	for range 3 {
+		r, _ := l.Reserve("payroll", "203.0.113.9", at)
+		r.Failed()
+	}
+	for range 5 {
+		l.Reserve("payroll", "198.51.100.1", wall.Add(-time.Hour)) // stepped back an hour
+		l.Reserve("payroll", "198.51.100.1", at)
+	}
+	if l.ahead > int64(time.Hour+time.Second) {
+		t.Fatalf("five turns after one step of an hour moved the clock %v ahead", time.Duration(l.ahead))
+	}
+	if r, no := l.Reserve("payroll", "203.0.113.9", at); r != nil || no.RetryAfter < 19*time.Second {
+		t.Fatalf("the spent address after the turns: %v %+v, want refused for about 20 s", r, no)
+	}
+}
+
+// Two clocks decades apart taking turns (a misuse: one Limiter, one clock)
+// overflow nothing: the lead stays within its bound and the clock goes on.
+func TestAlternatingDecadesOverflowNothing(t *testing.T) {
+	l := newTest(10, 3)
+	for range 20 {
+		l.Reserve("payroll", "198.51.100.1", time.Unix(0, 0))
+		l.Reserve("payroll", "198.51.100.1", t0)
+	}
+	if l.ahead < 0 || l.ahead > int64(maxSpan) || l.latest < l.base {
+		t.Fatalf("after 20 turns of 1970 and %d: ahead %v, latest %d before New's %d", t0.Year(), time.Duration(l.ahead), l.latest, l.base)
+	}
+}
