@@ -100,3 +100,33 @@ func TestRefusalIsAnError(t *testing.T) {
 		t.Fatalf("RetryAfterSeconds = %d", s)
 	}
 }
+
+// A zero Now is time.Now: budgets charged with it refill as time passes.
+// (Counted as no clock's reading, it would hold the clock still: nothing
+// would ever refill.)
+func TestMemoryZeroNowIsNow(t *testing.T) {
+	m := limit.NewMemory(limit.DefaultMemoryBytes)
+	b := limit.Budget{PerSubject: 100, PerAddress: 1, Window: 20 * time.Millisecond}
+	reserve := func() (limit.Reservation, error) {
+		return m.Reserve(context.Background(), limit.Request{Subject: "payroll", Address: "198.51.100.7", Budget: b})
+	}
+	res, err := reserve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Failed()
+	if _, err := reserve(); err == nil {
+		t.Fatal("the spent address was not refused")
+	}
+	deadline := time.Now().Add(10 * time.Second) // the budget refills after 20 ms; allow a loaded machine
+	for {
+		time.Sleep(5 * time.Millisecond)
+		if res, err := reserve(); err == nil {
+			res.Failed()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a budget charged with a zero Now never refilled")
+		}
+	}
+}

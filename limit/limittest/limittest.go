@@ -185,6 +185,26 @@ var cases = []struct {
 			t.Fatalf("the subject's spent budget refused an address that has not failed: %+v", no)
 		}
 	}},
+	{"a budget spent under a longer window stays spent under a shorter one", func(t *testing.T, x tester) {
+		// Replicas on two configurations, or SCIM and the issuer on one
+		// store: a request with the shorter window must not take what the
+		// longer one charged for a clock that went back.
+		reserve := func(window time.Duration) (limit.Reservation, error) {
+			return x.s.Reserve(context.Background(), limit.Request{Subject: "payroll", Address: "198.51.100.7", Now: time.Now(),
+				Budget: limit.Budget{PerSubject: 100, PerAddress: 3, Window: window}})
+		}
+		for i := range 3 {
+			res, err := reserve(10 * Window)
+			if err != nil {
+				t.Fatalf("attempt %d: %v", i, err)
+			}
+			res.Failed()
+		}
+		var no *limit.Refusal
+		if res, err := reserve(Window); res != nil || !errors.As(err, &no) {
+			t.Fatalf("under the shorter window: %v, %v; want refused", res, err)
+		}
+	}},
 	{"a budget that is not positive is an error, not a refusal", func(t *testing.T, x tester) {
 		for _, b := range []limit.Budget{{}, {PerSubject: 1, PerAddress: 1}, {PerSubject: -1, PerAddress: 1, Window: Window}} {
 			res, err := x.s.Reserve(context.Background(), limit.Request{Subject: "payroll", Address: "198.51.100.7", Budget: b, Now: time.Now()})
