@@ -127,6 +127,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -157,8 +158,11 @@ const (
 type Options struct {
 	// Prefix starts every key, e.g. "idsauth:token:". Required: give the
 	// issuer and SCIMAuth each their own, since two uses of one prefix
-	// share their budgets. For Redis Cluster, put a hash tag in it
-	// ("{idsauth}:token:") so that a script's keys share a slot.
+	// share their budgets. For Redis Cluster or a Ring, put a hash tag in
+	// it ("{idsauth}:token:") so that a script's keys live on one node:
+	// New refuses one without. (A Ring sends a script to the node of its
+	// first key, the address's bucket, so without a tag each node would
+	// keep a budget of its own for each client.)
 	Prefix string
 	// Timeout bounds each call to Redis, whatever the client's own
 	// timeouts. Zero means DefaultTimeout.
@@ -200,7 +204,8 @@ type Store struct {
 
 // New returns a Store on rdb (a *redis.Client, *redis.ClusterClient,
 // *redis.Ring or any redis.UniversalClient). It panics when o.Prefix is
-// empty or o.OnUnavailable unknown. Build rdb with ContextTimeoutEnabled,
+// empty, or has no hash tag with a Cluster or a Ring, or when
+// o.OnUnavailable is unknown. Build rdb with ContextTimeoutEnabled,
 // so that a connection to a hung Redis is given up at Timeout too.
 func New(rdb redis.Scripter, o Options) *Store {
 	if rdb == nil {
@@ -211,6 +216,12 @@ func New(rdb redis.Scripter, o Options) *Store {
 	}
 	if o.OnUnavailable != FailOpen && o.OnUnavailable != FailClosed {
 		panic("redisstore: New: unknown Options.OnUnavailable")
+	}
+	switch rdb.(type) {
+	case *redis.ClusterClient, *redis.Ring:
+		if !hasHashTag(o.Prefix) {
+			panic(`redisstore: New: with a Cluster or a Ring, Options.Prefix needs a hash tag, such as "{idsauth}:token:"`)
+		}
 	}
 	s := &Store{
 		rdb:      rdb,
@@ -238,6 +249,15 @@ func New(rdb redis.Scripter, o Options) *Store {
 		s.fallback = limit.NewMemory(n)
 	}
 	return s
+}
+
+// hasHashTag reports whether every key starting with prefix hashes to one
+// slot: it holds "{", then at least one byte, then "}" (Redis Cluster's
+// rule, which go-redis's Ring follows too).
+func hasHashTag(prefix string) bool {
+	_, rest, ok := strings.Cut(prefix, "{")
+	end := strings.IndexByte(rest, '}')
+	return ok && end > 0
 }
 
 // Stats counts a Store's decisions since New: reservations and

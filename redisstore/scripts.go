@@ -40,7 +40,7 @@ local c = redis.call('HMGET', KEYS[4], 'latest', 'ahead')
 local latest, ahead = tonumber(c[1] or 0), tonumber(c[2] or 0)
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2]) + ahead
 if latest > now then
-  ahead = ahead + latest - now
+  ahead = math.min(ahead + latest - now, 3153600000000000) -- a century, as limit.Memory's bound
   now = latest
 end
 redis.call('HSET', KEYS[4], 'latest', n(now), 'ahead', n(ahead))
