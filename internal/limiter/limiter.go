@@ -96,11 +96,10 @@ type Limiter struct {
 	mu      sync.Mutex
 	buckets table // per address and per subject
 	pairs   table // per subject and address
-	// The limiter's clock (see clock), in Unix nanoseconds: when New ran,
-	// the latest time it gave, and how far it runs ahead of the readings
-	// since a clock without a monotonic reading was stepped back.
+	// The limiter's clock (see clock): when New ran, and, in Unix
+	// nanoseconds, the latest time it gave and how far it runs ahead of
+	// readings without a monotonic reading since their clock stepped back.
 	start         time.Time
-	base          int64
 	latest, ahead int64
 }
 
@@ -127,13 +126,11 @@ type entry struct {
 // New returns a Limiter whose tables hold maxBytes; at least one set of
 // each is kept.
 func New(maxBytes int) *Limiter {
-	start := time.Now()
 	return &Limiter{
 		seeds:   [kindPair + 1]maphash.Seed{kindAddress: maphash.MakeSeed(), kindSubject: maphash.MakeSeed(), kindPair: maphash.MakeSeed()},
 		buckets: newTable(maxBytes / 2),
 		pairs:   newTable(maxBytes / 2),
-		start:   start,
-		base:    start.UnixNano(),
+		start:   time.Now(),
 	}
 }
 
@@ -281,9 +278,9 @@ const maxSpan = 100 * 365 * 24 * time.Hour
 func (l *Limiter) clock(reading time.Time) int64 {
 	d := reading.Sub(l.start)
 	if d < -maxSpan || d > maxSpan {
-		return max(l.latest, l.base)
+		return max(l.latest, l.start.UnixNano())
 	}
-	now := l.base + int64(d)
+	now := l.start.UnixNano() + int64(d)
 	// Round(0) strips a monotonic reading: unequal, the reading had one.
 	monotonic := reading != reading.Round(0)
 	if !monotonic {
