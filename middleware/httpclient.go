@@ -10,13 +10,19 @@ import (
 // maxDocument bounds what is read of a discovery document or a JWKS.
 const maxDocument = 1 << 20
 
-// limitedClient returns a client like c (or a default one) whose answers
-// are cut off with an error past maxDocument bytes.
-func limitedClient(c *http.Client) *http.Client {
-	out := &http.Client{Timeout: 10 * time.Second}
+// limitedClient returns a client like c (or a zero one) whose exchanges
+// end after timeout, or sooner by c's own Timeout, and whose answers are
+// cut off with an error past maxDocument bytes. The deadline is set here,
+// on the one client every fetch uses, so that none of them depends on the
+// caller's client having a Timeout: &http.Client{Transport: t} has none.
+func limitedClient(c *http.Client, timeout time.Duration) *http.Client {
+	out := &http.Client{}
 	if c != nil {
 		cp := *c
 		out = &cp
+	}
+	if out.Timeout <= 0 || out.Timeout > timeout {
+		out.Timeout = timeout
 	}
 	base := out.Transport
 	if base == nil {

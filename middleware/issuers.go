@@ -136,6 +136,9 @@ func (cfg *ValidatorConfig) fetchSettings() []string {
 	if cfg.HTTPClient != nil {
 		set = append(set, "HTTPClient")
 	}
+	if cfg.FetchTimeout != 0 {
+		set = append(set, "FetchTimeout")
+	}
 	if cfg.RefreshInterval != 0 {
 		set = append(set, "RefreshInterval")
 	}

@@ -41,7 +41,7 @@ func newJWKSSource(ctx context.Context, client *http.Client, jwksURL string, cfg
 	remote, err := jwkset.NewStorageFromHTTP(jwksURL, jwkset.HTTPClientStorageOptions{
 		Client:                    client,
 		Ctx:                       ctx,
-		HTTPTimeout:               10 * time.Second,
+		HTTPTimeout:               cfg.fetchTimeout(), // the client's Timeout bounds it too
 		NoErrorReturnFirstHTTPReq: true,
 		RefreshInterval:           refresh,
 		Storage:                   store,
@@ -59,8 +59,8 @@ func newJWKSSource(ctx context.Context, client *http.Client, jwksURL string, cfg
 	remotes, err := jwkset.NewHTTPClient(jwkset.HTTPClientOptions{
 		HTTPURLs: map[string]jwkset.Storage{jwksURL: remote},
 		// The limit is ours (unknownKIDStorage); jwkset's own waits,
-		// and its wait bound would also cut the fetch short.
-		RateLimitWaitMax:  10 * time.Second,
+		// and its wait bound also bounds the fetch that follows.
+		RateLimitWaitMax:  cfg.fetchTimeout(),
 		RefreshUnknownKID: rate.NewLimiter(rate.Inf, 1),
 	})
 	if err != nil {

@@ -80,6 +80,7 @@ func TestKeySource(t *testing.T) {
 		cases := map[string]middleware.ValidatorConfig{
 			"JWKSURL":           {JWKSURL: "https://ids.example/jwks"},
 			"HTTPClient":        {HTTPClient: http.DefaultClient},
+			"FetchTimeout":      {FetchTimeout: time.Second},
 			"RefreshInterval":   {RefreshInterval: time.Minute},
 			"RefreshUnknownKID": {RefreshUnknownKID: rate.NewLimiter(1, 1)},
 		}

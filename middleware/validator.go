@@ -41,6 +41,10 @@ func DefaultAlgorithms() []string {
 // of real access tokens.
 const DefaultMaxTokenSize = 16 << 10
 
+// DefaultFetchTimeout bounds each fetch of a discovery document or a JWKS
+// when ValidatorConfig.FetchTimeout is zero.
+const DefaultFetchTimeout = 10 * time.Second
+
 // ValidatorConfig configures a Validator. Issuer is required, and so is
 // Audience unless AnyAudience says otherwise; every other zero value is a
 // safe default. A Validator that accepts the tokens of several issuers
@@ -79,8 +83,8 @@ type ValidatorConfig struct {
 	// Keys, when set, is the only source of verification keys: nothing is
 	// fetched over HTTP. Use it when the issuer runs in the same process
 	// (Keys: iss, an *issuer.Issuer). It cannot be combined with JWKSURL,
-	// HTTPClient, RefreshInterval or RefreshUnknownKID, which only apply
-	// to a fetched JWKS: NewValidator refuses the mix.
+	// HTTPClient, FetchTimeout, RefreshInterval or RefreshUnknownKID,
+	// which only apply to a fetched JWKS: NewValidator refuses the mix.
 	Keys KeySource
 
 	// Algorithms are the accepted "alg" values. Empty means
@@ -111,10 +115,21 @@ type ValidatorConfig struct {
 	// itself (the "cnf" claim is in Claims.Raw).
 	AllowBoundTokens bool
 
-	// HTTPClient fetches the discovery document and the JWKS. Nil means a
-	// client with a 10-second timeout. Either way, answers larger than
-	// 1 MiB are refused.
+	// HTTPClient fetches the discovery document and the JWKS: its
+	// Transport (proxy, TLS, connection pool) is the one used. Nil means
+	// http.DefaultTransport. Whatever it is, every fetch ends after
+	// FetchTimeout, even with a client that has no Timeout of its own (a
+	// shorter Timeout of its own applies too), provided its Transport
+	// honours the request's context, as http.Transport does; and answers
+	// larger than 1 MiB are refused.
 	HTTPClient *http.Client
+
+	// FetchTimeout bounds each fetch of the discovery document or the
+	// JWKS, from the request to the last byte of the answer, redirects
+	// included: at start, in the background and on an unknown kid. Zero
+	// means DefaultFetchTimeout (10 seconds); NewValidator refuses a
+	// negative value.
+	FetchTimeout time.Duration
 
 	// RefreshInterval is how often the JWKS is fetched again in the
 	// background. Zero means 5 minutes.
@@ -218,6 +233,9 @@ func NewValidator(ctx context.Context, cfg ValidatorConfig) (_ *Validator, err e
 	if cfg.MaxTokenSize < 0 {
 		return nil, errors.New("middleware: ValidatorConfig.MaxTokenSize is negative")
 	}
+	if cfg.FetchTimeout < 0 {
+		return nil, errors.New("middleware: ValidatorConfig.FetchTimeout is negative")
+	}
 	algs := cfg.Algorithms
 	if len(algs) == 0 {
 		algs = DefaultAlgorithms()
@@ -267,7 +285,7 @@ func NewValidator(ctx context.Context, cfg ValidatorConfig) (_ *Validator, err e
 		src := ti.Keys
 		if src == nil {
 			if client == nil {
-				client = limitedClient(cfg.HTTPClient)
+				client = limitedClient(cfg.HTTPClient, cfg.fetchTimeout())
 			}
 			if src, err = fetchedKeys(ctx, client, ti, cfg); err != nil {
 				return nil, err
@@ -316,6 +334,14 @@ func fetchedKeys(ctx context.Context, client *http.Client, ti TrustedIssuer, cfg
 		return nil, err
 	}
 	return src, nil
+}
+
+// fetchTimeout is FetchTimeout, or its default.
+func (cfg *ValidatorConfig) fetchTimeout() time.Duration {
+	if cfg.FetchTimeout == 0 {
+		return DefaultFetchTimeout
+	}
+	return cfg.FetchTimeout
 }
 
 // signingMethod returns the golang-jwt method that verifies alg, or nil.

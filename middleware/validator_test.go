@@ -4,18 +4,22 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"golang.org/x/time/rate"
 
+	"github.com/idsauth/idsauth/internal/eventtest"
 	"github.com/idsauth/idsauth/internal/jwktest"
 	"github.com/idsauth/idsauth/internal/keys"
 	"github.com/idsauth/idsauth/middleware"
+	"github.com/idsauth/idsauth/observe"
 	"github.com/idsauth/idsauth/scope"
 )
 
@@ -249,4 +253,119 @@ func TestValidatorSlowJWKSNeverHoldsARequest(t *testing.T) {
 	if _, err := v.Validate(context.Background(), good); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// trickle is an identity service that answers a byte every 200 ms and
+// never finishes: its discovery document and its JWKS are both an
+// endless "{" and spaces, valid JSON so far, so a reader waits for more.
+// It closes cancelled when a request ends on the client's side.
+type trickle struct {
+	*httptest.Server
+	cancelled chan struct{}
+}
+
+func newTrickle(t *testing.T) *trickle {
+	t.Helper()
+	tr := &trickle{cancelled: make(chan struct{})}
+	var once sync.Once
+	stop := make(chan struct{})
+	tr.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rc := http.NewResponseController(w)
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		for b := "{"; ; b = " " {
+			_, _ = io.WriteString(w, b)
+			_ = rc.Flush()
+			select {
+			case <-r.Context().Done():
+				once.Do(func() { close(tr.cancelled) })
+				return
+			case <-stop: // the test is over: let a fetch still waiting end
+				return
+			case <-tick.C:
+			}
+		}
+	}))
+	t.Cleanup(tr.Close)
+	t.Cleanup(func() { close(stop) }) // runs before Close, which waits for the handler
+	return tr
+}
+
+// hangGuard is how long a test waits for a fetch that should have ended
+// at its FetchTimeout, far longer, before it reports the fetch as one
+// without a deadline. It bounds the wait; it measures nothing.
+const hangGuard = 15 * time.Second
+
+// TestFetchesHaveADeadlineWhateverTheClient: with a caller's client that
+// has no Timeout (&http.Client{Transport: t}), a discovery document that
+// trickles forever does not hold NewValidator: it fails with a deadline
+// error and the server sees the request cancelled (issue 23, row 4). The
+// JWKS fetch ends the same way: NewValidator returns, the failed fetch is
+// a timeout, and tokens meet ErrKeysUnavailable.
+func TestFetchesHaveADeadlineWhateverTheClient(t *testing.T) {
+	t.Run("discovery", func(t *testing.T) {
+		tr := newTrickle(t)
+		client := &http.Client{Transport: tr.Client().Transport} // no Timeout
+		done := make(chan error, 1)
+		go func() {
+			_, err := middleware.NewValidator(context.Background(), middleware.ValidatorConfig{
+				Issuer: tr.URL + "/ids", AnyAudience: true, HTTPClient: client, FetchTimeout: 300 * time.Millisecond,
+			})
+			done <- err
+		}()
+		var err error
+		select {
+		case err = <-done:
+		case <-time.After(hangGuard):
+			t.Fatalf("NewValidator still blocked on a trickling discovery document after %v: the fetch has no deadline", hangGuard)
+		}
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("err = %v, want a deadline error", err)
+		}
+		select {
+		case <-tr.cancelled:
+		case <-time.After(hangGuard):
+			t.Fatal("the server never saw the discovery request cancelled")
+		}
+	})
+	t.Run("JWKS", func(t *testing.T) {
+		tr := newTrickle(t)
+		rec := &eventtest.Recorder{}
+		done := make(chan *middleware.Validator, 1)
+		go func() {
+			v, err := middleware.NewValidator(t.Context(), middleware.ValidatorConfig{
+				Issuer: "https://ids.example/ids", JWKSURL: tr.URL + "/jwks", AnyAudience: true, Observer: rec,
+				HTTPClient: &http.Client{Transport: tr.Client().Transport}, FetchTimeout: 300 * time.Millisecond,
+			})
+			if err != nil {
+				t.Error(err)
+			}
+			done <- v
+		}()
+		var v *middleware.Validator
+		select {
+		case v = <-done:
+		case <-time.After(hangGuard):
+			t.Fatalf("NewValidator still blocked on a trickling JWKS after %v: the fetch has no deadline", hangGuard)
+		}
+		if v == nil {
+			return
+		}
+		eventtest.Want(t, "the first fetch", rec.Take(), observe.Event{Kind: observe.KeysFetchFailed, Reason: observe.FetchFailureTimeout})
+		select {
+		case <-tr.cancelled:
+		case <-time.After(hangGuard):
+			t.Fatal("the server never saw the JWKS request cancelled")
+		}
+		k := jwktest.NewKey(t, "ES256")
+		if _, err := v.Validate(context.Background(), jwktest.Sign(t, k, nil, jwktest.Claims("https://ids.example/ids", scope.AdminWebAPI, time.Hour))); !errors.Is(err, middleware.ErrKeysUnavailable) {
+			t.Fatalf("err = %v, want ErrKeysUnavailable", err)
+		}
+	})
+	t.Run("a negative FetchTimeout is refused", func(t *testing.T) {
+		_, err := middleware.NewValidator(context.Background(), middleware.ValidatorConfig{Issuer: "https://ids.example/ids", JWKSURL: "https://ids.example/jwks", AnyAudience: true, FetchTimeout: -time.Second})
+		if err == nil || !strings.Contains(err.Error(), "FetchTimeout") {
+			t.Fatalf("err = %v", err)
+		}
+	})
 }
