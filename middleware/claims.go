@@ -15,13 +15,19 @@ import (
 // A *Claims may be shared between requests that carry the same token:
 // treat it as read-only.
 //
+// Scopes come from the "scope" claim. A token without one (or with
+// "scope": null) has its scopes read from "scp" instead, where ORY Hydra
+// and Okta write an array and Microsoft Entra ID a space-delimited string;
+// "scp" is held to the rules of "scope" (scope.ParseClaim), and is not
+// read at all beside a "scope".
+//
 // [RFC 9068]: https://www.rfc-editor.org/rfc/rfc9068
 type Claims struct {
 	Issuer    string    // iss
 	Subject   string    // sub
 	ClientID  string    // client_id
 	Audience  []string  // aud
-	Scopes    scope.Set // scope, from a space-delimited string or an array
+	Scopes    scope.Set // scope, or scp when scope is absent; from a space-delimited string or an array
 	IssuedAt  time.Time // iat; zero when absent
 	NotBefore time.Time // nbf; zero when absent
 	ExpiresAt time.Time // exp
@@ -58,8 +64,8 @@ const (
 // into a Claims whose Decode and Raw work: for a TokenValidator of your
 // own, after it has verified the token. It checks what Validate checks
 // of the claims' form (each registered claim of its JSON type, names
-// matched exactly ([RFC 7519] §4), the scope claim as scope.ParseClaim
-// reads it) and nothing else: no time, issuer, audience or "cnf". It
+// matched exactly ([RFC 7519] §4), the scope claim ("scope", or "scp"
+// without it) as scope.ParseClaim reads it) and nothing else: no time, issuer, audience or "cnf". It
 // fails with ErrMalformed, ErrScopeName or ErrScopeClaim.
 //
 // [RFC 7519]: https://www.rfc-editor.org/rfc/rfc7519
@@ -78,7 +84,7 @@ func NewClaims(payload []byte) (*Claims, error) {
 type claimFacts struct {
 	exp, nbf, iat *time.Time      // nil when absent
 	cnf           bool            // a "cnf" claim is present
-	scope         json.RawMessage // the scope claim, read last
+	scope         json.RawMessage // the scope claim (scopeClaim), read last
 }
 
 // parseClaims reads a claim set into a Claims, all but its Scopes. payload64 is its base64url form, kept
@@ -94,7 +100,7 @@ func parseClaims(payload []byte, payload64 string) (*Claims, claimFacts, error) 
 	if err := json.Unmarshal(payload, &raw); err != nil {
 		return nil, t, ErrMalformed
 	}
-	t.scope = raw["scope"]
+	t.scope = scopeClaim(raw)
 	c := &Claims{payload: payload64}
 	for name, val := range raw {
 		var err error
@@ -123,6 +129,18 @@ func parseClaims(payload []byte, payload64 string) (*Claims, claimFacts, error) 
 		}
 	}
 	return c, t, nil
+}
+
+// scopeClaim returns the raw value of the claim that holds the scopes:
+// "scope" (RFC 9068), or, when it is absent or null, "scp", where ORY
+// Hydra and Okta put an array and Microsoft Entra ID a space-delimited
+// string, as Spring Security's resource server reads them. "scp" is never
+// read beside a "scope", so no token has two scope sets.
+func scopeClaim(raw map[string]json.RawMessage) json.RawMessage {
+	if v, ok := raw["scope"]; ok && !isNull(v) {
+		return v
+	}
+	return raw["scp"]
 }
 
 // issuerClaim reads the "iss" of a payload whose signature is not checked

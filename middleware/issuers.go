@@ -28,7 +28,8 @@ import (
 // only for a token whose signature did.
 //
 // The scope claim needs nothing per issuer: a Validator reads both its
-// forms, the string of RFC 9068 and IdentityServer's array.
+// forms, the string of RFC 9068 and IdentityServer's array, and "scp"
+// when there is no "scope" (see Claims).
 type TrustedIssuer struct {
 	// Issuer is the "iss" of this issuer's tokens, e.g.
 	// "https://host/ids"; required, and unique in the list. When neither
