@@ -57,15 +57,20 @@ func TestCacheEntryMemory(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
+	from := v.issuers["http://127.0.0.1:8080/ids"]
 	for i, tok := range tokens {
 		key := strings.Clone(tok) // as Validate does
 		_, rest, _ := strings.Cut(key, ".")
 		p64, _, _ := strings.Cut(rest, ".")
-		claims, err := v.claims(v.only, payloads[i], p64, now)
+		raw, err := readClaimSet(payloads[i])
 		if err != nil {
 			t.Fatal(err)
 		}
-		c.put(key, claims, now, now.Add(time.Hour), v.only, 1)
+		claims, err := v.claims(from, raw, p64, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.put(key, claims, now, now.Add(time.Hour), from, 1)
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&after)

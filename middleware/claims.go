@@ -70,7 +70,11 @@ const (
 //
 // [RFC 7519]: https://www.rfc-editor.org/rfc/rfc7519
 func NewClaims(payload []byte) (*Claims, error) {
-	c, f, err := parseClaims(payload, base64.RawURLEncoding.EncodeToString(payload))
+	raw, err := readClaimSet(payload)
+	if err != nil {
+		return nil, err
+	}
+	c, f, err := parseClaims(raw, base64.RawURLEncoding.EncodeToString(payload))
 	if err != nil {
 		return nil, err
 	}
@@ -87,19 +91,31 @@ type claimFacts struct {
 	scope         json.RawMessage // the scope claim (scopeClaim), read last
 }
 
-// parseClaims reads a claim set into a Claims, all but its Scopes. payload64 is its base64url form, kept
-// for Claims.Decode.
-//
-// Claim names are matched exactly (RFC 7519 §4): the payload is read into
-// a map, not a struct, since encoding/json matches struct fields without
-// regard to case and "EXP" would pass for "exp". Every registered claim
-// this package reads must have its JSON type; JSON null counts as absent.
-func parseClaims(payload []byte, payload64 string) (*Claims, claimFacts, error) {
-	var t claimFacts
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(payload, &raw); err != nil {
-		return nil, t, ErrMalformed
+// claimSet is a token's payload split into its claims, each the JSON of
+// its value, by its exact name. It is a map, not a struct, since
+// encoding/json matches struct fields without regard to case and "EXP"
+// would pass for "exp" (RFC 7519 §4: names are case-sensitive); of
+// duplicate names, the last wins.
+type claimSet map[string]json.RawMessage
+
+// readClaimSet splits a payload into its claims, or fails with
+// ErrMalformed when it is not a JSON object. It runs before the signature
+// is checked, to find the issuer, on at most MaxTokenSize bytes; it
+// decodes no claim's value.
+func readClaimSet(payload []byte) (claimSet, error) {
+	var raw claimSet
+	if err := json.Unmarshal(payload, &raw); err != nil || raw == nil { // nil: the payload was null
+		return nil, ErrMalformed
 	}
+	return raw, nil
+}
+
+// parseClaims reads a claim set into a Claims, all but its Scopes.
+// payload64 is its base64url form, kept for Claims.Decode. Every
+// registered claim this package reads must have its JSON type; JSON null
+// counts as absent.
+func parseClaims(raw claimSet, payload64 string) (*Claims, claimFacts, error) {
+	var t claimFacts
 	t.scope = scopeClaim(raw)
 	c := &Claims{payload: payload64}
 	for name, val := range raw {
@@ -136,23 +152,18 @@ func parseClaims(payload []byte, payload64 string) (*Claims, claimFacts, error) 
 // Hydra and Okta put an array and Microsoft Entra ID a space-delimited
 // string, as Spring Security's resource server reads them. "scp" is never
 // read beside a "scope", so no token has two scope sets.
-func scopeClaim(raw map[string]json.RawMessage) json.RawMessage {
+func scopeClaim(raw claimSet) json.RawMessage {
 	if v, ok := raw["scope"]; ok && !isNull(v) {
 		return v
 	}
 	return raw["scp"]
 }
 
-// issuerClaim reads the "iss" of a payload whose signature is not checked
-// yet, so that the issuer whose keys check it can be chosen. It reads that
-// claim alone, by parseClaims' rules (names matched exactly; the last of
-// duplicate names wins; null is absent), so the two never disagree: the
-// Claims are read again, "iss" included, once the signature is good.
-func issuerClaim(payload []byte) (string, error) {
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(payload, &raw); err != nil {
-		return "", ErrMalformed
-	}
+// issuerClaim reads the "iss" of a claim set whose signature is not
+// checked yet, so that the issuer whose keys check it can be chosen. It
+// decodes that claim alone, as parseClaims does (null is absent), so the
+// two never disagree.
+func issuerClaim(raw claimSet) (string, error) {
 	var iss string
 	if val, ok := raw["iss"]; ok && jsonString(val, &iss) != nil {
 		return "", ErrMalformed
@@ -160,11 +171,13 @@ func issuerClaim(payload []byte) (string, error) {
 	return iss, nil
 }
 
-// claims decodes and checks the payload of a token whose signature the
+// claims decodes and checks the claim set of a token whose signature the
 // keys of from verified: its form (parseClaims), then exp, nbf, iat with
-// leeway, iss and aud against from, and last the scope claim.
-func (v *Validator) claims(from *trustedIssuer, payload []byte, payload64 string, now time.Time) (*Claims, error) {
-	c, t, err := parseClaims(payload, payload64)
+// leeway, iss and aud against from, and last the scope claim. The "iss"
+// was checked when from was chosen by it; it is compared again so that
+// this function alone says every claim is right.
+func (v *Validator) claims(from *trustedIssuer, raw claimSet, payload64 string, now time.Time) (*Claims, error) {
+	c, t, err := parseClaims(raw, payload64)
 	switch {
 	case err != nil:
 		return nil, err

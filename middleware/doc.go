@@ -14,8 +14,9 @@
 // live, each with its own keys and "aud". [ValidatorConfig.Issuers] lists
 // them ([TrustedIssuer]); a token is checked against the issuer its "iss"
 // names, exactly, with that issuer's keys alone, and an "iss" on no list
-// is refused before any key is fetched. To choose, "iss" alone is read
-// before the signature; every claim is read and checked after it.
+// is refused before any key is looked up or fetched, with one issuer as
+// with several. To choose, "iss" alone is read before the signature; every
+// claim is checked after it.
 //
 // Each constructor returns a func(http.Handler) http.Handler, so it drops
 // into an alice chain or wraps a handler directly:

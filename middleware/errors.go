@@ -136,8 +136,14 @@ type ValidationError struct {
 	NotBefore time.Time // ErrNotYetValid: its "nbf"
 	IssuedAt  time.Time // ErrIssuedInFuture: its "iat"
 	Now       time.Time // the time reasons: the validator's clock, before leeway
-	Issuer    string    // ErrIssuer: the "iss" the token names, once its signature verified
-	Audience  []string  // ErrAudience: the "aud" it names
+
+	// Issuer is, for ErrIssuer, the "iss" of a token whose signature
+	// verified. Validate refuses an "iss" it does not trust before it
+	// checks the signature, and so leaves Issuer empty: an "iss" that
+	// has not verified is an attacker's word as much as an issuer's.
+	Issuer string
+
+	Audience []string // ErrAudience: the "aud" it names
 }
 
 func (e *ValidationError) Error() string {

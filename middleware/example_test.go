@@ -2,6 +2,7 @@ package middleware_test
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -77,10 +78,12 @@ func ExampleNewValidator() {
 	}
 	fmt.Println(claims.ClientID, claims.Scopes)
 
-	// One more byte of payload: the signature no longer fits, and the
-	// claims are never read.
-	tampered := strings.Replace(tok.AccessToken, ".", ".e", 1)
-	_, err = v.Validate(ctx, tampered)
+	// A payload of one's own under the issuer's signature, granting more:
+	// the signature no longer fits, and no claim but "iss" is read.
+	header, rest, _ := strings.Cut(tok.AccessToken, ".")
+	_, sig, _ := strings.Cut(rest, ".")
+	more := base64.RawURLEncoding.EncodeToString([]byte(`{"iss":"` + iss.URL() + `","scope":"pd_AdminWebApi pd_ConnectWebApi"}`))
+	_, err = v.Validate(ctx, header+"."+more+"."+sig)
 	fmt.Println(err)
 	// Output:
 	// reporting pd_AdminWebApi

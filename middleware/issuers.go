@@ -15,17 +15,17 @@ import (
 // byte for byte; its signature is checked with that issuer's keys alone,
 // and its "aud" against that issuer's Audience. A token whose "iss" is no
 // issuer's fails with ErrIssuer before any key is looked up, so it never
-// causes a fetch.
+// causes a fetch. A Validator of one issuer (ValidatorConfig.Issuer)
+// chooses the same way, from a list of one.
 //
 // To choose the keys, "iss" is read before the signature is checked, and
 // that is all that is read: after the size cap (MaxTokenSize) and the
-// header checks, the payload is decoded and its "iss" alone is taken, as
-// the claims are read (names matched exactly, the last of duplicate names
-// winning), to look the issuer up. Nothing else of the payload is used
-// until that issuer's key has verified the signature; then every claim,
-// "iss" included, is read again and checked as with one issuer. An "iss"
-// that did not verify is never reported: ValidationError.Issuer is set
-// only for a token whose signature did.
+// header checks, the payload is decoded, split into its claims as a JSON
+// object (names matched exactly, the last of duplicate names winning), and
+// its "iss" alone is decoded to look the issuer up. Nothing else of the
+// payload is used until that issuer's key has verified the signature;
+// then every claim, "iss" included, is checked. An "iss" that did not
+// verify is never reported: ValidationError.Issuer stays empty.
 //
 // The scope claim needs nothing per issuer: a Validator reads both its
 // forms, the string of RFC 9068 and IdentityServer's array, and "scp"

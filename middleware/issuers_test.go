@@ -310,9 +310,10 @@ func TestIssuersCacheIsPerIssuer(t *testing.T) {
 	}
 }
 
-// TestIssuersOfOneStillChoose: a list of one issuer reads "iss" before
-// the keys as a longer list does, where ValidatorConfig.Issuer reads it
-// with the other claims after the signature.
+// TestIssuersOfOneStillChoose: a list of one issuer and
+// ValidatorConfig.Issuer read "iss" before the keys as a longer list
+// does: another issuer's token, even signed by the trusted key, looks up
+// no key.
 func TestIssuersOfOneStillChoose(t *testing.T) {
 	k := jwktest.NewKey(t, "ES256")
 	src := newCountingKeys(k)
@@ -323,7 +324,7 @@ func TestIssuersOfOneStillChoose(t *testing.T) {
 		name    string
 		v       *middleware.Validator
 		lookups int64
-	}{{"Issuers", list, 0}, {"Issuer", one, 1}} {
+	}{{"Issuers", list, 0}, {"Issuer", one, 0}} {
 		before := src.lookups.Load()
 		if _, err := c.v.Validate(context.Background(), other); !errors.Is(err, middleware.ErrIssuer) {
 			t.Fatalf("%s: err = %v", c.name, err)
@@ -389,4 +390,47 @@ func FuzzValidateIssuers(f *testing.F) {
 			t.Fatalf("accepted for %s a token whose iss is %v", c.Issuer, mc["iss"])
 		}
 	})
+}
+
+// TestForeignIssuerSpendsNoRefetch: with one trusted issuer, as with
+// several, a token naming another issuer is refused as such ("token issuer
+// not accepted") before any key is looked up. A second Hydra's token, with
+// a kid the trusted JWKS lacks, fetches nothing, so the unknown-kid
+// refetch is still there when a token signed by the trusted issuer's
+// brand-new key comes a moment later (issue 23, row 14: the foreign token
+// spent it, and the new key was refused until the next refresh).
+func TestForeignIssuerSpendsNoRefetch(t *testing.T) {
+	k := jwktest.NewKey(t, "RS256")
+	trusted := jwktest.NewJWKS(t, k)
+	v := newValidator(t, middleware.ValidatorConfig{
+		Issuer: trusted.Issuer(),
+		// No refresh in the background, and one refetch an hour on an
+		// unknown kid (the default is one per 30 s): every fetch the test
+		// counts is one a token caused.
+		RefreshInterval:   time.Hour,
+		RefreshUnknownKID: rate.NewLimiter(rate.Every(time.Hour), 1),
+	})
+	ctx := context.Background()
+	hits := trusted.Hits()
+
+	other := jwktest.NewKey(t, "RS256")
+	foreign := jwktest.Sign(t, other, map[string]any{"typ": "JWT"},
+		jwktest.With(jwktest.Claims("https://hydra-b.example/", scope.AdminWebAPI, time.Hour), "aud", trusted.Issuer()+"/resources"))
+	_, err := v.Validate(ctx, foreign)
+	var ve *middleware.ValidationError
+	if !errors.As(err, &ve) || ve.Reason != middleware.ErrIssuer || ve.Issuer != "" {
+		t.Errorf("foreign token: err = %v, want ErrIssuer without an Issuer (it never verified)", err)
+	}
+	if n := trusted.Hits() - hits; n != 0 {
+		t.Errorf("the foreign token caused %d JWKS fetches, want 0", n)
+	}
+
+	next := jwktest.NewKey(t, "RS256")
+	trusted.SetKeys(k, next)
+	if _, err := v.Validate(ctx, jwktest.Sign(t, next, nil, jwktest.Claims(trusted.Issuer(), scope.AdminWebAPI, time.Hour))); err != nil {
+		t.Fatalf("the trusted issuer's new key after a foreign token: %v", err)
+	}
+	if n := trusted.Hits() - hits; n != 1 {
+		t.Errorf("%d JWKS fetches, want 1: the new key's", n)
+	}
 }

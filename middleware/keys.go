@@ -11,11 +11,11 @@ import (
 // *issuer.Issuer is one.
 //
 // The validator has checked the token's header (its "alg" is on the
-// allow-list) before it asks, and reads the claims only once a key has
-// verified the signature; with several issuers, it has read "iss" alone
-// before, to choose the issuer's source, and asks no other's. A KeySource is trusted as it is: the checks on
-// a JWK's "use", "key_ops" and "alg" are those of the validator's own
-// JWKS source.
+// allow-list) before it asks, and has read "iss" alone, to choose the
+// issuer whose source it asks (and no other's); it reads the other claims
+// only once a key has verified the signature. A KeySource is trusted as
+// it is: the checks on a JWK's "use", "key_ops" and "alg" are those of
+// the validator's own JWKS source.
 type KeySource interface {
 	// VerificationKeys returns the keys that may verify a token signed
 	// with alg whose header names kid, or every such key when kid is "".

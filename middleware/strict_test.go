@@ -168,18 +168,42 @@ func TestValidatorSizeCap(t *testing.T) {
 	}
 }
 
-// TestValidatorSignatureBeforeClaims: a payload that is not even JSON is
-// refused for its signature when the signature is wrong.
+// TestValidatorSignatureBeforeClaims: of a payload, only its form (a
+// JSON object) and its "iss" are read before the signature. Claims that
+// are all wrong are refused for the signature when it is wrong, and for
+// themselves when it is good; a payload that is no JSON object is refused
+// as malformed before any key is looked up, whoever signed it.
 func TestValidatorSignatureBeforeClaims(t *testing.T) {
 	k, other := jwktest.NewKey(t, "ES256"), jwktest.NewKey(t, "ES256")
-	v := newValidator(t, middleware.ValidatorConfig{Issuer: iss, Keys: newCountingKeys(k)})
-	forged := signPayload(t, other, `{"exp":`)
-	forged = strings.Replace(forged, jwktest.Segment(map[string]any{"alg": "ES256", "typ": "at+jwt", "kid": other.KID}), jwktest.Segment(map[string]any{"alg": "ES256", "typ": "at+jwt", "kid": k.KID}), 1)
-	if _, err := v.Validate(context.Background(), forged); !errors.Is(err, middleware.ErrSignature) {
-		t.Fatalf("err = %v, want ErrSignature", err)
+	src := newCountingKeys(k)
+	v := newValidator(t, middleware.ValidatorConfig{Issuer: iss, Keys: src, CacheSize: -1})
+	// other's signature under k's kid
+	forge := func(payload string) string {
+		tok := signPayload(t, other, payload)
+		return strings.Replace(tok, jwktest.Segment(map[string]any{"alg": "ES256", "typ": "at+jwt", "kid": other.KID}), jwktest.Segment(map[string]any{"alg": "ES256", "typ": "at+jwt", "kid": k.KID}), 1)
 	}
-	if _, err := v.Validate(context.Background(), signPayload(t, k, `{"exp":`)); !errors.Is(err, middleware.ErrMalformed) {
-		t.Fatalf("err = %v, want ErrMalformed", err)
+	broken := `{"iss":"` + iss + `","aud":7,"exp":"soon","nbf":1e300,"scope":{"pd_AdminWebApi":1},"cnf":{}}`
+	for _, c := range []struct {
+		name    string
+		tok     string
+		want    error
+		lookups int64
+	}{
+		{"broken claims, wrong signature", forge(broken), middleware.ErrSignature, 1},
+		{"broken claims, good signature", signPayload(t, k, broken), middleware.ErrMalformed, 1},
+		{"not JSON, wrong signature", forge(`{"exp":`), middleware.ErrMalformed, 0},
+		{"not JSON, good signature", signPayload(t, k, `{"exp":`), middleware.ErrMalformed, 0},
+		{"null", signPayload(t, k, `null`), middleware.ErrMalformed, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			before := src.lookups.Load()
+			if _, err := v.Validate(context.Background(), c.tok); !errors.Is(err, c.want) {
+				t.Fatalf("err = %v, want %v", err, c.want)
+			}
+			if n := src.lookups.Load() - before; n != c.lookups {
+				t.Errorf("%d key lookups, want %d", n, c.lookups)
+			}
+		})
 	}
 }
 

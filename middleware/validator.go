@@ -193,8 +193,7 @@ type ValidatorConfig struct {
 //
 // [RFC 9068]: https://www.rfc-editor.org/rfc/rfc9068
 type Validator struct {
-	only        *trustedIssuer            // with ValidatorConfig.Issuer; nil with Issuers
-	byIssuer    map[string]*trustedIssuer // with ValidatorConfig.Issuers, by exact "iss"
+	issuers     map[string]*trustedIssuer // by exact "iss": Issuer alone, or each of Issuers
 	allowed     map[string]bool
 	requireType bool
 	allowBound  bool
@@ -265,6 +264,7 @@ func NewValidator(ctx context.Context, cfg ValidatorConfig) (_ *Validator, err e
 		leeway:      leeway,
 		now:         cfg.Now,
 		observer:    cfg.Observer,
+		issuers:     make(map[string]*trustedIssuer, len(list)),
 	}
 	if v.maxSize == 0 {
 		v.maxSize = DefaultMaxTokenSize
@@ -294,14 +294,7 @@ func NewValidator(ctx context.Context, cfg ValidatorConfig) (_ *Validator, err e
 		t := &trustedIssuer{issuer: ti.Issuer, audience: slices.Clone(ti.Audience), keys: src}
 		t.versioned, _ = src.(VersionedKeySource)
 		versioned = versioned || t.versioned != nil
-		if len(cfg.Issuers) == 0 {
-			v.only = t
-			break
-		}
-		if v.byIssuer == nil {
-			v.byIssuer = make(map[string]*trustedIssuer, len(list))
-		}
-		v.byIssuer[t.issuer] = t
+		v.issuers[t.issuer] = t
 	}
 	// Without a version, cached tokens could not follow key removals:
 	// the cache is for the issuers whose keys have one.
@@ -355,18 +348,21 @@ func signingMethod(alg string) jwt.SigningMethod {
 }
 
 // Validate checks a raw access token, in this order: its size, its form,
-// its header (alg on the allow-list, typ, no crit), its signature, and
-// only then its claims: each registered claim of the right JSON type
-// (names matched exactly, NumericDates as JSON numbers), no cnf,
-// exp/nbf/iat with leeway, iss, aud, and the scope claim. On failure it
+// its header (alg on the allow-list, typ, no crit), its issuer, its
+// signature, and only then its other claims: each registered claim of the
+// right JSON type (names matched exactly, NumericDates as JSON numbers),
+// no cnf, exp/nbf/iat with leeway, aud, and the scope claim. On failure it
 // returns a *ValidationError whose Reason is one of the Err* values of
 // this package.
 //
-// With ValidatorConfig.Issuers, the issuer is chosen after the header and
-// before the signature, by the payload's "iss" alone (see TrustedIssuer):
-// an "iss" on no list fails with ErrIssuer and no key is looked up, and a
-// payload that is not a JSON object, or whose "iss" is not a string,
-// fails with ErrMalformed.
+// The issuer is the one trusted issuer (ValidatorConfig.Issuer, or one of
+// Issuers) whose name is the payload's "iss", exactly; it is found before
+// the signature is checked, since only its keys may check it (see
+// TrustedIssuer). A payload that is not a JSON object, or whose "iss" is
+// not a string, fails with ErrMalformed, and an "iss" of no trusted
+// issuer with ErrIssuer, before any key is looked up: such a token never
+// causes a fetch, nor spends the unknown-kid limit that the trusted
+// issuer's new keys need.
 func (v *Validator) Validate(ctx context.Context, token string) (*Claims, error) {
 	start := v.startTimer()
 	if len(token) > v.maxSize {
@@ -427,7 +423,15 @@ func (v *Validator) validate(ctx context.Context, token string, now time.Time) (
 	if err != nil {
 		return nil, nil, 0, ErrMalformed
 	}
-	t, payload, err := v.chooseIssuer(p64)
+	payload, err := b64.DecodeString(p64)
+	if err != nil {
+		return nil, nil, 0, ErrMalformed
+	}
+	raw, err := readClaimSet(payload)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	t, err := v.chooseIssuer(raw)
 	if err != nil {
 		return nil, nil, 0, err
 	}
@@ -446,40 +450,25 @@ func (v *Validator) validate(ctx context.Context, token string, now time.Time) (
 	if !verify(method, token[:len(h64)+1+len(p64)], sig, keys) {
 		return nil, nil, 0, ErrSignature
 	}
-	// Only now, with the signature good, are the claims read.
-	if payload == nil {
-		if payload, err = b64.DecodeString(p64); err != nil {
-			return nil, nil, 0, ErrMalformed
-		}
-	}
-	c, err := v.claims(t, payload, p64, now)
+	// Only now, with the signature good, are the claims but "iss" read.
+	c, err := v.claims(t, raw, p64, now)
 	return c, t, version, err
 }
 
-// chooseIssuer returns the issuer whose keys may verify a token with
-// payload p64. With one issuer (ValidatorConfig.Issuer) that is the one,
-// and the payload is left for after the signature. With Issuers it is the
-// one whose Issuer is the payload's "iss", exactly, and the payload is
-// returned decoded.
-func (v *Validator) chooseIssuer(p64 string) (*trustedIssuer, []byte, error) {
-	if v.only != nil {
-		return v.only, nil, nil
-	}
-	payload, err := b64.DecodeString(p64)
+// chooseIssuer returns the trusted issuer whose keys may verify a token
+// with the claim set raw: the one whose Issuer is its "iss", exactly. The
+// "iss" has not been verified, so a refusal reports no fact: it is an
+// attacker's word as much as an issuer's.
+func (v *Validator) chooseIssuer(raw claimSet) (*trustedIssuer, error) {
+	iss, err := issuerClaim(raw)
 	if err != nil {
-		return nil, nil, ErrMalformed
+		return nil, err
 	}
-	iss, err := issuerClaim(payload)
-	if err != nil {
-		return nil, nil, err
-	}
-	t, ok := v.byIssuer[iss]
+	t, ok := v.issuers[iss]
 	if !ok {
-		// No facts: this "iss" is not verified, so it is an attacker's
-		// word as much as the issuer's.
-		return nil, nil, ErrIssuer
+		return nil, ErrIssuer
 	}
-	return t, payload, nil
+	return t, nil
 }
 
 // verify reports whether sig signs signingInput under any of keys.
