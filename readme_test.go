@@ -1,0 +1,69 @@
+package idsauth_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// goBlock finds the Go code blocks of a Markdown file.
+var goBlock = regexp.MustCompile("(?s)```go\n(.*?)```")
+
+// TestREADMECodeCompiles builds every Go block of the README against this
+// module, so that the README's code cannot rot: each block is a whole
+// file, a program (package main) that is built, or a test file (package
+// *_test) that is run as a test.
+func TestREADMECodeCompiles(t *testing.T) {
+	goCmd, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command on PATH")
+	}
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := goBlock.FindAllSubmatch(readme, -1)
+	if len(blocks) < 4 {
+		t.Fatalf("README has %d Go blocks, want at least 4 (protect a route, run the issuer, call the API, test a handler)", len(blocks))
+	}
+	for i, b := range blocks {
+		code := string(b[1])
+		pkg := regexp.MustCompile(`(?m)^package (\w+)`).FindStringSubmatch(code)
+		if pkg == nil {
+			t.Errorf("README Go block %d is not a whole file (no package clause):\n%s", i+1, code)
+			continue
+		}
+		dir := t.TempDir()
+		var args []string
+		switch {
+		case pkg[1] == "main":
+			file := filepath.Join(dir, "main.go")
+			writeFile(t, file, code)
+			args = []string{"build", "-o", filepath.Join(dir, "prog"), file}
+		case strings.HasSuffix(pkg[1], "_test"):
+			file := filepath.Join(dir, "readme_test.go")
+			writeFile(t, file, code)
+			args = []string{"test", "-count=1", file}
+		default:
+			t.Errorf("README Go block %d is package %s: want main or a _test package", i+1, pkg[1])
+			continue
+		}
+		// The files lie outside the module; run from its root, the go
+		// command resolves their imports against this module.
+		cmd := exec.Command(goCmd, args...)
+		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=readonly")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("README Go block %d (package %s): go %s: %v\n%s", i+1, pkg[1], args[0], err, out)
+		}
+	}
+}
+
+func writeFile(t *testing.T, name, data string) {
+	t.Helper()
+	if err := os.WriteFile(name, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
