@@ -1,4 +1,4 @@
-// Package client is the calling side of the contract (CONTRACT.md §5): an
+// Package client is the calling side of the contract ([the contract] §5): an
 // *http.Client that gets an access token by the client_credentials grant,
 // caches it, renews it shortly before it expires, and, when the service
 // rejects it early with invalid_token (a rotated key, a revoked token,
@@ -25,6 +25,8 @@
 // waits bounded by each caller's context, typed errors, and client
 // authentication by a signed JWT (private_key_jwt, Config.Key) instead of
 // a secret, with a fresh assertion for every token request.
+//
+// [the contract]: https://github.com/idsauth/idsauth/blob/main/docs/CONTRACT.md
 package client
 
 import (

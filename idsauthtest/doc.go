@@ -1,7 +1,7 @@
 // Package idsauthtest helps test code that uses idsauth, in the spirit of
 // net/http/httptest: a real issuer on a loopback server, tokens good and
 // bad in one call each, and contract checkers that run the wire
-// contract's cases (docs/CONTRACT.md §1 and §4) against your own handler
+// contract's cases ([the contract] §1 and §4) against your own handler
 // chain and report each case it answers wrongly.
 //
 //	func TestAdminUsers(t *testing.T) {
@@ -13,4 +13,6 @@
 //
 // Everything here is real: real keys, real signed JWTs, a real issuer
 // over real HTTP. It is meant for tests only.
+//
+// [the contract]: https://github.com/idsauth/idsauth/blob/main/docs/CONTRACT.md
 package idsauthtest

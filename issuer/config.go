@@ -23,7 +23,7 @@ import (
 )
 
 // Config is the issuer's configuration, as read from its JSON file by
-// LoadConfig or built in code. The package documentation describes the
+// LoadConfig or built in code; docs/IDENTITY-SERVICE.md describes the
 // file field by field. A Config is plain data: Validate checks it, and
 // New and Reload check it, read its key files and apply it.
 type Config struct {

@@ -1,6 +1,6 @@
 // Package limit is the failure limiter's store: where the issuer's token
 // endpoint and middleware.SCIMAuth keep the budgets of failed
-// authentications (CONTRACT.md §2 and §4). Memory, the default, keeps them
+// authentications ([the contract] §2 and §4). Memory, the default, keeps them
 // in one process; a Store of your own, such as the Redis store of the
 // module github.com/idsauth/idsauth/redisstore, lets several replicas
 // enforce one budget.
@@ -39,6 +39,8 @@
 // So the subject's own caller, who knows the secret, is never locked out
 // by somebody else's failures, while the secrets verified for one subject
 // per window stay bounded by its budget plus one per failing address.
+//
+// [the contract]: https://github.com/idsauth/idsauth/blob/main/docs/CONTRACT.md
 package limit
 
 import (

@@ -1,5 +1,5 @@
 // Package middleware protects HTTP handlers with the service's
-// authentication contract (CONTRACT.md §1 and §4).
+// authentication contract ([the contract] §1 and §4).
 //
 // A [Validator] checks access tokens ([RFC 9068]): JWTs signed by the
 // identity service, verified against its JWKS (found by discovery or given
@@ -45,4 +45,5 @@
 //
 // [RFC 6750]: https://www.rfc-editor.org/rfc/rfc6750
 // [RFC 9068]: https://www.rfc-editor.org/rfc/rfc9068
+// [the contract]: https://github.com/idsauth/idsauth/blob/main/docs/CONTRACT.md
 package middleware

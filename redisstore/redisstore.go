@@ -8,115 +8,23 @@
 //	store := redisstore.New(rdb, redisstore.Options{Prefix: "idsauth:token:"})
 //	iss, err := issuer.New(cfg, issuer.WithLimiterStore(store))
 //
-// Each reservation, and each Succeeded or Failed that changes anything,
-// is one Lua script that runs atomically in Redis with Redis's own clock
-// (TIME), so replicas on skewed clocks still share one budget: the
-// address's and the subject's GCRA buckets, and the pair mark (failing,
-// or trusted for limit.GoodFor) with the rules of package limit, in one
-// step. That is why this is not github.com/go-redis/redis_rate: it limits
-// one key per call, and these rules read and write three keys at once
-// (an address may try once only if the subject's budget is spent and the
-// pair mark says it has not failed; a trusted pair skips the subject's
-// budget); three calls to it would race, and concurrent guesses could
-// each pass the check before any is charged.
+// Each reservation is one Lua script, atomic in Redis and on Redis's
+// clock (never going back), so replicas on skewed clocks share one budget
+// with every rule of package limit. Keys are fixed in size (128 bits of
+// SHA-256, no client ID or address as text) and expire; bound Redis with
+// maxmemory and maxmemory-policy volatile-ttl.
 //
-// # Keys and memory
+// Every call waits at most Options.Timeout. While Redis cannot answer,
+// Options.OnUnavailable decides: FailOpen (the default) falls back to
+// per-replica limits, so N replicas allow N times the budgets, never
+// unlimited tries; FailClosed refuses every attempt with 503. The default
+// is open because a limiter that fails closed hands whoever can slow Redis
+// an outage of the token endpoint.
 //
-// A key is the Prefix, a kind ("a" address, "s" subject, "p" pair, "c"
-// the store's clock, one key) and the first 128 bits of a SHA-256 of what
-// it counts, in hex: its size is fixed, and no client ID, tenant or
-// address is stored as text (a hash is not a secret, though: whoever reads
-// Redis can test a guessed address or client ID against it). Every key but
-// the clock has a TTL: a bucket expires when it is full again (within the
-// window), a failure mark at the end of the window, a trust after GoodFor.
-// Each remembered key (48 bytes with the prefix "idsauth:token:") costs
-// Redis 7.0 about 104 bytes by MEMORY USAGE (TestKeysAreFixedSizeAndExpire
-// checks it stays under 128; the clock, a hash, about 150) and about 170
-// with its expiry and hash-table entries (used_memory over 100,000 keys):
-// 1 GiB holds about 6 million.
-// An attacker's address makes at most 1 + 4 × FailedAttemptsPerAddress
-// keys per window (each failure a subject key and a pair mark, and GCRA
-// lets at most twice the budget through in any one window), and an
-// address that gave a right secret one trust for 24 hours.
+// Keys and memory, the budgets' clock, assertion jtis and outages in
+// detail: [the redisstore README].
 //
-// To bound Redis's memory, give it a maxmemory and
-// maxmemory-policy volatile-ttl: when full it forgets the keys that would
-// expire soonest, as limit.Memory does, which are single failures that
-// have nearly refilled, and trusts last. A forgotten failure mark lets
-// its address try once more for its subject, which still costs that
-// address's own budget. Under noeviction a full Redis refuses the script
-// instead (out of memory), and the store acts as when Redis is down.
-//
-// # The budgets' clock
-//
-// The clock is the budgets' time: Redis's TIME, but never going back (see
-// package limit). When Redis's wall clock is stepped back, the clock
-// carries on from the latest time it gave and runs ahead of TIME by the
-// step from then on, so a step back neither refuses everyone who asked in
-// its span for its length nor forgives a spent budget. TIME is read inside
-// the atomic script, so no reading lags another: any reading behind the
-// latest is a step (or a failover to a Redis whose clock is behind). It is
-// one key with no TTL, so that a volatile-* maxmemory-policy never evicts
-// it; lost after a step (an allkeys-* policy, a failover that drops the
-// latest writes), the budgets' time goes back by the step, refusing those
-// who failed in the last window for as much longer as their keys live.
-// Upgrade every replica together: a store of the previous release reads
-// the keys on Redis's TIME alone.
-//
-// # Assertion jtis
-//
-// Remember is one SET NX of the key "r" (the Prefix, "r:" and 128 bits of
-// SHA-256 of the client ID and the jti: the same fixed size), with a
-// time to live of the assertion's remaining life plus the issuer's
-// leeway, counted by Redis from when it sets it. The issuer calls it only
-// for an assertion whose signature and claims it has checked, so only a
-// holder of a client's key adds keys, one per token request, each gone
-// within the assertion's lifetime (5 minutes by default, and 30 s).
-//
-// Eviction forgets: a jti key evicted before it expires lets that
-// assertion be used once more. Under maxmemory-policy volatile-ttl, a
-// flood of failed attempts (each a few keys) can push out the jti keys
-// closest to expiring. Where that matters, run this Redis under
-// noeviction (a full Redis then acts as a Redis that is down), or keep
-// the jtis in a Redis of their own: WithLimiterStore takes any
-// limit.Store, so a struct embedding one Store whose Remember calls
-// another's does it.
-//
-// # When Redis cannot answer
-//
-// Every call to Redis is bounded by Options.Timeout (150 ms by default),
-// whatever the client's own timeouts; after a failure Redis is skipped for
-// Options.RetryInterval (1 s by default), then tried again by one request,
-// so a dead or hung Redis costs a request at most one Timeout, and most
-// requests nothing. Until Redis answers, Options.OnUnavailable decides:
-//
-//   - FailOpen, the default: each replica falls back to a limit.Memory of
-//     its own, with every rule intact per replica. An attacker gains at
-//     most N times the budgets (N replicas) for as long as Redis is down:
-//     what N replicas without a shared store allow, never unlimited tries.
-//   - FailClosed: every attempt is refused without checking its secret
-//     (the issuer answers 503 temporarily_unavailable, SCIMAuth a 503
-//     SCIM error, both with Retry-After), so the budgets hold exactly, and
-//     Redis becomes a dependency of the token endpoint's availability.
-//
-// For assertion jtis, FailOpen remembers them in the replica's own memory
-// (a quarter of FallbackMaxBytes) and FailClosed answers 503 without a
-// token. So under FailOpen, an assertion whose lifetime overlaps an
-// outage can be used once at each replica while Redis is down, and once
-// more through Redis when it answers again if it was first used during
-// the outage: at most N+1 uses within its lifetime instead of one. An
-// attacker must already hold a valid assertion, unexpired, for that.
-//
-// FailOpen is the default because a limiter that fails closed hands
-// whoever can slow Redis down (a flood of requests, a full Redis under
-// noeviction, a noisy neighbour) an outage of the token endpoint for every
-// client: the defence becomes the attack. Failing to per-replica limits
-// keeps brute force bounded and legitimate clients served. Choose
-// FailClosed when an exact budget matters more than availability.
-//
-// The store logs (at Warn) when Redis stops answering and (at Info) when
-// it answers again, with Redis's error, never a key or a subject; Stats
-// counts what was decided where.
+// [the redisstore README]: https://github.com/idsauth/idsauth/blob/main/redisstore/README.md
 package redisstore
 
 import (

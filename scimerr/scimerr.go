@@ -1,5 +1,5 @@
 // Package scimerr writes SCIM 2.0 error answers ([RFC 7644] §3.12), the only
-// error format SCIM endpoints use (CONTRACT.md §4).
+// error format SCIM endpoints use ([the contract] §4).
 //
 // An *Error is an error, so a SCIM handler can return one and have
 // [Handler] write it:
@@ -13,6 +13,7 @@
 //	}))
 //
 // [RFC 7644]: https://www.rfc-editor.org/rfc/rfc7644
+// [the contract]: https://github.com/idsauth/idsauth/blob/main/docs/CONTRACT.md
 package scimerr
 
 import (

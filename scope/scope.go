@@ -1,14 +1,15 @@
 // Package scope names the two OAuth 2.0 scopes of the service and the API
 // families each one grants, and parses the scope claim of an access token.
 //
-// The mapping is the published contract's §5.3 (CONTRACT.md §1):
-// pd_AdminWebApi grants the Admin API; pd_ConnectWebApi grants the Connect
-// API and the Connect Session API. Neither grants the other, and SCIM is
+// The mapping is §5.3 of the product's published authentication document,
+// settled in [the contract] §1: pd_AdminWebApi grants the Admin API;
+// pd_ConnectWebApi grants the Connect API and the Connect Session API. Neither grants the other, and SCIM is
 // granted by no scope: it authenticates with per-tenant tokens. Scope
 // names follow [RFC 6749] §3.3; the scope claim, [RFC 9068] §2.2.3.
 //
 // [RFC 6749]: https://www.rfc-editor.org/rfc/rfc6749
 // [RFC 9068]: https://www.rfc-editor.org/rfc/rfc9068
+// [the contract]: https://github.com/idsauth/idsauth/blob/main/docs/CONTRACT.md
 package scope
 
 import (

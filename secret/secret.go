@@ -1,5 +1,5 @@
 // Package secret stores and checks client secrets and SCIM tenant tokens as
-// hashes, never as plain text (CONTRACT.md §2 and §4).
+// hashes, never as plain text ([the contract] §2 and §4).
 //
 // A hash is written as "<kind>:<value>":
 //
@@ -11,6 +11,8 @@
 //
 // The fast forms are right for the random secrets that Generate makes; a
 // slow form is only worth its cost for secrets a person chose.
+//
+// [the contract]: https://github.com/idsauth/idsauth/blob/main/docs/CONTRACT.md
 package secret
 
 import (
