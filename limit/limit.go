@@ -48,7 +48,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/idsauth/idsauth/internal/limiter"
 )
 
 // Store keeps the budgets. Implementations are safe for concurrent use.
@@ -123,14 +122,14 @@ func (b Budget) Check() error {
 // GoodFor is how long an address that gave a subject's right secret stays
 // trusted for it: it may keep trying while others have spent the
 // subject's budget, until it fails once.
-const GoodFor = limiter.GoodFor
+const GoodFor = 24 * time.Hour
 
 // SteppedBack is how far behind the latest time Memory gave a reading
 // without a monotonic clock reading must be for Memory to take the wall
 // clock as stepped back (see the rules above): far more than one reading
 // lags another while requests wait. A lag taken for a step would move the
 // clock ahead, and refill budgets early.
-const SteppedBack = limiter.SteppedBack
+const SteppedBack = time.Minute
 
 // Limit names the budget that refused a request.
 type Limit string

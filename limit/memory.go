@@ -11,7 +11,7 @@ import (
 
 // EntryBytes is what Memory pays for one remembered subject, address or
 // pair.
-const EntryBytes = limiter.EntryBytes
+const EntryBytes = 16
 
 // DefaultMemoryBytes is the memory of the issuer's and SCIMAuth's own
 // Memory store when none is configured.

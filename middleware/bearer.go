@@ -14,11 +14,11 @@ import (
 var (
 	// ErrNoToken: no Authorization header, another scheme, or "Bearer"
 	// with nothing after it. Answered with a bare challenge.
-	ErrNoToken = bearer.ErrMissing
+	ErrNoToken = bearer.ErrMissing // "no bearer token"
 	// ErrMultipleHeaders: more than one Authorization header (400).
-	ErrMultipleHeaders = bearer.ErrMultipleHeaders
+	ErrMultipleHeaders = bearer.ErrMultipleHeaders // "more than one Authorization header"
 	// ErrSpaceInToken: a space inside the bearer token (400).
-	ErrSpaceInToken = bearer.ErrSpaceInToken
+	ErrSpaceInToken = bearer.ErrSpaceInToken // "bearer token contains a space"
 	// ErrNoClaims: a TokenValidator returned neither claims nor an error,
 	// a bug in that validator. The request is refused (401 invalid_token,
 	// described on the wire only as "token invalid"), never admitted.

@@ -17,11 +17,11 @@ import (
 var (
 	ErrTooLarge        = errors.New("token is too large")
 	ErrMalformed       = errors.New("token is malformed")
-	ErrAlgorithm       = keyerr.ErrAlgorithm
+	ErrAlgorithm       = keyerr.ErrAlgorithm // "token signing algorithm not allowed"
 	ErrCritical        = errors.New("token has critical header parameters that are not supported")
 	ErrType            = errors.New("token type is not an access token")
-	ErrUnknownKey      = keyerr.ErrUnknownKey
-	ErrKeysUnavailable = keyerr.ErrKeysUnavailable
+	ErrUnknownKey      = keyerr.ErrUnknownKey      // "unknown signing key"
+	ErrKeysUnavailable = keyerr.ErrKeysUnavailable // "signing keys unavailable"
 	ErrSignature       = errors.New("signature invalid")
 	ErrExpired         = errors.New("token expired")
 	ErrNotYetValid     = errors.New("token not valid yet")
@@ -29,8 +29,8 @@ var (
 	ErrMissingClaim    = errors.New("token lacks a required claim")
 	ErrIssuer          = errors.New("token issuer not accepted")
 	ErrAudience        = errors.New("token audience not accepted")
-	ErrScopeClaim      = scope.ErrInvalidClaim // neither a string nor an array of strings
-	ErrScopeName       = scope.ErrInvalidName  // a name with whitespace in it; errors.Is(ErrScopeName, ErrScopeClaim)
+	ErrScopeClaim      = scope.ErrInvalidClaim // "scope claim is neither a string nor an array of strings"
+	ErrScopeName       = scope.ErrInvalidName  // a scope name with whitespace in it; errors.Is(ErrScopeName, ErrScopeClaim)
 	ErrBoundToken      = errors.New("token is bound to a key")
 )
 

@@ -11,7 +11,7 @@ import (
 
 // DefaultRealm, "idsauth", is RequireBearer's realm when none is
 // configured; the issuer's Basic challenge uses it too.
-const DefaultRealm = oauthwire.Realm
+const DefaultRealm = "idsauth"
 
 // RejectFunc is called on every rejected request with the answer's status
 // and the reason: one of this package's Err* values (a *ValidationError is
