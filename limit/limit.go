@@ -47,7 +47,6 @@ import (
 	"context"
 	"errors"
 	"time"
-
 )
 
 // Store keeps the budgets. Implementations are safe for concurrent use.
