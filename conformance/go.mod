@@ -1,0 +1,21 @@
+module github.com/idsauth/idsauth/conformance
+
+go 1.26.0
+
+require (
+	github.com/idsauth/idsauth v0.0.0
+	github.com/prometheus/client_model v0.6.2
+	golang.org/x/oauth2 v0.37.0
+)
+
+require (
+	github.com/MicahParks/jwkset v0.11.3 // indirect
+	github.com/golang-jwt/jwt/v5 v5.3.1 // indirect
+	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
+	github.com/prometheus/common v0.70.0
+	golang.org/x/crypto v0.58.0 // indirect
+	golang.org/x/time v0.16.0 // indirect
+	google.golang.org/protobuf v1.36.11 // indirect
+)
+
+replace github.com/idsauth/idsauth => ../
