@@ -191,8 +191,10 @@ type AssertionConfig struct {
 	// are hashed). Only an assertion with a valid signature adds one, so
 	// it fills only as fast as the clients holding keys ask for tokens;
 	// when it is full, an assertion is refused with 429 slow_down rather
-	// than an unexpired jti forgotten. Zero means 256 KiB (16,384
-	// entries); otherwise from 4 KiB to 64 MiB.
+	// than an unexpired jti forgotten. A reload that changes it forgets
+	// none either: the jtis the new size has no room for are kept beside
+	// it until they expire. Zero means 256 KiB (16,384 entries);
+	// otherwise from 4 KiB to 64 MiB.
 	ReplayCacheBytes int `json:"replayCacheBytes,omitempty"`
 }
 
