@@ -94,10 +94,10 @@ func TestConcurrentGuessesAreVerifiedAtMostTheBudget(t *testing.T) {
 	statuses := make(chan int, 64)
 	var wg sync.WaitGroup
 	start := make(chan struct{})
-	for range 64 {
+	for i := range 64 {
 		wg.Go(func() {
 			<-start
-			a := post(t, s.tokenURL(), formType, form("grant_type", "client_credentials", "client_id", "human", "client_secret", "guess", "scope", scope.AdminWebAPI))
+			a := post(t, s.tokenURL(), formType, form("grant_type", "client_credentials", "client_id", "human", "client_secret", fmt.Sprint("guess-", i), "scope", scope.AdminWebAPI))
 			statuses <- a.status
 		})
 	}
@@ -175,8 +175,8 @@ func TestRefusalLogNamesWho(t *testing.T) {
 	s := newServer(t, func(c *issuer.Config) {
 		c.Limits = issuer.Limits{FailedAttemptsPerClient: 1, TrustedProxyHeader: "X-Forwarded-For"}
 	})
-	for range 2 {
-		post(t, s.tokenURL(), formType, form("grant_type", "client_credentials", "client_id", "admin", "client_secret", "hunter2", "scope", scope.AdminWebAPI), "X-Forwarded-For", "203.0.113.9:4711")
+	for i := range 2 {
+		post(t, s.tokenURL(), formType, form("grant_type", "client_credentials", "client_id", "admin", "client_secret", fmt.Sprint("hunter2-", i), "scope", scope.AdminWebAPI), "X-Forwarded-For", "203.0.113.9:4711")
 	}
 	post(t, s.tokenURL(), formType, form("grant_type", "client_credentials", "client_id", "mallory-<script>", "client_secret", "hunter3", "scope", scope.AdminWebAPI), "X-Forwarded-For", "2001:db8::7")
 	logs := s.logs.String()

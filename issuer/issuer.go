@@ -21,6 +21,7 @@ import (
 	"github.com/idsauth/idsauth/internal/clientip"
 	"github.com/idsauth/idsauth/internal/keyerr"
 	"github.com/idsauth/idsauth/internal/keys"
+	"github.com/idsauth/idsauth/internal/limiter"
 	"github.com/idsauth/idsauth/internal/replay"
 	"github.com/idsauth/idsauth/limit"
 	"github.com/idsauth/idsauth/observe"
@@ -89,6 +90,7 @@ type state struct {
 	limits        Limits
 	addrs         clientip.Resolver
 	budget        limit.Budget
+	repeats       *limiter.Repeats // secrets that failed; this configuration's, for a reload may make one right
 	// Kept across reloads while their settings stay.
 	limiterCfg  limiterConfig
 	limiter     limit.Store
@@ -276,6 +278,7 @@ func (iss *Issuer) Reload(cfg *Config) error {
 	default:
 		st.limiter = limit.NewMemory(st.limiterCfg.bytes)
 	}
+	st.repeats = limiter.NewRepeats(repeatBytes)
 	switch {
 	case iss.verifier != nil:
 		st.verifier = iss.verifier
