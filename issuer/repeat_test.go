@@ -78,12 +78,9 @@ func TestDistinctWrongSecretsAreEachCharged(t *testing.T) {
 // with Basic), and, for a bcrypt client, is held to the failure floor as
 // the first was, without a second bcrypt check or a turn among them.
 func TestRepeatedFailureAnswersAsTheFirst(t *testing.T) {
-	bc, err := secret.HashBcrypt("correct horse", 4)
-	if err != nil {
-		t.Fatal(err)
-	}
+	human := humanClient(t)
 	s := newServer(t, func(c *issuer.Config) {
-		c.Clients = append(c.Clients, issuer.ClientConfig{ClientID: "human", SecretHashes: []string{bc.String()}, Scopes: []string{scope.AdminWebAPI}})
+		c.Clients = append(c.Clients, human)
 	})
 	body := form("grant_type", "client_credentials", "client_id", "human", "client_secret", "battery staple", "scope", scope.AdminWebAPI)
 	viaBasic := func() answer {
@@ -117,15 +114,12 @@ func TestRepeatedFailureAnswersAsTheFirst(t *testing.T) {
 // so it is not remembered as failed: the same right secret from the same
 // address, in a request that lasts, gets its token.
 func TestRightSecretCutShortIsNotTakenForARepeat(t *testing.T) {
-	bc, err := secret.HashBcrypt("correct horse", 4)
-	if err != nil {
-		t.Fatal(err)
-	}
+	human := humanClient(t)
 	s := newServer(t, func(c *issuer.Config) {
-		c.Clients = append(c.Clients, issuer.ClientConfig{ClientID: "human", SecretHashes: []string{bc.String()}, Scopes: []string{scope.AdminWebAPI}})
+		c.Clients = append(c.Clients, human)
 		c.Limits = issuer.Limits{FailedAttemptsPerClient: 1000, FailedAttemptsPerAddress: 1000}
 	}, issuer.WithVerifier(secret.NewVerifier(secret.VerifierConfig{CacheTTL: -1}))) // every check runs bcrypt
-	body := form("grant_type", "client_credentials", "client_id", "human", "client_secret", "correct horse", "scope", scope.AdminWebAPI)
+	body := form("grant_type", "client_credentials", "client_id", "human", "client_secret", humanSecret, "scope", scope.AdminWebAPI)
 	try := func(ctx context.Context) int {
 		req := httptest.NewRequestWithContext(ctx, http.MethodPost, s.tokenURL(), strings.NewReader(body))
 		req.Header.Set("Content-Type", formType)
