@@ -26,8 +26,8 @@ const repeatWays = 4
 // each Repeats, of the subject, the secret and the address, truncated to
 // 96 bits: never the secret, and nothing that can be matched without the
 // key. The address is part of it so that a repeat says nothing about what
-// was sent from elsewhere: an attacker who sends a secret someone else
-// failed with is charged as for any guess.
+// was sent from elsewhere: a secret that failed from another address is
+// charged as any guess.
 //
 // Memory is fixed in bytes: entries of EntryBytes in a set-associative
 // table allocated once. When a set is full, the entry that expires first
