@@ -443,8 +443,10 @@ func TestHostileAddresses(t *testing.T) {
 	s := newInProcessLimits(t, map[string]any{"trustedProxyHeader": "X-Forwarded-For", "failedAttemptsPerAddress": 3, "failedAttemptsPerClient": 100})
 	tokenURL := s.URL + "/ids/connect/token"
 	scimUsers := s.URL + "/webapi/scim-api/v1/acme/scim/Users"
-	wrongSecret := withForm(url.Values{"grant_type": {"client_credentials"}, "client_id": {"admin"}, "client_secret": {"wrong"}, "scope": {scope.AdminWebAPI}})
+	guesses := 0
 	tokenTry := func(xff string) reply {
+		guesses++ // a new wrong secret each time: a repeated one is charged once
+		wrongSecret := withForm(url.Values{"grant_type": {"client_credentials"}, "client_id": {"admin"}, "client_secret": {"wrong-" + strconv.Itoa(guesses)}, "scope": {scope.AdminWebAPI}})
 		return send(t, http.DefaultClient, "POST", tokenURL, wrongSecret, "Content-Type", "application/x-www-form-urlencoded", "X-Forwarded-For", xff)
 	}
 	scimTry := func(xff string) reply {

@@ -82,22 +82,19 @@ func TestFailuresDoNotGrowMemory(t *testing.T) {
 // each check, so at most the budget of bcrypt checks ever runs.
 func TestConcurrentGuessesAreVerifiedAtMostTheBudget(t *testing.T) {
 	const budget = 5
-	bc, err := secret.HashBcrypt("correct horse", 4)
-	if err != nil {
-		t.Fatal(err)
-	}
+	human := humanClient(t)
 	s := newServer(t, func(c *issuer.Config) {
-		c.Clients = append(c.Clients, issuer.ClientConfig{ClientID: "human", SecretHashes: []string{bc.String()}, Scopes: []string{scope.AdminWebAPI}})
+		c.Clients = append(c.Clients, human)
 		c.Limits = issuer.Limits{FailedAttemptsPerClient: budget, FailureFloorMillis: -1}
 	})
 	before := issuer.VerifierCounts(s.iss)
 	statuses := make(chan int, 64)
 	var wg sync.WaitGroup
 	start := make(chan struct{})
-	for range 64 {
+	for i := range 64 {
 		wg.Go(func() {
 			<-start
-			a := post(t, s.tokenURL(), formType, form("grant_type", "client_credentials", "client_id", "human", "client_secret", "guess", "scope", scope.AdminWebAPI))
+			a := post(t, s.tokenURL(), formType, form("grant_type", "client_credentials", "client_id", "human", "client_secret", fmt.Sprint("guess-", i), "scope", scope.AdminWebAPI))
 			statuses <- a.status
 		})
 	}
@@ -175,8 +172,8 @@ func TestRefusalLogNamesWho(t *testing.T) {
 	s := newServer(t, func(c *issuer.Config) {
 		c.Limits = issuer.Limits{FailedAttemptsPerClient: 1, TrustedProxyHeader: "X-Forwarded-For"}
 	})
-	for range 2 {
-		post(t, s.tokenURL(), formType, form("grant_type", "client_credentials", "client_id", "admin", "client_secret", "hunter2", "scope", scope.AdminWebAPI), "X-Forwarded-For", "203.0.113.9:4711")
+	for i := range 2 {
+		post(t, s.tokenURL(), formType, form("grant_type", "client_credentials", "client_id", "admin", "client_secret", fmt.Sprint("hunter2-", i), "scope", scope.AdminWebAPI), "X-Forwarded-For", "203.0.113.9:4711")
 	}
 	post(t, s.tokenURL(), formType, form("grant_type", "client_credentials", "client_id", "mallory-<script>", "client_secret", "hunter3", "scope", scope.AdminWebAPI), "X-Forwarded-For", "2001:db8::7")
 	logs := s.logs.String()
@@ -229,20 +226,17 @@ func TestEndedRequestsAreCharged(t *testing.T) {
 // Verifier it is given, primed with its clients' hashes, so one bound on
 // bcrypt work can cover the issuer and SCIMAuth together.
 func TestSharedVerifier(t *testing.T) {
-	bc, err := secret.HashBcrypt("correct horse", 4)
-	if err != nil {
-		t.Fatal(err)
-	}
+	human := humanClient(t)
 	shared := secret.NewVerifier(secret.VerifierConfig{MaxConcurrentSlow: 1})
 	s := newServer(t, func(c *issuer.Config) {
-		c.Clients = append(c.Clients, issuer.ClientConfig{ClientID: "human", SecretHashes: []string{bc.String()}, Scopes: []string{scope.AdminWebAPI}})
+		c.Clients = append(c.Clients, human)
 		c.Limits = issuer.Limits{MaxConcurrentSlowHashes: 8}
 	}, issuer.WithVerifier(shared))
 	if shared.Floor() <= 0 {
 		t.Fatal("the shared verifier was not primed with the clients' bcrypt hash")
 	}
 	before := shared.Counts()
-	a := post(t, s.tokenURL(), formType, form("grant_type", "client_credentials", "client_id", "human", "client_secret", "correct horse", "scope", scope.AdminWebAPI))
+	a := post(t, s.tokenURL(), formType, form("grant_type", "client_credentials", "client_id", "human", "client_secret", humanSecret, "scope", scope.AdminWebAPI))
 	if a.status != 200 || shared.Counts().Slow != before.Slow+1 {
 		t.Fatalf("answer %d, counts %+v after %+v: the issuer did not use the shared verifier", a.status, shared.Counts(), before)
 	}

@@ -417,7 +417,7 @@ func (iss *Issuer) assertionClient(r *http.Request, form *tokenForm, st *state, 
 	if why != "" {
 		return fail(why)
 	}
-	fresh, terr := iss.remember(r.Context(), st, id, jti, until, now)
+	fresh, terr := iss.remember(r.Context(), id, jti, until, now)
 	switch {
 	case terr != nil:
 		res.Succeeded() // the key was right: nothing to charge
@@ -439,10 +439,10 @@ func (iss *Issuer) sharedReplays() limit.ReplayStore {
 // it is a limit.ReplayStore (shared by the replicas), else in the issuer's
 // own cache. It reports whether the jti is fresh, or why no token may be
 // issued now: no room to remember it, or a store that cannot answer.
-func (iss *Issuer) remember(ctx context.Context, st *state, id, jti string, until, now time.Time) (bool, *tokenError) {
+func (iss *Issuer) remember(ctx context.Context, id, jti string, until, now time.Time) (bool, *tokenError) {
 	rs := iss.sharedReplays()
 	if rs == nil {
-		fresh, full := st.replay.Add(id, jti, until, now)
+		fresh, full := iss.replays.Add(id, jti, until, now)
 		if fresh && full > 0 {
 			return false, replayFull(full, "the assertion replay cache is full (clientAssertions.replayCacheBytes)")
 		}

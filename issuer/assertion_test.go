@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -138,6 +139,111 @@ func TestReplayIsRefusedAcrossReloads(t *testing.T) {
 		}
 		if a := post(t, s.tokenURL(), formType, as); a.status != 401 {
 			t.Fatalf("replayed after a reload to %d bytes: %d %s", size, a.status, a.raw)
+		}
+	}
+}
+
+// TestShrinkingReloadForgetsNoLiveJTI: 100 assertions of one client are
+// used, then a reload shrinks the replay cache to 4 KiB, whose window for
+// one client holds 32 jtis. Stepping the issuer's clock past their
+// expiries, which are spread over 50 s, every replay is refused until its
+// assertion has expired; then the cache is back to its new size and takes
+// new assertions.
+func TestShrinkingReloadForgetsNoLiveJTI(t *testing.T) {
+	t0 := time.Now().Truncate(time.Second)
+	clock := newClock(t0)
+	edit := func(c *issuer.Config) {
+		withMachineClients(c)
+		c.Limits.FailedAttemptsPerClient, c.Limits.FailedAttemptsPerAddress = 1<<20, 1<<20
+	}
+	s := newServer(t, edit, issuer.WithClock(clock.now))
+	used := make([]string, 100)
+	live := make([]time.Time, len(used)) // until when each must be refused: exp and the leeway
+	for i := range used {
+		exp := t0.Add(time.Duration(20+i/2) * time.Second)
+		used[i] = assertionForm(assertionFor(t, signerKey(), "signer", s.tokenURL(), map[string]any{"iat": t0.Unix(), "exp": exp.Unix()}, nil), "scope", scope.AdminWebAPI)
+		live[i] = exp.Add(30 * time.Second)
+		if a := post(t, s.tokenURL(), formType, used[i]); a.status != 200 {
+			t.Fatalf("assertion %d, first use: %d %s", i, a.status, a.raw)
+		}
+	}
+	cfg := testConfig(s.issuerURL())
+	edit(cfg)
+	cfg.ClientAssertions.ReplayCacheBytes = 4096
+	if err := s.iss.Reload(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if got := issuer.ReplayBytes(s.iss); got > 4096+len(used)*16 {
+		t.Fatalf("after the reload the replay cache holds %d bytes, more than 4096 and the %d jtis it carries", got, len(used))
+	}
+	end := live[len(live)-1].Sub(t0) // the last expiry
+	replays := 0
+	for at := time.Duration(0); at < end; at += 3 * time.Second {
+		clock.set(t0.Add(at))
+		for i, as := range used {
+			if !clock.now().Before(live[i]) {
+				continue
+			}
+			replays++
+			if a := post(t, s.tokenURL(), formType, as); a.status != 401 || a.body["error"] != "invalid_client" {
+				t.Fatalf("%v after the reload, assertion %d (live until +%v) replayed: %d %s", at, i, live[i].Sub(t0), a.status, a.raw)
+			}
+		}
+	}
+	if replays < 1000 {
+		t.Fatalf("only %d replays were tried", replays)
+	}
+	clock.set(t0.Add(end))
+	fresh := assertionForm(assertionFor(t, signerKey(), "signer", s.tokenURL(), map[string]any{"iat": clock.now().Unix(), "exp": clock.now().Add(time.Minute).Unix()}, nil), "scope", scope.AdminWebAPI)
+	if a := post(t, s.tokenURL(), formType, fresh); a.status != 200 {
+		t.Fatalf("a new assertion once the old ones expired: %d %s", a.status, a.raw)
+	}
+	if got := issuer.ReplayBytes(s.iss); got != 4096 {
+		t.Fatalf("once every old jti expired, the replay cache holds %d bytes, want 4096", got)
+	}
+}
+
+// TestReloadUnderLoadForgetsNoJTI: while workers use new assertions,
+// reloads change the replay cache's size back and forth (each size holds
+// them all); every assertion that got a token, replayed afterwards, is
+// refused, including those accepted by a request that began before a
+// reload and ended after it.
+func TestReloadUnderLoadForgetsNoJTI(t *testing.T) {
+	edit := func(c *issuer.Config) {
+		withMachineClients(c)
+		c.Limits.FailedAttemptsPerClient, c.Limits.FailedAttemptsPerAddress = 1<<20, 1<<20
+	}
+	s := newServer(t, edit)
+	var mu sync.Mutex
+	var accepted []string
+	l := startLoad(4, func() {
+		as := assertionForm(assertionFor(t, signerKey(), "signer", s.tokenURL(), nil, nil), "scope", scope.AdminWebAPI)
+		if a := post(t, s.tokenURL(), formType, as); a.status == 200 {
+			mu.Lock()
+			accepted = append(accepted, as)
+			mu.Unlock()
+		}
+	})
+	count := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(accepted)
+	}
+	for i := 0; i < 100 || (count() < 200 && i < 100_000); i++ {
+		cfg := testConfig(s.issuerURL())
+		edit(cfg)
+		cfg.ClientAssertions.ReplayCacheBytes = []int{256 << 10, 512 << 10}[i%2]
+		if err := s.iss.Reload(cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.end()
+	if len(accepted) < 200 {
+		t.Fatalf("only %d assertions were accepted during the reloads", len(accepted))
+	}
+	for i, as := range accepted {
+		if a := post(t, s.tokenURL(), formType, as); a.status != 401 {
+			t.Fatalf("assertion %d of %d, accepted during the reloads, replayed: %d %s", i, len(accepted), a.status, a.raw)
 		}
 	}
 }

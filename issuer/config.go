@@ -191,8 +191,10 @@ type AssertionConfig struct {
 	// are hashed). Only an assertion with a valid signature adds one, so
 	// it fills only as fast as the clients holding keys ask for tokens;
 	// when it is full, an assertion is refused with 429 slow_down rather
-	// than an unexpired jti forgotten. Zero means 256 KiB (16,384
-	// entries); otherwise from 4 KiB to 64 MiB.
+	// than an unexpired jti forgotten. A reload that changes it forgets
+	// none either: the jtis the new size has no room for are kept beside
+	// it until they expire. Zero means 256 KiB (16,384 entries);
+	// otherwise from 4 KiB to 64 MiB.
 	ReplayCacheBytes int `json:"replayCacheBytes,omitempty"`
 }
 
@@ -205,7 +207,9 @@ type AssertionConfig struct {
 // budgets are per address, per client ID, and per client ID and address.
 // An address is answered 429 slow_down once it has failed
 // FailedAttemptsPerAddress times in the window, or once it has failed for
-// a client whose FailedAttemptsPerClient are spent. Someone else's
+// a client whose FailedAttemptsPerClient are spent. A secret that already
+// failed for a client from an address is charged once per window, however
+// often it is sent again: it is no new guess. Someone else's
 // failures never lock a client out of an address that gave its right
 // secret within the last 24 hours (however many requests it has in
 // flight), nor, while the limiter has room to remember it, out of an

@@ -13,8 +13,9 @@ func VerifierCounts(iss *Issuer) secret.Counts { return iss.st.Load().verifier.C
 // LimiterBytes is the memory of the issuer's own failure limiter.
 func LimiterBytes(iss *Issuer) int { return iss.st.Load().limiter.(*limit.Memory).Bytes() }
 
-// ReplayBytes is the memory of the issuer's assertion replay cache.
-func ReplayBytes(iss *Issuer) int { return iss.st.Load().replay.Bytes() }
+// ReplayBytes is the memory of the issuer's assertion replay cache: its
+// table, and what a resize carried beside it.
+func ReplayBytes(iss *Issuer) int { return iss.replays.Bytes() }
 
 // ReplayLive counts the jtis the replay cache remembers now.
-func ReplayLive(iss *Issuer) int { return iss.st.Load().replay.Live(iss.now()) }
+func ReplayLive(iss *Issuer) int { return iss.replays.Live(iss.now()) }

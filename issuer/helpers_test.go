@@ -85,6 +85,21 @@ func withMachineClients(c *issuer.Config) {
 
 const allSecret = "all-secret"
 
+// humanSecret is the secret of the client humanClient returns.
+const humanSecret = "correct horse"
+
+// humanClient returns a client "human" (pd_AdminWebApi) whose secret,
+// humanSecret, is held as a bcrypt hash (of cost 4: slow, but not for
+// tests).
+func humanClient(t *testing.T) issuer.ClientConfig {
+	t.Helper()
+	bc, err := secret.HashBcrypt(humanSecret, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return issuer.ClientConfig{ClientID: "human", SecretHashes: []string{bc.String()}, Scopes: []string{scope.AdminWebAPI}}
+}
+
 // publicJWK returns pub as a JWK, with alg when it is not empty.
 func publicJWK(pub crypto.PublicKey, alg string) string {
 	j, err := keys.PublicJWKOf(pub)

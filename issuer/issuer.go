@@ -21,6 +21,7 @@ import (
 	"github.com/idsauth/idsauth/internal/clientip"
 	"github.com/idsauth/idsauth/internal/keyerr"
 	"github.com/idsauth/idsauth/internal/keys"
+	"github.com/idsauth/idsauth/internal/limiter"
 	"github.com/idsauth/idsauth/internal/replay"
 	"github.com/idsauth/idsauth/limit"
 	"github.com/idsauth/idsauth/observe"
@@ -53,6 +54,13 @@ type Issuer struct {
 	observer observe.Observer // WithObserver's, then with the refusal log (New)
 	issuedTo observe.Observer // WithObserver's only: the refusal log ignores tokens issued
 	store    limit.Store      // nil: a limit.Memory of the configuration's
+
+	// replays remembers the jtis of accepted client assertions, for the
+	// issuer's life. Reload resizes it in place, not a copy, so that a jti
+	// accepted by a request still on the old configuration is in the
+	// cache the requests on the new one read. Nil when the store
+	// remembers them (see WithLimiterStore).
+	replays *replay.Cache
 }
 
 // The endpoints' paths under the issuer URL, CONTRACT.md §2 and §3.
@@ -82,6 +90,7 @@ type state struct {
 	limits        Limits
 	addrs         clientip.Resolver
 	budget        limit.Budget
+	repeats       *limiter.Repeats // secrets that failed; this configuration's, for a reload may make one right
 	// Kept across reloads while their settings stay.
 	limiterCfg  limiterConfig
 	limiter     limit.Store
@@ -92,8 +101,7 @@ type state struct {
 	keyPad            map[string]int // signature checks per alg
 	dummies           map[string]crypto.PublicKey
 	rsaDummies        map[int]*rsa.PublicKey // by modulus size in bytes
-	replayBytes       int
-	replay            *replay.Cache // kept across reloads; nil when the store remembers
+	replayBytes       int                    // the size of the issuer's replay cache
 	// The latest span of this configuration's schedule known to have
 	// begun: the one current at its Reload, or a later one, logged when
 	// found. Shared by its spans; a reload makes its own, so a request
@@ -242,7 +250,9 @@ func New(cfg *Config, opts ...Option) (*Issuer, error) {
 // all is well, makes it the issuer's configuration: keys, clients and
 // limits change at once for every request that starts after it returns.
 // On error nothing changes. The failure limiter's memory of failed
-// attempts is kept while the limits stay the same.
+// attempts is kept while the limits stay the same; the jtis of used
+// client assertions are always kept until they expire, whatever the new
+// clientAssertions.replayCacheBytes.
 //
 // To rotate the signing key without a failed request, in one reload: give
 // the current key a retireAt, and add the new key with a publishAt, and a
@@ -268,6 +278,7 @@ func (iss *Issuer) Reload(cfg *Config) error {
 	default:
 		st.limiter = limit.NewMemory(st.limiterCfg.bytes)
 	}
+	st.repeats = limiter.NewRepeats(repeatBytes)
 	switch {
 	case iss.verifier != nil:
 		st.verifier = iss.verifier
@@ -283,12 +294,10 @@ func (iss *Issuer) Reload(cfg *Config) error {
 	st.verifier.Prime(subjects...)
 	switch {
 	case iss.sharedReplays() != nil: // the store remembers the jtis
-	case old == nil:
-		st.replay = replay.New(st.replayBytes)
-	case old.replayBytes == st.replayBytes:
-		st.replay = old.replay
+	case iss.replays == nil:
+		iss.replays = replay.New(st.replayBytes)
 	default:
-		st.replay = old.replay.Resized(st.replayBytes, iss.now())
+		iss.replays.Resize(st.replayBytes, now)
 	}
 	// A version names one key set for the issuer's life: the span current
 	// now keeps its version if its keys stay, and a version is never

@@ -178,11 +178,13 @@ func TestBruteForceIsSlowedPerClient(t *testing.T) {
 	s := newServer(t, func(c *issuer.Config) {
 		c.Limits = issuer.Limits{FailedAttemptsPerClient: 5, FailedAttemptsPerAddress: 50, TrustedProxyHeader: "X-Forwarded-For"}
 	})
-	attack := form("grant_type", "client_credentials", "client_id", "admin", "client_secret", "guess", "scope", scope.AdminWebAPI)
+	attack := func(i int) string { // a new guess each time: a repeated one is charged once
+		return form("grant_type", "client_credentials", "client_id", "admin", "client_secret", fmt.Sprint("guess-", i), "scope", scope.AdminWebAPI)
+	}
 	legit := form("grant_type", "client_credentials", "client_id", "connect", "client_secret", connectSecret, "scope", scope.ConnectWebAPI)
 	counts := map[int]int{}
 	for i := range 1000 {
-		a := post(t, s.tokenURL(), formType, attack, "X-Forwarded-For", "203.0.113.9")
+		a := post(t, s.tokenURL(), formType, attack(i), "X-Forwarded-For", "203.0.113.9")
 		counts[a.status]++
 		switch {
 		case i < 5 && a.status != 401:

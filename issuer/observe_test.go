@@ -50,8 +50,9 @@ func TestEventsOfTheTokenEndpoint(t *testing.T) {
 		{"issued", "POST", formType, cc("scope", scope.AdminWebAPI), basic("admin", adminSecret), "192.0.2.4", 200, issued("admin", scope.AdminWebAPI)},
 		{"issued, two scopes", "POST", formType, cc("client_id", "connect", "client_secret", connectSecret, "scope", "pd_ConnectWebApi pd_AdminWebApi pd_ConnectWebApi"), "", "192.0.2.4", 200,
 			issued("connect", scope.ConnectWebAPI, scope.AdminWebAPI)},
-		{"wrong secret again", "POST", formType, cc("client_id", "admin", "client_secret", "hunter2", "scope", scope.AdminWebAPI), "", "192.0.2.3", 401, refused(401, "invalid_client", "admin", "")},
-		{"client budget spent", "POST", formType, cc("client_id", "admin", "client_secret", "hunter2", "scope", scope.AdminWebAPI), "", "192.0.2.3", 429, refused(429, "slow_down", "admin", observe.LimitClient)},
+		{"another wrong secret", "POST", formType, cc("client_id", "admin", "client_secret", "hunter4", "scope", scope.AdminWebAPI), "", "192.0.2.3", 401, refused(401, "invalid_client", "admin", "")},
+		{"client budget spent", "POST", formType, cc("client_id", "admin", "client_secret", "hunter5", "scope", scope.AdminWebAPI), "", "192.0.2.3", 429, refused(429, "slow_down", "admin", observe.LimitClient)},
+		{"the first wrong secret repeated", "POST", formType, cc("client_id", "admin", "client_secret", "hunter2", "scope", scope.AdminWebAPI), "", "192.0.2.3", 401, refused(401, "invalid_client", "admin", "")},
 	}
 	for i := range 2 {
 		cases = append(cases, struct {
@@ -66,7 +67,7 @@ func TestEventsOfTheTokenEndpoint(t *testing.T) {
 		want                                   observe.Event
 	}{"address budget spent", "POST", formType, cc("client_id", "admin", "client_secret", adminSecret, "scope", scope.AdminWebAPI), "", "192.0.2.2", 429, refused(429, "slow_down", "admin", observe.LimitAddress)})
 
-	secrets := []string{adminSecret, connectSecret, "hunter1", "hunter2", "hunter3", "mallory", long}
+	secrets := []string{adminSecret, connectSecret, "hunter1", "hunter2", "hunter3", "hunter4", "hunter5", "mallory", long}
 	refusals := 0
 	for _, c := range cases {
 		req, err := http.NewRequest(c.method, s.tokenURL(), strings.NewReader(c.body))

@@ -24,9 +24,9 @@ func TestReplicasWithOneStoreShareOneBudget(t *testing.T) {
 		c.Limits = issuer.Limits{FailedAttemptsPerClient: 4, FailedAttemptsPerAddress: 50, TrustedProxyHeader: "X-Forwarded-For"}
 	}
 	replicas := []*server{newServer(t, limits, issuer.WithLimiterStore(store)), newServer(t, limits, issuer.WithLimiterStore(store))}
-	attack := form("grant_type", "client_credentials", "client_id", "admin", "client_secret", "guess", "scope", scope.AdminWebAPI)
 	var statuses []int
 	for i := range 8 {
+		attack := form("grant_type", "client_credentials", "client_id", "admin", "client_secret", fmt.Sprint("guess-", i), "scope", scope.AdminWebAPI)
 		statuses = append(statuses, post(t, replicas[i%2].tokenURL(), formType, attack, "X-Forwarded-For", "203.0.113.9").status)
 	}
 	if fmt.Sprint(statuses) != "[401 401 401 401 429 429 429 429]" {

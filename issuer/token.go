@@ -116,6 +116,18 @@ func (iss *Issuer) issue(w http.ResponseWriter, r *http.Request, st *state, who 
 	if cl != nil {
 		who.client = cl.id
 	}
+	start := time.Now()
+	cred := st.repeats.Mark(id, pass, who.addr)
+	if st.repeats.Failed(cred, now) {
+		// The same secret failed for this client from this address within
+		// the window: the caller learns nothing new, so it is answered as
+		// it was, held to the failure floor, and neither checked nor
+		// charged again (see repeatBytes). It takes no turn among the
+		// bcrypt checks: repeats cost nothing to send, and a turn costs
+		// the callers behind it their wait.
+		st.verifier.HoldFailure(r.Context(), start)
+		return nil, wrongSecret(basic, "the same secret already failed from this address; not charged again")
+	}
 	res, terr := iss.reserve(r, st, id, who.addr, now)
 	if terr != nil {
 		return nil, terr
@@ -126,10 +138,38 @@ func (iss *Issuer) issue(w http.ResponseWriter, r *http.Request, st *state, who 
 	}
 	if !st.verifier.Verify(r.Context(), hashes, pass) {
 		res.Failed()
-		return nil, &tokenError{status: http.StatusUnauthorized, code: "invalid_client", desc: "client authentication failed", basic: basic}
+		// Only a check that ran to its end is remembered: one cut short
+		// by the request's end (waiting for a bcrypt turn, say) proved
+		// nothing, and the right secret must not be taken for a repeat.
+		if r.Context().Err() == nil {
+			st.repeats.Remember(cred, now.Add(st.budget.Window))
+		}
+		return nil, wrongSecret(basic, "")
 	}
 	res.Succeeded()
 	return iss.grant(form, st, cl, now, who)
+}
+
+// repeatBytes is the memory of the table in which the token endpoint
+// remembers, for the failure window, which secrets failed for which
+// client from which address (16 bytes each, as a keyed hash: never the
+// secret). The same secret failing again from the same address within the
+// window (x/oauth2's AuthStyleAutoDetect sends each secret twice, and a
+// misconfigured client runs again and again) is answered as it was,
+// 401 invalid_client held to the failure floor, without a check or a
+// charge to any budget: it tells the caller nothing new. A new secret,
+// or one from another address, is checked and charged as ever; a full
+// table forgets the oldest failures, which are then charged again, so
+// fullness never makes a guess free. Each configuration has its own
+// table (a reload may make a failed secret right), and each process: a
+// secret repeated at N replicas sharing a store is charged at most N
+// times per window.
+const repeatBytes = 64 << 10
+
+// wrongSecret is the answer to an unknown client or a wrong secret; why
+// is for the log.
+func wrongSecret(basic bool, why string) *tokenError {
+	return &tokenError{status: http.StatusUnauthorized, code: "invalid_client", desc: "client authentication failed", basic: basic, why: why}
 }
 
 // grant issues the token an authenticated client asked for.

@@ -176,7 +176,7 @@ func TestReplicasShareOneBudget(t *testing.T) {
 	t.Run("per client", func(t *testing.T) {
 		var got []int
 		for i := range 10 {
-			st, _ := rs[i%2].token(t, "payroll", "guess", "203.0.113.9")
+			st, _ := rs[i%2].token(t, "payroll", fmt.Sprint("guess-", i), "203.0.113.9") // a repeated guess is charged once
 			got = append(got, st)
 		}
 		if fmt.Sprint(got) != "[401 401 401 401 401 401 429 429 429 429]" {
@@ -227,7 +227,7 @@ func TestReplicasReserveBeforeVerifying(t *testing.T) {
 	for i := range 64 {
 		wg.Go(func() {
 			<-start
-			st, _ := rs[i%2].token(t, "payroll", "guess", "203.0.113.9")
+			st, _ := rs[i%2].token(t, "payroll", fmt.Sprint("guess-", i), "203.0.113.9")
 			mu.Lock()
 			counts[st]++
 			mu.Unlock()
@@ -252,7 +252,7 @@ func TestRedisDiesMidRun(t *testing.T) {
 		srv := startRedis(t)
 		rs := replicas(t, srv, 2, redisstore.Options{Prefix: "idsauth:token:", RetryInterval: time.Hour}, limits)
 		for i := range 3 {
-			if st, _ := rs[i%2].token(t, "payroll", "guess", "203.0.113.9"); st != 401 {
+			if st, _ := rs[i%2].token(t, "payroll", fmt.Sprint("guess-", i), "203.0.113.9"); st != 401 {
 				t.Fatalf("guess %d: %d", i, st)
 			}
 		}
@@ -265,8 +265,8 @@ func TestRedisDiesMidRun(t *testing.T) {
 		for _, r := range rs {
 			before := r.count.granted.Load()
 			counts := map[int]int{}
-			for range 10 {
-				st, _ := r.token(t, "payroll", "guess", "192.0.2.1")
+			for i := range 10 {
+				st, _ := r.token(t, "payroll", fmt.Sprint("guess-", i), "192.0.2.1")
 				counts[st]++
 			}
 			if counts[401] != 3 || counts[429] != 7 || r.count.granted.Load()-before != 3 {

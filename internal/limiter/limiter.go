@@ -28,6 +28,9 @@
 // new keys forgets single failures before it forgets a locked-out key. A
 // pair mark that still means something is never replaced: when its set is
 // full, a new address is refused rather than a failure forgotten.
+//
+// Beside the budgets, Repeats remembers which credentials failed from
+// which address, so that the same one failing again is not charged again.
 package limiter
 
 import (

@@ -5,9 +5,11 @@
 package replay
 
 import (
+	"cmp"
 	"encoding/binary"
 	"hash/maphash"
 	"math/bits"
+	"slices"
 	"sync"
 	"time"
 )
@@ -31,11 +33,18 @@ const ways = 8
 // its own window, and refuses itself, but not the table, so the other
 // clients keep getting tokens (those whose window overlaps its own lose
 // only the overlap).
+//
+// Resize changes the table's size and forgets nothing either: what the
+// new table has no room for is carried beside it until it expires.
 type Cache struct {
 	seed    maphash.Seed
 	mu      sync.Mutex
 	entries []entry
 	setMask uint64
+	// carried are the live entries a Resize had no room for, sorted by
+	// key and only read, until carriedUntil, when the last one expires.
+	carried      []entry
+	carriedUntil uint32
 }
 
 // entry is one remembered ID: its hash, its subject's hash (to find its
@@ -61,12 +70,8 @@ func seconds(t int64) uint32 {
 
 // New returns a cache of at most bytes (at least one set).
 func New(bytes int) *Cache {
-	return newSeed(bytes, maphash.MakeSeed())
-}
-
-func newSeed(bytes int, seed maphash.Seed) *Cache {
 	n := sets(bytes)
-	return &Cache{seed: seed, entries: make([]entry, n*ways), setMask: uint64(n - 1)}
+	return &Cache{seed: maphash.MakeSeed(), entries: make([]entry, n*ways), setMask: uint64(n - 1)}
 }
 
 // sets is the number of sets of a cache of bytes: a power of two, at most
@@ -79,24 +84,78 @@ func sets(bytes int) int {
 // BytesFor is the memory New(bytes) allocates.
 func BytesFor(bytes int) int { return sets(bytes) * ways * EntryBytes }
 
-// Bytes is the memory of the table, fixed at creation.
-func (c *Cache) Bytes() int { return len(c.entries) * EntryBytes }
-
-// Resized returns a cache of bytes holding c's live entries, for a reload
-// that changes the size: an ID accepted before it is still refused after.
-// Entries that do not fit are dropped only when the new cache is smaller
-// than what is live in their set.
-func (c *Cache) Resized(bytes int, now time.Time) *Cache {
-	n := newSeed(bytes, c.seed)
+// Bytes is the memory the cache holds: its table, fixed by New or
+// Resize, and the entries a Resize carried beside it until they expire.
+func (c *Cache) Bytes() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return (len(c.entries) + len(c.carried)) * EntryBytes
+}
+
+// Resize gives the cache a table of bytes (as New rounds them), for a
+// reload that changes the size, and forgets no live ID: one accepted
+// before is refused after, until it expires. The live IDs the new table
+// has no room for (it is smaller, or a subject's window shrank) are
+// carried beside it, read-only, EntryBytes each, until the last of them
+// expires (at most the longest life of a credential); new IDs go into
+// the table only. So a reload never fails for the IDs it must keep, and
+// the cache holds the new size plus at most what the old one held, until
+// those IDs expire.
+//
+// An Add while it runs waits for it, so that no ID lands in the old table
+// once its entries are moved.
+func (c *Cache) Resize(bytes int, now time.Time) {
+	n := sets(bytes)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if n*ways == len(c.entries) {
+		return
+	}
 	t := nowSeconds(now)
-	for _, e := range c.entries {
-		if e.until > t {
-			n.put(e, t)
+	old, carried := c.entries, c.carried
+	live := 0
+	for _, from := range [][]entry{old, carried} {
+		for _, e := range from {
+			if e.until > t {
+				live++
+			}
 		}
 	}
-	return n
+	c.entries, c.setMask = make([]entry, n*ways), uint64(n-1)
+	left := make([]entry, 0, live)
+	for _, from := range [][]entry{old, carried} {
+		for _, e := range from {
+			if e.until > t && c.put(e, t) > 0 {
+				left = append(left, e)
+			}
+		}
+	}
+	c.carried, c.carriedUntil = nil, 0
+	if len(left) > 0 {
+		c.carried = make([]entry, len(left)) // no more than is carried: live may be far more
+		copy(c.carried, left)
+		slices.SortFunc(c.carried, func(a, b entry) int { return cmp.Compare(a.key, b.key) })
+		for _, e := range c.carried {
+			c.carriedUntil = max(c.carriedUntil, e.until)
+		}
+	}
+}
+
+// isCarried reports whether key is among the carried entries live at
+// now, with c.mu held. It lets the carried entries go once every one has
+// expired.
+func (c *Cache) isCarried(key uint64, now uint32) bool {
+	if c.carriedUntil <= now {
+		c.carried, c.carriedUntil = nil, 0
+		return false
+	}
+	i, _ := slices.BinarySearchFunc(c.carried, key, func(e entry, k uint64) int { return cmp.Compare(e.key, k) })
+	for ; i < len(c.carried) && c.carried[i].key == key; i++ {
+		if c.carried[i].until > now {
+			return true
+		}
+	}
+	return false
 }
 
 // nowSeconds is now in whole Unix seconds, rounded down: an entry whose
@@ -110,9 +169,11 @@ func (c *Cache) Live(now time.Time) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	n, t := 0, nowSeconds(now)
-	for _, e := range c.entries {
-		if e.until > t {
-			n++
+	for _, from := range [][]entry{c.entries, c.carried} {
+		for _, e := range from {
+			if e.until > t {
+				n++
+			}
 		}
 	}
 	return n
@@ -146,6 +207,9 @@ func (c *Cache) Add(subject, id string, until, now time.Time) (fresh bool, full 
 				return false, 0
 			}
 		}
+	}
+	if c.carried != nil && c.isCarried(key, t) {
+		return false, 0
 	}
 	if wait := c.put(entry{key: key, subject: subj, until: seconds(until.UnixNano())}, t); wait > 0 {
 		return true, time.Duration(wait) * time.Second

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 )
@@ -49,9 +50,9 @@ func TestOneSubjectCannotFillTheTable(t *testing.T) {
 	}
 }
 
-// An ID is refused until it expires, across a resize either way (to a
-// size with room for every live ID: a smaller table drops what does not
-// fit, as Resized says), and free again after.
+// An ID is refused until it expires, across resizes either way, to a
+// size with room for every live ID or without (what does not fit is
+// carried beside the table), and free again after.
 func TestIDsAreRefusedUntilTheyExpire(t *testing.T) {
 	c := New(64 << 10)
 	until := t0.Add(5 * time.Minute)
@@ -60,13 +61,19 @@ func TestIDsAreRefusedUntilTheyExpire(t *testing.T) {
 			t.Fatalf("ID %d: fresh %v, full %v", i, fresh, full)
 		}
 	}
-	for _, size := range []int{256 << 10, 128 << 10} { // larger, and smaller with room for all
-
-		r := c.Resized(size, t0.Add(time.Minute))
+	// Larger, smaller with room for all, smaller without, and back.
+	for _, size := range []int{256 << 10, 128 << 10, 4 << 10, 8 << 10, 64 << 10} {
+		c.Resize(size, t0.Add(time.Minute))
 		for i := range 500 {
-			if fresh, _ := r.Add(fmt.Sprint("client-", i%7), fmt.Sprint("jti-", i), until, t0.Add(time.Minute)); fresh {
+			if fresh, _ := c.Add(fmt.Sprint("client-", i%7), fmt.Sprint("jti-", i), until, t0.Add(time.Minute)); fresh {
 				t.Fatalf("after a resize to %d bytes, ID %d was taken again", size, i)
 			}
+		}
+		if live := c.Live(t0.Add(time.Minute)); live != 500 {
+			t.Fatalf("after a resize to %d bytes, %d IDs are live, want 500", size, live)
+		}
+		if got, most := c.Bytes(), BytesFor(size)+500*EntryBytes; got > most {
+			t.Fatalf("after a resize to %d bytes the cache holds %d, more than the table and every live ID (%d)", size, got, most)
 		}
 	}
 	if fresh, full := c.Add("client-0", "jti-0", until.Add(time.Hour), until.Add(time.Second)); !fresh || full > 0 {
@@ -74,6 +81,83 @@ func TestIDsAreRefusedUntilTheyExpire(t *testing.T) {
 	}
 	if fresh, _ := c.Add("client-1", "jti-0", until, t0); !fresh {
 		t.Fatal("the same jti of another subject was taken for a replay")
+	}
+}
+
+// A resize to a table whose window for a subject holds 32 of its 300 live
+// IDs carries the rest beside it: each is refused until it expires, new
+// IDs are taken as room frees, and once the last carried ID has expired
+// the cache is its table alone.
+func TestResizeCarriesWhatDoesNotFit(t *testing.T) {
+	c := New(256 << 10)
+	until := func(i int) time.Time { return t0.Add(time.Duration(i+1) * time.Second) } // one a second
+	for i := range 300 {
+		if fresh, full := c.Add("client", fmt.Sprint("jti-", i), until(i), t0); !fresh || full > 0 {
+			t.Fatalf("ID %d: fresh %v, full %v", i, fresh, full)
+		}
+	}
+	c.Resize(4<<10, t0)
+	if got := c.Bytes(); got <= 4<<10 || got > 4<<10+300*EntryBytes {
+		t.Fatalf("after the resize the cache holds %d bytes, want more than its 4096 (it carries what does not fit) and at most 300 entries more", got)
+	}
+	taken := 0
+	for s := 0; s <= 300; s += 7 {
+		now := t0.Add(time.Duration(s) * time.Second)
+		for i := s; i < 300; i++ { // live: until(i) is after now
+			if fresh, _ := c.Add("client", fmt.Sprint("jti-", i), until(i), now); fresh {
+				t.Fatalf("at +%ds, ID %d (live until +%ds) was taken again", s, i, i+1)
+			}
+		}
+		if fresh, full := c.Add("client", fmt.Sprint("new-", s), now.Add(time.Second), now); fresh && full == 0 {
+			taken++
+		}
+	}
+	if taken == 0 {
+		t.Fatal("no new ID was taken while the carried ones expired")
+	}
+	end := until(300)
+	if fresh, full := c.Add("client", "last", end.Add(time.Minute), end); !fresh || full > 0 {
+		t.Fatalf("a new ID once all expired: fresh %v, full %v", fresh, full)
+	}
+	if got := c.Bytes(); got != 4<<10 {
+		t.Fatalf("once every carried ID expired the cache holds %d bytes, want its table's 4096", got)
+	}
+}
+
+// IDs added while other goroutines resize the cache back and forth, to
+// sizes too small for them, are each refused when used again.
+func TestResizeDuringAddsForgetsNothing(t *testing.T) {
+	c := New(64 << 10)
+	until := t0.Add(5 * time.Minute)
+	var wg sync.WaitGroup
+	taken := make([][][2]string, 4) // subject and ID, by worker
+	for w := range taken {
+		wg.Go(func() {
+			for i := range 2000 {
+				subject, id := fmt.Sprint("client-", i%5), fmt.Sprint("jti-", w, "-", i)
+				if fresh, full := c.Add(subject, id, until, t0); fresh && full == 0 {
+					taken[w] = append(taken[w], [2]string{subject, id})
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		for i := range 200 {
+			c.Resize([]int{4 << 10, 64 << 10, 16 << 10}[i%3], t0)
+		}
+	})
+	wg.Wait()
+	n := 0
+	for _, ids := range taken {
+		for _, p := range ids {
+			n++
+			if fresh, _ := c.Add(p[0], p[1], until, t0); fresh {
+				t.Fatalf("%s of %s, taken during the resizes, was taken again", p[1], p[0])
+			}
+		}
+	}
+	if n < 1000 {
+		t.Fatalf("only %d IDs were taken during the resizes", n)
 	}
 }
 

@@ -1,0 +1,157 @@
+package limiter
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"hash"
+	"math/bits"
+	"sync"
+	"time"
+)
+
+// repeatWays is the number of entries per set of a Repeats.
+const repeatWays = 4
+
+// Repeats remembers, for a window, which credentials failed from which
+// address, so that the same credential failing again from the same
+// address is not charged again. A caller that sends a wrong secret twice
+// (x/oauth2's AuthStyleAutoDetect tries the Authorization header, then the
+// body) or runs again with the same wrong secret learns nothing new from
+// the second failure, and should not spend a budget meant to count
+// guesses.
+//
+// A credential is kept as an HMAC-SHA256, under a key made at random for
+// each Repeats, of the subject, the secret and the address, truncated to
+// 96 bits: never the secret, and nothing that can be matched without the
+// key. The address is part of it so that a repeat says nothing about what
+// was sent from elsewhere: a secret that failed from another address is
+// charged as any guess.
+//
+// Memory is fixed in bytes: entries of EntryBytes in a set-associative
+// table allocated once. When a set is full, the entry that expires first
+// is replaced: a forgotten failure is charged again when repeated, so
+// fullness never makes a guess free. It is safe for concurrent use.
+type Repeats struct {
+	key  [32]byte
+	macs sync.Pool // of *repeatMAC
+
+	mu      sync.Mutex
+	entries []repeat
+	setMask uint64
+}
+
+// repeat is one failed credential: 96 bits of its HMAC, and until when,
+// in Unix seconds, it counts as failed. An entry with until <= now is
+// free. 16 bytes.
+type repeat struct {
+	key   uint64
+	check uint32
+	until uint32
+}
+
+// repeatMAC is an HMAC and the buffers one Mark needs, reused so that a
+// Mark allocates nothing.
+type repeatMAC struct {
+	mac hash.Hash
+	in  []byte
+	sum []byte
+}
+
+// Credential is a credential as Repeats keys it. The zero Credential is
+// never Failed.
+type Credential struct {
+	key   uint64
+	check uint32
+}
+
+// NewRepeats returns a Repeats whose table holds bytes, rounded down to a
+// power of two; at least one set.
+func NewRepeats(bytes int) *Repeats {
+	sets := max(1, bytes/(EntryBytes*repeatWays))
+	sets = 1 << (bits.Len(uint(sets)) - 1)
+	r := &Repeats{entries: make([]repeat, sets*repeatWays), setMask: uint64(sets - 1)}
+	_, _ = rand.Read(r.key[:]) // never fails (crypto/rand)
+	r.macs.New = func() any {
+		return &repeatMAC{mac: hmac.New(sha256.New, r.key[:]), sum: make([]byte, 0, sha256.Size)}
+	}
+	return r
+}
+
+// Bytes is the memory of the table, fixed at NewRepeats.
+func (r *Repeats) Bytes() int { return len(r.entries) * EntryBytes }
+
+// Mark returns the Credential of secret for subject from addr. The
+// buffer it hashes is cleared before it is reused: it held the secret.
+func (r *Repeats) Mark(subject, secret, addr string) Credential {
+	m := r.macs.Get().(*repeatMAC)
+	defer r.macs.Put(m)
+	// Each part's length first, so that no two triples hash the same text.
+	in := m.in[:0]
+	for _, s := range [...]string{subject, secret, addr} {
+		in = binary.AppendUvarint(in, uint64(len(s)))
+		in = append(in, s...)
+	}
+	m.mac.Reset()
+	m.mac.Write(in)
+	clear(in)
+	m.in = in
+	m.sum = m.mac.Sum(m.sum[:0])
+	c := Credential{key: binary.LittleEndian.Uint64(m.sum), check: binary.LittleEndian.Uint32(m.sum[8:])}
+	clear(m.sum)
+	if c == (Credential{}) {
+		c.check = 1 // the zero Credential is no credential
+	}
+	return c
+}
+
+// Failed reports whether c failed within its window, at now.
+func (r *Repeats) Failed(c Credential, now time.Time) bool {
+	if c == (Credential{}) {
+		return false
+	}
+	t := unixSeconds(now)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, e := range r.set(c.key) {
+		if e.key == c.key && e.check == c.check && e.until > t {
+			return true
+		}
+	}
+	return false
+}
+
+// Remember records that c failed, until until (when it failed, and the
+// window): the same credential failing again before then is a repeat. In
+// a full set it replaces the entry that expires first.
+func (r *Repeats) Remember(c Credential, until time.Time) {
+	if c == (Credential{}) {
+		return
+	}
+	u := unixSeconds(until)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	set := r.set(c.key)
+	victim := 0
+	for i := range set {
+		if set[i].key == c.key && set[i].check == c.check {
+			set[i].until = max(set[i].until, u)
+			return
+		}
+		if set[i].until < set[victim].until {
+			victim = i
+		}
+	}
+	set[victim] = repeat{key: c.key, check: c.check, until: u}
+}
+
+func (r *Repeats) set(key uint64) []repeat {
+	i := (key >> 32 & r.setMask) * repeatWays
+	return r.entries[i : i+repeatWays]
+}
+
+// unixSeconds is t in whole Unix seconds, clamped to what a uint32 holds.
+func unixSeconds(t time.Time) uint32 {
+	return uint32(min(max(t.Unix(), 0), 1<<32-1))
+}

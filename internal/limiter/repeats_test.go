@@ -1,0 +1,101 @@
+package limiter
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"testing"
+	"time"
+)
+
+// A Credential is HMAC-SHA256 under the Repeats' own key of the subject,
+// secret and address, each after its length, truncated to 96 bits: a
+// keyed hash, whose key another Repeats (another process) does not share.
+func TestMarkIsAKeyedHMAC(t *testing.T) {
+	r := NewRepeats(4 << 10)
+	mac := hmac.New(sha256.New, r.key[:])
+	for _, s := range []string{"client", "s3cret", "192.0.2.1"} {
+		mac.Write(binary.AppendUvarint(nil, uint64(len(s))))
+		mac.Write([]byte(s))
+	}
+	sum := mac.Sum(nil)
+	want := Credential{key: binary.LittleEndian.Uint64(sum), check: binary.LittleEndian.Uint32(sum[8:])}
+	if got := r.Mark("client", "s3cret", "192.0.2.1"); got != want {
+		t.Fatalf("Mark = %+v, want the HMAC's %+v", got, want)
+	}
+	if NewRepeats(4<<10).Mark("client", "s3cret", "192.0.2.1") == want {
+		t.Fatal("two Repeats share a key")
+	}
+	// No two triples run together.
+	if r.Mark("ab", "c", "x") == r.Mark("a", "bc", "x") || r.Mark("a", "bc", "x") == r.Mark("a", "b", "cx") {
+		t.Fatal("the parts of a credential run together")
+	}
+}
+
+// Mark, run on every token request with a secret, allocates nothing.
+func TestMarkAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are not kept under the race detector")
+	}
+	r := NewRepeats(4 << 10)
+	if n := testing.AllocsPerRun(100, func() { r.Mark("client", "s3cret", "192.0.2.1") }); n != 0 {
+		t.Fatalf("Mark allocates %v times", n)
+	}
+}
+
+// A remembered failure counts until its window ends, for that subject,
+// secret and address only.
+func TestRepeatCountsWithinItsWindow(t *testing.T) {
+	r := NewRepeats(4 << 10)
+	now := time.Unix(1_800_000_000, 0)
+	c := r.Mark("client", "wrong", "192.0.2.1")
+	if r.Failed(c, now) {
+		t.Fatal("a credential never remembered counts as failed")
+	}
+	r.Remember(c, now.Add(time.Minute))
+	for _, other := range []Credential{r.Mark("client", "wrong2", "192.0.2.1"), r.Mark("client2", "wrong", "192.0.2.1"), r.Mark("client", "wrong", "192.0.2.2"), {}} {
+		if r.Failed(other, now) {
+			t.Fatalf("%+v counts as the failed %+v", other, c)
+		}
+	}
+	if !r.Failed(c, now) || !r.Failed(c, now.Add(59*time.Second)) {
+		t.Fatal("a failure is forgotten within its window")
+	}
+	if r.Failed(c, now.Add(time.Minute)) {
+		t.Fatal("a failure counts after its window")
+	}
+}
+
+// A full table forgets the failures that expire first, never makes up
+// one, and never grows: fullness charges a repeat again, it never frees
+// a guess.
+func TestFullRepeatsForgetRatherThanInvent(t *testing.T) {
+	r := NewRepeats(4 << 10) // 256 entries
+	now := time.Unix(1_800_000_000, 0)
+	const n = 10_000
+	for i := range n {
+		r.Remember(r.Mark("client", fmt.Sprint("guess-", i), "192.0.2.1"), now.Add(time.Duration(i)*time.Millisecond+time.Hour))
+	}
+	if r.Bytes() != 4<<10 {
+		t.Fatalf("the table holds %d bytes, want 4096", r.Bytes())
+	}
+	kept := 0
+	for i := range n {
+		if r.Failed(r.Mark("client", fmt.Sprint("guess-", i), "192.0.2.1"), now) {
+			kept++
+		}
+	}
+	if kept != len(r.entries) {
+		t.Fatalf("%d of %d failures are kept in a table of %d entries", kept, n, len(r.entries))
+	}
+	for i := range n {
+		if r.Failed(r.Mark("client", fmt.Sprint("other-", i), "192.0.2.1"), now) {
+			t.Fatalf("a credential never remembered counts as failed (%d)", i)
+		}
+	}
+	// The last one remembered replaced an older one, not itself.
+	if !r.Failed(r.Mark("client", fmt.Sprint("guess-", n-1), "192.0.2.1"), now) {
+		t.Fatal("the latest failure was the one forgotten")
+	}
+}
