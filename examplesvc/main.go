@@ -13,7 +13,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -24,6 +23,8 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+
+	"github.com/idsauth/idsauth/internal/serving"
 )
 
 func main() {
@@ -69,34 +70,8 @@ func run(ctx context.Context, addr, configFile, issuerURL, debugAddr string, log
 			logger.Warn(w, "issuer", svc.iss.URL(), "listen", ln.Addr().String())
 		}
 	}
-	srv := &http.Server{
-		Handler: svc.routes(),
-		// Go's default is 1 MiB of headers per request. 32 KiB holds a
-		// bearer token of up to 16 KiB (this issuer's are under 1 KiB)
-		// with room for ordinary headers; the token endpoint's Basic
-		// credentials (client ID and secret, 100 characters each at most)
-		// need far less.
-		MaxHeaderBytes:    32 << 10,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      60 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-	}
-
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-	go func() {
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-hup:
-				svc.reload()
-			}
-		}
-	}()
+	srv := serving.NewServer(svc.routes(), logger)
+	serving.OnHangup(ctx, svc.reload)
 
 	if debugAddr != "" {
 		dln, err := net.Listen("tcp", debugAddr)
@@ -112,28 +87,11 @@ func run(ctx context.Context, addr, configFile, issuerURL, debugAddr string, log
 		debugAddr = dln.Addr().String()
 	}
 
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
 	printBanner(banner, "http://"+ln.Addr().String(), svc.iss.URL(), configFile == "")
 	if debugAddr != "" {
 		fmt.Fprintf(banner, "\nEvent counters (expvar): http://%s/debug/vars\n", debugAddr)
 	}
-
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	logger.Info("shutting down: finishing requests in flight")
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil {
-		return err
-	}
-	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return serving.Serve(ctx, srv, ln, nil, 30*time.Second, logger)
 }
 
 func printBanner(w io.Writer, base, issuerURL string, demo bool) {
