@@ -356,12 +356,13 @@ func TestServeDrainsOnTerminate(t *testing.T) {
 		fmt.Fprintf(c, "POST /ids/connect/token HTTP/1.1\r\nHost: %s\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: %d\r\n\r\n%s", host, len(body), body[:10])
 		conns[i] = c
 	}
-	// The server has read the headers of every request once a request
-	// sent after them on another connection is answered.
-	if resp, err := http.Get(r.ops + "/healthz"); err == nil {
-		resp.Body.Close()
+	// The listener accepts in order: once a request on a connection made
+	// after them is answered, the eight have been accepted.
+	resp, err := http.Get(r.base + "/ids/.well-known/openid-configuration")
+	if err != nil {
+		t.Fatal(err)
 	}
-	time.Sleep(200 * time.Millisecond)
+	resp.Body.Close()
 	r.signal(t, syscall.SIGTERM)
 	r.waitLog(t, "shutting down")
 	for i, c := range conns {
