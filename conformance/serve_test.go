@@ -356,13 +356,16 @@ func TestServeDrainsOnTerminate(t *testing.T) {
 		fmt.Fprintf(c, "POST /ids/connect/token HTTP/1.1\r\nHost: %s\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: %d\r\n\r\n%s", host, len(body), body[:10])
 		conns[i] = c
 	}
-	// The listener accepts in order: once a request on a connection made
-	// after them is answered, the eight have been accepted.
-	resp, err := http.Get(r.base + "/ids/.well-known/openid-configuration")
-	if err != nil {
-		t.Fatal(err)
+	// In flight: each request's handler is running, waiting for the rest
+	// of its body.
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		if n := sample(scrape(t, r.ops), "idsauth_http_requests_in_flight", nil); n == inFlight {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("idsauth_http_requests_in_flight = %v, want %d", n, inFlight)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
-	resp.Body.Close()
 	r.signal(t, syscall.SIGTERM)
 	r.waitLog(t, "shutting down")
 	for i, c := range conns {

@@ -137,6 +137,7 @@ type server struct {
 	reloadsOK, reloadsFailed  atomic.Uint64
 	lastOK, lastFailed        atomic.Int64 // Unix seconds; 0 never
 	jwksServed                atomic.Uint64
+	inFlight                  atomic.Int64
 	ready                     atomic.Bool
 	version, revision, goVers string
 }
@@ -161,7 +162,7 @@ func runServe(ctx context.Context, f serveFlags, logger *slog.Logger, e env) err
 		return err
 	}
 	mux := http.NewServeMux()
-	mux.Handle(mount, s.countJWKS(s.iss))
+	mux.Handle(mount, s.instrument(s.iss))
 
 	ln, err := net.Listen("tcp", f.addr)
 	if err != nil {
@@ -241,10 +242,13 @@ func (s *server) reloadFiles() error {
 	return s.iss.Reload(cfg)
 }
 
-// countJWKS counts the JWKS documents served.
-func (s *server) countJWKS(h http.Handler) http.Handler {
+// instrument counts the requests in flight and the JWKS documents
+// served.
+func (s *server) instrument(h http.Handler) http.Handler {
 	jwks := strings.TrimSuffix(mustPath(s.iss.JWKSURL()), "/")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.inFlight.Add(1)
+		defer s.inFlight.Add(-1)
 		if r.URL.Path == jwks && r.Method == http.MethodGet {
 			s.jwksServed.Add(1)
 		}
@@ -305,6 +309,8 @@ func (s *server) writeMetrics(w http.ResponseWriter, r *http.Request) {
 	pw.Header("idsauth_last_reload_timestamp_seconds", "When the last reload of each result happened, in Unix seconds; 0 never.", "gauge")
 	pw.Sample("idsauth_last_reload_timestamp_seconds", []string{"result"}, []string{"ok"}, strconv.FormatInt(s.lastOK.Load(), 10))
 	pw.Sample("idsauth_last_reload_timestamp_seconds", []string{"result"}, []string{"failed"}, strconv.FormatInt(s.lastFailed.Load(), 10))
+	pw.Header("idsauth_http_requests_in_flight", "Requests to the identity service being handled now.", "gauge")
+	pw.Sample("idsauth_http_requests_in_flight", nil, nil, strconv.FormatInt(s.inFlight.Load(), 10))
 	pw.Header("idsauth_jwks_served_total", "JWKS documents requested from the identity service.", "counter")
 	pw.Sample("idsauth_jwks_served_total", nil, nil, strconv.FormatUint(s.jwksServed.Load(), 10))
 	keys := s.iss.KeySchedule()
