@@ -5,7 +5,7 @@
 //	go run ./examplesvc                      serve on 127.0.0.1:8080 with the demo configuration
 //	go run ./examplesvc -config idsauth.json your own configuration (the issuer's format plus scimTenants), its issuer URL as it is
 //	go run ./examplesvc -issuer URL ...      replace the configuration's issuer URL (behind a proxy)
-//	go run ./examplesvc -debug-addr 127.0.0.1:6060   also serve the event counters at /debug/vars there
+//	go run ./examplesvc -debug-addr 127.0.0.1:6060   also serve the event counters at /metrics (Prometheus) and expvar at /debug/vars there
 //
 // SIGHUP reloads the configuration file; SIGINT and SIGTERM shut down
 // gracefully.
@@ -13,6 +13,7 @@ package main
 
 import (
 	"context"
+	"expvar"
 	"flag"
 	"fmt"
 	"io"
@@ -31,7 +32,7 @@ func main() {
 	addr := flag.String("addr", "127.0.0.1:8080", "listen address, host:port")
 	configFile := flag.String("config", "", "configuration file (the issuer's JSON format plus scimTenants); empty: the embedded demo configuration, with an ephemeral signing key")
 	issuerURL := flag.String("issuer", "", "public issuer URL, replacing the configuration's; empty: the file's issuer, or http://<addr>/ids for the demo configuration")
-	debugAddr := flag.String("debug-addr", "", "listen address of /debug/vars (expvar, with the idsauth event counters), host:port; keep it on loopback, it names clients and tenants; empty: not served")
+	debugAddr := flag.String("debug-addr", "", "listen address of /metrics (the idsauth event counters, Prometheus text format) and /debug/vars (expvar), host:port; keep it on loopback, it names clients and tenants; empty: not served")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "examplesvc: unexpected argument %q (hash-secret is now \"idsauth hash-secret\": go install ./cmd/idsauth)\n", flag.Arg(0))
@@ -80,7 +81,8 @@ func run(ctx context.Context, addr, configFile, issuerURL, debugAddr string, log
 			return err
 		}
 		debug := http.NewServeMux()
-		debug.HandleFunc("GET /debug/vars", svc.metrics.debugVars)
+		debug.Handle("GET /metrics", svc.metrics)
+		debug.Handle("GET /debug/vars", expvar.Handler())
 		dsrv := &http.Server{Handler: debug, ReadHeaderTimeout: 10 * time.Second}
 		go func() { _ = dsrv.Serve(dln) }()
 		defer dsrv.Close()
@@ -89,7 +91,7 @@ func run(ctx context.Context, addr, configFile, issuerURL, debugAddr string, log
 
 	printBanner(banner, "http://"+ln.Addr().String(), svc.iss.URL(), configFile == "")
 	if debugAddr != "" {
-		fmt.Fprintf(banner, "\nEvent counters (expvar): http://%s/debug/vars\n", debugAddr)
+		fmt.Fprintf(banner, "\nEvent counters (Prometheus): http://%s/metrics\n", debugAddr)
 	}
 	return serving.Serve(ctx, srv, ln, nil, 30*time.Second, logger)
 }
