@@ -5,7 +5,7 @@
 //	go run ./examplesvc                      serve on 127.0.0.1:8080 with the demo configuration
 //	go run ./examplesvc -config idsauth.json your own configuration (the issuer's format plus scimTenants), its issuer URL as it is
 //	go run ./examplesvc -issuer URL ...      replace the configuration's issuer URL (behind a proxy)
-//	go run ./examplesvc -debug-addr 127.0.0.1:6060   also serve the event counters at /debug/vars there
+//	go run ./examplesvc -debug-addr 127.0.0.1:6060   also serve the event counters at /metrics (Prometheus) and expvar at /debug/vars there
 //
 // SIGHUP reloads the configuration file; SIGINT and SIGTERM shut down
 // gracefully.
@@ -13,7 +13,7 @@ package main
 
 import (
 	"context"
-	"errors"
+	"expvar"
 	"flag"
 	"fmt"
 	"io"
@@ -24,13 +24,15 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+
+	"github.com/idsauth/idsauth/internal/serving"
 )
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:8080", "listen address, host:port")
 	configFile := flag.String("config", "", "configuration file (the issuer's JSON format plus scimTenants); empty: the embedded demo configuration, with an ephemeral signing key")
 	issuerURL := flag.String("issuer", "", "public issuer URL, replacing the configuration's; empty: the file's issuer, or http://<addr>/ids for the demo configuration")
-	debugAddr := flag.String("debug-addr", "", "listen address of /debug/vars (expvar, with the idsauth event counters), host:port; keep it on loopback, it names clients and tenants; empty: not served")
+	debugAddr := flag.String("debug-addr", "", "listen address of /metrics (the idsauth event counters, Prometheus text format) and /debug/vars (expvar), host:port; keep it on loopback, it names clients and tenants; empty: not served")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "examplesvc: unexpected argument %q (hash-secret is now \"idsauth hash-secret\": go install ./cmd/idsauth)\n", flag.Arg(0))
@@ -69,34 +71,8 @@ func run(ctx context.Context, addr, configFile, issuerURL, debugAddr string, log
 			logger.Warn(w, "issuer", svc.iss.URL(), "listen", ln.Addr().String())
 		}
 	}
-	srv := &http.Server{
-		Handler: svc.routes(),
-		// Go's default is 1 MiB of headers per request. 32 KiB holds a
-		// bearer token of up to 16 KiB (this issuer's are under 1 KiB)
-		// with room for ordinary headers; the token endpoint's Basic
-		// credentials (client ID and secret, 100 characters each at most)
-		// need far less.
-		MaxHeaderBytes:    32 << 10,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      60 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-	}
-
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-	go func() {
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-hup:
-				svc.reload()
-			}
-		}
-	}()
+	srv := serving.NewServer(svc.routes(), logger)
+	serving.OnHangup(ctx, svc.reload)
 
 	if debugAddr != "" {
 		dln, err := net.Listen("tcp", debugAddr)
@@ -105,35 +81,19 @@ func run(ctx context.Context, addr, configFile, issuerURL, debugAddr string, log
 			return err
 		}
 		debug := http.NewServeMux()
-		debug.HandleFunc("GET /debug/vars", svc.metrics.debugVars)
+		debug.Handle("GET /metrics", svc.metrics)
+		debug.Handle("GET /debug/vars", expvar.Handler())
 		dsrv := &http.Server{Handler: debug, ReadHeaderTimeout: 10 * time.Second}
 		go func() { _ = dsrv.Serve(dln) }()
 		defer dsrv.Close()
 		debugAddr = dln.Addr().String()
 	}
 
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
 	printBanner(banner, "http://"+ln.Addr().String(), svc.iss.URL(), configFile == "")
 	if debugAddr != "" {
-		fmt.Fprintf(banner, "\nEvent counters (expvar): http://%s/debug/vars\n", debugAddr)
+		fmt.Fprintf(banner, "\nEvent counters (Prometheus): http://%s/metrics\n", debugAddr)
 	}
-
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	logger.Info("shutting down: finishing requests in flight")
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil {
-		return err
-	}
-	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return serving.Serve(ctx, srv, ln, nil, 30*time.Second, logger)
 }
 
 func printBanner(w io.Writer, base, issuerURL string, demo bool) {

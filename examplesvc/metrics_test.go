@@ -11,9 +11,9 @@ import (
 	"github.com/idsauth/idsauth/internal/testlog"
 )
 
-// TestDebugVarsCountsEvents: a few calls show up in /debug/vars as the
-// idsauth event counters, keyed by reason, client and tenant only.
-func TestDebugVarsCountsEvents(t *testing.T) {
+// TestMetricsCountEvents: a few calls show up in /metrics as the idsauth
+// event counters, labelled by reason, client and tenant only.
+func TestMetricsCountEvents(t *testing.T) {
 	_, logger := testlog.New()
 	svc, err := newService(t.Context(), configSource{issuer: "http://127.0.0.1:9/ids"}, logger)
 	if err != nil {
@@ -55,32 +55,24 @@ func TestDebugVarsCountsEvents(t *testing.T) {
 	send("GET", "/webapi/scim-api/v1/demo/scim/Users", "Bearer demo-scim-guess", "").Body.Close()
 
 	rec := httptest.NewRecorder()
-	svc.metrics.debugVars(rec, httptest.NewRequest("GET", "/debug/vars", nil))
-	var vars struct {
-		IDSAuth  map[string]map[string]int `json:"idsauth"`
-		Memstats json.RawMessage           `json:"memstats"`
-	}
-	if err := json.Unmarshal(rec.Body.Bytes(), &vars); err != nil || vars.Memstats == nil {
-		t.Fatalf("/debug/vars is not expvar's JSON: %v\n%s", err, rec.Body)
-	}
-	want := map[string]map[string]int{
-		"token_issued":         {"demo-admin": 1},
-		"token_refused":        {"invalid_client": 1},
-		"validation_succeeded": {"verified": 1, "cached": 2},
-		"rejected":             {"insufficient_scope": 1, "no_token": 1},
-		"scim_authenticated":   {"demo": 1},
-		"scim_refused":         {"scim_token": 1},
-	}
-	for kind, counts := range want {
-		for key, n := range counts {
-			if vars.IDSAuth[kind][key] != n {
-				t.Errorf("%s[%s] = %d, want %d; all: %v", kind, key, vars.IDSAuth[kind][key], n, vars.IDSAuth)
-			}
+	svc.metrics.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	for _, want := range []string{
+		`idsauth_tokens_issued_total{client_id="demo-admin",scope="pd_AdminWebApi"} 1`,
+		`idsauth_tokens_refused_total{client_id="demo-admin",reason="invalid_client",status="401"} 1`,
+		`idsauth_validations_total{result="succeeded",cached="false",reason=""} 1`,
+		`idsauth_validations_total{result="succeeded",cached="true",reason=""} 2`,
+		`idsauth_rejections_total{reason="insufficient_scope",status="403"} 1`,
+		`idsauth_rejections_total{reason="no_token",status="401"} 1`,
+		`idsauth_scim_authentications_total{result="admitted",tenant="demo",reason=""} 1`,
+		`idsauth_scim_authentications_total{result="refused",tenant="demo",reason="scim_token"} 1`,
+	} {
+		if !strings.Contains(rec.Body.String(), want+"\n") {
+			t.Errorf("/metrics lacks %s:\n%s", want, rec.Body)
 		}
 	}
 	for _, never := range []string{tok.AccessToken[:20], "guess", "demo-admin-secret", "demo-scim-token"} {
 		if strings.Contains(rec.Body.String(), never) {
-			t.Errorf("/debug/vars holds %q", never)
+			t.Errorf("/metrics holds %q", never)
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/idsauth/idsauth/internal/clientip"
 	"github.com/idsauth/idsauth/issuer"
+	"github.com/idsauth/idsauth/metrics"
 	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/scimerr"
 	"github.com/idsauth/idsauth/scope"
@@ -30,7 +31,7 @@ type service struct {
 	// secrets checks client secrets and SCIM tokens alike, so one bound
 	// on concurrent bcrypt checks and one failure floor cover both.
 	secrets *secret.Verifier
-	metrics *metrics // every event of the issuer, validator and middleware
+	metrics *metrics.Metrics // every event of the issuer, validator and middleware
 
 	mu      sync.Mutex // serializes reloads
 	current *fileConfig
@@ -56,7 +57,7 @@ func newService(ctx context.Context, src configSource, logger *slog.Logger) (*se
 	if err != nil {
 		return nil, err
 	}
-	m := newMetrics()
+	m := metrics.New()
 	l := cfg.Limits
 	secrets := secret.NewVerifier(secret.VerifierConfig{
 		MaxConcurrentSlow: l.MaxConcurrentSlowHashes,

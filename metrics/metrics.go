@@ -16,10 +16,8 @@
 package metrics
 
 import (
-	"bufio"
 	"context"
 	"io"
-	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -27,6 +25,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/idsauth/idsauth/internal/promtext"
 	"github.com/idsauth/idsauth/observe"
 )
 
@@ -155,7 +154,7 @@ func (s *series) observe(e observe.Event) {
 // ServeHTTP writes the metrics in the Prometheus text format (version
 // 0.0.4).
 func (m *Metrics) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	w.Header().Set("Content-Type", promtext.ContentType)
 	w.Header().Set("Cache-Control", "no-store")
 	m.WriteTo(w) //nolint:errcheck // the client went away
 }
@@ -163,21 +162,14 @@ func (m *Metrics) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 // WriteTo writes the metrics in the Prometheus text format, families in a
 // fixed order and series sorted, to w.
 func (m *Metrics) WriteTo(w io.Writer) (int64, error) {
-	cw := &countingWriter{w: w}
-	b := bufio.NewWriter(cw)
+	pw := promtext.NewWriter(w)
 	for _, f := range m.families {
-		f.write(b)
+		f.write(pw)
 	}
-	err := b.Flush()
-	return cw.n, err
+	return pw.Flush()
 }
 
-func writeHeader(b *bufio.Writer, f *family) {
-	b.WriteString("# HELP " + f.name + " " + escapeHelp(f.help) + "\n")
-	b.WriteString("# TYPE " + f.name + " " + f.typ + "\n")
-}
-
-func (f *family) write(b *bufio.Writer) {
+func (f *family) write(pw *promtext.Writer) {
 	f.mu.RLock()
 	all := make([]*series, 0, len(f.series))
 	for _, s := range f.series {
@@ -188,67 +180,23 @@ func (f *family) write(b *bufio.Writer) {
 		return // a family with no series is written when it has one
 	}
 	slices.SortFunc(all, func(a, b *series) int { return slices.Compare(a.values, b.values) })
-	writeHeader(b, f)
+	pw.Header(f.name, f.help, f.typ)
 	for _, s := range all {
 		if f.typ != "histogram" {
-			writeSample(b, f.name, f.labels, s.values, strconv.FormatUint(s.count.Load(), 10))
+			pw.Sample(f.name, f.labels, s.values, strconv.FormatUint(s.count.Load(), 10))
 			continue
 		}
 		labels := append(slices.Clone(f.labels), "le")
 		var cum uint64
 		for i, le := range durationBuckets {
 			cum += s.buckets[i].Load()
-			writeSample(b, f.name+"_bucket", labels, append(slices.Clone(s.values), formatFloat(le)), strconv.FormatUint(cum, 10))
+			pw.Sample(f.name+"_bucket", labels, append(slices.Clone(s.values), promtext.Float(le)), strconv.FormatUint(cum, 10))
 		}
-		count := s.count.Load()
-		// A count read after the buckets is at least their sum; +Inf is
-		// the count, so the buckets never exceed it.
-		writeSample(b, f.name+"_bucket", labels, append(slices.Clone(s.values), "+Inf"), strconv.FormatUint(max(count, cum), 10))
-		writeSample(b, f.name+"_sum", f.labels, s.values, formatFloat(float64(s.sumNanos.Load())/1e9))
-		writeSample(b, f.name+"_count", f.labels, s.values, strconv.FormatUint(max(count, cum), 10))
+		// The count is read after the buckets and may lag them by the
+		// observations in flight; the larger keeps +Inf the largest bucket.
+		count := max(s.count.Load(), cum)
+		pw.Sample(f.name+"_bucket", labels, append(slices.Clone(s.values), "+Inf"), strconv.FormatUint(count, 10))
+		pw.Sample(f.name+"_sum", f.labels, s.values, promtext.Float(float64(s.sumNanos.Load())/1e9))
+		pw.Sample(f.name+"_count", f.labels, s.values, strconv.FormatUint(count, 10))
 	}
-}
-
-func writeSample(b *bufio.Writer, name string, labels, values []string, value string) {
-	b.WriteString(name)
-	if len(labels) > 0 {
-		b.WriteByte('{')
-		for i, l := range labels {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			b.WriteString(l + `="` + escapeLabel(values[i]) + `"`)
-		}
-		b.WriteByte('}')
-	}
-	b.WriteString(" " + value + "\n")
-}
-
-func formatFloat(f float64) string {
-	if math.IsInf(f, 1) {
-		return "+Inf"
-	}
-	return strconv.FormatFloat(f, 'g', -1, 64)
-}
-
-// escapeLabel escapes a label value as the text format requires:
-// backslash, double quote and line feed.
-func escapeLabel(s string) string {
-	return strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(s)
-}
-
-// escapeHelp escapes a help text: backslash and line feed.
-func escapeHelp(s string) string {
-	return strings.NewReplacer(`\`, `\\`, "\n", `\n`).Replace(s)
-}
-
-type countingWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
 }

@@ -7,6 +7,8 @@
 //	idsauth check-config FILE
 //	idsauth token -issuer URL -client-id ID [-scope S] [-secret-file FILE | -secret-env NAME | -key FILE] [-decode]
 //	idsauth decode [-issuer URL [-audience A]] [TOKEN]
+//	idsauth serve [-addr HOST:PORT] [-ops-addr HOST:PORT] [-tls-cert F -tls-key F] -config FILE
+//	idsauth version
 //
 // Every subcommand takes -h. Exit status: 0 success, 1 failure, 2 a usage
 // error. Secrets are never taken from a flag: a command line ends up in
@@ -52,6 +54,8 @@ var commands = []command{
 	{"check-config", "load an issuer configuration as the issuer would and summarise it", checkConfig},
 	{"token", "fetch an access token with client_credentials", token},
 	{"decode", "print a token's header and claims; with -issuer, verify it", decode},
+	{"serve", "serve the identity service of a configuration file, with metrics", serve},
+	{"version", "print the version, VCS revision and Go version of this binary", version},
 }
 
 // usageError is a mistake in the command line: exit status 2.
@@ -70,6 +74,9 @@ func main() {
 
 // run runs the command line args and returns the exit status.
 func run(ctx context.Context, e env, args []string) int {
+	if len(args) > 0 && (args[0] == "-version" || args[0] == "--version") {
+		args = append([]string{"version"}, args[1:]...)
+	}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help" {
 		usage(e.stderr)
 		if len(args) == 0 {
