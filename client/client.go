@@ -431,16 +431,27 @@ func (t *tokens) request(ctx context.Context) (*oauth2.Token, error) {
 // get returns a token that is not about to expire, waiting for a fetch no
 // longer than ctx allows.
 func (t *tokens) get(ctx context.Context) (string, error) {
+	tok, err := t.current(ctx)
+	if err != nil {
+		return "", err
+	}
+	return tok.AccessToken, nil
+}
+
+// current returns the cached token while it is not about to expire, or
+// the one a fetch brings, waiting for the fetch no longer than ctx allows.
+// Concurrent callers share one fetch.
+func (t *tokens) current(ctx context.Context) (*oauth2.Token, error) {
 	t.mu.Lock()
 	now := time.Now()
 	if tok := t.token; tok != nil && (tok.Expiry.IsZero() || now.Add(t.renewBefore).Before(tok.Expiry)) {
 		t.mu.Unlock()
-		return tok.AccessToken, nil
+		return tok, nil
 	}
 	if t.failure != nil && now.Before(t.retryAt) {
 		err := t.failure
 		t.mu.Unlock()
-		return "", err
+		return nil, err
 	}
 	f := t.inflight
 	if f == nil {
@@ -452,11 +463,11 @@ func (t *tokens) get(ctx context.Context) (string, error) {
 	select {
 	case <-f.done:
 		if f.err != nil {
-			return "", f.err
+			return nil, f.err
 		}
-		return f.token.AccessToken, nil
+		return f.token, nil
 	case <-ctx.Done():
-		return "", ctx.Err()
+		return nil, ctx.Err()
 	}
 }
 

@@ -9,8 +9,10 @@ import (
 	"log"
 	"net/http"
 	"net/http/httptest"
+	"os"
 
 	"github.com/justinas/alice"
+	"golang.org/x/oauth2"
 
 	"github.com/idsauth/idsauth/client"
 	"github.com/idsauth/idsauth/issuer"
@@ -103,4 +105,19 @@ func startExampleService(more ...issuer.ClientConfig) *httptest.Server {
 				fmt.Fprint(w, `{"data":[],"pagingDetails":{"page":1,"pageSize":10,"totalPages":0,"totalCount":0}}`)
 			}))
 	return srv
+}
+
+// A TokenSource feeds anything that takes an oauth2.TokenSource: here an
+// oauth2.Transport; gRPC's oauth.TokenSource{TokenSource: ts} takes it
+// the same way.
+func ExampleConfig_TokenSource() {
+	cfg := client.Config{
+		ClientID:     "reporting",
+		ClientSecret: os.Getenv("REPORTING_SECRET"),
+		BaseURL:      "https://docs.example.com",
+		Scopes:       []string{scope.AdminWebAPI},
+	}
+	ts := cfg.TokenSource(context.Background())
+	hc := oauth2.NewClient(context.Background(), ts)
+	_ = hc
 }
