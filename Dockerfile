@@ -11,7 +11,7 @@
 FROM golang:1.26 AS build
 WORKDIR /src
 COPY . .
-RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/idsauth ./cmd/idsauth
+RUN CGO_ENABLED=0 go build -C cmd/idsauth -trimpath -ldflags="-s -w" -o /out/idsauth .
 
 FROM scratch
 # Root certificates, for a limiter store reached over TLS.

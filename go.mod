@@ -8,8 +8,5 @@ require (
 	github.com/justinas/alice v1.2.0
 	golang.org/x/crypto v0.58.0
 	golang.org/x/oauth2 v0.37.0
-	golang.org/x/term v0.47.0
 	golang.org/x/time v0.16.0
 )
-
-require golang.org/x/sys v0.49.0 // indirect

@@ -11,7 +11,7 @@ import (
 )
 
 // buildLine is the Dockerfile's build command: RUN <env> go build ... -o OUT PKG.
-var buildLine = regexp.MustCompile(`(?m)^RUN (CGO_ENABLED=0 go build .*) -o (\S+) (\S+)$`)
+var buildLine = regexp.MustCompile(`(?m)^RUN (CGO_ENABLED=0 go build -C \S+ .*) -o (\S+) (\S+)$`)
 
 // TestDockerfileBuildsAStaticBinary runs the Dockerfile's own build
 // command and reads the binary's ELF headers: no interpreter and no

@@ -45,9 +45,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binary = filepath.Join(dir, "idsauth")
-	// Built in the repository's root module, as "go install" builds it.
-	build := exec.Command("go", "build", "-o", binary, "./cmd/idsauth")
-	build.Dir = ".."
+	// Built in the command's own module, as "go install" builds it.
+	build := exec.Command("go", "build", "-o", binary, ".")
+	build.Dir = "../cmd/idsauth"
 	out, err := build.CombinedOutput()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "building the idsauth command: %v\n%s", err, out)

@@ -35,7 +35,7 @@ func main() {
 	debugAddr := flag.String("debug-addr", "", "listen address of /metrics (the idsauth event counters, Prometheus text format) and /debug/vars (expvar), host:port; keep it on loopback, it names clients and tenants; empty: not served")
 	flag.Parse()
 	if flag.NArg() > 0 {
-		fmt.Fprintf(os.Stderr, "examplesvc: unexpected argument %q (hash-secret is now \"idsauth hash-secret\": go install ./cmd/idsauth)\n", flag.Arg(0))
+		fmt.Fprintf(os.Stderr, "examplesvc: unexpected argument %q (hash-secret is now \"idsauth hash-secret\": go install github.com/idsauth/idsauth/cmd/idsauth@latest)\n", flag.Arg(0))
 		flag.Usage()
 		os.Exit(2)
 	}

@@ -1,44 +1,18 @@
 package redisstore_test
 
 import (
-	"bytes"
-	"context"
-	"net"
-	"os"
-	"os/exec"
-	"strconv"
-	"sync"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/idsauth/idsauth/internal/redistest"
 )
 
-// redisServer is a redis-server the test started, on a free loopback
-// port, with a temporary directory and no persistence.
+// redisServer is a redis-server the test started (internal/redistest),
+// on a free loopback port, with a temporary directory and no persistence.
 type redisServer struct {
-	cmd  *exec.Cmd
+	*redistest.Server
 	addr string
-	out  *lockedBuffer
-	mu   sync.Mutex // serializes kill
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // startRedis starts a redis-server for t and stops it, by its PID, when t
@@ -46,40 +20,8 @@ func (l *lockedBuffer) String() string {
 // set: there it must run.
 func startRedis(t *testing.T) *redisServer {
 	t.Helper()
-	path, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("redis-server is not on PATH, and CI must run these tests (.ci/run installs it): %v", err)
-		}
-		t.Skip("redis-server is not on PATH: install it (apt-get install redis-server) to run the Redis store's tests")
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
-	l.Close()
-	s := &redisServer{addr: "127.0.0.1:" + port, out: &lockedBuffer{}}
-	s.cmd = exec.Command(path, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", t.TempDir())
-	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
-	if err := s.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.kill)
-	c := redis.NewClient(&redis.Options{Addr: s.addr})
-	defer c.Close()
-	for i := 0; ; i++ {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		err := c.Ping(ctx).Err()
-		cancel()
-		if err == nil {
-			return s
-		}
-		if i == 100 {
-			t.Fatalf("redis-server on %s does not answer PING: %v\n%s", s.addr, err, s.out)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	s := redistest.Start(t)
+	return &redisServer{Server: s, addr: s.Addr}
 }
 
 // client returns a client of s that t closes.
@@ -90,27 +32,11 @@ func (s *redisServer) client(t *testing.T) *redis.Client {
 }
 
 // kill stops the server by its PID, at once.
-func (s *redisServer) kill() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cmd.ProcessState != nil {
-		return
-	}
-	_ = s.cmd.Process.Kill() // SIGKILL ends a stopped process too
-	_ = s.cmd.Wait()
-}
+func (s *redisServer) kill() { s.Kill() }
 
 // pause stops the server's process (SIGSTOP): its port still accepts
 // connections, and nothing answers, as a hung Redis.
-func (s *redisServer) pause(t *testing.T) {
-	if err := s.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-}
+func (s *redisServer) pause(t *testing.T) { s.Pause(t) }
 
 // resume undoes pause.
-func (s *redisServer) resume(t *testing.T) {
-	if err := s.cmd.Process.Signal(syscall.SIGCONT); err != nil {
-		t.Fatal(err)
-	}
-}
+func (s *redisServer) resume(t *testing.T) { s.Resume(t) }

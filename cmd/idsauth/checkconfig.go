@@ -21,9 +21,9 @@ func checkConfig(_ context.Context, e env, args []string) error {
 checked, key files read) and print what it holds: clients with their scopes,
 audiences and token lifetimes, the keys published now with their kids, the
 signing one first, and the key schedule: when each key is published and
-signs, in UTC. A file may also hold SCIM tenants ("scimTenants", as the example
-service's does); they are checked too. A bad file exits 1 with the error
-naming the field. Run it before sending the issuer SIGHUP.`)
+signs, in UTC. A file may also hold idsauth serve's "limiterStore" and SCIM
+tenants ("scimTenants", as the example service's does); they are checked
+too. A bad file exits 1 with the error naming the field. Run it before sending the issuer SIGHUP.`)
 	atFlag := fs.String("at", "", "load as an issuer whose clock says this RFC 3339 time (default now)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -45,7 +45,8 @@ naming the field. Run it before sending the issuer SIGHUP.`)
 	}
 	var file struct {
 		issuer.Config
-		SCIMTenants []middleware.TenantConfig `json:"scimTenants,omitempty"`
+		SCIMTenants  []middleware.TenantConfig `json:"scimTenants,omitempty"`
+		LimiterStore *storeConfig              `json:"limiterStore,omitempty"` // idsauth serve's
 	}
 	if err := issuer.DecodeConfig(data, &file); err != nil {
 		return err
@@ -53,6 +54,11 @@ naming the field. Run it before sending the issuer SIGHUP.`)
 	tenants, err := middleware.ParseTenants(file.SCIMTenants)
 	if err != nil {
 		return err // "SCIM tenants: [1].tenant: ..."
+	}
+	if file.LimiterStore != nil {
+		if err := file.LimiterStore.check(); err != nil {
+			return fmt.Errorf("limiterStore.%w", err)
+		}
 	}
 	cfg := &file.Config
 	cfg.Dir = filepath.Dir(fs.Arg(0))
@@ -94,6 +100,13 @@ naming the field. Run it before sending the issuer SIGHUP.`)
 		for _, name := range names {
 			fmt.Fprintf(w, "  %-20s %d token hash(es)\n", name, len(tenants[name]))
 		}
+	}
+	if s := file.LimiterStore; s != nil {
+		mode := s.Redis.OnUnavailable
+		if mode == "" {
+			mode = "open"
+		}
+		fmt.Fprintf(w, "\nLimiter store (idsauth serve): Redis at %s, TLS %v, fails %s\n", s.Redis.Address, s.Redis.TLS, mode)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -133,6 +134,8 @@ type server struct {
 	metrics *metrics.Metrics
 	logger  *slog.Logger
 
+	store                     *limiterStore // nil without a limiterStore section
+	storeConfig               *storeConfig
 	reloadMu                  sync.Mutex
 	reloadsOK, reloadsFailed  atomic.Uint64
 	lastOK, lastFailed        atomic.Int64 // Unix seconds; 0 never
@@ -145,11 +148,21 @@ type server struct {
 func runServe(ctx context.Context, f serveFlags, logger *slog.Logger, e env) error {
 	s := &server{file: f.config, metrics: metrics.New(), logger: logger}
 	s.version, s.revision, s.goVers = buildInfo()
-	cfg, err := issuer.LoadConfig(f.config)
+	cfg, err := loadServeConfig(f.config)
 	if err != nil {
 		return err
 	}
-	if s.iss, err = issuer.New(cfg, issuer.WithLogger(logger), issuer.WithObserver(s.metrics)); err != nil {
+	opts := []issuer.Option{issuer.WithLogger(logger), issuer.WithObserver(s.metrics)}
+	if cfg.LimiterStore != nil {
+		if s.store, err = newLimiterStore(cfg, logger); err != nil {
+			return err
+		}
+		defer s.store.rdb.Close()
+		s.storeConfig = cfg.LimiterStore
+		opts = append(opts, issuer.WithLimiterStore(s.store.store))
+		logger.Info("failure budgets in Redis", slog.String("address", cfg.LimiterStore.Redis.Address))
+	}
+	if s.iss, err = issuer.New(&cfg.Config, opts...); err != nil {
 		return err
 	}
 	if f.tlsCert != "" {
@@ -221,9 +234,12 @@ func (s *server) reload() {
 }
 
 func (s *server) reloadFiles() error {
-	cfg, err := issuer.LoadConfig(s.file)
+	cfg, err := loadServeConfig(s.file)
 	if err != nil {
 		return err
+	}
+	if !sameStore(cfg.LimiterStore, s.storeConfig) {
+		return errors.New("limiterStore: differs from the store in use: restart to change it")
 	}
 	mount, err := mountPath(cfg.Issuer)
 	if err != nil {
@@ -239,7 +255,7 @@ func (s *server) reloadFiles() error {
 			return err
 		}
 	}
-	return s.iss.Reload(cfg)
+	return s.iss.Reload(&cfg.Config)
 }
 
 // instrument counts the requests in flight and the JWKS documents
@@ -270,10 +286,10 @@ func (s *server) opsRoutes() http.Handler {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprintln(w, "ok")
 	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
-		if reason := s.notReady(); reason != "" {
+		if reason := s.notReady(r.Context()); reason != "" {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			fmt.Fprintln(w, "not ready:", reason)
 			return
@@ -284,13 +300,19 @@ func (s *server) opsRoutes() http.Handler {
 	return mux
 }
 
-// notReady says why the service should not get traffic, or "".
-func (s *server) notReady() string {
+// notReady says why the service should not get traffic, or "": it is
+// not serving, no key is published, or the shared store does not answer.
+func (s *server) notReady(ctx context.Context) string {
 	if !s.ready.Load() {
 		return "not serving"
 	}
 	if len(s.iss.KeyIDs()) == 0 {
 		return "no signing key published"
+	}
+	if s.store != nil {
+		if err := s.store.ping(ctx); err != nil {
+			return "the limiter store (Redis) does not answer"
+		}
 	}
 	return ""
 }

@@ -1,0 +1,183 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/idsauth/idsauth/issuer"
+	"github.com/idsauth/idsauth/redisstore"
+)
+
+// serveConfig is the file idsauth serve reads: the issuer's configuration
+// and, beside it, where the failure budgets live.
+type serveConfig struct {
+	issuer.Config
+	// LimiterStore, when set, keeps the failure budgets (and the used
+	// assertions' jtis) in a store that every replica shares.
+	LimiterStore *storeConfig `json:"limiterStore,omitempty"`
+}
+
+// storeConfig is the limiterStore section.
+type storeConfig struct {
+	Redis *redisConfig `json:"redis"`
+}
+
+// redisConfig is a Redis shared by the replicas (see the redisstore
+// module's README for what it keeps and how much memory it takes).
+type redisConfig struct {
+	// Address is host:port.
+	Address string `json:"address"`
+	// Username, for Redis ACLs; empty for none.
+	Username string `json:"username,omitempty"`
+	// PasswordFile holds the password (a trailing newline is dropped), or
+	// PasswordEnv names the environment variable that does; never the
+	// password itself in this file.
+	PasswordFile string `json:"passwordFile,omitempty"`
+	PasswordEnv  string `json:"passwordEnv,omitempty"`
+	// DB is the database number.
+	DB int `json:"db,omitempty"`
+	// TLS connects with TLS; CAFile (PEM) replaces the system's roots,
+	// ServerName the name checked in Redis's certificate (default the
+	// address's host).
+	TLS        bool   `json:"tls,omitempty"`
+	CAFile     string `json:"caFile,omitempty"`
+	ServerName string `json:"serverName,omitempty"`
+	// Prefix starts every key; default "idsauth:token:". Put a hash tag
+	// in it for a Redis Cluster.
+	Prefix string `json:"prefix,omitempty"`
+	// OnUnavailable: "open" (the default: per-replica budgets while Redis
+	// cannot answer) or "closed" (503 for every token request until it
+	// answers).
+	OnUnavailable string `json:"onUnavailable,omitempty"`
+	// TimeoutMillis bounds each call to Redis; default 150.
+	TimeoutMillis int `json:"timeoutMillis,omitempty"`
+}
+
+// loadServeConfig reads the file as the issuer's configuration plus the
+// limiterStore section: strictly, relative paths from the file's folder.
+func loadServeConfig(path string) (*serveConfig, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var c serveConfig
+	if err := issuer.DecodeConfig(data, &c); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	c.Dir = filepath.Dir(path)
+	if c.LimiterStore != nil {
+		if err := c.LimiterStore.check(); err != nil {
+			return nil, fmt.Errorf("%s: limiterStore.%w", path, err)
+		}
+	}
+	return &c, nil
+}
+
+func (s *storeConfig) check() error {
+	r := s.Redis
+	if r == nil {
+		return errors.New("redis: required (the one store serve knows)")
+	}
+	switch {
+	case r.Address == "":
+		return errors.New("redis.address: required")
+	case r.PasswordFile != "" && r.PasswordEnv != "":
+		return errors.New("redis: passwordFile and passwordEnv: give one")
+	case r.OnUnavailable != "" && r.OnUnavailable != "open" && r.OnUnavailable != "closed":
+		return fmt.Errorf("redis.onUnavailable: %q: want \"open\" or \"closed\"", r.OnUnavailable)
+	case r.TimeoutMillis < 0:
+		return errors.New("redis.timeoutMillis: negative")
+	case !r.TLS && (r.CAFile != "" || r.ServerName != ""):
+		return errors.New("redis: caFile and serverName need \"tls\": true")
+	}
+	return nil
+}
+
+// limiterStore is a store made from the configuration, and how to tell
+// whether it answers.
+type limiterStore struct {
+	store *redisstore.Store
+	rdb   *redis.Client
+}
+
+// newLimiterStore connects nothing yet: go-redis dials on first use, so a
+// Redis that is down at start leaves the service up, on its fallback.
+func newLimiterStore(c *serveConfig, logger *slog.Logger) (*limiterStore, error) {
+	r := c.LimiterStore.Redis
+	opts := &redis.Options{Addr: r.Address, Username: r.Username, DB: r.DB, ContextTimeoutEnabled: true}
+	switch {
+	case r.PasswordFile != "":
+		p := r.PasswordFile
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(c.Dir, p)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, fmt.Errorf("limiterStore.redis.passwordFile: %w", err)
+		}
+		opts.Password = strings.TrimRight(string(b), "\r\n")
+	case r.PasswordEnv != "":
+		opts.Password = os.Getenv(r.PasswordEnv)
+		if opts.Password == "" {
+			return nil, fmt.Errorf("limiterStore.redis.passwordEnv: %s is empty or unset", r.PasswordEnv)
+		}
+	}
+	if r.TLS {
+		tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: r.ServerName}
+		if r.CAFile != "" {
+			p := r.CAFile
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(c.Dir, p)
+			}
+			pem, err := os.ReadFile(p)
+			if err != nil {
+				return nil, fmt.Errorf("limiterStore.redis.caFile: %w", err)
+			}
+			tc.RootCAs = x509.NewCertPool()
+			if !tc.RootCAs.AppendCertsFromPEM(pem) {
+				return nil, fmt.Errorf("limiterStore.redis.caFile: %s holds no PEM certificate", p)
+			}
+		}
+		opts.TLSConfig = tc
+	}
+	prefix := r.Prefix
+	if prefix == "" {
+		prefix = "idsauth:token:"
+	}
+	mode := redisstore.FailOpen
+	if r.OnUnavailable == "closed" {
+		mode = redisstore.FailClosed
+	}
+	rdb := redis.NewClient(opts)
+	store := redisstore.New(rdb, redisstore.Options{
+		Prefix: prefix, Timeout: time.Duration(r.TimeoutMillis) * time.Millisecond,
+		OnUnavailable: mode, Logger: logger,
+	})
+	return &limiterStore{store: store, rdb: rdb}, nil
+}
+
+// ping reports whether Redis answers within a second.
+func (l *limiterStore) ping(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	return l.rdb.Ping(ctx).Err()
+}
+
+// sameStore reports whether a reloaded file asks for the store in use: a
+// store cannot be swapped by a reload.
+func sameStore(a, b *storeConfig) bool {
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	return string(ja) == string(jb)
+}

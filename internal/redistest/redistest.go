@@ -1,0 +1,120 @@
+// Package redistest starts a real redis-server for a test, on a free
+// loopback port with no persistence, and stops it by its PID when the
+// test ends. Without redis-server on PATH the test is skipped, unless the
+// environment sets CI: there it must run.
+package redistest
+
+import (
+	"bufio"
+	"bytes"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Server is a redis-server a test started.
+type Server struct {
+	Addr string // 127.0.0.1:port
+
+	cmd *exec.Cmd
+	out *lockedBuffer
+	mu  sync.Mutex // serializes Kill
+}
+
+// Start starts a redis-server for t and waits until it answers PING.
+func Start(t testing.TB) *Server {
+	t.Helper()
+	path, err := exec.LookPath("redis-server")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("redis-server is not on PATH, and CI must run these tests (.ci/run installs it): %v", err)
+		}
+		t.Skip("redis-server is not on PATH: install it (apt-get install redis-server) to run this test")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	l.Close()
+	s := &Server{Addr: "127.0.0.1:" + port, out: &lockedBuffer{}}
+	s.cmd = exec.Command(path, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", t.TempDir())
+	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Kill)
+	for i := 0; !s.Answers(); i++ {
+		if i == 100 {
+			t.Fatalf("redis-server on %s does not answer PING:\n%s", s.Addr, s.out)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return s
+}
+
+// Answers reports whether the server answers PING within a second.
+func (s *Server) Answers() bool {
+	c, err := net.DialTimeout("tcp", s.Addr, time.Second)
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(time.Second))
+	if _, err := c.Write([]byte("PING\r\n")); err != nil {
+		return false
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	return err == nil && line == "+PONG\r\n"
+}
+
+// Kill stops the server by its PID, at once.
+func (s *Server) Kill() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd.ProcessState != nil {
+		return
+	}
+	_ = s.cmd.Process.Kill() // SIGKILL ends a stopped process too
+	_ = s.cmd.Wait()
+}
+
+// Pause stops the server's process (SIGSTOP): its port still accepts
+// connections, and nothing answers, as a hung Redis.
+func (s *Server) Pause(t testing.TB) {
+	if err := s.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Resume undoes Pause.
+func (s *Server) Resume(t testing.TB) {
+	if err := s.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Output is what the server printed.
+func (s *Server) Output() string { return s.out.String() }
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
