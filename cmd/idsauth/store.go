@@ -84,6 +84,14 @@ func loadServeConfig(path string) (*serveConfig, error) {
 	return &c, nil
 }
 
+// path is p, relative to the configuration file's folder unless absolute.
+func (c *serveConfig) path(p string) string {
+	if filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(c.Dir, p)
+}
+
 func (s *storeConfig) check() error {
 	r := s.Redis
 	if r == nil {
@@ -118,11 +126,7 @@ func newLimiterStore(c *serveConfig, logger *slog.Logger) (*limiterStore, error)
 	opts := &redis.Options{Addr: r.Address, Username: r.Username, DB: r.DB, ContextTimeoutEnabled: true}
 	switch {
 	case r.PasswordFile != "":
-		p := r.PasswordFile
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(c.Dir, p)
-		}
-		b, err := os.ReadFile(p)
+		b, err := os.ReadFile(c.path(r.PasswordFile))
 		if err != nil {
 			return nil, fmt.Errorf("limiterStore.redis.passwordFile: %w", err)
 		}
@@ -136,10 +140,7 @@ func newLimiterStore(c *serveConfig, logger *slog.Logger) (*limiterStore, error)
 	if r.TLS {
 		tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: r.ServerName}
 		if r.CAFile != "" {
-			p := r.CAFile
-			if !filepath.IsAbs(p) {
-				p = filepath.Join(c.Dir, p)
-			}
+			p := c.path(r.CAFile)
 			pem, err := os.ReadFile(p)
 			if err != nil {
 				return nil, fmt.Errorf("limiterStore.redis.caFile: %w", err)

@@ -6,7 +6,6 @@ package redistest
 
 import (
 	"bufio"
-	"bytes"
 	"net"
 	"os"
 	"os/exec"
@@ -15,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/idsauth/idsauth/internal/testlog"
 )
 
 // Server is a redis-server a test started.
@@ -22,7 +23,7 @@ type Server struct {
 	Addr string // 127.0.0.1:port
 
 	cmd *exec.Cmd
-	out *lockedBuffer
+	out *testlog.Buffer
 	mu  sync.Mutex // serializes Kill
 }
 
@@ -42,7 +43,7 @@ func Start(t testing.TB) *Server {
 	}
 	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
 	l.Close()
-	s := &Server{Addr: "127.0.0.1:" + port, out: &lockedBuffer{}}
+	s := &Server{Addr: "127.0.0.1:" + port, out: &testlog.Buffer{}}
 	s.cmd = exec.Command(path, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", t.TempDir())
 	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
 	if err := s.cmd.Start(); err != nil {
@@ -101,20 +102,3 @@ func (s *Server) Resume(t testing.TB) {
 
 // Output is what the server printed.
 func (s *Server) Output() string { return s.out.String() }
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
