@@ -102,6 +102,15 @@ type Config struct {
 	// Scopes to ask for, e.g. scope.AdminWebAPI.
 	Scopes []string
 
+	// EndpointParams are extra parameters of every token request, for a
+	// server that wants more than RFC 6749 names: ORY Hydra, for one,
+	// takes the token's audience as "audience" and ignores "resource".
+	// A parameter the request sets itself (grant_type, scope, resource,
+	// client_id, client_secret, client_assertion, client_assertion_type,
+	// in any case) is refused: every token request then fails with an
+	// error naming it. Nil means none.
+	EndpointParams url.Values
+
 	// AuthStyle is how credentials are sent: oauth2.AuthStyleInHeader
 	// (HTTP Basic, which every server must accept: RFC 6749 §2.3.1) or
 	// oauth2.AuthStyleInParams (form body). Zero means HTTP Basic. (x/oauth2's
@@ -122,6 +131,21 @@ type Config struct {
 	FetchTimeout time.Duration
 }
 
+// MaxRetryAfter bounds how long a Retry-After from the token endpoint
+// holds back the next token request. This issuer never asks for more than
+// its failure window (a minute by default); a longer one comes from
+// something in front of it (a proxy, a WAF) or a misconfiguration, and
+// honoured in full it would stop every token request for as long as it
+// says (one 429 with Retry-After: 315360000, ten years). Five minutes
+// still spares an endpoint that is asking for relief.
+const MaxRetryAfter = 5 * time.Minute
+
+// ErrTokenRedirect is the error, inside a *TokenError, of a token endpoint
+// that answered with a redirect: a token request never follows one, since
+// it carries the client's credentials (a secret, or an assertion the other
+// origin could redeem). Set TokenURL to the endpoint itself.
+var ErrTokenRedirect = clientauth.ErrRedirect
+
 // TokenError is a failure of the token endpoint, as an OAuth 2.0 error
 // answer ([RFC 6749] §5.2) or a transport error.
 //
@@ -130,7 +154,7 @@ type TokenError struct {
 	StatusCode  int           // HTTP status; 0 when no answer came
 	Code        string        // "invalid_client", "invalid_scope", "slow_down", ...
 	Description string        // error_description, for people
-	RetryAfter  time.Duration // from Retry-After, on 429 and 503
+	RetryAfter  time.Duration // from Retry-After, on 429 and 503; at most MaxRetryAfter
 	Err         error         // the underlying error
 }
 
@@ -355,6 +379,7 @@ type tokens struct {
 
 	signer    *clientauth.Signer // private_key_jwt, else nil
 	badConfig error              // returned by every fetch
+	now       func() time.Time   // time.Now; a test's clock
 
 	mu       sync.Mutex
 	token    *oauth2.Token
@@ -379,9 +404,11 @@ func (c *Config) newTokens(ctx context.Context, hc *http.Client) *tokens {
 			ClientID: c.ClientID, ClientSecret: c.ClientSecret, TokenURL: tokenURL,
 			Scopes: c.Scopes, AuthStyle: c.authStyle(),
 		},
-		ctx:         context.WithValue(context.WithoutCancel(ctx), oauth2.HTTPClient, hc),
+		// A token request follows no redirect: it carries the credentials.
+		ctx:         context.WithValue(context.WithoutCancel(ctx), oauth2.HTTPClient, clientauth.RefuseRedirects(hc)),
 		renewBefore: c.RenewBefore,
 		timeout:     c.FetchTimeout,
+		now:         time.Now,
 	}
 	if t.renewBefore == 0 {
 		t.renewBefore = 30 * time.Second
@@ -389,8 +416,15 @@ func (c *Config) newTokens(ctx context.Context, hc *http.Client) *tokens {
 	if t.timeout == 0 {
 		t.timeout = 30 * time.Second
 	}
+	t.cc.EndpointParams = url.Values{}
+	if err := clientauth.CheckParams(c.EndpointParams); err != nil {
+		t.badConfig = fmt.Errorf("client: Config.EndpointParams: %w", err)
+	}
+	for name, vs := range c.EndpointParams {
+		t.cc.EndpointParams[name] = append([]string(nil), vs...)
+	}
 	if len(c.Resources) > 0 {
-		t.cc.EndpointParams = url.Values{"resource": c.Resources}
+		t.cc.EndpointParams["resource"] = append([]string(nil), c.Resources...)
 	}
 	if c.Key != nil {
 		var err error
@@ -414,16 +448,14 @@ func (t *tokens) request(ctx context.Context) (*oauth2.Token, error) {
 	if t.signer == nil {
 		return t.cc.Token(ctx)
 	}
-	assertion, err := t.signer.Assertion(t.cc.ClientID, t.cc.TokenURL, time.Now())
+	assertion, err := t.signer.Assertion(t.cc.ClientID, t.cc.TokenURL, t.now())
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)
 	}
-	cc := clientcredentials.Config{
-		ClientID: t.cc.ClientID, TokenURL: t.cc.TokenURL, Scopes: t.cc.Scopes, AuthStyle: t.cc.AuthStyle,
-		EndpointParams: url.Values{"client_assertion_type": {clientauth.AssertionType}, "client_assertion": {assertion}},
-	}
-	if r := t.cc.EndpointParams["resource"]; len(r) > 0 {
-		cc.EndpointParams["resource"] = r
+	cc := t.cc
+	cc.EndpointParams = url.Values{"client_assertion_type": {clientauth.AssertionType}, "client_assertion": {assertion}}
+	for name, vs := range t.cc.EndpointParams {
+		cc.EndpointParams[name] = vs // resource and the extra parameters
 	}
 	return cc.Token(ctx)
 }
@@ -443,7 +475,7 @@ func (t *tokens) get(ctx context.Context) (string, error) {
 // Concurrent callers share one fetch.
 func (t *tokens) current(ctx context.Context) (*oauth2.Token, error) {
 	t.mu.Lock()
-	now := time.Now()
+	now := t.now()
 	if tok := t.token; tok != nil && (tok.Expiry.IsZero() || now.Add(t.renewBefore).Before(tok.Expiry)) {
 		t.mu.Unlock()
 		return tok, nil
@@ -482,7 +514,7 @@ func (t *tokens) fetch(f *fetch) {
 	t.inflight = nil
 	if err != nil {
 		te := tokenError(err)
-		t.failure, t.retryAt = te, time.Now().Add(max(te.RetryAfter, time.Second))
+		t.failure, t.retryAt = te, t.now().Add(max(te.RetryAfter, time.Second))
 		f.err = te
 	} else {
 		t.token, t.failure = tok, nil
@@ -507,8 +539,8 @@ func tokenError(err error) *TokenError {
 		te.Code, te.Description = re.ErrorCode, re.ErrorDescription
 		if re.Response != nil {
 			te.StatusCode = re.Response.StatusCode
-			if s, perr := strconv.Atoi(re.Response.Header.Get("Retry-After")); perr == nil && s > 0 {
-				te.RetryAfter = time.Duration(s) * time.Second
+			if s, perr := strconv.ParseInt(re.Response.Header.Get("Retry-After"), 10, 64); perr == nil && s > 0 {
+				te.RetryAfter = time.Duration(min(s, int64(MaxRetryAfter/time.Second))) * time.Second
 			}
 		}
 	}

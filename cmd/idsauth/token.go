@@ -25,7 +25,7 @@ import (
 const defaultSecretEnv = "IDSAUTH_CLIENT_SECRET"
 
 func token(ctx context.Context, e env, args []string) error {
-	fs := flags(e, "token", "-issuer URL -client-id ID [-scope S] [-key FILE] [-resource URI]... [-decode]",
+	fs := flags(e, "token", "-issuer URL -client-id ID [-scope S] [-key FILE] [-resource URI]... [-param NAME=VALUE]... [-decode]",
 		`Fetch an access token with the client_credentials grant from the issuer's
 token endpoint (found by its discovery document) and print it; with -decode,
 print its header and claims instead. With -key, the client authenticates
@@ -44,6 +44,15 @@ line of standard input); never from a flag.`)
 	fs.Func("resource", "ask for a token for this audience (RFC 8707); repeatable", func(v string) error {
 		resources = append(resources, v)
 		return nil
+	})
+	params := url.Values{}
+	fs.Func("param", "an extra token request parameter, name=value (ORY Hydra's audience=URI, say); repeatable; never one the request sets itself", func(v string) error {
+		name, value, ok := strings.Cut(v, "=")
+		if !ok || name == "" {
+			return fmt.Errorf("%q: want name=value", v)
+		}
+		params.Add(name, value)
+		return clientauth.CheckParams(params)
 	})
 	secretFile := fs.String("secret-file", "", "read the client secret from the first line of this file")
 	secretEnv := fs.String("secret-env", "", "read the client secret from this environment variable")
@@ -82,7 +91,7 @@ line of standard input); never from a flag.`)
 	if err != nil {
 		return err
 	}
-	cfg := clientcredentials.Config{ClientID: *clientID, ClientSecret: sec, TokenURL: tokenURL, Scopes: strings.Fields(*scopes), EndpointParams: url.Values{}, AuthStyle: oauth2.AuthStyleInHeader}
+	cfg := clientcredentials.Config{ClientID: *clientID, ClientSecret: sec, TokenURL: tokenURL, Scopes: strings.Fields(*scopes), EndpointParams: params, AuthStyle: oauth2.AuthStyleInHeader}
 	if len(resources) > 0 {
 		cfg.EndpointParams["resource"] = resources
 	}
@@ -95,7 +104,8 @@ line of standard input); never from a flag.`)
 		cfg.EndpointParams.Set("client_assertion_type", clientauth.AssertionType)
 		cfg.EndpointParams.Set("client_assertion", assertion)
 	}
-	tok, err := cfg.Token(context.WithValue(ctx, oauth2.HTTPClient, hc))
+	// The token request follows no redirect: it carries the credentials.
+	tok, err := cfg.Token(context.WithValue(ctx, oauth2.HTTPClient, clientauth.RefuseRedirects(hc)))
 	if err != nil {
 		var re *oauth2.RetrieveError
 		if errors.As(err, &re) && re.ErrorCode != "" {
