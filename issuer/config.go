@@ -292,9 +292,13 @@ const (
 type ConfigError struct {
 	Field  string // e.g. "clients[1].clientId"
 	Reason string
+	Err    error // the cause, when a package's error is (secret.ErrEmptySecret, say); may be nil
 }
 
 func (e *ConfigError) Error() string { return "issuer config: " + e.Field + ": " + e.Reason }
+
+// Unwrap returns the cause, so that errors.Is finds it.
+func (e *ConfigError) Unwrap() error { return e.Err }
 
 func fieldErr(field, format string, args ...any) error {
 	return &ConfigError{Field: field, Reason: fmt.Sprintf(format, args...)}
@@ -681,7 +685,7 @@ func parseHashes(f string, in []string) ([]secret.Hash, error) {
 		h, err := secret.Parse(s)
 		if err != nil {
 			// The value may be a secret pasted in plain text: never echo it.
-			return nil, fieldErr(fmt.Sprintf("%s[%d]", f, i), "%v", err)
+			return nil, &ConfigError{Field: fmt.Sprintf("%s[%d]", f, i), Reason: err.Error(), Err: err}
 		}
 		out = append(out, h)
 	}

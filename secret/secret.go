@@ -47,6 +47,11 @@ var (
 	// ErrMalformed means the value after the prefix is not a valid hash of
 	// that kind.
 	ErrMalformed = errors.New("malformed hash")
+	// ErrEmptySecret means the value is a hash of the empty secret: the
+	// client or tenant it registers would be let in with no secret at all,
+	// as "curl -u me:" does. It is what a configuration built from an
+	// unset environment variable holds.
+	ErrEmptySecret = errors.New("the hash of an empty secret (an unset variable?): it would let anyone in with no secret")
 )
 
 // Hash is a parsed secret hash. The zero value matches nothing.
@@ -56,7 +61,8 @@ type Hash struct {
 	text string
 }
 
-// Parse reads a hash in the "<kind>:<value>" form.
+// Parse reads a hash in the "<kind>:<value>" form. It refuses a hash of
+// the empty secret (ErrEmptySecret), of any kind.
 func Parse(s string) (Hash, error) {
 	kind, value, ok := strings.Cut(s, ":")
 	if !ok {
@@ -81,6 +87,11 @@ func Parse(s string) (Hash, error) {
 		h.sum = []byte(value)
 	default:
 		return Hash{}, ErrPlainText
+	}
+	// One check of the empty secret, at load: for bcrypt it costs what a
+	// login costs, once.
+	if h.Verify("") {
+		return Hash{}, ErrEmptySecret
 	}
 	return h, nil
 }
@@ -195,8 +206,9 @@ func (hs *hasher) sum(h hash.Hash, dst []byte) {
 // Its String is what a configuration file holds.
 func HashSHA256(secret string) Hash {
 	sum := sha256.Sum256([]byte(secret))
-	h, _ := Parse(string(SHA256) + ":" + base64.StdEncoding.EncodeToString(sum[:]))
-	return h
+	// Built, not parsed: the hash of "" is a hash too, which Parse (and
+	// so every configuration) refuses with ErrEmptySecret, naming it.
+	return Hash{kind: SHA256, sum: sum[:], text: string(SHA256) + ":" + base64.StdEncoding.EncodeToString(sum[:])}
 }
 
 // HashBcrypt returns the "bcrypt:" hash of secret at the given cost
@@ -208,6 +220,9 @@ func HashBcrypt(secret string, cost int) (Hash, error) {
 	}
 	if cost < bcrypt.MinCost || cost > bcrypt.MaxCost {
 		return Hash{}, fmt.Errorf("bcrypt cost %d: want %d to %d", cost, bcrypt.MinCost, bcrypt.MaxCost)
+	}
+	if secret == "" {
+		return Hash{}, ErrEmptySecret
 	}
 	b, err := bcrypt.GenerateFromPassword([]byte(secret), cost)
 	if err != nil {

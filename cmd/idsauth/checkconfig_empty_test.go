@@ -1,0 +1,30 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/idsauth/idsauth/secret"
+)
+
+// TestCheckConfigRefusesTheEmptySecretsHash: check-config names the field
+// that holds the hash of the empty secret, and says why.
+func TestCheckConfigRefusesTheEmptySecretsHash(t *testing.T) {
+	bin := build(t)
+	dir := t.TempDir()
+	cfg, _ := json.Marshal(map[string]any{
+		"issuer": "https://auth.example/ids", "ephemeralKey": true,
+		"clients": []map[string]any{{"clientId": "me", "secretHashes": []string{secret.HashSHA256("").String()}, "scopes": []string{"pd_AdminWebApi"}}},
+	})
+	file := filepath.Join(dir, "idsauth.json")
+	if err := os.WriteFile(file, cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := idsauth(t, bin, "", nil, "check-config", file)
+	if r.code != 1 || !strings.Contains(r.stderr, `clients[0] ("me").secretHashes[0]`) || !strings.Contains(r.stderr, "empty secret") {
+		t.Fatalf("check-config: %+v, want exit 1 naming clients[0] (\"me\").secretHashes[0] and the empty secret", r)
+	}
+}
