@@ -290,12 +290,18 @@ const (
 // It never holds a secret hash's value: a value that is not a hash may be
 // a secret pasted in plain text.
 type ConfigError struct {
-	Field  string // e.g. "clients[1].clientId"
+	File   string // the file, when LoadConfig read it; else empty
+	Field  string // e.g. "clients[1].clientId"; "(file)" for the file as a whole
 	Reason string
 	Err    error // the cause, when a package's error is (secret.ErrEmptySecret, say); may be nil
 }
 
-func (e *ConfigError) Error() string { return "issuer config: " + e.Field + ": " + e.Reason }
+func (e *ConfigError) Error() string {
+	if e.File != "" {
+		return "issuer config: " + e.File + ": " + e.Field + ": " + e.Reason
+	}
+	return "issuer config: " + e.Field + ": " + e.Reason
+}
 
 // Unwrap returns the cause, so that errors.Is finds it.
 func (e *ConfigError) Unwrap() error { return e.Err }
@@ -311,7 +317,12 @@ func LoadConfig(path string) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	return ParseConfig(data, filepath.Dir(path))
+	c, err := ParseConfig(data, filepath.Dir(path))
+	var ce *ConfigError
+	if errors.As(err, &ce) {
+		ce.File = path
+	}
+	return c, err
 }
 
 // ParseConfig decodes a configuration file's content (see DecodeConfig)
@@ -342,7 +353,21 @@ func DecodeConfig(data []byte, v any) error {
 		case errors.As(err, &syn):
 			return fieldErr("(file)", "invalid JSON at byte %d: %v", syn.Offset, err)
 		case errors.As(err, &typ):
-			return fieldErr(typ.Field, "wrong type: want %s", typ.Type)
+			field := place(data, v, "", typ.Offset)
+			if field == "" {
+				field = typ.Field
+			}
+			return fieldErr(field, "wrong type: want %s", typ.Type)
+		}
+		// encoding/json names an unknown field, not where it is.
+		if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+			if unq, qerr := strconv.Unquote(name); qerr == nil {
+				field := place(data, v, unq, -1)
+				if field == "" {
+					field = "(file)"
+				}
+				return fieldErr(field, "unknown field %q", unq)
+			}
 		}
 		return fieldErr("(file)", "%v", err)
 	}
