@@ -73,6 +73,11 @@ func loadServeConfig(path string) (*serveConfig, error) {
 	}
 	var c serveConfig
 	if err := issuer.DecodeConfig(data, &c); err != nil {
+		var ce *issuer.ConfigError
+		if errors.As(err, &ce) {
+			ce.File = path
+			return nil, ce
+		}
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	c.Dir = filepath.Dir(path)
