@@ -135,6 +135,7 @@ func (s *service) routes() http.Handler {
 // read at start; a reload does not change them.
 func scimLimits(l issuer.Limits, v *secret.Verifier) middleware.SCIMLimits {
 	trusted, _ := clientip.ParsePrefixes(l.TrustedProxies) // checked by the issuer
+	nat64, _ := clientip.ParseNAT64(l.NAT64Prefixes)
 	return middleware.SCIMLimits{
 		FailedAttemptsPerTenant:  l.FailedAttemptsPerClient,
 		FailedAttemptsPerAddress: l.FailedAttemptsPerAddress,
@@ -142,6 +143,7 @@ func scimLimits(l issuer.Limits, v *secret.Verifier) middleware.SCIMLimits {
 		LimiterMaxBytes:          l.LimiterMaxBytes,
 		TrustedProxyHeader:       l.TrustedProxyHeader,
 		TrustedProxies:           trusted,
+		NAT64Prefixes:            nat64,
 		Verifier:                 v,
 	}
 }

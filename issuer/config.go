@@ -266,6 +266,13 @@ type Limits struct {
 	// only from a RemoteAddr in this list, and trusted entries are skipped
 	// from the right.
 	TrustedProxies []string `json:"trustedProxies,omitempty"`
+	// NAT64Prefixes are the prefixes of the NAT64 or SIIT translators in
+	// front of the issuer (RFC 6052: /32, /40, /48, /56, /64 or /96), such
+	// as "64:ff9b:1::/96" (RFC 8215's local-use block): an address in one
+	// carries an IPv4 client's address, and is keyed as that address. The
+	// well-known prefix 64:ff9b::/96 always is. List only a translator's:
+	// whoever can source addresses in a listed prefix chooses its key.
+	NAT64Prefixes []string `json:"nat64Prefixes,omitempty"`
 }
 
 // MaxAccessTokenLifetime bounds ClientConfig.AccessTokenLifetime: a day,
@@ -435,6 +442,10 @@ func (c *Config) check() (*state, error) {
 	if err != nil {
 		return nil, fieldErr("limits.trustedProxies", "%v", err)
 	}
+	nat64, err := clientip.ParseNAT64(l.NAT64Prefixes)
+	if err != nil {
+		return nil, fieldErr("limits.nat64Prefixes", "%v", err)
+	}
 	clients := make(map[string]*client, len(d.Clients))
 	for i, cc := range d.Clients {
 		cl, err := cc.compile(fmt.Sprintf("clients[%d]", i))
@@ -462,7 +473,7 @@ func (c *Config) check() (*state, error) {
 		scopeArray:  d.ScopeFormat == "array",
 		cacheHeader: "public, max-age=" + strconv.Itoa(d.JWKSMaxAgeSeconds),
 		limits:      l,
-		addrs:       clientip.Resolver{Header: l.TrustedProxyHeader, Trusted: trusted},
+		addrs:       clientip.Resolver{Header: l.TrustedProxyHeader, Trusted: trusted, NAT64: nat64},
 		budget:      budget,
 		limiterCfg:  limiterConfig{budget: budget, bytes: l.LimiterMaxBytes},
 		verifierCfg: secret.VerifierConfig{

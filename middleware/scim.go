@@ -129,6 +129,11 @@ type SCIMLimits struct {
 	// "Forwarded" (RFC 7239), whose form it does not read.
 	TrustedProxyHeader string
 	TrustedProxies     []netip.Prefix
+	// NAT64Prefixes are translator prefixes whose addresses carry an IPv4
+	// client's (RFC 6052), keyed as that address, beside the well-known
+	// 64:ff9b::/96 (see issuer.Limits.NAT64Prefixes). Each must be an IPv6
+	// prefix of /32, /40, /48, /56, /64 or /96 bits.
+	NAT64Prefixes []netip.Prefix
 }
 
 // scimGuard is SCIMAuth's failure limiter, verifier and address reader.
@@ -141,6 +146,11 @@ type scimGuard struct {
 }
 
 func newSCIMGuard(l SCIMLimits, tenants TenantStore, tenantOf func(*http.Request) string) *scimGuard {
+	for _, p := range l.NAT64Prefixes {
+		if err := clientip.CheckNAT64(p); err != nil {
+			panic("middleware: SCIMLimits.NAT64Prefixes: " + err.Error())
+		}
+	}
 	if err := clientip.CheckHeader(l.TrustedProxyHeader); err != nil {
 		panic("middleware: SCIMLimits.TrustedProxyHeader: " + err.Error())
 	}
@@ -163,7 +173,7 @@ func newSCIMGuard(l SCIMLimits, tenants TenantStore, tenantOf func(*http.Request
 			Window:     window,
 		},
 		verifier: l.Verifier,
-		addrs:    clientip.Resolver{Header: l.TrustedProxyHeader, Trusted: l.TrustedProxies},
+		addrs:    clientip.Resolver{Header: l.TrustedProxyHeader, Trusted: l.TrustedProxies, NAT64: l.NAT64Prefixes},
 	}
 	if g.limiter == nil {
 		g.limiter = limit.NewMemory(def(l.LimiterMaxBytes, limit.DefaultMemoryBytes))

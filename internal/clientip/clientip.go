@@ -4,11 +4,16 @@
 // IPv4 addresses are kept whole; IPv6 addresses are grouped by their /64
 // prefix, the smallest block one subscriber is usually given, so an
 // attacker cannot turn one connection into 2^64 keys. A port, an IPv6 zone
-// and the IPv4-mapped IPv6 form are dropped.
+// and the IPv4-mapped IPv6 form are dropped. An IPv6 address that embeds
+// an IPv4 one (RFC 6052: a NAT64 or SIIT translator's, under the
+// well-known prefix 64:ff9b::/96 or a prefix the operator lists) is the
+// IPv4 address it carries: behind an IPv6-only front end every IPv4 client
+// arrives so, and keyed by its /64 they would all be one key.
 package clientip
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"net/netip"
 	"strings"
@@ -30,7 +35,20 @@ type Resolver struct {
 	// vouches for. A peer with no IP address (a Unix socket) is a local
 	// proxy, and trusted.
 	Trusted []netip.Prefix
+	// NAT64 are the prefixes (RFC 6052 §2.2: /32, /40, /48, /56, /64 or
+	// /96) of the translators in front of the server, whose addresses
+	// carry an IPv4 client's address: such an address is keyed as that
+	// IPv4 address. The well-known prefix 64:ff9b::/96 is always one;
+	// list a network-specific prefix (RFC 8215's 64:ff9b:1::/48 holds
+	// local ones) with the length the translator uses. Only a translator
+	// should source these addresses: a host that can send from inside one
+	// could choose its key, as it could with any address it can spoof.
+	NAT64 []netip.Prefix
 }
+
+// WellKnownNAT64 is RFC 6052's well-known prefix: addresses in it carry an
+// IPv4 address in their last 32 bits.
+var WellKnownNAT64 = netip.MustParsePrefix("64:ff9b::/96")
 
 // Invalid is the key of an address that cannot be parsed. They all share
 // it, so garbage cannot mint keys.
@@ -41,10 +59,10 @@ const Invalid = "invalid"
 func (res Resolver) Addr(r *http.Request) string {
 	remote, text := parse(r.RemoteAddr)
 	if res.Header == "" {
-		return key(remote, text)
+		return res.key(remote, text)
 	}
 	if len(res.Trusted) > 0 && remote.IsValid() && !res.trusted(remote) {
-		return key(remote, text)
+		return res.key(remote, text)
 	}
 	values := r.Header.Values(res.Header)
 	for i := len(values) - 1; i >= 0; i-- {
@@ -64,10 +82,87 @@ func (res Resolver) Addr(r *http.Request) string {
 			if len(res.Trusted) > 0 && a.IsValid() && res.trusted(a) {
 				continue
 			}
-			return key(a, text)
+			return res.key(a, text)
 		}
 	}
-	return key(remote, text)
+	return res.key(remote, text)
+}
+
+// key is the limiter's key for a, whose text parse gave: the embedded
+// IPv4 address of a translator's address, else a's own key.
+func (res Resolver) key(a netip.Addr, text string) string {
+	if a.Is6() {
+		if v4, ok := embedded(a, WellKnownNAT64); ok {
+			return v4.String()
+		}
+		for _, p := range res.NAT64 {
+			if v4, ok := embedded(a, p); ok {
+				return v4.String()
+			}
+		}
+	}
+	return key(a, text)
+}
+
+// embedded returns the IPv4 address that a, in the translator prefix p,
+// carries (RFC 6052 §2.2): the 32 bits after the prefix, skipping bits 64
+// to 71 (the "u" octet).
+func embedded(a netip.Addr, p netip.Prefix) (netip.Addr, bool) {
+	if !p.Contains(a) {
+		return netip.Addr{}, false
+	}
+	b := a.As16()
+	var v4 [4]byte
+	switch p.Bits() {
+	case 32:
+		copy(v4[:], b[4:8])
+	case 40:
+		copy(v4[:3], b[5:8])
+		v4[3] = b[9]
+	case 48:
+		copy(v4[:2], b[6:8])
+		copy(v4[2:], b[9:11])
+	case 56:
+		v4[0] = b[7]
+		copy(v4[1:], b[9:12])
+	case 64:
+		copy(v4[:], b[9:13])
+	case 96:
+		copy(v4[:], b[12:16])
+	default:
+		return netip.Addr{}, false
+	}
+	return netip.AddrFrom4(v4), true
+}
+
+// ParseNAT64 reads translator prefixes for Resolver.NAT64: IPv6 CIDR
+// prefixes of RFC 6052's lengths (32, 40, 48, 56, 64 or 96 bits).
+func ParseNAT64(in []string) ([]netip.Prefix, error) {
+	out := make([]netip.Prefix, 0, len(in))
+	for i, s := range in {
+		p, err := netip.ParsePrefix(s)
+		if err == nil {
+			err = CheckNAT64(p)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("[%d]: %v", i, err)
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
+}
+
+// CheckNAT64 refuses a prefix that is not a translator's: an IPv6 prefix
+// of /32, /40, /48, /56, /64 or /96 bits (RFC 6052 §2.2).
+func CheckNAT64(p netip.Prefix) error {
+	if !p.Addr().Is6() || p.Addr().Is4In6() {
+		return fmt.Errorf("%s is not an IPv6 prefix", p)
+	}
+	switch p.Bits() {
+	case 32, 40, 48, 56, 64, 96:
+		return nil
+	}
+	return fmt.Errorf("%s: a translator prefix is /32, /40, /48, /56, /64 or /96 (RFC 6052 §2.2)", p)
 }
 
 func (res Resolver) trusted(a netip.Addr) bool {
