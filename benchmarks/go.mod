@@ -7,7 +7,7 @@ require (
 	github.com/auth0/go-jwt-middleware/v2 v2.3.1
 	github.com/go-chi/jwtauth/v5 v5.3.3
 	github.com/golang-jwt/jwt/v5 v5.3.1
-	github.com/idsauth/idsauth v0.0.0
+	github.com/idsauth/idsauth v0.1.0
 	github.com/justinas/alice v1.2.0
 	github.com/ory/fosite v0.49.0
 	golang.org/x/crypto v0.55.0
@@ -100,4 +100,6 @@ require (
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 )
 
+// The benchmarks measure the working tree, whatever version is required
+// above (kept at the release, as in the published modules: RELEASING.md).
 replace github.com/idsauth/idsauth => ../

@@ -3,7 +3,7 @@ module github.com/idsauth/idsauth/idsauthotel
 go 1.25.0
 
 require (
-	github.com/idsauth/idsauth v0.0.0
+	github.com/idsauth/idsauth v0.1.0
 	go.opentelemetry.io/otel v1.46.0
 	go.opentelemetry.io/otel/metric v1.46.0
 	go.opentelemetry.io/otel/sdk v1.46.0
@@ -24,4 +24,7 @@ require (
 	golang.org/x/time v0.15.0 // indirect
 )
 
+// Inside the repository the root module is the working tree. A build of
+// this module as a dependency ignores the replace and takes the version
+// required above, which must be tagged first (RELEASING.md).
 replace github.com/idsauth/idsauth => ../

@@ -4,7 +4,7 @@ go 1.25.0
 
 require (
 	github.com/golang-jwt/jwt/v5 v5.3.1
-	github.com/idsauth/idsauth v0.0.0
+	github.com/idsauth/idsauth v0.1.0
 	github.com/redis/go-redis/v9 v9.22.0
 )
 
@@ -17,4 +17,7 @@ require (
 	golang.org/x/time v0.15.0 // indirect
 )
 
+// Inside the repository the root module is the working tree. A build of
+// this module as a dependency ignores the replace and takes the version
+// required above, which must be tagged first (RELEASING.md).
 replace github.com/idsauth/idsauth => ../
