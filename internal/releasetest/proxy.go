@@ -50,6 +50,8 @@ var Published = []Module{
 // modules, and the root's LICENSE when m.Dir has none. Their contents are
 // read from the working tree, so that a change can be tried before it is
 // committed; a build output or any other untracked file never gets in.
+// (The go command reads a tag with git archive, which also drops the
+// files .gitattributes marks export-ignore; this repository marks none.)
 // Publish returns the tracked files the zip leaves out, each with the
 // reason.
 func Publish(proxyDir, repo string, m Module, version string, at time.Time) (omitted []zip.FileError, err error) {
