@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/mod/modfile"
+	"golang.org/x/mod/module"
+	"golang.org/x/mod/zip"
 )
 
 // TestPublishedModulesInstall publishes the three modules at the version
@@ -59,7 +61,7 @@ func TestPublishedModulesInstall(t *testing.T) {
 				t.Errorf("%s: %s is tracked by git but left out of the module zip: %v", m.Path, f.Path, f.Err)
 			}
 		}
-		t.Logf("%s@%s: %d nested modules left out", m.Path, version, len(nested))
+		t.Logf("%s@%s: %s, %d nested modules left out", m.Path, version, zipSize(t, proxy, m.Path, version), len(nested))
 	}
 
 	env := consumerEnv(t, proxy)
@@ -183,6 +185,20 @@ func consumerEnv(t *testing.T, proxy string) []string {
 		"GOBIN="+filepath.Join(home, "bin"),
 		"GOWORK=off", "GOTOOLCHAIN=local", "GO111MODULE=on",
 	)
+}
+
+// zipSize says how large the zip of path@version in proxy is, against
+// the go command's limit (Publish has checked it).
+func zipSize(t *testing.T, proxy, path, version string) string {
+	escaped, err := module.EscapePath(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(filepath.Join(proxy, filepath.FromSlash(escaped), "@v", version+".zip"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("zip %d KiB (the limit: %d MiB)", fi.Size()>>10, zip.MaxZipFile>>20)
 }
 
 // releaseVersion is the newest release in CHANGELOG.md, "v" prefixed.
