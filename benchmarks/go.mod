@@ -1,18 +1,18 @@
 module github.com/idsauth/idsauth/benchmarks
 
-go 1.26.0
+go 1.25.0
 
 require (
 	github.com/MicahParks/keyfunc/v3 v3.9.0
 	github.com/auth0/go-jwt-middleware/v2 v2.3.1
 	github.com/go-chi/jwtauth/v5 v5.3.3
 	github.com/golang-jwt/jwt/v5 v5.3.1
-	github.com/idsauth/idsauth v0.0.0
+	github.com/idsauth/idsauth v0.1.0
 	github.com/justinas/alice v1.2.0
 	github.com/ory/fosite v0.49.0
-	golang.org/x/crypto v0.58.0
-	golang.org/x/oauth2 v0.37.0
-	golang.org/x/sys v0.49.0
+	golang.org/x/crypto v0.55.0
+	golang.org/x/oauth2 v0.36.0
+	golang.org/x/sys v0.47.0
 )
 
 require (
@@ -84,12 +84,12 @@ require (
 	go.opentelemetry.io/otel/sdk v1.21.0 // indirect
 	go.opentelemetry.io/otel/trace v1.21.0 // indirect
 	go.opentelemetry.io/proto/otlp v1.0.0 // indirect
-	golang.org/x/mod v0.41.0 // indirect
-	golang.org/x/net v0.60.0 // indirect
-	golang.org/x/sync v0.24.0 // indirect
-	golang.org/x/text v0.43.0 // indirect
-	golang.org/x/time v0.16.0 // indirect
-	golang.org/x/tools v0.51.0 // indirect
+	golang.org/x/mod v0.40.0 // indirect
+	golang.org/x/net v0.58.0 // indirect
+	golang.org/x/sync v0.22.0 // indirect
+	golang.org/x/text v0.41.0 // indirect
+	golang.org/x/time v0.15.0 // indirect
+	golang.org/x/tools v0.49.0 // indirect
 	google.golang.org/genproto v0.0.0-20231106174013-bbf56f31fb17 // indirect
 	google.golang.org/genproto/googleapis/api v0.0.0-20231106174013-bbf56f31fb17 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20231106174013-bbf56f31fb17 // indirect
@@ -100,4 +100,6 @@ require (
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 )
 
+// The benchmarks measure the working tree, whatever version is required
+// above (kept at the release, as in the published modules: RELEASING.md).
 replace github.com/idsauth/idsauth => ../

@@ -1,11 +1,11 @@
 module github.com/idsauth/idsauth/conformance
 
-go 1.26.0
+go 1.25.0
 
 require (
-	github.com/idsauth/idsauth v0.0.0
+	github.com/idsauth/idsauth v0.1.0
 	github.com/prometheus/client_model v0.6.2
-	golang.org/x/oauth2 v0.37.0
+	golang.org/x/oauth2 v0.36.0
 )
 
 require (
@@ -13,8 +13,8 @@ require (
 	github.com/golang-jwt/jwt/v5 v5.3.1 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/prometheus/common v0.70.0
-	golang.org/x/crypto v0.58.0 // indirect
-	golang.org/x/time v0.16.0 // indirect
+	golang.org/x/crypto v0.55.0 // indirect
+	golang.org/x/time v0.15.0 // indirect
 	google.golang.org/protobuf v1.36.11 // indirect
 )
 

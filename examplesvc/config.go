@@ -63,7 +63,8 @@ func (s configSource) load() (*fileConfig, error) {
 // tenants checks the SCIM tenants and returns their hashes.
 func (c *fileConfig) tenants() (map[string][]secret.Hash, error) {
 	m, err := middleware.ParseTenants(c.SCIMTenants)
-	if te, ok := errors.AsType[*middleware.TenantConfigError](err); ok {
+	var te *middleware.TenantConfigError
+	if errors.As(err, &te) {
 		return nil, fmt.Errorf("configuration: scimTenants%s: %s", te.Field, te.Reason)
 	}
 	return m, err

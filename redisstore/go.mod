@@ -1,20 +1,23 @@
 module github.com/idsauth/idsauth/redisstore
 
-go 1.26.0
+go 1.25.0
 
 require (
 	github.com/golang-jwt/jwt/v5 v5.3.1
-	github.com/idsauth/idsauth v0.0.0
-	github.com/redis/go-redis/v9 v9.23.0
+	github.com/idsauth/idsauth v0.1.0
+	github.com/redis/go-redis/v9 v9.22.0
 )
 
 require (
 	github.com/MicahParks/jwkset v0.11.3 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
-	golang.org/x/crypto v0.58.0 // indirect
-	golang.org/x/sys v0.49.0 // indirect
-	golang.org/x/time v0.16.0 // indirect
+	golang.org/x/crypto v0.55.0 // indirect
+	golang.org/x/sys v0.47.0 // indirect
+	golang.org/x/time v0.15.0 // indirect
 )
 
+// Inside the repository the root module is the working tree. A build of
+// this module as a dependency ignores the replace and takes the version
+// required above, which must be tagged first (RELEASING.md).
 replace github.com/idsauth/idsauth => ../
