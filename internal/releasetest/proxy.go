@@ -22,6 +22,7 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/mod/modfile"
 	"golang.org/x/mod/module"
 	"golang.org/x/mod/zip"
 )
@@ -84,6 +85,22 @@ func Publish(proxyDir, repo string, m Module, version string, at time.Time) (omi
 	if err != nil {
 		return nil, err
 	}
+	goMod, err := os.ReadFile(filepath.Join(repo, filepath.FromSlash(m.Dir), "go.mod"))
+	if err != nil {
+		return nil, err
+	}
+	if m.Command {
+		// The command's tag is on a commit whose go.mod has no replace
+		// (RELEASING.md): go install refuses a module with one.
+		if goMod, err = releaseGoMod(goMod); err != nil {
+			return nil, fmt.Errorf("%s: %w", m.Path, err)
+		}
+		for i, f := range files {
+			if f.Path() == "go.mod" {
+				files[i] = memFile{name: "go.mod", data: goMod, like: f}
+			}
+		}
+	}
 	checked, err := zip.CheckFiles(files)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", m.Path, err)
@@ -101,10 +118,6 @@ func Publish(proxyDir, repo string, m Module, version string, at time.Time) (omi
 	// here, where the error names the module, not in a user's download.
 	if _, err := zip.CheckZip(mv, base+".zip"); err != nil {
 		return nil, fmt.Errorf("%s: %w", m.Path, err)
-	}
-	goMod, err := os.ReadFile(filepath.Join(repo, filepath.FromSlash(m.Dir), "go.mod"))
-	if err != nil {
-		return nil, err
 	}
 	if err := os.WriteFile(base+".mod", goMod, 0o644); err != nil {
 		return nil, err
@@ -201,3 +214,48 @@ type workFile struct {
 func (f workFile) Path() string                 { return f.name }
 func (f workFile) Lstat() (os.FileInfo, error)  { return os.Lstat(f.file) }
 func (f workFile) Open() (io.ReadCloser, error) { return os.Open(f.file) }
+
+// releaseGoMod is a command's go.mod as its release commit has it: with
+// its replace directives dropped. Each must point a module of this
+// repository at its folder (a relative path), or dropping it would change
+// what the command builds with.
+func releaseGoMod(data []byte) ([]byte, error) {
+	f, err := modfile.Parse("go.mod", data, nil)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range f.Replace {
+		if !strings.HasPrefix(r.Old.Path, Published[0].Path) || r.New.Version != "" || !strings.HasPrefix(r.New.Path, ".") {
+			return nil, fmt.Errorf("replace %s => %s %s: a release keeps only replaces of this repository's modules by their folders", r.Old.Path, r.New.Path, r.New.Version)
+		}
+		if err := f.DropReplace(r.Old.Path, r.Old.Version); err != nil {
+			return nil, err
+		}
+	}
+	f.Cleanup()
+	return f.Format()
+}
+
+// memFile is a file of the zip whose content is not the working tree's.
+type memFile struct {
+	name string
+	data []byte
+	like zip.File // the tracked file it stands for, for its mode
+}
+
+func (f memFile) Path() string { return f.name }
+func (f memFile) Lstat() (os.FileInfo, error) {
+	fi, err := f.like.Lstat()
+	if err != nil {
+		return nil, err
+	}
+	return sizedInfo{fi, int64(len(f.data))}, nil
+}
+func (f memFile) Open() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(f.data)), nil }
+
+type sizedInfo struct {
+	os.FileInfo
+	size int64
+}
+
+func (s sizedInfo) Size() int64 { return s.size }
