@@ -1,11 +1,13 @@
 package idsauthtest
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/idsauth/idsauth/scope"
@@ -92,17 +94,67 @@ func (p *problems) refusal(a answer, token string) {
 	echoes(p, a, token)
 }
 
-// echoes reports an answer that holds any tail of the token.
+// echoes reports an answer (its headers or body; net/http writes the
+// status line's text itself) that holds any part of the token: the start
+// or end of any of its three segments, its header or payload decoded, or
+// a claim or header value a token carries that nothing else would: its
+// jti, sub, client_id and kid.
 func echoes(p *problems, a answer, token string) {
-	if len(token) < 16 {
-		return
-	}
-	tail := token[len(token)-16:]
 	var h strings.Builder
 	_ = a.header.Write(&h)
-	if strings.Contains(a.body, tail) || strings.Contains(h.String(), tail) {
-		p.addf("the answer echoes the token")
+	answerText := h.String() + "\n" + a.body
+	for _, part := range tokenParts(token) {
+		if strings.Contains(answerText, part.text) {
+			p.addf("the answer echoes the token's %s", part.name)
+			return
+		}
 	}
+}
+
+type tokenPart struct{ name, text string }
+
+// tokenParts are the pieces of token an answer must not hold: each long
+// enough (8 characters or more) that finding it is no accident.
+func tokenParts(token string) []tokenPart {
+	var parts []tokenPart
+	add := func(name, text string) {
+		if len(text) >= 8 {
+			parts = append(parts, tokenPart{name, text})
+		}
+	}
+	segs := strings.Split(token, ".")
+	names := []string{"header", "payload", "signature"}
+	for i, s := range segs {
+		name := "segment"
+		if i < len(names) && len(segs) == 3 {
+			name = names[i]
+		}
+		const n = 16
+		if len(s) > n {
+			add(name+" (its start)", s[:n])
+			add(name+" (its end)", s[len(s)-n:])
+		} else {
+			add(name, s)
+		}
+		if i > 1 {
+			continue
+		}
+		raw, err := base64.RawURLEncoding.DecodeString(s)
+		if err != nil {
+			continue
+		}
+		var fields map[string]any
+		if json.Unmarshal(raw, &fields) != nil {
+			continue
+		}
+		add(name+" decoded", string(raw))
+		for _, k := range []string{"jti", "sub", "client_id", "kid"} {
+			if v, ok := fields[k].(string); ok {
+				add(k+" "+strconv.Quote(v), v)
+			}
+		}
+	}
+	return parts
 }
 
 // otherScope returns a scope that grants none of need.
@@ -121,9 +173,12 @@ func otherScope(need []string) string {
 // reports with t.Errorf each case h answers wrongly: no token (a bare
 // challenge, no JSON), another scheme, a token in the query only, two
 // Authorization headers (400 invalid_request), expired, not yet valid,
-// tampered, unknown key, alg none, wrong issuer and wrong audience (401
-// invalid_token), a token without the scope (403 insufficient_scope naming
-// it), Cache-Control: no-store on every refusal, no echo of the token; and
+// tampered, unknown key, alg none, wrong issuer, wrong audience and bound
+// to a key by a cnf claim (401 invalid_token), a token without the scope
+// (403 insufficient_scope naming it), Cache-Control: no-store on every
+// refusal, and no echo of any part of the token in a refusal's headers or
+// body (a segment's start or end, the header or payload decoded, its jti,
+// sub, client_id or kid); and
 // that a valid token with the scope gets past the middleware (neither 401
 // nor 403). route is "METHOD /path", e.g. "GET /webapi/api/v3/demo/Admin/Users".
 func (i *Issuer) CheckProtected(t TB, h http.Handler, route string, need ...string) {
@@ -164,6 +219,8 @@ func (i *Issuer) CheckProtected(t TB, h http.Handler, route string, need ...stri
 		{"an unsigned token (alg none)", newRequest(t, route, "Bearer "+i.AlgNoneToken(t, need...)), "", invalid},
 		{"a token of another issuer", newRequest(t, route, "Bearer "+i.WrongIssuerToken(t, need...)), "", invalid},
 		{"a token for another audience", newRequest(t, route, "Bearer "+i.WrongAudienceToken(t, need...)), "", invalid},
+		// Bound to a DPoP key (RFC 9449): as a bearer token, probably stolen.
+		{"a token bound to a key (cnf)", newRequest(t, route, "Bearer "+i.BoundToken(t, need...)), "", invalid},
 	}
 	wrongScope := i.Token(t, otherScope(need))
 	rows = append(rows, row{"a token without the route's scope", newRequest(t, route, "Bearer "+wrongScope), wrongScope, func(p *problems, a answer) {
@@ -195,19 +252,21 @@ func (i *Issuer) CheckProtected(t TB, h http.Handler, route string, need ...stri
 	}
 }
 
-// SCIMUsersPath is the contract's SCIM Users path for tenant.
-func SCIMUsersPath(tenant string) string { return "/webapi/scim-api/v1/" + tenant + "/scim/Users" }
-
 // CheckSCIM runs the contract's cases for a SCIM route (CONTRACT.md §4)
-// against h, which should route GET SCIMUsersPath(tenant) through
-// SCIMAuth, and reports with t.Errorf each case h answers wrongly: the
-// tenant's token gets past SCIMAuth; no token, another scheme, a wrong
-// token, and the token on an unknown tenant all get the one 401 SCIM error
-// (application/scim+json, "status":"401", a Bearer challenge, the same
-// body for all), with no echo of the token.
-func CheckSCIM(t TB, h http.Handler, tenant, token string) {
+// against h, which should serve route through SCIMAuth, and reports with
+// t.Errorf each case h answers wrongly: the tenant's token gets past
+// SCIMAuth; no token, another scheme, a wrong token, and the token on an
+// unknown tenant all get the one 401 SCIM error (application/scim+json,
+// "status":"401", a Bearer challenge, the same body for all), with no echo
+// of the token. route is "METHOD /path" with "{tenant}" where the tenant
+// goes, as the mux pattern has it: "GET /webapi/scim-api/v1/{tenant}/scim/Users"
+// (the contract's path) or any other.
+func CheckSCIM(t TB, h http.Handler, route, tenant, token string) {
 	t.Helper()
-	path := SCIMUsersPath(tenant)
+	if !strings.Contains(route, "{tenant}") {
+		t.Fatalf("idsauthtest: CheckSCIM's route %q has no {tenant}", route)
+	}
+	path := strings.ReplaceAll(route, "{tenant}", tenant)
 	if a := serve(h, newRequest(t, path, "Bearer "+token)); a.status == http.StatusUnauthorized || a.status == http.StatusForbidden || a.status == http.StatusTooManyRequests {
 		t.Errorf("CheckSCIM %s: the tenant's token: status %d, want past SCIMAuth (body %q)", path, a.status, a.body)
 	}
@@ -219,7 +278,7 @@ func CheckSCIM(t TB, h http.Handler, tenant, token string) {
 		{"no token", newRequest(t, path)},
 		{"another scheme (Basic)", newRequest(t, path, "Basic dGVzdDp0ZXN0")},
 		{"a wrong token", newRequest(t, path, "Bearer "+token+"x")},
-		{"the token on an unknown tenant", newRequest(t, SCIMUsersPath(tenant+"-unknown-tenant"), "Bearer "+token)},
+		{"the token on an unknown tenant", newRequest(t, strings.ReplaceAll(route, "{tenant}", tenant+"-unknown-tenant"), "Bearer "+token)},
 	} {
 		a := serve(h, r.req)
 		var p problems

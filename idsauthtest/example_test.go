@@ -64,7 +64,7 @@ func ExampleCheckSCIM() {
 	tenants := middleware.NewTenants(map[string][]secret.Hash{"acme": {secret.HashSHA256("acme-token")}})
 	mux := http.NewServeMux()
 	mux.Handle("GET /webapi/scim-api/v1/{tenant}/scim/Users", middleware.SCIMAuth(tenants)(http.HandlerFunc(listUsers)))
-	idsauthtest.CheckSCIM(t, mux, "acme", "acme-token")
+	idsauthtest.CheckSCIM(t, mux, "GET /webapi/scim-api/v1/{tenant}/scim/Users", "acme", "acme-token")
 	fmt.Println("checked")
 	// Output: checked
 }

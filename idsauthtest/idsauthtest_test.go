@@ -123,7 +123,7 @@ func TestCheckSCIM(t *testing.T) {
 	mux := http.NewServeMux()
 	mux.Handle("GET /webapi/scim-api/v1/{tenant}/scim/Users", middleware.SCIMAuth(tenants)(ok))
 	rec := &recorder{TB: t}
-	idsauthtest.CheckSCIM(rec, mux, "acme", "acme-token")
+	idsauthtest.CheckSCIM(rec, mux, "GET /webapi/scim-api/v1/{tenant}/scim/Users", "acme", "acme-token")
 	if len(rec.errs) > 0 {
 		t.Fatalf("SCIMAuth was reported:\n%s", rec.report())
 	}
@@ -140,7 +140,7 @@ func TestCheckSCIM(t *testing.T) {
 		mux.ServeHTTP(w, r)
 	})
 	rec = &recorder{TB: t}
-	idsauthtest.CheckSCIM(rec, leaky, "acme", "acme-token")
+	idsauthtest.CheckSCIM(rec, leaky, "GET /webapi/scim-api/v1/{tenant}/scim/Users", "acme", "acme-token")
 	if !strings.Contains(rec.report(), "the token on an unknown tenant: body") {
 		t.Fatalf("a tenant probe was not reported:\n%s", rec.report())
 	}

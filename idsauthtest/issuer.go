@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
 
 	"github.com/idsauth/idsauth/internal/keys"
@@ -95,9 +96,11 @@ func NewIssuer(t TB, opts ...Option) *Issuer {
 }
 
 // Config returns a clientcredentials.Config for the registered client,
-// asking for scopes.
+// asking for scopes, sending the secret by HTTP Basic.
 func (i *Issuer) Config(scopes ...string) *clientcredentials.Config {
-	return &clientcredentials.Config{ClientID: i.ClientID, ClientSecret: i.ClientSecret, TokenURL: i.TokenURL(), Scopes: scopes}
+	// HTTP Basic, said outright: x/oauth2's default auto-detection sends
+	// a wrong secret twice, once in the header and once in the body.
+	return &clientcredentials.Config{ClientID: i.ClientID, ClientSecret: i.ClientSecret, TokenURL: i.TokenURL(), Scopes: scopes, AuthStyle: oauth2.AuthStyleInHeader}
 }
 
 // Validator returns a validator for the issuer's tokens that reads the
@@ -192,6 +195,17 @@ func (i *Issuer) WrongAudienceToken(t TB, scopes ...string) string {
 	t.Helper()
 	c := i.Claims(scopes...)
 	c["aud"] = []string{"https://another-api.example"}
+	return i.Mint(t, c)
+}
+
+// BoundToken returns a token for scopes, signed by the issuer's key, bound
+// to a DPoP key by its "cnf" claim (RFC 7800, RFC 9449 §6.1): a bearer-only
+// route must refuse it, since whoever presents it as a bearer token is
+// not shown to hold the key.
+func (i *Issuer) BoundToken(t TB, scopes ...string) string {
+	t.Helper()
+	c := i.Claims(scopes...)
+	c["cnf"] = map[string]any{"jkt": "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I"} // the thumbprint of no key anyone holds
 	return i.Mint(t, c)
 }
 
