@@ -199,10 +199,12 @@ func runServe(ctx context.Context, f serveFlags, logger *slog.Logger, e env) err
 	if s.cert != nil {
 		scheme, tlsConfig = "https", s.cert.TLSConfig()
 	}
-	logger.Info("identity service listening", slog.String("addr", scheme+"://"+ln.Addr().String()),
-		slog.String("issuer", s.iss.URL()), slog.String("mount", mount), slog.String("version", s.version))
+	// Ready before the line that says so: the listener accepts already,
+	// and Serve takes what it queued.
 	s.ready.Store(true)
 	defer s.ready.Store(false)
+	logger.Info("identity service listening", slog.String("addr", scheme+"://"+ln.Addr().String()),
+		slog.String("issuer", s.iss.URL()), slog.String("mount", mount), slog.String("version", s.version))
 	return serving.Serve(ctx, srv, ln, tlsConfig, f.drain, logger)
 }
 
