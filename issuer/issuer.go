@@ -107,6 +107,9 @@ type state struct {
 	// found. Shared by its spans; a reload makes its own, so a request
 	// still on the old configuration moves only the old one's.
 	announced *atomic.Pointer[state]
+	// Whether a request has shown the issuer mounted at another path than
+	// its URL's, logged once per configuration.
+	misMounted *atomic.Bool
 }
 
 // keySet is what one span of the key schedule publishes and signs with.
@@ -326,8 +329,9 @@ func (iss *Issuer) Reload(cfg *Config) error {
 	}
 	announced := new(atomic.Pointer[state])
 	announced.Store(spans[0]) // current now: a reload is no move of the schedule
+	misMounted := new(atomic.Bool)
 	for _, sp := range spans {
-		sp.spans, sp.announced = spans, announced
+		sp.spans, sp.announced, sp.misMounted = spans, announced, misMounted
 	}
 	iss.st.Store(spans[0])
 	if old != nil && spans[0].from.After(old.announced.Load().from) {
@@ -447,8 +451,38 @@ func (iss *Issuer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case ok && path == jwksPath:
 		serveDocument(w, r, st.jwks, st.cacheHeader)
 	default:
+		if !ok {
+			iss.warnMisMounted(r, st)
+		}
 		http.NotFound(w, r)
 	}
+}
+
+// warnMisMounted logs, once per configuration, a request for one of the
+// issuer's endpoints under another path than its URL's: the issuer is
+// mounted where its URL does not say (a mux pattern of another prefix,
+// http.StripPrefix, a proxy that removes a prefix), and every request
+// would get a bare 404. Any other path is a plain 404, never logged, so
+// that probing paths writes nothing: the one line a configuration can
+// cause names the path the request had (cut to 200 bytes, without its
+// query) and the one the issuer expects.
+func (iss *Issuer) warnMisMounted(r *http.Request, st *state) {
+	var endpoint string
+	for _, e := range []string{tokenPath, jwksPath, discoveryPath} {
+		if strings.HasSuffix(r.URL.Path, e) {
+			endpoint = e
+			break
+		}
+	}
+	if endpoint == "" || !st.misMounted.CompareAndSwap(false, true) {
+		return
+	}
+	got := r.URL.Path
+	if len(got) > 200 {
+		got = got[:200] + "..."
+	}
+	iss.logger.Warn("idsauth issuer: a request for an endpoint under another path than the issuer URL's: is the issuer mounted where its URL says? (logged once per configuration)",
+		slog.String("path", got), slog.String("expected", st.prefix+endpoint), slog.String("issuer", st.issuer))
 }
 
 func serveDocument(w http.ResponseWriter, r *http.Request, body []byte, cache string) {
