@@ -17,6 +17,9 @@ var goBlock = regexp.MustCompile("(?s)```go\n(.*?)```")
 // file, a program (package main) that is built, or a test file (package
 // *_test) that is run as a test.
 func TestREADMECodeCompiles(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the README's programs with the go command: run without -short")
+	}
 	goCmd, err := exec.LookPath("go")
 	if err != nil {
 		t.Skip("no go command on PATH")

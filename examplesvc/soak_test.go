@@ -25,6 +25,9 @@ var soak = flag.Duration("soak", 3*time.Second, "how long TestSoak runs (the ful
 // missing, and token requests beside them), checks every answer against
 // CONTRACT.md, and compares goroutines and heap before and after.
 func TestSoak(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a soak of mixed traffic for -soak (3 s by default): run without -short")
+	}
 	if *soak > 10*time.Minute {
 		t.Fatal("-soak is bounded to 10m")
 	}

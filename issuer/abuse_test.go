@@ -32,6 +32,9 @@ func heapAfterGC() uint64 {
 // refused before anything is remembered, and the limiter is a table of
 // fixed bytes allocated at start.
 func TestFailuresDoNotGrowMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("1,000 requests with 200 KiB client IDs and 10,000 more: run without -short")
+	}
 	s := newServer(t, func(c *issuer.Config) {
 		c.Limits = issuer.Limits{TrustedProxyHeader: "X-Forwarded-For", FailedAttemptsPerAddress: 1 << 20}
 	}, issuer.WithLogger(slog.New(slog.DiscardHandler))) // the test's log buffer would be what grows
