@@ -137,12 +137,6 @@ type ValidationError struct {
 	IssuedAt  time.Time // ErrIssuedInFuture: its "iat"
 	Now       time.Time // the time reasons: the validator's clock, before leeway
 
-	// Issuer is, for ErrIssuer, the "iss" of a token whose signature
-	// verified. Validate refuses an "iss" it does not trust before it
-	// checks the signature, and so leaves Issuer empty: an "iss" that
-	// has not verified is an attacker's word as much as an issuer's.
-	Issuer string
-
 	Audience []string // ErrAudience: the "aud" it names
 }
 
@@ -158,11 +152,6 @@ func (e *ValidationError) Error() string {
 		return fmt.Sprintf("%v: nbf %s, now %s", e.Reason, e.NotBefore.UTC().Format(layout), e.Now.UTC().Format(layout))
 	case ErrIssuedInFuture:
 		return fmt.Sprintf("%v: iat %s, now %s", e.Reason, e.IssuedAt.UTC().Format(layout), e.Now.UTC().Format(layout))
-	case ErrIssuer:
-		if e.Issuer == "" { // none, or one that never verified (see TrustedIssuer)
-			break
-		}
-		return fmt.Sprintf("%v: iss %q", e.Reason, e.Issuer)
 	case ErrAudience:
 		return fmt.Sprintf("%v: aud [%s]", e.Reason, quoteAll(e.Audience))
 	}

@@ -25,7 +25,7 @@ import (
 // its "iss" alone is decoded to look the issuer up. Nothing else of the
 // payload is used until that issuer's key has verified the signature;
 // then every claim, "iss" included, is checked. An "iss" that did not
-// verify is never reported: ValidationError.Issuer stays empty.
+// verify is never reported, in an error or a log line.
 //
 // The scope claim needs nothing per issuer: a Validator reads both its
 // forms, the string of RFC 9068 and IdentityServer's array, and "scp"

@@ -129,8 +129,8 @@ func TestIssuersUnknownIssuerFetchesNothing(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := w.v.Validate(context.Background(), jwktest.Sign(t, stranger, nil, c.claims))
 			var ve *middleware.ValidationError
-			if !errors.Is(err, c.want) || !errors.As(err, &ve) || ve.Issuer != "" {
-				t.Fatalf("err = %v (Issuer %q), want %v without an Issuer", err, issuerOf(err), c.want)
+			if !errors.Is(err, c.want) || !errors.As(err, &ve) {
+				t.Fatalf("err = %v, want %v", err, c.want)
 			}
 			if strings.Contains(err.Error(), "iss ") {
 				t.Errorf("the error reports an iss that never verified: %v", err)
@@ -335,14 +335,6 @@ func TestIssuersOfOneStillChoose(t *testing.T) {
 	}
 }
 
-// issuerOf returns the Issuer fact of err, if it has one.
-func issuerOf(err error) string {
-	var ve *middleware.ValidationError
-	if errors.As(err, &ve) {
-		return ve.Issuer
-	}
-	return ""
-}
 
 // FuzzValidateIssuers feeds arbitrary tokens to a validator of two
 // issuers. It must never panic, and it may accept a token only if the
@@ -418,8 +410,8 @@ func TestForeignIssuerSpendsNoRefetch(t *testing.T) {
 		jwktest.With(jwktest.Claims("https://hydra-b.example/", scope.AdminWebAPI, time.Hour), "aud", trusted.Issuer()+"/resources"))
 	_, err := v.Validate(ctx, foreign)
 	var ve *middleware.ValidationError
-	if !errors.As(err, &ve) || ve.Reason != middleware.ErrIssuer || ve.Issuer != "" {
-		t.Errorf("foreign token: err = %v, want ErrIssuer without an Issuer (it never verified)", err)
+	if !errors.As(err, &ve) || ve.Reason != middleware.ErrIssuer || strings.Contains(err.Error(), "hydra-b") {
+		t.Errorf("foreign token: err = %v, want ErrIssuer, naming no issuer (it never verified)", err)
 	}
 	if n := trusted.Hits() - hits; n != 0 {
 		t.Errorf("the foreign token caused %d JWKS fetches, want 0", n)
