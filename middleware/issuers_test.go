@@ -335,7 +335,6 @@ func TestIssuersOfOneStillChoose(t *testing.T) {
 	}
 }
 
-
 // FuzzValidateIssuers feeds arbitrary tokens to a validator of two
 // issuers. It must never panic, and it may accept a token only if the
 // token verifies, independently of the validator, with the key of the
