@@ -25,15 +25,7 @@ func TestMisMountedIssuerIsLoggedOnce(t *testing.T) {
 		{"behind http.StripPrefix", func(mux *http.ServeMux, iss *issuer.Issuer) { mux.Handle("/ids/", http.StripPrefix("/ids", iss)) }, "/ids/.well-known/openid-configuration"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			mux := http.NewServeMux()
-			srv := httptest.NewServer(mux)
-			defer srv.Close()
-			logs, logger := testlog.New()
-			iss, err := issuer.New(testConfig(srv.URL+"/ids"), issuer.WithLogger(logger))
-			if err != nil {
-				t.Fatal(err)
-			}
-			c.mount(mux, iss)
+			srv, logs := mounted(t, c.mount)
 			for range 50 {
 				resp, err := http.Get(srv.URL + c.request + "?client_secret=never-logged")
 				if err != nil {
@@ -71,15 +63,7 @@ func TestMisMountedIssuerIsLoggedOnce(t *testing.T) {
 	}
 
 	// Mounted right: nothing is logged, and the endpoints answer.
-	mux := http.NewServeMux()
-	srv := httptest.NewServer(mux)
-	defer srv.Close()
-	logs, logger := testlog.New()
-	iss, err := issuer.New(testConfig(srv.URL+"/ids"), issuer.WithLogger(logger))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mux.Handle("/ids/", iss)
+	srv, logs := mounted(t, func(mux *http.ServeMux, iss *issuer.Issuer) { mux.Handle("/ids/", iss) })
 	for _, p := range []string{"/ids/.well-known/openid-configuration", "/ids/nothing", "/ids/connect/tokens"} {
 		if resp, err := http.Get(srv.URL + p); err == nil {
 			resp.Body.Close()
@@ -88,4 +72,20 @@ func TestMisMountedIssuerIsLoggedOnce(t *testing.T) {
 	if strings.Contains(logs.String(), "mounted") {
 		t.Errorf("a correctly mounted issuer logged a Warn:\n%s", logs)
 	}
+}
+
+// mounted serves an issuer of URL {server}/ids, mounted by mount, and
+// returns the server and the issuer's log.
+func mounted(t *testing.T, mount func(*http.ServeMux, *issuer.Issuer)) (*httptest.Server, *testlog.Buffer) {
+	t.Helper()
+	mux := http.NewServeMux()
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	logs, logger := testlog.New()
+	iss, err := issuer.New(testConfig(srv.URL+"/ids"), issuer.WithLogger(logger))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mount(mux, iss)
+	return srv, logs
 }
