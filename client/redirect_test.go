@@ -60,6 +60,16 @@ func TestTokenRequestFollowsNoRedirect(t *testing.T) {
 	if len(stolen) > 0 {
 		t.Errorf("the other origin received %d token requests: %q", len(stolen), stolen)
 	}
+
+	// The caller's own client is not changed: its other requests follow
+	// redirects as they did.
+	mine := &http.Client{}
+	cfg := client.Config{ClientID: "reporting", ClientSecret: "s3cret", TokenURL: thief.URL, HTTPClient: mine}
+	cfg.TokenSource(context.Background()).Token()
+	cfg.Client(context.Background())
+	if mine.CheckRedirect != nil {
+		t.Error("the caller's HTTPClient had its CheckRedirect changed")
+	}
 }
 
 // TestRetryAfterIsBounded: a 429 with Retry-After: 315360000 (ten years)
