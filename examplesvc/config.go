@@ -11,7 +11,6 @@ import (
 
 	"github.com/idsauth/idsauth/issuer"
 	"github.com/idsauth/idsauth/middleware"
-	"github.com/idsauth/idsauth/secret"
 )
 
 //go:embed default-config.json
@@ -60,9 +59,9 @@ func (s configSource) load() (*fileConfig, error) {
 	return &c, nil
 }
 
-// tenants checks the SCIM tenants and returns their hashes.
-func (c *fileConfig) tenants() (map[string][]secret.Hash, error) {
-	m, err := middleware.ParseTenants(c.SCIMTenants)
+// tenants checks the SCIM tenants and returns a store of them.
+func (c *fileConfig) tenants() (*middleware.Tenants, error) {
+	m, err := middleware.NewTenants(c.SCIMTenants)
 	var te *middleware.TenantConfigError
 	if errors.As(err, &te) {
 		return nil, fmt.Errorf("configuration: scimTenants%s: %s", te.Field, te.Reason)

@@ -84,7 +84,7 @@ func newService(ctx context.Context, src configSource, logger *slog.Logger) (*se
 		src:      src,
 		logger:   logger,
 		iss:      iss,
-		tenants:  middleware.NewTenants(tenants),
+		tenants:  tenants,
 		v:        v,
 		secrets:  secrets,
 		metrics:  m,
@@ -160,9 +160,8 @@ func (s *service) reload() {
 		return
 	}
 	cfg, err := s.src.load()
-	var tenants map[string][]secret.Hash
 	if err == nil {
-		tenants, err = cfg.tenants()
+		_, err = cfg.tenants() // checked before anything is applied
 	}
 	if err != nil {
 		s.logger.Error("reload refused: keeping the current configuration", "error", err)
@@ -180,7 +179,9 @@ func (s *service) reload() {
 		s.logger.Error("reload refused: keeping the current configuration", "error", err)
 		return
 	}
-	s.tenants.Replace(tenants)
+	if err := s.tenants.Replace(cfg.SCIMTenants); err != nil { // checked above: cannot fail
+		s.logger.Error("reload: the SCIM tenants were not replaced", "error", err)
+	}
 	added, removed := diff(clientIDs(s.current), clientIDs(cfg))
 	tAdded, tRemoved := diff(tenantNames(s.current), tenantNames(cfg))
 	kAdded, kRemoved := diff(oldKeys, s.iss.KeyIDs())

@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/idsauth/idsauth/idsauthotel"
+	"github.com/idsauth/idsauth/internal/tenanttest"
 	"github.com/idsauth/idsauth/issuer"
 	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/observe"
@@ -78,7 +79,7 @@ func newWorld(t *testing.T) *world {
 	bearer := middleware.RequireBearerWithConfig(v, middleware.BearerConfig{Observer: obs})
 	mux.Handle("/admin", bearer(middleware.RequireScope(scope.AdminWebAPI)(ok)))
 	mux.Handle("/connect", bearer(middleware.RequireScope(scope.ConnectWebAPI)(ok)))
-	tenants := middleware.NewTenants(map[string][]secret.Hash{"acme": {secret.HashSHA256("acme-scim-token")}})
+	tenants := tenanttest.Of(t, "acme", secret.HashSHA256("acme-scim-token"))
 	mux.Handle("/scim/{tenant}/Users", middleware.SCIMAuthWithConfig(tenants, middleware.SCIMConfig{Observer: obs})(ok))
 	return w
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/idsauth/idsauth/idsauthtest"
+	"github.com/idsauth/idsauth/internal/tenanttest"
 	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/scope"
 	"github.com/idsauth/idsauth/secret"
@@ -81,7 +82,7 @@ func TestCheckProtectedFindsEveryEcho(t *testing.T) {
 // TestCheckSCIMAtAnyPath: a SCIM route elsewhere than the contract's path
 // is checked as well (it got 16 failures like "no token: status 404").
 func TestCheckSCIMAtAnyPath(t *testing.T) {
-	tenants := middleware.NewTenants(map[string][]secret.Hash{"acme": {secret.HashSHA256("acme-token")}})
+	tenants := tenanttest.Of(t, "acme", secret.HashSHA256("acme-token"))
 	mux := http.NewServeMux()
 	mux.Handle("GET /scim/v2/{tenant}/Users", middleware.SCIMAuth(tenants)(ok))
 	rec := &recorder{TB: t}

@@ -61,7 +61,10 @@ func ExampleCheckSCIM() {
 	t := &printer{}
 	defer t.close()
 
-	tenants := middleware.NewTenants(map[string][]secret.Hash{"acme": {secret.HashSHA256("acme-token")}})
+	tenants, err := middleware.NewTenants([]middleware.TenantConfig{{Tenant: "acme", TokenHashes: []string{secret.HashSHA256("acme-token").String()}}})
+	if err != nil {
+		panic(err)
+	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /webapi/scim-api/v1/{tenant}/scim/Users", middleware.SCIMAuth(tenants)(http.HandlerFunc(listUsers)))
 	idsauthtest.CheckSCIM(t, mux, "GET /webapi/scim-api/v1/{tenant}/scim/Users", "acme", "acme-token")

@@ -15,6 +15,7 @@ import (
 
 	"github.com/idsauth/idsauth/client"
 	"github.com/idsauth/idsauth/idsauthtest"
+	"github.com/idsauth/idsauth/internal/tenanttest"
 	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/scope"
 	"github.com/idsauth/idsauth/secret"
@@ -119,7 +120,7 @@ func (d *dropHeader) WriteHeader(code int) {
 }
 
 func TestCheckSCIM(t *testing.T) {
-	tenants := middleware.NewTenants(map[string][]secret.Hash{"acme": {secret.HashSHA256("acme-token")}})
+	tenants := tenanttest.Of(t, "acme", secret.HashSHA256("acme-token"))
 	mux := http.NewServeMux()
 	mux.Handle("GET /webapi/scim-api/v1/{tenant}/scim/Users", middleware.SCIMAuth(tenants)(ok))
 	rec := &recorder{TB: t}

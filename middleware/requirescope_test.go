@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/idsauth/idsauth/internal/jwktest"
+	"github.com/idsauth/idsauth/internal/tenanttest"
 	"github.com/idsauth/idsauth/internal/testlog"
 	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/scope"
-	"github.com/idsauth/idsauth/secret"
 )
 
 // panicText runs f and returns what it panicked with, or "".
@@ -28,7 +28,7 @@ func panicText(f func()) (msg string) {
 }
 
 func TestMisconfigurationPanicsAtConstruction(t *testing.T) {
-	tenants := middleware.NewTenants(map[string][]secret.Hash{})
+	tenants := tenanttest.From(t, nil)
 	cases := []struct {
 		name string
 		f    func()

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/idsauth/idsauth/internal/jwktest"
+	"github.com/idsauth/idsauth/internal/tenanttest"
 	"github.com/idsauth/idsauth/internal/testlog"
 	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/scimerr"
@@ -74,7 +75,7 @@ func wantSCIM401(t *testing.T, a answer) {
 }
 
 func TestSCIMAuth(t *testing.T) {
-	tenants := middleware.NewTenants(map[string][]secret.Hash{
+	tenants := tenanttest.From(t, map[string][]secret.Hash{
 		"acme":   {secret.HashSHA256("acme-old"), secret.HashSHA256("acme-new")},
 		"globex": {secret.HashSHA256("globex-token")},
 	})
@@ -119,7 +120,9 @@ func TestSCIMAuth(t *testing.T) {
 		})
 	}
 	t.Run("Replace swaps tenants at once", func(t *testing.T) {
-		tenants.Replace(map[string][]secret.Hash{"acme": {secret.HashSHA256("acme-newest")}})
+		if err := tenants.Replace([]middleware.TenantConfig{{Tenant: "acme", TokenHashes: []string{secret.HashSHA256("acme-newest").String()}}}); err != nil {
+			t.Fatal(err)
+		}
 		wantSCIM401(t, call(t, scimURL(srv, "acme"), "Bearer acme-old"))
 		if a := call(t, scimURL(srv, "acme"), "Bearer acme-newest"); a.status != 200 {
 			t.Fatalf("got %d", a.status)
@@ -131,7 +134,7 @@ func TestSCIMAuthIdentityTokens(t *testing.T) {
 	k := jwktest.NewKey(t, "ES256")
 	jwks := jwktest.NewJWKS(t, k)
 	v := newValidator(t, middleware.ValidatorConfig{Issuer: jwks.Issuer()})
-	tenants := middleware.NewTenants(map[string][]secret.Hash{"acme": {secret.HashSHA256("acme-token")}})
+	tenants := tenanttest.Of(t, "acme", secret.HashSHA256("acme-token"))
 	admin := jwktest.Sign(t, k, nil, jwktest.Claims(jwks.Issuer(), scope.AdminWebAPI, time.Hour))
 	connect := jwktest.Sign(t, k, nil, jwktest.Claims(jwks.Issuer(), scope.ConnectWebAPI, time.Hour))
 
@@ -156,7 +159,7 @@ func TestSCIMAuthIdentityTokens(t *testing.T) {
 }
 
 func TestSCIMAuthHookLogsNoToken(t *testing.T) {
-	tenants := middleware.NewTenants(map[string][]secret.Hash{"acme": {secret.HashSHA256("acme-token")}})
+	tenants := tenanttest.Of(t, "acme", secret.HashSHA256("acme-token"))
 	logs, logger := testlog.New()
 	var reasons []error
 	srv := scimServer(t, tenants, middleware.SCIMConfig{Logger: logger,
@@ -179,13 +182,14 @@ func TestSCIMAuthHookLogsNoToken(t *testing.T) {
 
 // Protect a SCIM handler with per-tenant tokens from the configuration.
 func ExampleSCIMAuth() {
-	// In a service: hashes, err := middleware.ParseTenants(configs), with
-	// configs from the service's own configuration file; then
-	// tenants := middleware.NewTenants(hashes), and on reload
-	// tenants.Replace(hashes).
-	tenants := middleware.NewTenants(map[string][]secret.Hash{
-		"acme": {secret.HashSHA256("acme-scim-token")},
+	// The tenants as the service's configuration file holds them; on
+	// reload, tenants.Replace(configs), which changes nothing on error.
+	tenants, err := middleware.NewTenants([]middleware.TenantConfig{
+		{Tenant: "acme", TokenHashes: []string{secret.HashSHA256("acme-scim-token").String()}},
 	})
+	if err != nil {
+		log.Fatal(err)
+	}
 	users := scimerr.Handler(func(w http.ResponseWriter, r *http.Request) error {
 		w.Header().Set("Content-Type", scimerr.ContentType)
 		_, err := fmt.Fprint(w, `{"Resources":[],"totalResults":0}`)
@@ -212,7 +216,7 @@ func ExampleSCIMAuth() {
 }
 
 func TestSCIMAuthIdentityTokensNilClaimsFailClosed(t *testing.T) {
-	tenants := middleware.NewTenants(map[string][]secret.Hash{"acme": {secret.HashSHA256("acme-token")}})
+	tenants := tenanttest.Of(t, "acme", secret.HashSHA256("acme-token"))
 	srv := scimServer(t, tenants, middleware.SCIMConfig{IdentityTokens: nilValidator{}, IdentityTokenScopes: []string{scope.AdminWebAPI}})
 	k := jwktest.NewKey(t, "ES256")
 	tok := jwktest.Sign(t, k, nil, jwktest.Claims(iss, scope.AdminWebAPI, time.Hour))

@@ -28,28 +28,37 @@ type Tenants struct {
 	verifiers []*secret.Verifier
 }
 
-// NewTenants returns a store holding tenants, each with one or more token
-// hashes (several while a token is being rotated).
-func NewTenants(tenants map[string][]secret.Hash) *Tenants {
+// NewTenants returns a store holding tenants, as a configuration file
+// writes them: it checks them and parses their token hashes (several
+// while a token is being rotated), and returns a *TenantConfigError naming
+// the first wrong field.
+func NewTenants(tenants []TenantConfig) (*Tenants, error) {
 	t := &Tenants{}
-	t.Replace(tenants)
-	return t
+	if err := t.Replace(tenants); err != nil {
+		return nil, err
+	}
+	return t, nil
 }
 
-// Replace swaps the whole content of the store for tenants.
-func (t *Tenants) Replace(tenants map[string][]secret.Hash) {
-	cp := make(map[string][]secret.Hash, len(tenants))
-	subjects := make([][]secret.Hash, 0, len(tenants))
-	for k, v := range tenants {
-		cp[k] = append([]secret.Hash(nil), v...)
-		subjects = append(subjects, cp[k])
+// Replace checks tenants as NewTenants does and swaps the whole content of
+// the store for them; on error it changes nothing. (To check a list
+// without applying it, make a store of it with NewTenants.)
+func (t *Tenants) Replace(tenants []TenantConfig) error {
+	parsed, err := parseTenants(tenants)
+	if err != nil {
+		return err
+	}
+	subjects := make([][]secret.Hash, 0, len(parsed))
+	for _, v := range parsed {
+		subjects = append(subjects, v)
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, v := range t.verifiers {
 		v.Prime(subjects...)
 	}
-	t.m.Store(&cp)
+	t.m.Store(&parsed)
+	return nil
 }
 
 // attach primes v with the tenants' hashes now and on every Replace.

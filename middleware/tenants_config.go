@@ -35,11 +35,8 @@ func (e *TenantConfigError) Error() string {
 	return "SCIM tenants: " + e.Field + ": " + e.Reason
 }
 
-// ParseTenants checks tenants and parses their token hashes, for
-// NewTenants and, on a configuration reload, Tenants.Replace. It returns
-// a *TenantConfigError naming the first wrong field, and nothing else
-// then, so that a bad reload can keep the tenants as they were.
-func ParseTenants(tenants []TenantConfig) (map[string][]secret.Hash, error) {
+// parseTenants checks tenants and parses their token hashes.
+func parseTenants(tenants []TenantConfig) (map[string][]secret.Hash, error) {
 	out := make(map[string][]secret.Hash, len(tenants))
 	for i, tc := range tenants {
 		bad := func(field, format string, args ...any) error {

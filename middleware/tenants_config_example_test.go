@@ -10,7 +10,7 @@ import (
 
 // Load the SCIM tenants from a section of a service's configuration file,
 // and replace them on reload; a bad section changes nothing.
-func ExampleParseTenants() {
+func ExampleNewTenants() {
 	file := []byte(`{
 	  "scimTenants": [
 	    {"tenant": "acme", "tokenHashes": ["sha256:nm/i/1iedFryVcLNbev2oz1/SDcrgF/J5j/RzEc05tc="]}
@@ -22,16 +22,15 @@ func ExampleParseTenants() {
 	if err := json.Unmarshal(file, &cfg); err != nil {
 		log.Fatal(err)
 	}
-	hashes, err := middleware.ParseTenants(cfg.SCIMTenants)
+	tenants, err := middleware.NewTenants(cfg.SCIMTenants) // for middleware.SCIMAuth(tenants)
 	if err != nil {
 		log.Fatal(err)
 	}
-	tenants := middleware.NewTenants(hashes) // for middleware.SCIMAuth(tenants)
 	fmt.Println(len(tenants.TenantTokens("acme")), "token hash for acme")
 
-	// On reload: parse first, replace only if the new list is good.
+	// On reload: a bad list changes nothing.
 	bad := []middleware.TenantConfig{{Tenant: "acme", TokenHashes: []string{"demo-scim-token"}}}
-	if _, err := middleware.ParseTenants(bad); err != nil {
+	if err := tenants.Replace(bad); err != nil {
 		fmt.Println("reload refused:", err)
 	}
 	fmt.Println(len(tenants.TenantTokens("acme")), "token hash for acme")

@@ -11,20 +11,20 @@ import (
 	"github.com/idsauth/idsauth/secret"
 )
 
-func TestParseTenants(t *testing.T) {
+func TestNewTenants(t *testing.T) {
 	good := secret.HashSHA256("acme-token").String()
 	t.Run("each tenant gets its hashes, and SCIMAuth admits their tokens", func(t *testing.T) {
-		m, err := middleware.ParseTenants([]middleware.TenantConfig{
+		m, err := middleware.NewTenants([]middleware.TenantConfig{
 			{Tenant: "acme", TokenHashes: []string{good, secret.HashSHA256("acme-next").String()}},
 			{Tenant: "globex", TokenHashes: []string{secret.HashSHA256("globex-token").String()}},
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(m) != 2 || len(m["acme"]) != 2 || len(m["globex"]) != 1 {
-			t.Fatalf("parsed %v", m)
+		if len(m.TenantTokens("acme")) != 2 || len(m.TenantTokens("globex")) != 1 {
+			t.Fatalf("parsed %v, %v", m.TenantTokens("acme"), m.TenantTokens("globex"))
 		}
-		srv := scimServer(t, middleware.NewTenants(m), middleware.SCIMConfig{})
+		srv := scimServer(t, m, middleware.SCIMConfig{})
 		for tenant, tok := range map[string]string{"acme": "acme-next", "globex": "globex-token"} {
 			if a := call(t, scimURL(srv, tenant), "Bearer "+tok); a.status != http.StatusOK {
 				t.Errorf("%s: %d", tenant, a.status)
@@ -33,7 +33,7 @@ func TestParseTenants(t *testing.T) {
 		wantSCIM401(t, call(t, scimURL(srv, "globex"), "Bearer acme-token"))
 	})
 	t.Run("no tenants is an empty store, not an error", func(t *testing.T) {
-		if m, err := middleware.ParseTenants(nil); err != nil || m == nil || len(m) != 0 {
+		if m, err := middleware.NewTenants(nil); err != nil || m == nil || m.TenantTokens("acme") != nil {
 			t.Fatalf("%v, %v", m, err)
 		}
 	})
@@ -54,10 +54,15 @@ func TestParseTenants(t *testing.T) {
 			if err := json.Unmarshal([]byte(c.json), &list); err != nil {
 				t.Fatal(err)
 			}
-			m, err := middleware.ParseTenants(list)
+			m, err := middleware.NewTenants(list)
 			var te *middleware.TenantConfigError
 			if !errors.As(err, &te) || m != nil {
 				t.Fatalf("got %v, %v; want a TenantConfigError and nothing else", m, err)
+			}
+			// Replace refuses it the same way, and changes nothing.
+			kept, _ := middleware.NewTenants([]middleware.TenantConfig{{Tenant: "t", TokenHashes: []string{good}}})
+			if err := kept.Replace(list); !errors.As(err, &te) || len(kept.TenantTokens("t")) != 1 {
+				t.Fatalf("Replace: %v, and the store holds %v; want the error and the old tenants", err, kept.TenantTokens("t"))
 			}
 			if te.Field != c.field || !strings.Contains(te.Reason, c.reason) {
 				t.Fatalf("got %s: %s; want %s: ...%s...", te.Field, te.Reason, c.field, c.reason)

@@ -32,7 +32,11 @@ func ExampleNew() {
 		return
 	}
 
-	tenants := middleware.NewTenants(nil)
+	tenants, err := middleware.NewTenants(nil) // from the service's file: []middleware.TenantConfig
+	if err != nil {
+		logger.Error("tenants", "error", err)
+		return
+	}
 	scim := middleware.SCIMAuthWithConfig(tenants, middleware.SCIMConfig{Limits: middleware.SCIMLimits{
 		Store: redisstore.New(rdb, redisstore.Options{Prefix: "idsauth:scim:", Logger: logger}),
 	}})

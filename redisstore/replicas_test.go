@@ -19,6 +19,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/idsauth/idsauth/internal/tenanttest"
 	"github.com/idsauth/idsauth/issuer"
 	"github.com/idsauth/idsauth/limit"
 	"github.com/idsauth/idsauth/middleware"
@@ -311,7 +312,7 @@ func TestRedisDiesMidRun(t *testing.T) {
 // its right token from another address is admitted by either.
 func TestSCIMReplicasShareOneBudget(t *testing.T) {
 	srv := startRedis(t)
-	tenants := middleware.NewTenants(map[string][]secret.Hash{"acme": {secret.HashSHA256("acme-token")}})
+	tenants := tenanttest.Of(t, "acme", secret.HashSHA256("acme-token"))
 	var urls []string
 	for range 2 {
 		cfg := middleware.SCIMConfig{Limits: middleware.SCIMLimits{

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -51,8 +50,7 @@ too. A bad file exits 1 with the error naming the field. Run it before sending t
 	if err := issuer.DecodeConfig(data, &file); err != nil {
 		return err
 	}
-	tenants, err := middleware.ParseTenants(file.SCIMTenants)
-	if err != nil {
+	if _, err := middleware.NewTenants(file.SCIMTenants); err != nil {
 		return err // "SCIM tenants: [1].tenant: ..."
 	}
 	if file.LimiterStore != nil {
@@ -94,11 +92,11 @@ too. A bad file exits 1 with the error naming the field. Run it before sending t
 			fmt.Fprintf(w, "    keys      %d public key(s), private_key_jwt\n", len(c.PublicKeys))
 		}
 	}
-	if len(tenants) > 0 {
+	if len(file.SCIMTenants) > 0 {
 		fmt.Fprintln(w, "\nSCIM tenants:")
-		names := slices.Sorted(maps.Keys(tenants))
-		for _, name := range names {
-			fmt.Fprintf(w, "  %-20s %d token hash(es)\n", name, len(tenants[name]))
+		list := slices.SortedFunc(slices.Values(file.SCIMTenants), func(a, b middleware.TenantConfig) int { return strings.Compare(a.Tenant, b.Tenant) })
+		for _, tc := range list {
+			fmt.Fprintf(w, "  %-20s %d token hash(es)\n", tc.Tenant, len(tc.TokenHashes))
 		}
 	}
 	if s := file.LimiterStore; s != nil {
