@@ -8,7 +8,6 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,6 +24,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/idsauth/idsauth/internal/jws"
 	"github.com/idsauth/idsauth/internal/keys"
 	"github.com/idsauth/idsauth/limit"
 )
@@ -217,46 +217,26 @@ type assertion struct {
 	sub    string // the claimed client, to pick its keys
 }
 
-var b64 = base64.RawURLEncoding.Strict()
-
 // parseAssertion splits and decodes a compact JWS without trusting it,
 // or returns nil. A crit header is refused: no extension is understood.
 func parseAssertion(s string) *assertion {
-	parts := strings.Split(s, ".")
-	if len(parts) != 3 {
+	t, err := jws.Parse(s)
+	if err != nil || t.Alg == "" || t.Has("crit") {
 		return nil
 	}
-	var header map[string]json.RawMessage
-	if !decodeSegment(parts[0], &header) {
-		return nil
-	}
-	a := &assertion{signed: parts[0] + "." + parts[1]}
-	if !decodeSegment(parts[1], &a.claims) || a.claims == nil || header == nil {
-		return nil
-	}
-	if _, crit := header["crit"]; crit {
-		return nil
-	}
-	if json.Unmarshal(header["alg"], &a.alg) != nil {
-		return nil
-	}
+	a := &assertion{alg: t.Alg, signed: t.SigningInput}
 	if a.alg == "Ed25519" {
 		a.alg = "EdDSA"
 	}
-	var err error
-	if a.sig, err = b64.DecodeString(parts[2]); err != nil {
+	payload, err := t.Payload()
+	if err != nil || json.Unmarshal(payload, &a.claims) != nil || a.claims == nil {
+		return nil
+	}
+	if a.sig, err = t.Signature(); err != nil {
 		return nil
 	}
 	a.sub, _ = claimString(a.claims, "sub")
 	return a
-}
-
-func decodeSegment(seg string, v any) bool {
-	b, err := b64.DecodeString(seg)
-	if err != nil {
-		return false
-	}
-	return json.Unmarshal(b, v) == nil
 }
 
 // claimString returns a claim that is a JSON string.

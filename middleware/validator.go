@@ -3,8 +3,6 @@ package middleware
 import (
 	"context"
 	"crypto"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -16,6 +14,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"golang.org/x/time/rate"
 
+	"github.com/idsauth/idsauth/internal/jws"
 	"github.com/idsauth/idsauth/observe"
 )
 
@@ -394,36 +393,21 @@ func (v *Validator) Validate(ctx context.Context, token string) (*Claims, error)
 	return c, nil
 }
 
-// b64 decodes JWS segments: base64url without padding, and only in its
-// one canonical form, so that no two strings carry the same signature.
-var b64 = base64.RawURLEncoding.Strict()
-
 // validate is Validate without the cache. It returns the issuer that
 // accepted the token and the version of its keys read before they were.
 func (v *Validator) validate(ctx context.Context, token string, now time.Time) (*Claims, *trustedIssuer, uint64, error) {
-	h64, rest, ok1 := strings.Cut(token, ".")
-	p64, s64, ok2 := strings.Cut(rest, ".")
-	if !ok1 || !ok2 || strings.Contains(s64, ".") {
-		return nil, nil, 0, ErrMalformed
-	}
-	hb, err := b64.DecodeString(h64)
+	t, err := jws.Parse(token)
 	if err != nil {
 		return nil, nil, 0, ErrMalformed
 	}
-	var header map[string]any
-	if err := json.Unmarshal(hb, &header); err != nil || header == nil {
-		return nil, nil, 0, ErrMalformed
-	}
-	if err := v.checkHeader(header); err != nil {
+	if err := v.checkHeader(t); err != nil {
 		return nil, nil, 0, err
 	}
-	alg := header["alg"].(string) // checkHeader found it on the allow-list
-	method := signingMethod(alg)
-	sig, err := b64.DecodeString(s64)
+	sig, err := t.Signature()
 	if err != nil {
 		return nil, nil, 0, ErrMalformed
 	}
-	payload, err := b64.DecodeString(p64)
+	payload, err := t.Payload()
 	if err != nil {
 		return nil, nil, 0, ErrMalformed
 	}
@@ -431,28 +415,27 @@ func (v *Validator) validate(ctx context.Context, token string, now time.Time) (
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	t, err := v.chooseIssuer(raw)
+	ti, err := v.chooseIssuer(raw)
 	if err != nil {
 		return nil, nil, 0, err
 	}
 	var version uint64
-	if t.versioned != nil {
-		version = t.versioned.KeysVersion() // before the keys: a change after makes the entry stale
+	if ti.versioned != nil {
+		version = ti.versioned.KeysVersion() // before the keys: a change after makes the entry stale
 	}
-	kid, _ := header["kid"].(string) // checkHeader found it a string, if present
-	keys, err := t.keys.VerificationKeys(ctx, kid, alg)
+	keys, err := ti.keys.VerificationKeys(ctx, t.KID, t.Alg)
 	if err != nil {
 		return nil, nil, 0, keyError(err)
 	}
 	if len(keys) == 0 {
 		return nil, nil, 0, ErrUnknownKey
 	}
-	if !verify(method, token[:len(h64)+1+len(p64)], sig, keys) {
+	if !verify(signingMethod(t.Alg), t.SigningInput, sig, keys) {
 		return nil, nil, 0, ErrSignature
 	}
 	// Only now, with the signature good, are the claims but "iss" read.
-	c, err := v.claims(t, raw, p64, now)
-	return c, t, version, err
+	c, err := v.claims(ti, raw, t.Payload64, now)
+	return c, ti, version, err
 }
 
 // chooseIssuer returns the trusted issuer whose keys may verify a token
@@ -481,28 +464,27 @@ func verify(method jwt.SigningMethod, signingInput string, sig []byte, keys []cr
 	return false
 }
 
-func (v *Validator) checkHeader(h map[string]any) error {
-	alg, _ := h["alg"].(string)
-	if !v.allowed[alg] {
+// checkHeader checks what the validator requires of a token's header:
+// an "alg" on the allow-list, no "crit", and a "typ" of an access token
+// (or none, unless RequireType).
+func (v *Validator) checkHeader(t *jws.Token) error {
+	if !v.allowed[t.Alg] {
 		return ErrAlgorithm
 	}
-	if _, ok := h["crit"]; ok {
+	if t.Has("crit") {
 		return ErrCritical
 	}
-	if kid, ok := h["kid"]; ok {
-		if _, isString := kid.(string); !isString {
-			return ErrMalformed
-		}
-	}
-	typ, present := h["typ"]
-	if !present {
+	typ, present, err := t.String("typ")
+	switch {
+	case !present:
 		if v.requireType {
 			return ErrType
 		}
 		return nil
+	case err != nil:
+		return ErrType
 	}
-	s, _ := typ.(string)
-	if !strings.EqualFold(s, "at+jwt") && !strings.EqualFold(s, "application/at+jwt") && !strings.EqualFold(s, "JWT") {
+	if !strings.EqualFold(typ, "at+jwt") && !strings.EqualFold(typ, "application/at+jwt") && !strings.EqualFold(typ, "JWT") {
 		return ErrType
 	}
 	return nil
