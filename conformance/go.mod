@@ -8,6 +8,8 @@ require (
 	golang.org/x/oauth2 v0.36.0
 )
 
+require github.com/MicahParks/keyfunc/v3 v3.9.0 // indirect
+
 require (
 	github.com/MicahParks/jwkset v0.11.3 // indirect
 	github.com/golang-jwt/jwt/v5 v5.3.1 // indirect

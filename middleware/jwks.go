@@ -15,16 +15,23 @@ import (
 	"time"
 
 	"github.com/MicahParks/jwkset"
+	"github.com/MicahParks/keyfunc/v3"
+	"github.com/golang-jwt/jwt/v5"
 	"golang.org/x/time/rate"
 
 	"github.com/idsauth/idsauth/observe"
 )
 
 // jwksSource is the VersionedKeySource of a Validator that fetches a
-// JWKS.
+// JWKS. keyfunc selects the keys: it reads the token's kid and alg (the
+// header the validator has already checked), finds the JWK named by kid
+// through the storage (which fetches the set again on an unknown kid, as
+// the limit allows), or every JWK without a kid, checks the JWK's "alg"
+// and "use", and hands back the public key. The storage keeps to keyfunc
+// only the JWKs that may verify a token of that alg (usable).
 type jwksSource struct {
-	storage jwkset.Storage // reads the local copy, refetches on an unknown kid
-	store   *versionedStorage
+	kf    keyfunc.Keyfunc
+	store *versionedStorage
 }
 
 func newJWKSSource(ctx context.Context, client *http.Client, jwksURL string, cfg ValidatorConfig) (*jwksSource, error) {
@@ -66,8 +73,15 @@ func newJWKSSource(ctx context.Context, client *http.Client, jwksURL string, cfg
 	if err != nil {
 		return nil, fmt.Errorf("middleware: JWKS %s: %w", jwksURL, err)
 	}
-	storage := &unknownKIDStorage{Storage: remotes, local: store, limit: unknownKID}
-	return &jwksSource{storage: storage, store: store}, nil
+	kf, err := keyfunc.New(keyfunc.Options{
+		Ctx:          ctx,
+		Storage:      verifyingKeys{&unknownKIDStorage{Storage: remotes, local: store, limit: unknownKID}},
+		UseWhitelist: []jwkset.USE{jwkset.UseSig, ""},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("middleware: JWKS %s: %w", jwksURL, err)
+	}
+	return &jwksSource{kf: kf, store: store}, nil
 }
 
 // unknownKIDStorage reads keys from the local copy of the JWKS, and asks
@@ -92,11 +106,17 @@ func (s *unknownKIDStorage) KeyRead(ctx context.Context, kid string) (jwkset.JWK
 // with this kid and alg: the JWK named by kid, or, without a kid, every
 // JWK that fits. A JWK fits when its "use" is absent or "sig", its
 // "key_ops" (if any) include "verify", and its "alg" (if any) is the
-// token's. jwkset checks none of these, so they are checked here. A kid
-// not in the local copy fetches the JWKS again, as the unknown-kid limit
-// allows.
+// token's, "EdDSA" and "Ed25519" being one. A kid not in the local copy
+// fetches the JWKS again, as the unknown-kid limit allows.
 func (s *jwksSource) VerificationKeys(ctx context.Context, kid, alg string) ([]crypto.PublicKey, error) {
 	ks, err := s.keys(ctx, kid, alg)
+	var other otherEdDSAName
+	if errors.As(err, &other) {
+		// The JWK names the same algorithm otherwise: keyfunc, which
+		// compares the names, is asked again under the JWK's. The key is
+		// in the local copy now, so this costs no fetch.
+		ks, err = s.keys(ctx, kid, string(other))
+	}
 	if err != nil && s.empty(ctx) {
 		return nil, ErrKeysUnavailable
 	}
@@ -104,51 +124,97 @@ func (s *jwksSource) VerificationKeys(ctx context.Context, kid, alg string) ([]c
 }
 
 func (s *jwksSource) keys(ctx context.Context, kid, alg string) ([]crypto.PublicKey, error) {
-	if kid == "" {
-		all, err := s.store.KeyReadAll(ctx)
-		if err != nil {
-			return nil, err
-		}
-		var set []crypto.PublicKey
-		for _, j := range all {
-			if k, err := verificationKey(j, alg); err == nil {
-				set = append(set, k)
-			}
-		}
-		if len(set) == 0 {
+	header := map[string]any{"alg": alg}
+	if kid != "" {
+		header["kid"] = kid
+	}
+	key, err := s.kf.KeyfuncCtx(context.WithValue(ctx, algKey{}, alg))(&jwt.Token{Header: header})
+	if err != nil {
+		return nil, err
+	}
+	switch k := key.(type) {
+	case jwt.VerificationKeySet:
+		if len(k.Keys) == 0 {
 			return nil, ErrUnknownKey
 		}
+		set := make([]crypto.PublicKey, len(k.Keys))
+		for i, pub := range k.Keys {
+			set[i] = pub
+		}
 		return set, nil
+	default:
+		return []crypto.PublicKey{k}, nil
 	}
-	j, err := s.storage.KeyRead(ctx, kid)
-	if err != nil {
-		return nil, err
-	}
-	k, err := verificationKey(j, alg)
-	if err != nil {
-		return nil, err
-	}
-	return []crypto.PublicKey{k}, nil
 }
 
-// verificationKey returns j's public key if j may verify a token signed
-// with alg.
-func verificationKey(j jwkset.JWK, alg string) (crypto.PublicKey, error) {
+// algKey is the context key under which verifyingKeys finds the token's
+// alg.
+type algKey struct{}
+
+// verifyingKeys is the storage keyfunc reads: it holds back every JWK
+// that may not verify a token of the alg in the context, so that keyfunc
+// finds only those that may. keyfunc checks "use" and a named JWK's
+// "alg" itself; this adds "key_ops", the "alg" of the JWKs of a token
+// without kid, and the two names of EdDSA.
+type verifyingKeys struct{ jwkset.Storage }
+
+func (s verifyingKeys) KeyRead(ctx context.Context, kid string) (jwkset.JWK, error) {
+	j, err := s.Storage.KeyRead(ctx, kid)
+	if err != nil {
+		return j, err
+	}
+	alg, _ := ctx.Value(algKey{}).(string)
+	if err := usable(j, alg); err != nil {
+		return jwkset.JWK{}, err
+	}
+	return j, nil
+}
+
+func (s verifyingKeys) KeyReadAll(ctx context.Context) ([]jwkset.JWK, error) {
+	all, err := s.Storage.KeyReadAll(ctx)
+	if err != nil {
+		return nil, err
+	}
+	alg, _ := ctx.Value(algKey{}).(string)
+	fit := make([]jwkset.JWK, 0, len(all))
+	for _, j := range all {
+		var other otherEdDSAName
+		if err := usable(j, alg); err == nil || errors.As(err, &other) {
+			fit = append(fit, j)
+		}
+	}
+	return fit, nil
+}
+
+// errAlgorithm is the error of a JWK that is for another algorithm than
+// the token's.
+var errAlgorithm = fmt.Errorf("%w: the JWK is for another alg", ErrAlgorithm)
+
+// errUnusable is the error of a JWK that may not verify anything.
+var errUnusable = fmt.Errorf("%w: the JWK may not verify", ErrUnknownKey)
+
+// otherEdDSAName is the error of a JWK whose "alg" is the other name of
+// EdDSA over Ed25519 than the token's: the JWK's.
+type otherEdDSAName string
+
+func (n otherEdDSAName) Error() string { return "the JWK names EdDSA " + string(n) }
+
+// usable returns nil when j may verify a token signed with alg.
+func usable(j jwkset.JWK, alg string) error {
 	m := j.Marshal()
 	if m.USE != "" && m.USE != jwkset.UseSig {
-		return nil, ErrUnknownKey // an encryption key, or another use
+		return errUnusable // an encryption key, or another use
 	}
 	if len(m.KEYOPS) > 0 && !slices.Contains(m.KEYOPS, jwkset.KeyOpsVerify) {
-		return nil, ErrUnknownKey
+		return errUnusable
 	}
-	if a := string(m.ALG); a != "" && a != alg && !(isEd25519(a) && isEd25519(alg)) {
-		return nil, ErrAlgorithm
+	switch a := string(m.ALG); {
+	case a == "" || a == alg:
+		return nil
+	case isEd25519(a) && isEd25519(alg):
+		return otherEdDSAName(a)
 	}
-	key := j.Key()
-	if pk, ok := key.(interface{ Public() crypto.PublicKey }); ok {
-		key = pk.Public()
-	}
-	return key, nil
+	return errAlgorithm
 }
 
 // isEd25519 reports the two names of EdDSA over Ed25519: the polymorphic

@@ -299,6 +299,36 @@ func TestValidatorJWKUse(t *testing.T) {
 	}
 }
 
+// TestValidatorJWKAlg: a JWK whose "alg" is PS256 verifies PS256 tokens
+// only, though its RSA key would verify an RS256 signature: with a kid the
+// token fails with ErrAlgorithm, without one no key fits it.
+func TestValidatorJWKAlg(t *testing.T) {
+	rs := jwktest.NewKey(t, "RS256")
+	ps, err := keys.New("PS256", rs.Private)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jwks := jwktest.NewJWKS(t, ps)
+	v := newValidator(t, middleware.ValidatorConfig{Issuer: jwks.Issuer(), RefreshUnknownKID: rate.NewLimiter(rate.Every(time.Hour), 1)})
+	c := jwktest.Claims(jwks.Issuer(), scope.AdminWebAPI, time.Hour)
+	for _, withKID := range []bool{true, false} {
+		var header map[string]any
+		if !withKID {
+			header = map[string]any{"kid": nil}
+		}
+		if _, err := v.Validate(context.Background(), jwktest.Sign(t, ps, header, c)); err != nil {
+			t.Errorf("PS256, kid %v: %v", withKID, err)
+		}
+		want := middleware.ErrAlgorithm
+		if !withKID {
+			want = middleware.ErrUnknownKey
+		}
+		if _, err := v.Validate(context.Background(), jwktest.Sign(t, rs, header, c)); !errors.Is(err, want) {
+			t.Errorf("RS256, kid %v: err = %v, want %v", withKID, err, want)
+		}
+	}
+}
+
 // TestValidatorEd25519Alg: "Ed25519" (RFC 9864) is EdDSA over an Ed25519
 // key, from a JWKS whose key says "EdDSA", "Ed25519" or nothing, and from
 // an in-process key source.
