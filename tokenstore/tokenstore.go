@@ -1,0 +1,55 @@
+// Package tokenstore keeps the grants of reference tokens: the opaque
+// access tokens that an API checks at the issuer's introspection endpoint
+// ([RFC 7662]) instead of verifying a signature, and that can be revoked
+// ([RFC 7009]) with effect at the next check.
+//
+// The issuer keeps a grant under the SHA-256 of its token (Key), never the
+// token itself: whoever reads the store cannot use what it holds. Memory
+// is the store of one process, the issuer's default; the module
+// github.com/idsauth/idsauth/redisstore keeps grants in Redis, so that
+// every replica sees every token and every revocation.
+//
+// [RFC 7662]: https://www.rfc-editor.org/rfc/rfc7662
+// [RFC 7009]: https://www.rfc-editor.org/rfc/rfc7009
+package tokenstore
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"time"
+)
+
+// Key is what a grant is stored under: the SHA-256 of its token.
+type Key [32]byte
+
+// KeyOf returns the key of token.
+func KeyOf(token string) Key { return sha256.Sum256([]byte(token)) }
+
+// Grant is what a reference token stands for.
+type Grant struct {
+	ClientID  string    // the client it was issued to
+	Scopes    []string  // the scopes granted
+	Audience  []string  // its "aud"
+	IssuedAt  time.Time // "iat" and "nbf"
+	ExpiresAt time.Time // "exp"
+	ID        string    // "jti"
+}
+
+// Store keeps grants until they expire or are revoked. Its methods are
+// safe for concurrent use.
+type Store interface {
+	// Put keeps g under k until g.ExpiresAt. It never forgets a live
+	// grant to make room: when it has none, it fails with ErrFull.
+	Put(ctx context.Context, k Key, g Grant) error
+	// Get returns the grant under k, unless it has expired at now or has
+	// been revoked.
+	Get(ctx context.Context, k Key, now time.Time) (g Grant, ok bool, err error)
+	// Revoke forgets the grant under k if it was issued to clientID, and
+	// reports whether it did. A grant of another client is left as it is.
+	Revoke(ctx context.Context, k Key, clientID string) (revoked bool, err error)
+}
+
+// ErrFull is the error of a Put into a store that has no room left: the
+// issuer refuses to issue the token rather than forget a live one.
+var ErrFull = errors.New("tokenstore: the store is full")
