@@ -74,6 +74,12 @@ type Config struct {
 	// IdentityServer does). Empty means "refuse".
 	ScopeWhenOmitted string `json:"scopeWhenOmitted,omitempty"`
 
+	// APIResources are the APIs that may introspect tokens at
+	// {issuer}/connect/introspect (RFC 7662), each with its name and
+	// secret, as IdentityServer registers them: an API sees only the
+	// tokens that carry one of its scopes.
+	APIResources []APIResourceConfig `json:"apiResources,omitempty"`
+
 	// ClientAssertions bound the signed assertions of private_key_jwt
 	// clients. The zero value takes the defaults.
 	ClientAssertions AssertionConfig `json:"clientAssertions,omitzero"`
@@ -159,6 +165,29 @@ type ClientConfig struct {
 	// ScopeWhenOmitted overrides Config.ScopeWhenOmitted for this client:
 	// "refuse" or "all". Empty means the Config's.
 	ScopeWhenOmitted string `json:"scopeWhenOmitted,omitempty"`
+	// AccessTokenType is the kind of the client's access tokens: "jwt"
+	// (the default), signed and checked by any validator with the JWKS,
+	// or "reference", an opaque handle that an API checks at the
+	// introspection endpoint and that the client can revoke at
+	// {issuer}/connect/revocation (RFC 7009), with effect at the next
+	// check. The issuer keeps a reference token's grant in its token
+	// store (WithTokenStore), under the token's SHA-256.
+	AccessTokenType string `json:"accessTokenType,omitempty"`
+}
+
+// APIResourceConfig is one API that may introspect tokens: it
+// authenticates with its Name as client ID and one of its secrets, with
+// HTTP Basic or in the form, under the same failure limits as clients.
+type APIResourceConfig struct {
+	// Name is the API's ID. Required and unique among the API resources,
+	// at most MaxClientIDLength characters.
+	Name string `json:"name"`
+	// SecretHashes are the hashes of the API's secrets, in the forms of
+	// package secret. At least one is required.
+	SecretHashes []string `json:"secretHashes"`
+	// Scopes are the API's: it is told of a token only when the token
+	// carries one of them, and of those scopes only. At least one.
+	Scopes []string `json:"scopes"`
 }
 
 // ClientKeyConfig is one public key of a client: a PEM file, an inline
@@ -457,6 +486,17 @@ func (c *Config) check() (*state, error) {
 		}
 		clients[cl.id] = cl
 	}
+	apis := make(map[string]*apiResource, len(d.APIResources))
+	for i, ac := range d.APIResources {
+		api, err := ac.compile(fmt.Sprintf("apiResources[%d]", i))
+		if err != nil {
+			return nil, err
+		}
+		if apis[api.name] != nil {
+			return nil, fieldErr(fmt.Sprintf("apiResources[%d].name", i), "duplicate API resource %q", api.name)
+		}
+		apis[api.name] = api
+	}
 	plan, err := d.keyPlan()
 	if err != nil {
 		return nil, err
@@ -470,6 +510,7 @@ func (c *Config) check() (*state, error) {
 		issuer:      d.Issuer,
 		prefix:      strings.TrimSuffix(u.Path, "/"),
 		clients:     clients,
+		apis:        apis,
 		scopeArray:  d.ScopeFormat == "array",
 		cacheHeader: "public, max-age=" + strconv.Itoa(d.JWKSMaxAgeSeconds),
 		limits:      l,
@@ -646,6 +687,7 @@ type client struct {
 	allScopes   bool     // a request without scope gets scopeList
 	lifetime    time.Duration
 	audience    []string
+	reference   bool // its access tokens are reference tokens
 }
 
 // compile checks a client whose defaults are applied; f names it.
@@ -700,6 +742,13 @@ func (cc ClientConfig) compile(f string) (*client, error) {
 			cl.scopeList = append(cl.scopeList, s)
 		}
 	}
+	switch cc.AccessTokenType {
+	case "", "jwt":
+	case "reference":
+		cl.reference = true
+	default:
+		return nil, fieldErr(f+".accessTokenType", `want "jwt" or "reference", got %q`, cc.AccessTokenType)
+	}
 	if cc.AccessTokenLifetime < 0 {
 		return nil, fieldErr(f+".accessTokenLifetime", "negative")
 	}
@@ -713,6 +762,40 @@ func (cc ClientConfig) compile(f string) (*client, error) {
 		}
 	}
 	return cl, nil
+}
+
+// apiResource is a checked API resource.
+type apiResource struct {
+	name   string
+	hashes []secret.Hash
+	scopes scope.Set
+}
+
+// compile checks an API resource; f names it.
+func (ac APIResourceConfig) compile(f string) (*apiResource, error) {
+	if ac.Name == "" {
+		return nil, fieldErr(f+".name", "empty")
+	}
+	if utf8.RuneCountInString(ac.Name) > MaxClientIDLength {
+		return nil, fieldErr(f+".name", "longer than %d characters", MaxClientIDLength)
+	}
+	f = fmt.Sprintf("%s (%q)", f, ac.Name)
+	if len(ac.SecretHashes) == 0 {
+		return nil, fieldErr(f+".secretHashes", "at least one hash is required")
+	}
+	hashes, err := parseHashes(f+".secretHashes", ac.SecretHashes)
+	if err != nil {
+		return nil, err
+	}
+	if len(ac.Scopes) == 0 {
+		return nil, fieldErr(f+".scopes", "at least one scope is required")
+	}
+	for i, s := range ac.Scopes {
+		if !scope.Known(s) {
+			return nil, fieldErr(fmt.Sprintf("%s.scopes[%d]", f, i), "unknown scope %q (known: %v)", s, scope.All())
+		}
+	}
+	return &apiResource{name: ac.Name, hashes: hashes, scopes: scope.NewSet(ac.Scopes...)}, nil
 }
 
 func parseHashes(f string, in []string) ([]secret.Hash, error) {

@@ -13,8 +13,9 @@ import (
 	"github.com/idsauth/idsauth/internal/oauthwire"
 )
 
-// tokenForm is a token request's parameters: the six the token endpoint reads,
-// and resource (RFC 8707), which may be given several times.
+// tokenForm is a request's parameters: the six the token endpoint reads,
+// the two of introspection and revocation, and resource (RFC 8707), which
+// may be given several times.
 type tokenForm struct {
 	value    [numParams]string
 	given    [numParams]bool
@@ -31,6 +32,8 @@ const (
 	clientSecretParam
 	assertionTypeParam
 	assertionParam
+	tokenParam         // introspection and revocation
+	tokenTypeHintParam // read, and ignored as RFC 7662 and RFC 7009 allow
 	numParams
 )
 
@@ -49,6 +52,10 @@ func paramOf(name string) param {
 		return assertionTypeParam
 	case "client_assertion":
 		return assertionParam
+	case "token":
+		return tokenParam
+	case "token_type_hint":
+		return tokenTypeHintParam
 	}
 	return numParams
 }

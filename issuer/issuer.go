@@ -27,6 +27,7 @@ import (
 	"github.com/idsauth/idsauth/observe"
 	"github.com/idsauth/idsauth/scope"
 	"github.com/idsauth/idsauth/secret"
+	"github.com/idsauth/idsauth/tokenstore"
 )
 
 // Issuer is an OAuth 2.0 client_credentials token issuer. It is an
@@ -61,11 +62,17 @@ type Issuer struct {
 	// cache the requests on the new one read. Nil when the store
 	// remembers them (see WithLimiterStore).
 	replays *replay.Cache
+
+	// tokens keeps the grants of reference tokens, for the issuer's life
+	// (WithTokenStore, or a tokenstore.Memory of its own).
+	tokens tokenstore.Store
 }
 
 // The endpoints' paths under the issuer URL, CONTRACT.md §2 and §3.
 const (
-	tokenPath     = "/connect/token"
+	tokenPath      = "/connect/token"
+	introspectPath = "/connect/introspect"
+	revocationPath = "/connect/revocation"
 	discoveryPath = "/.well-known/openid-configuration"
 	jwksPath      = discoveryPath + "/jwks"
 )
@@ -83,6 +90,7 @@ type state struct {
 	schedule []ScheduledKey
 
 	clients       map[string]*client
+	apis          map[string]*apiResource // by name: who may introspect
 	tokenPrefixes map[*client]*tokenPrefix // this span's, made by reload
 	scopeArray    bool
 	discovery     []byte
@@ -233,6 +241,21 @@ func WithLimiterStore(s limit.Store) Option {
 	}
 }
 
+// WithTokenStore keeps the grants of reference tokens (clients with
+// accessTokenType "reference") in s, for the issuer's life: a store shared
+// by the replicas (redisstore) lets any of them introspect or revoke a
+// token another one issued. Without it the issuer keeps them in a
+// tokenstore.Memory of tokenstore.DefaultMemoryBytes; when the store is
+// full, or cannot answer, no reference token is issued (503
+// temporarily_unavailable) and none is forgotten.
+func WithTokenStore(s tokenstore.Store) Option {
+	return func(iss *Issuer) {
+		if s != nil {
+			iss.tokens = s
+		}
+	}
+}
+
 // New checks cfg (as Validate does), reads its key files and returns an
 // Issuer serving it. The options hold for the issuer's life: Reload
 // changes the configuration only.
@@ -240,6 +263,9 @@ func New(cfg *Config, opts ...Option) (*Issuer, error) {
 	iss := &Issuer{logger: slog.New(slog.DiscardHandler), now: time.Now}
 	for _, opt := range opts {
 		opt(iss)
+	}
+	if iss.tokens == nil {
+		iss.tokens = tokenstore.NewMemory(0)
 	}
 	iss.issuedTo = iss.observer
 	iss.observer = observe.Multi(iss.observer, refusalLog{iss.logger})
@@ -293,6 +319,9 @@ func (iss *Issuer) Reload(cfg *Config) error {
 	subjects := make([][]secret.Hash, 0, len(st.clients))
 	for _, cl := range st.clients {
 		subjects = append(subjects, cl.hashes)
+	}
+	for _, api := range st.apis {
+		subjects = append(subjects, api.hashes)
 	}
 	st.verifier.Prime(subjects...)
 	switch {
@@ -408,6 +437,10 @@ func (iss *Issuer) compile(cfg *Config, now time.Time) (*state, []keySet, error)
 		"scopes_supported":                      scope.All(),
 		"response_types_supported":              []string{"token"},
 		"token_endpoint_auth_signing_alg_values_supported": keys.AssertionAlgs,
+		"introspection_endpoint":                            st.issuer + introspectPath,
+		"introspection_endpoint_auth_methods_supported":     []string{"client_secret_basic", "client_secret_post"},
+		"revocation_endpoint":                               st.issuer + revocationPath,
+		"revocation_endpoint_auth_methods_supported":        []string{"client_secret_basic", "client_secret_post"},
 	})
 	if err != nil {
 		return nil, nil, err
@@ -446,6 +479,10 @@ func (iss *Issuer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case ok && path == tokenPath:
 		iss.token(w, r, st)
+	case ok && path == introspectPath:
+		iss.introspect(w, r, st)
+	case ok && path == revocationPath:
+		iss.revoke(w, r, st)
 	case ok && path == discoveryPath:
 		serveDocument(w, r, st.discovery, st.cacheHeader)
 	case ok && path == jwksPath:

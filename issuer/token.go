@@ -1,6 +1,7 @@
 package issuer
 
 import (
+	"context"
 	"encoding/base64"
 	"errors"
 	"log/slog"
@@ -102,7 +103,7 @@ func (iss *Issuer) issue(w http.ResponseWriter, r *http.Request, st *state, who 
 		if terr != nil {
 			return nil, terr
 		}
-		return iss.grant(form, st, cl, now, who)
+		return iss.grant(r.Context(), form, st, cl, now, who)
 	}
 	id, pass, basic, terr := credentials(r, form)
 	if terr != nil {
@@ -116,8 +117,22 @@ func (iss *Issuer) issue(w http.ResponseWriter, r *http.Request, st *state, who 
 	if cl != nil {
 		who.client = cl.id
 	}
+	var hashes []secret.Hash // none for an unknown client: the same work, no match
+	if cl != nil {
+		hashes = cl.hashes
+	}
+	if terr := iss.checkSecret(r, st, id, hashes, pass, basic, who.addr, now); terr != nil {
+		return nil, terr
+	}
+	return iss.grant(r.Context(), form, st, cl, now, who)
+}
+
+// checkSecret checks pass against the hashes of subject id (none for an
+// unknown one), charging a failure to the budgets of id and addr (see
+// Limits): the one check of a secret at every endpoint.
+func (iss *Issuer) checkSecret(r *http.Request, st *state, id string, hashes []secret.Hash, pass string, basic bool, addr string, now time.Time) *tokenError {
 	start := time.Now()
-	cred := st.repeats.Mark(id, pass, who.addr)
+	cred := st.repeats.Mark(id, pass, addr)
 	if st.repeats.Failed(cred, now) {
 		// The same secret failed for this client from this address within
 		// the window: the caller learns nothing new, so it is answered as
@@ -126,15 +141,11 @@ func (iss *Issuer) issue(w http.ResponseWriter, r *http.Request, st *state, who 
 		// bcrypt checks: repeats cost nothing to send, and a turn costs
 		// the callers behind it their wait.
 		st.verifier.HoldFailure(r.Context(), start)
-		return nil, wrongSecret(basic, "the same secret already failed from this address; not charged again")
+		return wrongSecret(basic, "the same secret already failed from this address; not charged again")
 	}
-	res, terr := iss.reserve(r, st, id, who.addr, now)
+	res, terr := iss.reserve(r, st, id, addr, now)
 	if terr != nil {
-		return nil, terr
-	}
-	var hashes []secret.Hash // none for an unknown client: the same work, no match
-	if cl != nil {
-		hashes = cl.hashes
+		return terr
 	}
 	if !st.verifier.Verify(r.Context(), hashes, pass) {
 		res.Failed()
@@ -144,11 +155,12 @@ func (iss *Issuer) issue(w http.ResponseWriter, r *http.Request, st *state, who 
 		if r.Context().Err() == nil {
 			st.repeats.Remember(cred, now.Add(st.budget.Window))
 		}
-		return nil, wrongSecret(basic, "")
+		return wrongSecret(basic, "")
 	}
 	res.Succeeded()
-	return iss.grant(form, st, cl, now, who)
+	return nil
 }
+
 
 // repeatBytes is the memory of the table in which the token endpoint
 // remembers, for the failure window, which secrets failed for which
@@ -173,7 +185,7 @@ func wrongSecret(basic bool, why string) *tokenError {
 }
 
 // grant issues the token an authenticated client asked for.
-func (iss *Issuer) grant(form *tokenForm, st *state, cl *client, now time.Time, who *attempt) (*[]byte, *tokenError) {
+func (iss *Issuer) grant(ctx context.Context, form *tokenForm, st *state, cl *client, now time.Time, who *attempt) (*[]byte, *tokenError) {
 	if !cl.clientCreds {
 		return nil, badRequest("unauthorized_client", "the client may not use client_credentials")
 	}
@@ -186,6 +198,9 @@ func (iss *Issuer) grant(form *tokenForm, st *state, cl *client, now time.Time, 
 		return nil, terr
 	}
 	who.scopes = granted
+	if cl.reference {
+		return iss.grantReference(ctx, st, cl, granted, aud, now)
+	}
 	answer := answers.get()
 	b, err := st.appendAnswer((*answer)[:0], cl, granted, aud, now)
 	if err != nil {

@@ -1,0 +1,318 @@
+package issuer
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/idsauth/idsauth/internal/jws"
+	"github.com/idsauth/idsauth/internal/oauthwire"
+	"github.com/idsauth/idsauth/scope"
+	"github.com/idsauth/idsauth/secret"
+	"github.com/idsauth/idsauth/tokenstore"
+)
+
+// referenceBytes is the randomness of a reference token: 256 bits from
+// crypto/rand, written as 43 base64url characters.
+const referenceBytes = 32
+
+// grantReference issues a reference token: a random handle whose grant the
+// token store keeps under its SHA-256. A store that is full or cannot
+// answer issues nothing: 503 temporarily_unavailable, and the log says
+// why.
+func (iss *Issuer) grantReference(ctx context.Context, st *state, cl *client, granted, aud []string, now time.Time) (*[]byte, *tokenError) {
+	var raw [referenceBytes]byte
+	_, _ = rand.Read(raw[:]) // never fails (crypto/rand)
+	token := base64.RawURLEncoding.EncodeToString(raw[:])
+	iat := now.Truncate(time.Second)
+	g := tokenstore.Grant{
+		ClientID:  cl.id,
+		Scopes:    granted,
+		Audience:  aud,
+		IssuedAt:  iat,
+		ExpiresAt: iat.Add(cl.lifetime),
+		ID:        string(appendJTI(nil)),
+	}
+	if err := iss.tokens.Put(ctx, tokenstore.KeyOf(token), g); err != nil {
+		why := "the reference token store cannot answer"
+		if errors.Is(err, tokenstore.ErrFull) {
+			why = "the reference token store is full"
+		}
+		iss.logger.Error("idsauth issuer: no reference token issued: "+why, slog.String("client_id", cl.id), slog.String("error", err.Error()))
+		return nil, &tokenError{status: http.StatusServiceUnavailable, code: "temporarily_unavailable", desc: "no token can be issued now; try again shortly", retry: 1, why: why}
+	}
+	body, err := json.Marshal(struct {
+		AccessToken string `json:"access_token"`
+		TokenType   string `json:"token_type"`
+		ExpiresIn   int64  `json:"expires_in"`
+		Scope       string `json:"scope"`
+	}{token, "Bearer", int64(cl.lifetime / time.Second), strings.Join(granted, " ")})
+	if err != nil {
+		return nil, &tokenError{status: http.StatusInternalServerError, code: "server_error", desc: "the answer could not be written"}
+	}
+	answer := answers.get()
+	*answer = append(append((*answer)[:0], body...), '\n')
+	return answer, nil
+}
+
+// apiSubject is the failure limiter's subject for an API resource's
+// name: apart from the clients', so that an API and a client of one name
+// spend separate budgets.
+func apiSubject(name string) string { return "\x00api:" + name }
+
+// introspection is the answer for an active token (RFC 7662 §2.2).
+type introspection struct {
+	Active    bool     `json:"active"`
+	Scope     string   `json:"scope"`
+	ClientID  string   `json:"client_id"`
+	Audience  []string `json:"aud,omitempty"`
+	Issuer    string   `json:"iss"`
+	ExpiresAt int64    `json:"exp"`
+	IssuedAt  int64    `json:"iat,omitempty"`
+	NotBefore int64    `json:"nbf,omitempty"`
+	ID        string   `json:"jti,omitempty"`
+	TokenType string   `json:"token_type"`
+}
+
+// inactive is the answer for every other token: unknown, expired,
+// revoked, malformed, or another API's.
+var inactive = []byte(`{"active":false}` + "\n")
+
+// introspect serves the introspection endpoint (RFC 7662): an API
+// resource, authenticated like a client, asks about a token, reference or
+// JWT, and is told of it only if it is live and carries one of the API's
+// scopes, and then only of those scopes.
+func (iss *Issuer) introspect(w http.ResponseWriter, r *http.Request, st *state) {
+	start := time.Now()
+	var who attempt
+	api, form, terr := iss.authenticateAPI(w, r, st, &who)
+	if terr == nil && !form.has(tokenParam) {
+		terr = badRequest("invalid_request", "token is missing")
+	}
+	if terr != nil {
+		iss.refuse(w, terr)
+		iss.refused(r, terr, who, time.Since(start))
+		return
+	}
+	now := iss.now()
+	g, ok, err := iss.lookup(r.Context(), st, form.get(tokenParam), now)
+	if err != nil {
+		iss.logger.Error("idsauth issuer: introspection: the reference token store cannot answer", slog.String("api", api.name), slog.String("error", err.Error()))
+		terr := &tokenError{status: http.StatusServiceUnavailable, code: "temporarily_unavailable", desc: "the token cannot be checked now; try again shortly", retry: 1}
+		iss.refuse(w, terr)
+		return
+	}
+	var mine []string
+	if ok {
+		for _, s := range g.Scopes {
+			if api.scopes.Has(s) {
+				mine = append(mine, s)
+			}
+		}
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	if len(mine) == 0 {
+		oauthwire.WriteBody(w, http.StatusOK, inactive)
+		return
+	}
+	oauthwire.WriteJSON(w, http.StatusOK, introspection{
+		Active:    true,
+		Scope:     strings.Join(mine, " "),
+		ClientID:  g.ClientID,
+		Audience:  g.Audience,
+		Issuer:    st.issuer,
+		ExpiresAt: g.ExpiresAt.Unix(),
+		IssuedAt:  unixOrZero(g.IssuedAt),
+		NotBefore: unixOrZero(g.IssuedAt),
+		ID:        g.ID,
+		TokenType: "Bearer",
+	})
+}
+
+func unixOrZero(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.Unix()
+}
+
+// authenticateAPI reads an introspection request and authenticates its
+// API resource by its secret, as the token endpoint does a client's.
+func (iss *Issuer) authenticateAPI(w http.ResponseWriter, r *http.Request, st *state, who *attempt) (*apiResource, *tokenForm, *tokenError) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		return nil, nil, &tokenError{status: http.StatusMethodNotAllowed, code: "invalid_request", desc: "the introspection endpoint takes POST only"}
+	}
+	form := &tokenForm{}
+	if terr := readForm(w, r, st.limits.MaxBodyBytes, form); terr != nil {
+		return nil, nil, terr
+	}
+	id, pass, basic, terr := credentials(r, form)
+	if terr != nil {
+		return nil, nil, terr
+	}
+	api := st.apis[id]
+	who.addr = st.addrs.Addr(r)
+	var hashes []secret.Hash // none for an unknown API: the same work, no match
+	if api != nil {
+		hashes = api.hashes
+	}
+	if terr := iss.checkSecret(r, st, apiSubject(id), hashes, pass, basic, who.addr, iss.now()); terr != nil {
+		return nil, nil, terr
+	}
+	return api, form, nil
+}
+
+// lookup returns the grant of a live token: a reference token's from the
+// store, a JWT's from its claims once one of the issuer's published keys
+// has verified it.
+func (iss *Issuer) lookup(ctx context.Context, st *state, token string, now time.Time) (tokenstore.Grant, bool, error) {
+	if strings.Count(token, ".") == 2 {
+		g, ok := iss.jwtGrant(ctx, st, token, now)
+		return g, ok, nil
+	}
+	if len(token) > MaxAssertionLength {
+		return tokenstore.Grant{}, false, nil
+	}
+	return iss.tokens.Get(ctx, tokenstore.KeyOf(token), now)
+}
+
+// jwtGrant verifies a JWT that this issuer signed and returns its grant,
+// if it is live at now.
+func (iss *Issuer) jwtGrant(ctx context.Context, st *state, token string, now time.Time) (tokenstore.Grant, bool) {
+	var none tokenstore.Grant
+	t, err := jws.Parse(token)
+	if err != nil || t.Has("crit") {
+		return none, false
+	}
+	method := jwt.GetSigningMethod(t.Alg)
+	if method == nil || t.Alg == "none" || strings.HasPrefix(t.Alg, "HS") {
+		return none, false
+	}
+	pubs, err := iss.VerificationKeys(ctx, t.KID, t.Alg)
+	if err != nil || len(pubs) == 0 {
+		return none, false
+	}
+	sig, err := t.Signature()
+	if err != nil {
+		return none, false
+	}
+	verified := false
+	for _, k := range pubs {
+		verified = verified || method.Verify(t.SigningInput, sig, k) == nil
+	}
+	if !verified {
+		return none, false
+	}
+	payload, err := t.Payload()
+	if err != nil {
+		return none, false
+	}
+	var c struct {
+		Issuer   string          `json:"iss"`
+		ClientID string          `json:"client_id"`
+		Audience json.RawMessage `json:"aud"`
+		Scope    json.RawMessage `json:"scope"`
+		Exp      *float64        `json:"exp"`
+		Iat      *float64        `json:"iat"`
+		Nbf      *float64        `json:"nbf"`
+		ID       string          `json:"jti"`
+	}
+	if json.Unmarshal(payload, &c) != nil || c.Issuer != st.issuer || c.Exp == nil {
+		return none, false
+	}
+	g := tokenstore.Grant{ClientID: c.ClientID, ExpiresAt: time.Unix(int64(*c.Exp), 0), ID: c.ID}
+	if c.Iat != nil {
+		g.IssuedAt = time.Unix(int64(*c.Iat), 0)
+	}
+	if !now.Before(g.ExpiresAt) || (c.Nbf != nil && now.Before(time.Unix(int64(*c.Nbf), 0))) {
+		return none, false
+	}
+	scopes, err := scope.ParseClaim(c.Scope)
+	if err != nil {
+		return none, false
+	}
+	g.Scopes = scopes
+	var one string
+	switch {
+	case len(c.Audience) == 0:
+	case json.Unmarshal(c.Audience, &one) == nil:
+		g.Audience = []string{one}
+	case json.Unmarshal(c.Audience, &g.Audience) != nil:
+		return none, false
+	}
+	return g, true
+}
+
+// revoke serves the revocation endpoint (RFC 7009): a client, authenticated
+// as at the token endpoint, revokes one of its own reference tokens. The
+// answer is 200 whatever the token: another client's, unknown, expired,
+// already revoked, or a JWT, which nothing can revoke before its exp (a
+// validator checks a JWT without asking the issuer).
+func (iss *Issuer) revoke(w http.ResponseWriter, r *http.Request, st *state) {
+	start := time.Now()
+	var who attempt
+	terr := iss.revokeToken(w, r, st, &who)
+	if terr != nil {
+		iss.refuse(w, terr)
+		iss.refused(r, terr, who, time.Since(start))
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+}
+
+func (iss *Issuer) revokeToken(w http.ResponseWriter, r *http.Request, st *state, who *attempt) *tokenError {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		return &tokenError{status: http.StatusMethodNotAllowed, code: "invalid_request", desc: "the revocation endpoint takes POST only"}
+	}
+	form := &tokenForm{}
+	if terr := readForm(w, r, st.limits.MaxBodyBytes, form); terr != nil {
+		return terr
+	}
+	now := iss.now()
+	var cl *client
+	if hasAssertion(form) {
+		who.addr = st.addrs.Addr(r)
+		var terr *tokenError
+		if cl, terr = iss.assertionClient(r, form, st, who, now); terr != nil {
+			return terr
+		}
+	} else {
+		id, pass, basic, terr := credentials(r, form)
+		if terr != nil {
+			return terr
+		}
+		cl = st.clients[id]
+		who.addr = st.addrs.Addr(r)
+		var hashes []secret.Hash
+		if cl != nil {
+			who.client = cl.id
+			hashes = cl.hashes
+		}
+		if terr := iss.checkSecret(r, st, id, hashes, pass, basic, who.addr, now); terr != nil {
+			return terr
+		}
+	}
+	if !form.has(tokenParam) {
+		return badRequest("invalid_request", "token is missing")
+	}
+	token := form.get(tokenParam)
+	if strings.Count(token, ".") == 2 || len(token) > MaxAssertionLength {
+		return nil // a JWT: nothing to revoke
+	}
+	if _, err := iss.tokens.Revoke(r.Context(), tokenstore.KeyOf(token), cl.id); err != nil {
+		iss.logger.Error("idsauth issuer: revocation: the reference token store cannot answer", slog.String("client_id", cl.id), slog.String("error", err.Error()))
+		return &tokenError{status: http.StatusServiceUnavailable, code: "temporarily_unavailable", desc: "the token cannot be revoked now; try again shortly", retry: 1}
+	}
+	return nil
+}
