@@ -73,8 +73,8 @@ const (
 	tokenPath      = "/connect/token"
 	introspectPath = "/connect/introspect"
 	revocationPath = "/connect/revocation"
-	discoveryPath = "/.well-known/openid-configuration"
-	jwksPath      = discoveryPath + "/jwks"
+	discoveryPath  = "/.well-known/openid-configuration"
+	jwksPath       = discoveryPath + "/jwks"
 )
 
 // state is everything a configuration decides, swapped whole on Reload.
@@ -90,7 +90,7 @@ type state struct {
 	schedule []ScheduledKey
 
 	clients       map[string]*client
-	apis          map[string]*apiResource // by name: who may introspect
+	apis          map[string]*apiResource  // by name: who may introspect
 	tokenPrefixes map[*client]*tokenPrefix // this span's, made by reload
 	scopeArray    bool
 	discovery     []byte
@@ -437,10 +437,10 @@ func (iss *Issuer) compile(cfg *Config, now time.Time) (*state, []keySet, error)
 		"scopes_supported":                      scope.All(),
 		"response_types_supported":              []string{"token"},
 		"token_endpoint_auth_signing_alg_values_supported": keys.AssertionAlgs,
-		"introspection_endpoint":                            st.issuer + introspectPath,
-		"introspection_endpoint_auth_methods_supported":     []string{"client_secret_basic", "client_secret_post"},
-		"revocation_endpoint":                               st.issuer + revocationPath,
-		"revocation_endpoint_auth_methods_supported":        []string{"client_secret_basic", "client_secret_post"},
+		"introspection_endpoint":                           st.issuer + introspectPath,
+		"introspection_endpoint_auth_methods_supported":    []string{"client_secret_basic", "client_secret_post"},
+		"revocation_endpoint":                              st.issuer + revocationPath,
+		"revocation_endpoint_auth_methods_supported":       []string{"client_secret_basic", "client_secret_post"},
 	})
 	if err != nil {
 		return nil, nil, err

@@ -161,7 +161,6 @@ func (iss *Issuer) checkSecret(r *http.Request, st *state, id string, hashes []s
 	return nil
 }
 
-
 // repeatBytes is the memory of the table in which the token endpoint
 // remembers, for the failure window, which secrets failed for which
 // client from which address (16 bytes each, as a keyed hash: never the
