@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -102,13 +103,38 @@ func (iss *Issuer) introspect(w http.ResponseWriter, r *http.Request, st *state)
 		iss.refused(r, terr, who, time.Since(start))
 		return
 	}
-	now := iss.now()
-	g, ok, err := iss.lookup(r.Context(), st, form.get(tokenParam), now)
+	body, err := iss.answer(r.Context(), st, api, form.get(tokenParam))
 	if err != nil {
 		iss.logger.Error("idsauth issuer: introspection: the reference token store cannot answer", slog.String("api", api.name), slog.String("error", err.Error()))
 		terr := &tokenError{status: http.StatusServiceUnavailable, code: "temporarily_unavailable", desc: "the token cannot be checked now; try again shortly", retry: 1}
 		iss.refuse(w, terr)
 		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	oauthwire.WriteBody(w, http.StatusOK, body)
+}
+
+// IntrospectToken answers, in the same process, what the introspection
+// endpoint would answer the API resource api about token (RFC 7662 JSON),
+// without authenticating it: a middleware.Introspector whose Local is the
+// issuer checks reference tokens with nothing on the wire. An api that is
+// not registered is an error.
+func (iss *Issuer) IntrospectToken(ctx context.Context, api, token string) ([]byte, error) {
+	st := iss.current()
+	a := st.apis[api]
+	if a == nil {
+		return nil, fmt.Errorf("issuer: no API resource %q is registered", api)
+	}
+	return iss.answer(ctx, st, a, token)
+}
+
+// answer is the introspection answer about token for api: active with the
+// grant's fields when the token is live and carries one of the API's
+// scopes, else exactly inactive.
+func (iss *Issuer) answer(ctx context.Context, st *state, api *apiResource, token string) ([]byte, error) {
+	g, ok, err := iss.lookup(ctx, st, token, iss.now())
+	if err != nil {
+		return nil, err
 	}
 	var mine []string
 	if ok {
@@ -118,12 +144,10 @@ func (iss *Issuer) introspect(w http.ResponseWriter, r *http.Request, st *state)
 			}
 		}
 	}
-	w.Header().Set("Cache-Control", "no-store")
 	if len(mine) == 0 {
-		oauthwire.WriteBody(w, http.StatusOK, inactive)
-		return
+		return append([]byte(nil), inactive...), nil // the caller's to keep
 	}
-	oauthwire.WriteJSON(w, http.StatusOK, introspection{
+	body, err := json.Marshal(introspection{
 		Active:    true,
 		Scope:     strings.Join(mine, " "),
 		ClientID:  g.ClientID,
@@ -135,6 +159,7 @@ func (iss *Issuer) introspect(w http.ResponseWriter, r *http.Request, st *state)
 		ID:        g.ID,
 		TokenType: "Bearer",
 	})
+	return append(body, '\n'), err
 }
 
 func unixOrZero(t time.Time) int64 {

@@ -63,6 +63,8 @@ var reasons = []struct {
 	{ErrScopeName, "scope_name", "token scope claim holds a scope name with whitespace in it", ""},
 	{ErrScopeClaim, "scope_claim", "token scope claim is neither a string nor an array of strings", ""},
 	{ErrBoundToken, "bound_token", "token is bound to a key", ""},
+	{ErrInactive, "inactive", "token is not active", ""},
+	{ErrIntrospectionUnavailable, "introspection_unavailable", "token could not be checked", "token introspection unavailable"},
 	// Refusals that are not a failed validation.
 	{ErrNoToken, "no_token", "", "no bearer token"},
 	{ErrMultipleHeaders, "multiple_headers", "more than one Authorization header", ""},

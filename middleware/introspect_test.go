@@ -1,0 +1,340 @@
+package middleware_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/oauth2/clientcredentials"
+
+	"github.com/idsauth/idsauth/internal/testlog"
+	"github.com/idsauth/idsauth/issuer"
+	"github.com/idsauth/idsauth/middleware"
+	"github.com/idsauth/idsauth/scope"
+	"github.com/idsauth/idsauth/secret"
+)
+
+const (
+	refClientSecret = "ref-secret"
+	apiSecret       = "admin-api-secret"
+)
+
+// refIssuer is a real issuer on loopback with a reference-token client
+// "ref" and a JWT client "jwt" (both pd_AdminWebApi), a client "connect"
+// (pd_ConnectWebApi, reference tokens) and the API resource admin-api
+// (pd_AdminWebApi). It counts the introspection calls it gets, and a test
+// may put a handler of its own in front (down, slow, garbage).
+type refIssuer struct {
+	*httptest.Server
+	iss   *issuer.Issuer
+	calls atomic.Int64
+	mu    sync.Mutex
+	front http.HandlerFunc // when set, answers introspection instead
+	gate  chan struct{}    // when set, introspection waits for it to close
+}
+
+func newRefIssuer(t *testing.T) *refIssuer {
+	t.Helper()
+	ri := &refIssuer{}
+	ri.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/connect/introspect") {
+			ri.calls.Add(1)
+			ri.mu.Lock()
+			front, gate := ri.front, ri.gate
+			ri.mu.Unlock()
+			if gate != nil {
+				<-gate
+			}
+			if front != nil {
+				front(w, r)
+				return
+			}
+		}
+		ri.iss.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ri.Close)
+	hash := func(s string) []string { return []string{secret.HashSHA256(s).String()} }
+	var err error
+	ri.iss, err = issuer.New(&issuer.Config{
+		Issuer:       ri.URL + "/ids",
+		EphemeralKey: true,
+		Clients: []issuer.ClientConfig{
+			{ClientID: "ref", SecretHashes: hash(refClientSecret), Scopes: []string{scope.AdminWebAPI}, AccessTokenType: "reference"},
+			{ClientID: "jwt", SecretHashes: hash("jwt-secret"), Scopes: []string{scope.AdminWebAPI}},
+			{ClientID: "connect", SecretHashes: hash("connect-secret"), Scopes: []string{scope.ConnectWebAPI}, AccessTokenType: "reference"},
+		},
+		APIResources: []issuer.APIResourceConfig{
+			{Name: "admin-api", SecretHashes: hash(apiSecret), Scopes: []string{scope.AdminWebAPI, scope.ConnectWebAPI}},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ri
+}
+
+func (ri *refIssuer) issuerURL() string { return ri.URL + "/ids" }
+
+func (ri *refIssuer) token(t *testing.T, id, pass, sc string) string {
+	t.Helper()
+	cc := clientcredentials.Config{ClientID: id, ClientSecret: pass, TokenURL: ri.issuerURL() + "/connect/token", Scopes: []string{sc}}
+	tok, err := cc.Token(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok.AccessToken
+}
+
+func (ri *refIssuer) revoke(t *testing.T, id, pass, token string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, ri.issuerURL()+"/connect/revocation", strings.NewReader(url.Values{"token": {token}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.SetBasicAuth(id, pass)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("revocation: %s", resp.Status)
+	}
+}
+
+func (ri *refIssuer) introspector(t *testing.T, edit func(*middleware.IntrospectionConfig)) *middleware.Introspector {
+	t.Helper()
+	cfg := middleware.IntrospectionConfig{
+		Issuer:       ri.issuerURL(),
+		ClientID:     "admin-api",
+		ClientSecret: apiSecret,
+		Audience:     []string{ri.issuerURL() + "/resources"},
+	}
+	if edit != nil {
+		edit(&cfg)
+	}
+	in, err := middleware.NewIntrospector(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in
+}
+
+// TestIntrospectorOverHTTP: one route accepts JWTs and reference tokens
+// with the same claims; a revoked reference token keeps working only
+// until the cached answer's MaxAge, then gets 401 invalid_token; a token
+// without the route's scope gets 403.
+func TestIntrospectorOverHTTP(t *testing.T) {
+	ri := newRefIssuer(t)
+	clk := newClock(time.Now())
+	in := ri.introspector(t, func(c *middleware.IntrospectionConfig) { c.Now = clk.now; c.MaxAge = 30 * time.Second })
+	jv := newValidator(t, middleware.ValidatorConfig{Issuer: ri.issuerURL(), Keys: ri.iss})
+	h := middleware.RequireBearer(middleware.JWTOrReference(jv, in))(middleware.RequireScope(scope.AdminWebAPI)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, _ := middleware.ClaimsFrom(r.Context())
+		_ = json.NewEncoder(w).Encode(map[string]any{"client": c.ClientID, "scopes": c.Scopes, "iss": c.Issuer, "aud": c.Audience})
+	})))
+	api := httptest.NewServer(h)
+	t.Cleanup(api.Close)
+	call := func(token string) (int, string, string) {
+		req, _ := http.NewRequest(http.MethodGet, api.URL+"/webapi/api/v3/demo/Admin/Users", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b), resp.Header.Get("WWW-Authenticate")
+	}
+	ref := ri.token(t, "ref", refClientSecret, scope.AdminWebAPI)
+	jwt := ri.token(t, "jwt", "jwt-secret", scope.AdminWebAPI)
+	want := map[string]string{ref: `"client":"ref"`, jwt: `"client":"jwt"`}
+	for tok, client := range want {
+		status, body, _ := call(tok)
+		if status != 200 || !strings.Contains(body, client) || !strings.Contains(body, `"scopes":["pd_AdminWebApi"]`) || !strings.Contains(body, `"iss":"`+ri.issuerURL()+`"`) {
+			t.Fatalf("%d %s", status, body)
+		}
+	}
+	if ri.calls.Load() != 1 {
+		t.Fatalf("%d introspection calls, want 1 (the JWT needs none)", ri.calls.Load())
+	}
+	ri.revoke(t, "ref", refClientSecret, ref)
+	if status, _, _ := call(ref); status != 200 {
+		t.Fatalf("within MaxAge the cached answer holds: %d", status)
+	}
+	clk.add(31 * time.Second)
+	status, body, challenge := call(ref)
+	if status != 401 || !strings.Contains(challenge, `error="invalid_token"`) || strings.Contains(body, ref) {
+		t.Fatalf("revoked, after MaxAge: %d %q %s", status, challenge, body)
+	}
+	if ri.calls.Load() != 2 {
+		t.Fatalf("%d calls", ri.calls.Load())
+	}
+	// A token with another scope: active for admin-api, 403 here.
+	connect := ri.token(t, "connect", "connect-secret", scope.ConnectWebAPI)
+	if status, body, _ := call(connect); status != 403 || !strings.Contains(body, "insufficient_scope") {
+		t.Fatalf("connect token: %d %s", status, body)
+	}
+}
+
+// TestIntrospectorCollapsesConcurrentChecks: a thousand concurrent checks
+// of one new token cost one introspection call, with the cache off, so
+// that only the collapsing can explain it.
+func TestIntrospectorCollapsesConcurrentChecks(t *testing.T) {
+	ri := newRefIssuer(t)
+	in := ri.introspector(t, func(c *middleware.IntrospectionConfig) { c.CacheBytes = -1 })
+	tok := ri.token(t, "ref", refClientSecret, scope.AdminWebAPI)
+	gate := make(chan struct{})
+	ri.mu.Lock()
+	ri.gate = gate
+	ri.mu.Unlock()
+	const n = 1000
+	var started atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for range n {
+		wg.Go(func() {
+			started.Add(1)
+			if _, err := in.Validate(context.Background(), tok); err != nil {
+				errs <- err
+			}
+		})
+	}
+	for started.Load() < n {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond) // from started to waiting on the call: a few instructions
+	close(gate)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if got := ri.calls.Load(); got != 1 {
+		t.Fatalf("%d calls for %d concurrent checks of one token, want 1", got, n)
+	}
+	// Control: with nothing in flight, each check calls again.
+	ri.mu.Lock()
+	ri.gate = nil
+	ri.mu.Unlock()
+	for range 3 {
+		if _, err := in.Validate(context.Background(), tok); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := ri.calls.Load(); got != 4 {
+		t.Fatalf("%d calls, want 4: the cache is off", got)
+	}
+}
+
+// TestIntrospectorEndpointFailures: an endpoint that is slow, down, or
+// answers what is no introspection answer refuses the token with
+// ErrIntrospectionUnavailable, logs why without the token, and never
+// lets it through.
+func TestIntrospectorEndpointFailures(t *testing.T) {
+	for name, front := range map[string]http.HandlerFunc{
+		"slow": func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case <-r.Context().Done():
+			case <-time.After(5 * time.Second):
+			}
+			w.Write([]byte(`{"active":true}`))
+		},
+		"500":      func(w http.ResponseWriter, r *http.Request) { http.Error(w, "boom", 500) },
+		"not JSON": func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(`<html>`)) },
+		"active text": func(w http.ResponseWriter, r *http.Request) {
+			w.Write([]byte(`{"active":"true","scope":"pd_AdminWebApi"}`))
+		},
+		"huge": func(w http.ResponseWriter, r *http.Request) {
+			w.Write([]byte(`{"active":true,"x":"` + strings.Repeat("a", 100<<10) + `"}`))
+		},
+		"redirect": func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, "http://127.0.0.1:1/steal", http.StatusTemporaryRedirect)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ri := newRefIssuer(t)
+			logs, logger := testlog.New()
+			in := ri.introspector(t, func(c *middleware.IntrospectionConfig) { c.FetchTimeout = 200 * time.Millisecond; c.Logger = logger })
+			tok := ri.token(t, "ref", refClientSecret, scope.AdminWebAPI)
+			ri.mu.Lock()
+			ri.front = front
+			ri.mu.Unlock()
+			_, err := in.Validate(context.Background(), tok)
+			if !errors.Is(err, middleware.ErrIntrospectionUnavailable) {
+				t.Fatalf("err = %v", err)
+			}
+			if !strings.Contains(logs.String(), "token introspection") || strings.Contains(logs.String(), tok) {
+				t.Fatalf("log: %s", logs.String())
+			}
+		})
+	}
+	t.Run("down", func(t *testing.T) {
+		ri := newRefIssuer(t)
+		in := ri.introspector(t, nil)
+		tok := ri.token(t, "ref", refClientSecret, scope.AdminWebAPI)
+		ri.Close()
+		if _, err := in.Validate(context.Background(), tok); !errors.Is(err, middleware.ErrIntrospectionUnavailable) {
+			t.Fatalf("err = %v", err)
+		}
+	})
+}
+
+// TestIntrospectorRefusals: an unknown token, another API's scope only,
+// and a wrong API secret (which the issuer answers 401: no answer about
+// the token) are all refused; an inactive answer is reused for
+// InactiveMaxAge.
+func TestIntrospectorRefusals(t *testing.T) {
+	ri := newRefIssuer(t)
+	in := ri.introspector(t, nil)
+	for range 3 {
+		if _, err := in.Validate(context.Background(), "x8Qm4n2Zk1Vb7Tc5Yd3Wf9Hg6Jh0Lk2Pn4Rs6Tu8Vw"); !errors.Is(err, middleware.ErrInactive) {
+			t.Fatalf("unknown token: %v", err)
+		}
+	}
+	if got := ri.calls.Load(); got != 1 {
+		t.Fatalf("%d calls for one unknown token asked thrice, want 1", got)
+	}
+	if _, err := in.Validate(context.Background(), strings.Repeat("a", middleware.MaxIntrospectedToken+1)); !errors.Is(err, middleware.ErrTooLarge) || ri.calls.Load() != 1 {
+		t.Fatalf("over-long token: %v, %d calls", err, ri.calls.Load())
+	}
+	wrong := ri.introspector(t, func(c *middleware.IntrospectionConfig) { c.ClientSecret = "wrong" })
+	tok := ri.token(t, "ref", refClientSecret, scope.AdminWebAPI)
+	if _, err := wrong.Validate(context.Background(), tok); !errors.Is(err, middleware.ErrIntrospectionUnavailable) {
+		t.Fatalf("wrong API secret: %v", err)
+	}
+	// Another audience than the API's: refused as a JWT's would be.
+	other := ri.introspector(t, func(c *middleware.IntrospectionConfig) { c.Audience = []string{"https://elsewhere"} })
+	if _, err := other.Validate(context.Background(), tok); !errors.Is(err, middleware.ErrAudience) {
+		t.Fatalf("audience: %v", err)
+	}
+}
+
+// TestIntrospectorInProcess: with the issuer as Local, reference tokens
+// are checked with nothing on the wire, and revocation shows at once
+// when the cache is off.
+func TestIntrospectorInProcess(t *testing.T) {
+	ri := newRefIssuer(t)
+	in := ri.introspector(t, func(c *middleware.IntrospectionConfig) {
+		c.Local, c.ClientSecret, c.CacheBytes = ri.iss, "", -1
+	})
+	tok := ri.token(t, "ref", refClientSecret, scope.AdminWebAPI)
+	c, err := in.Validate(context.Background(), tok)
+	if err != nil || c.ClientID != "ref" || !c.Scopes.Has(scope.AdminWebAPI) {
+		t.Fatalf("%+v %v", c, err)
+	}
+	ri.revoke(t, "ref", refClientSecret, tok)
+	if _, err := in.Validate(context.Background(), tok); !errors.Is(err, middleware.ErrInactive) {
+		t.Fatalf("after revocation: %v", err)
+	}
+	if got := ri.calls.Load(); got != 0 {
+		t.Fatalf("%d introspection calls on the wire, want 0", got)
+	}
+}
