@@ -2,7 +2,9 @@
 // replicas of an issuer, or of a service behind middleware.SCIMAuth,
 // enforce one failure budget per client (or tenant) and per address
 // between them; and a limit.ReplayStore, so that the issuer's replicas
-// accept each client assertion (its jti) once between them:
+// accept each client assertion (its jti) once between them; and, with
+// NewTokenStore, a tokenstore.Store, so that they share the grants of
+// reference tokens:
 //
 //	rdb := redis.NewClient(&redis.Options{Addr: "redis:6379", ContextTimeoutEnabled: true})
 //	store := redisstore.New(rdb, redisstore.Options{Prefix: "idsauth:token:"})

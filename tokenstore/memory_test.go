@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/idsauth/idsauth/tokenstore"
+	"github.com/idsauth/idsauth/tokenstore/tokenstoretest"
 )
 
 var ctx = context.Background()
@@ -33,38 +34,9 @@ func grant(client string, now time.Time, ttl time.Duration, jti int) tokenstore.
 	}
 }
 
-// TestMemoryPutGetRevoke: a grant is found until it expires or its own
-// client revokes it; another client's revocation changes nothing.
-func TestMemoryPutGetRevoke(t *testing.T) {
-	m := tokenstore.NewMemory(0)
-	now := time.Unix(1_800_000_000, 0)
-	k := newKey(t)
-	g := grant("reporting", now, time.Hour, 1)
-	if err := m.Put(ctx, k, g); err != nil {
-		t.Fatal(err)
-	}
-	got, ok, err := m.Get(ctx, k, now.Add(time.Minute))
-	if err != nil || !ok || got.ClientID != "reporting" || got.ID != g.ID || !got.ExpiresAt.Equal(g.ExpiresAt) {
-		t.Fatalf("Get = %+v %v %v", got, ok, err)
-	}
-	if _, ok, _ := m.Get(ctx, k, g.ExpiresAt); ok {
-		t.Fatal("found at its exp")
-	}
-	if _, ok, _ := m.Get(ctx, newKey(t), now); ok {
-		t.Fatal("an unknown key was found")
-	}
-	if revoked, _ := m.Revoke(ctx, k, "someone-else"); revoked {
-		t.Fatal("another client revoked it")
-	}
-	if _, ok, _ := m.Get(ctx, k, now); !ok {
-		t.Fatal("another client's revocation forgot it")
-	}
-	if revoked, _ := m.Revoke(ctx, k, "reporting"); !revoked {
-		t.Fatal("its client could not revoke it")
-	}
-	if _, ok, _ := m.Get(ctx, k, now); ok {
-		t.Fatal("found after its revocation")
-	}
+// TestMemoryKeepsTheRules runs the rules every Store keeps.
+func TestMemoryKeepsTheRules(t *testing.T) {
+	tokenstoretest.Run(t, func(*testing.T) tokenstore.Store { return tokenstore.NewMemory(0) })
 }
 
 // TestMemoryFullRefusesAndForgetsNothing: a full store refuses the next

@@ -1,0 +1,152 @@
+package redisstore
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/idsauth/idsauth/tokenstore"
+)
+
+// TokenStore is a tokenstore.Store on Redis: the grants of reference
+// tokens, shared by the replicas of an issuer, so that any of them
+// introspects or revokes a token another one issued, at its next check.
+//
+//	tokens := redisstore.NewTokenStore(rdb, redisstore.TokenOptions{Prefix: "idsauth:ref:"})
+//	iss, err := issuer.New(cfg, issuer.WithTokenStore(tokens))
+//
+// A grant is one Redis hash under Prefix and the hex SHA-256 of its token
+// (never the token), expiring at the grant's exp (PEXPIREAT): Redis drops
+// it then, with nothing to scan. It holds the client ID and the grant as
+// JSON, about 300 bytes of Redis memory with the key.
+//
+// A grant is never to be forgotten before it expires, so give the tokens
+// a Redis (or a database) with maxmemory-policy noeviction: a full Redis
+// then refuses the write, which Put reports as tokenstore.ErrFull (the
+// issuer issues no token, and says why), where an evicting policy would
+// silently revoke live tokens. Unlike the failure limits, there is no
+// fallback: while Redis cannot answer, no reference token is issued,
+// introspected or revoked (the issuer answers 503), since a replica's own
+// memory would hold tokens the others cannot see.
+type TokenStore struct {
+	rdb     redis.Scripter
+	prefix  string
+	timeout time.Duration
+}
+
+// TokenOptions are a TokenStore's settings. Only Prefix is required.
+type TokenOptions struct {
+	// Prefix starts every key, e.g. "idsauth:ref:"; give the tokens their
+	// own. For Redis Cluster or a Ring any prefix works: each grant is one
+	// key.
+	Prefix string
+	// Timeout bounds each call to Redis. Zero means DefaultTimeout.
+	Timeout time.Duration
+}
+
+// NewTokenStore returns a TokenStore on rdb. It panics when o.Prefix is
+// empty. Build rdb with ContextTimeoutEnabled, so that a connection to a
+// hung Redis is given up at Timeout too.
+func NewTokenStore(rdb redis.Scripter, o TokenOptions) *TokenStore {
+	if rdb == nil {
+		panic("redisstore: NewTokenStore: nil client")
+	}
+	if o.Prefix == "" {
+		panic("redisstore: NewTokenStore: TokenOptions.Prefix is required")
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	return &TokenStore{rdb: rdb, prefix: o.Prefix, timeout: o.Timeout}
+}
+
+// The scripts of a TokenStore: each one round trip, atomic in Redis.
+var (
+	putGrant = redis.NewScript(`
+redis.call('HSET', KEYS[1], 'c', ARGV[1], 'g', ARGV[2])
+redis.call('PEXPIREAT', KEYS[1], ARGV[3])
+return 1`)
+	getGrant    = redis.NewScript(`return redis.call('HGET', KEYS[1], 'g')`)
+	revokeGrant = redis.NewScript(`
+if redis.call('HGET', KEYS[1], 'c') == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0`)
+)
+
+// storedGrant is a grant as Redis holds it.
+type storedGrant struct {
+	ClientID  string   `json:"c"`
+	Scopes    []string `json:"s"`
+	Audience  []string `json:"a,omitempty"`
+	IssuedAt  int64    `json:"i"` // Unix milliseconds
+	ExpiresAt int64    `json:"e"`
+	ID        string   `json:"j"`
+}
+
+func (s *TokenStore) key(k tokenstore.Key) string { return s.prefix + hex.EncodeToString(k[:]) }
+
+// Put implements tokenstore.Store. A Redis out of memory (maxmemory with
+// noeviction) is tokenstore.ErrFull.
+func (s *TokenStore) Put(ctx context.Context, k tokenstore.Key, g tokenstore.Grant) error {
+	b, err := json.Marshal(storedGrant{g.ClientID, g.Scopes, g.Audience, g.IssuedAt.UnixMilli(), g.ExpiresAt.UnixMilli(), g.ID})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	err = putGrant.Run(ctx, s.rdb, []string{s.key(k)}, g.ClientID, b, g.ExpiresAt.UnixMilli()).Err()
+	if err != nil && strings.HasPrefix(err.Error(), "OOM ") {
+		return fmt.Errorf("%w: %v", tokenstore.ErrFull, err)
+	}
+	if err != nil {
+		return fmt.Errorf("redisstore: %w", err)
+	}
+	return nil
+}
+
+// Get implements tokenstore.Store.
+func (s *TokenStore) Get(ctx context.Context, k tokenstore.Key, now time.Time) (tokenstore.Grant, bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	raw, err := getGrant.Run(ctx, s.rdb, []string{s.key(k)}).Text()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return tokenstore.Grant{}, false, nil
+	case err != nil:
+		return tokenstore.Grant{}, false, fmt.Errorf("redisstore: %w", err)
+	}
+	var sg storedGrant
+	if err := json.Unmarshal([]byte(raw), &sg); err != nil {
+		return tokenstore.Grant{}, false, fmt.Errorf("redisstore: a grant that is not ours under %s: %w", s.key(k), err)
+	}
+	g := tokenstore.Grant{
+		ClientID:  sg.ClientID,
+		Scopes:    sg.Scopes,
+		Audience:  sg.Audience,
+		IssuedAt:  time.UnixMilli(sg.IssuedAt),
+		ExpiresAt: time.UnixMilli(sg.ExpiresAt),
+		ID:        sg.ID,
+	}
+	if !now.Before(g.ExpiresAt) {
+		return tokenstore.Grant{}, false, nil
+	}
+	return g, true, nil
+}
+
+// Revoke implements tokenstore.Store.
+func (s *TokenStore) Revoke(ctx context.Context, k tokenstore.Key, clientID string) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	n, err := revokeGrant.Run(ctx, s.rdb, []string{s.key(k)}, clientID).Int64()
+	if err != nil {
+		return false, fmt.Errorf("redisstore: %w", err)
+	}
+	return n == 1, nil
+}

@@ -1,0 +1,192 @@
+package redisstore_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idsauth/idsauth/issuer"
+	"github.com/idsauth/idsauth/middleware"
+	"github.com/idsauth/idsauth/redisstore"
+	"github.com/idsauth/idsauth/scope"
+	"github.com/idsauth/idsauth/secret"
+	"github.com/idsauth/idsauth/tokenstore"
+	"github.com/idsauth/idsauth/tokenstore/tokenstoretest"
+)
+
+// TestTokenStoreKeepsTheRules runs the rules every tokenstore.Store keeps
+// on a real redis-server, each case under a prefix of its own.
+func TestTokenStoreKeepsTheRules(t *testing.T) {
+	srv := startRedis(t)
+	rdb := srv.client(t)
+	n := 0
+	tokenstoretest.Run(t, func(*testing.T) tokenstore.Store {
+		n++
+		return redisstore.NewTokenStore(rdb, redisstore.TokenOptions{Prefix: fmt.Sprintf("test%d:ref:", n)})
+	})
+}
+
+// TestTokenStoreKeysHoldNoTokenAndExpire: a grant's key is the prefix and
+// the token's SHA-256, and Redis expires it at the grant's exp.
+func TestTokenStoreKeysHoldNoTokenAndExpire(t *testing.T) {
+	srv := startRedis(t)
+	rdb := srv.client(t)
+	s := redisstore.NewTokenStore(rdb, redisstore.TokenOptions{Prefix: "idsauth:ref:"})
+	ctx := context.Background()
+	token := "x8Qm4n2Zk1Vb7Tc5Yd3Wf9Hg6Jh0Lk2Pn4Rs6Tu8Vw"
+	exp := time.Now().Add(90 * time.Second)
+	if err := s.Put(ctx, tokenstore.KeyOf(token), tokenstore.Grant{ClientID: "c", Scopes: []string{scope.AdminWebAPI}, IssuedAt: time.Now(), ExpiresAt: exp, ID: "j"}); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := rdb.Keys(ctx, "*").Result()
+	if err != nil || len(keys) != 1 || !strings.HasPrefix(keys[0], "idsauth:ref:") || len(keys[0]) != len("idsauth:ref:")+64 {
+		t.Fatalf("keys %q (%v)", keys, err)
+	}
+	dump, _ := rdb.HGetAll(ctx, keys[0]).Result()
+	for _, v := range dump {
+		if strings.Contains(v, token) || strings.Contains(keys[0], token) {
+			t.Fatal("Redis holds the token itself")
+		}
+	}
+	ttl, err := rdb.PTTL(ctx, keys[0]).Result()
+	if err != nil || ttl <= 80*time.Second || ttl > 90*time.Second {
+		t.Fatalf("PTTL %v (%v), want about 90 s", ttl, err)
+	}
+}
+
+// TestTokenStoreFullRedisIsErrFull: a Redis at maxmemory with noeviction
+// refuses the write, and Put says tokenstore.ErrFull; the grants already
+// stored are all still found.
+func TestTokenStoreFullRedisIsErrFull(t *testing.T) {
+	srv := startRedis(t)
+	rdb := srv.client(t)
+	ctx := context.Background()
+	info, err := rdb.Info(ctx, "memory").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var used int64
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "used_memory:"); ok {
+			used, _ = strconv.ParseInt(v, 10, 64)
+		}
+	}
+	if used == 0 {
+		t.Fatalf("no used_memory in %q", info)
+	}
+	if err := rdb.ConfigSet(ctx, "maxmemory-policy", "noeviction").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.ConfigSet(ctx, "maxmemory", strconv.FormatInt(used+256<<10, 10)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	s := redisstore.NewTokenStore(rdb, redisstore.TokenOptions{Prefix: "idsauth:ref:", Timeout: 5 * time.Second})
+	var kept []tokenstore.Key
+	for i := 0; ; i++ {
+		k := tokenstore.KeyOf(fmt.Sprint("token-", i))
+		err := s.Put(ctx, k, tokenstore.Grant{ClientID: "c", Scopes: []string{scope.AdminWebAPI}, IssuedAt: time.Now(), ExpiresAt: time.Now().Add(time.Hour), ID: fmt.Sprintf("%032d", i)})
+		if errors.Is(err, tokenstore.ErrFull) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept = append(kept, k)
+		if i > 100000 {
+			t.Fatal("256 KiB never filled")
+		}
+	}
+	if len(kept) < 100 {
+		t.Fatalf("only %d grants stored", len(kept))
+	}
+	for _, k := range kept {
+		if _, ok, err := s.Get(ctx, k, time.Now()); !ok || err != nil {
+			t.Fatalf("a stored grant is gone: %v", err)
+		}
+	}
+}
+
+// TestReplicasShareReferenceTokens: two issuers on one redis-server see
+// each other's reference tokens and revocations: a token issued by one is
+// active at the other's introspection, revoked at the other, and then
+// inactive at both; an API behind an Introspector of one replica refuses
+// it at its next check.
+func TestReplicasShareReferenceTokens(t *testing.T) {
+	srv := startRedis(t)
+	var urls []string
+	for range 2 {
+		tokens := redisstore.NewTokenStore(srv.client(t), redisstore.TokenOptions{Prefix: "idsauth:ref:"})
+		mux := http.NewServeMux()
+		hs := httptest.NewServer(mux)
+		t.Cleanup(hs.Close)
+		iss, err := issuer.New(&issuer.Config{
+			Issuer:       sharedIssuer,
+			EphemeralKey: true,
+			Clients: []issuer.ClientConfig{
+				{ClientID: "payroll", SecretHashes: []string{secret.HashSHA256(payrollSecret).String()}, Scopes: []string{scope.AdminWebAPI}, AccessTokenType: "reference"},
+			},
+			APIResources: []issuer.APIResourceConfig{
+				{Name: "admin-api", SecretHashes: []string{secret.HashSHA256("api-secret").String()}, Scopes: []string{scope.AdminWebAPI}},
+			},
+		}, issuer.WithTokenStore(tokens))
+		if err != nil {
+			t.Fatal(err)
+		}
+		mux.Handle("/ids/", iss)
+		urls = append(urls, hs.URL+"/ids")
+	}
+	post := func(u, path, id, pass string, form url.Values) (int, map[string]any) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, u+path, strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.SetBasicAuth(id, pass)
+		resp, err := httpClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		var m map[string]any
+		_ = json.Unmarshal(b, &m)
+		return resp.StatusCode, m
+	}
+	status, answer := post(urls[0], "/connect/token", "payroll", payrollSecret, url.Values{"grant_type": {"client_credentials"}, "scope": {scope.AdminWebAPI}})
+	tok, _ := answer["access_token"].(string)
+	if status != 200 || tok == "" {
+		t.Fatalf("token: %d %v", status, answer)
+	}
+	introspect := func(u string) bool {
+		_, m := post(u, "/connect/introspect", "admin-api", "api-secret", url.Values{"token": {tok}})
+		return m["active"] == true
+	}
+	if !introspect(urls[1]) {
+		t.Fatal("the other replica does not see the token")
+	}
+	in, err := middleware.NewIntrospector(context.Background(), middleware.IntrospectionConfig{
+		Issuer: sharedIssuer, Endpoint: urls[0] + "/connect/introspect", ClientID: "admin-api", ClientSecret: "api-secret", AnyAudience: true, CacheBytes: -1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := in.Validate(context.Background(), tok); err != nil {
+		t.Fatalf("the API refused a live token: %v", err)
+	}
+	if status, _ := post(urls[1], "/connect/revocation", "payroll", payrollSecret, url.Values{"token": {tok}}); status != 200 {
+		t.Fatalf("revocation: %d", status)
+	}
+	if introspect(urls[0]) || introspect(urls[1]) {
+		t.Fatal("a revocation at one replica did not reach the other")
+	}
+	if _, err := in.Validate(context.Background(), tok); !errors.Is(err, middleware.ErrInactive) {
+		t.Fatalf("the API still accepts the revoked token: %v", err)
+	}
+}

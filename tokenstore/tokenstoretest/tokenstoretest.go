@@ -1,0 +1,86 @@
+// Package tokenstoretest checks that a tokenstore.Store keeps the rules of
+// package tokenstore, for the stores of this module and any other: call
+// Run from a test with a function that makes an empty store.
+package tokenstoretest
+
+import (
+	"context"
+	"crypto/rand"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/idsauth/idsauth/tokenstore"
+)
+
+// Run checks the rules of tokenstore.Store on stores newStore makes: a
+// grant is found, as it was put, until its exp; only its own client
+// revokes it; a revoked or unknown grant is not found. The grants expire
+// a minute after the wall clock's now, so a store that expires them on
+// its own clock (as Redis does) sees them live.
+func Run(t *testing.T, newStore func(t *testing.T) tokenstore.Store) {
+	ctx := context.Background()
+	now := time.Now().Truncate(time.Millisecond)
+	grant := tokenstore.Grant{
+		ClientID:  "reporting",
+		Scopes:    []string{"pd_AdminWebApi", "pd_ConnectWebApi"},
+		Audience:  []string{"https://host/ids/resources"},
+		IssuedAt:  now,
+		ExpiresAt: now.Add(time.Minute),
+		ID:        "0123456789abcdef0123456789abcdef",
+	}
+	t.Run("put and get", func(t *testing.T) {
+		s := newStore(t)
+		k := newKey(t)
+		if err := s.Put(ctx, k, grant); err != nil {
+			t.Fatal(err)
+		}
+		g, ok, err := s.Get(ctx, k, now)
+		if err != nil || !ok {
+			t.Fatalf("Get: %v %v", ok, err)
+		}
+		if g.ClientID != grant.ClientID || g.ID != grant.ID || !g.IssuedAt.Equal(grant.IssuedAt) || !g.ExpiresAt.Equal(grant.ExpiresAt) ||
+			!slices.Equal(g.Scopes, grant.Scopes) || !slices.Equal(g.Audience, grant.Audience) {
+			t.Fatalf("got %+v, put %+v", g, grant)
+		}
+		if _, ok, _ := s.Get(ctx, newKey(t), now); ok {
+			t.Fatal("an unknown key was found")
+		}
+		if _, ok, _ := s.Get(ctx, k, grant.ExpiresAt); ok {
+			t.Fatal("found at its exp")
+		}
+	})
+	t.Run("revoke", func(t *testing.T) {
+		s := newStore(t)
+		k := newKey(t)
+		if err := s.Put(ctx, k, grant); err != nil {
+			t.Fatal(err)
+		}
+		if revoked, err := s.Revoke(ctx, k, "someone-else"); err != nil || revoked {
+			t.Fatalf("another client revoked it: %v %v", revoked, err)
+		}
+		if _, ok, _ := s.Get(ctx, k, now); !ok {
+			t.Fatal("another client's revocation forgot it")
+		}
+		if revoked, err := s.Revoke(ctx, k, grant.ClientID); err != nil || !revoked {
+			t.Fatalf("its client could not revoke it: %v %v", revoked, err)
+		}
+		if _, ok, _ := s.Get(ctx, k, now); ok {
+			t.Fatal("found after its revocation")
+		}
+		if revoked, err := s.Revoke(ctx, k, grant.ClientID); err != nil || revoked {
+			t.Fatalf("revoked twice: %v %v", revoked, err)
+		}
+		if revoked, err := s.Revoke(ctx, newKey(t), grant.ClientID); err != nil || revoked {
+			t.Fatalf("an unknown key revoked: %v %v", revoked, err)
+		}
+	})
+}
+
+func newKey(t *testing.T) tokenstore.Key {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		t.Fatal(err)
+	}
+	return tokenstore.KeyOf(string(b[:]))
+}
