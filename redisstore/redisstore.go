@@ -2,13 +2,14 @@
 // replicas of an issuer, or of a service behind middleware.SCIMAuth,
 // enforce one failure budget per client (or tenant) and per address
 // between them; and a limit.ReplayStore, so that the issuer's replicas
-// accept each client assertion (its jti) once between them; and, with
-// NewTokenStore, a tokenstore.Store, so that they share the grants of
-// reference tokens:
+// accept each client assertion (its jti) once between them. Its
+// TokenStore keeps the grants of reference tokens, so that any replica
+// introspects or revokes a token another one issued:
 //
 //	rdb := redis.NewClient(&redis.Options{Addr: "redis:6379", ContextTimeoutEnabled: true})
 //	store := redisstore.New(rdb, redisstore.Options{Prefix: "idsauth:token:"})
-//	iss, err := issuer.New(cfg, issuer.WithLimiterStore(store))
+//	tokens := redisstore.NewTokenStore(rdb, redisstore.TokenOptions{Prefix: "idsauth:ref:"})
+//	iss, err := issuer.New(cfg, issuer.WithLimiterStore(store), issuer.WithTokenStore(tokens))
 //
 // Each reservation is one Lua script, atomic in Redis and on Redis's
 // clock (never going back), so replicas on skewed clocks share one budget
