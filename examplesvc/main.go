@@ -101,6 +101,7 @@ func printBanner(w io.Writer, base, issuerURL string, demo bool) {
 
   Identity service   %[2]s/connect/token
                      %[2]s/.well-known/openid-configuration
+                     %[2]s/connect/introspect, %[2]s/connect/revocation
   Admin API          %[1]s/webapi/api/v3/demo/Admin/Users      (pd_AdminWebApi)
   Connect API        %[1]s/webapi/api/v3/demo/Connect/Documents (pd_ConnectWebApi)
   Connect Session    %[1]s/webapi/api/v3/demo/Connect/Session   (pd_ConnectWebApi)
@@ -114,6 +115,9 @@ Try it (demo configuration):
   TOKEN=$(curl -s -u demo-admin:demo-admin-secret -d grant_type=client_credentials -d scope=pd_AdminWebApi %[2]s/connect/token | sed 's/.*"access_token":"\([^"]*\)".*/\1/')
   curl -s -H "Authorization: Bearer $TOKEN" '%[1]s/webapi/api/v3/demo/Admin/Users?page=1&pageSize=10'
   curl -s -H "Authorization: Bearer demo-scim-token" %[1]s/webapi/scim-api/v1/demo/scim/Users
+
+  Reference tokens: demo-reference:demo-reference-secret gets one (pd_AdminWebApi);
+  the API resource demo-api:demo-api-secret may introspect it.
 `, base, issuerURL)
 	}
 }

@@ -27,7 +27,7 @@ type service struct {
 	logger  *slog.Logger
 	iss     *issuer.Issuer
 	tenants *middleware.Tenants
-	v       *middleware.Validator
+	v       middleware.TokenValidator // JWTs, and reference tokens when the configuration has an API resource
 	// secrets checks client secrets and SCIM tokens alike, so one bound
 	// on concurrent bcrypt checks and one failure floor cover both.
 	secrets *secret.Verifier
@@ -80,12 +80,32 @@ func newService(ctx context.Context, src configSource, logger *slog.Logger) (*se
 	if err != nil {
 		return nil, err
 	}
+	var tv middleware.TokenValidator = v
+	if len(cfg.APIResources) > 0 {
+		// Reference tokens are checked in this process, as the first API
+		// resource of the configuration: nothing on the wire, and no
+		// cache, so that a revocation holds at the next request.
+		api := cfg.APIResources[0].Name
+		in, err := middleware.NewIntrospector(ctx, middleware.IntrospectionConfig{
+			Issuer:     iss.URL(),
+			ClientID:   api,
+			Local:      iss,
+			Audience:   []string{iss.URL() + "/resources"},
+			CacheBytes: -1,
+			Observer:   m,
+		})
+		if err != nil {
+			return nil, err
+		}
+		tv = middleware.JWTOrReference(v, in)
+		logger.Info("the APIs accept reference tokens, introspected in this process", slog.String("api_resource", api))
+	}
 	return &service{
 		src:      src,
 		logger:   logger,
 		iss:      iss,
 		tenants:  tenants,
-		v:        v,
+		v:        tv,
 		secrets:  secrets,
 		metrics:  m,
 		current:  cfg,

@@ -181,6 +181,12 @@ func otherScope(need []string) string {
 // sub, client_id or kid); and
 // that a valid token with the scope gets past the middleware (neither 401
 // nor 403). route is "METHOD /path", e.g. "GET /webapi/api/v3/demo/Admin/Users".
+//
+// Reference tokens: when h accepts the issuer's reference tokens (its
+// validator is middleware.JWTOrReference(i.Validator(), i.Introspector())),
+// a valid one with the scope gets past it, a revoked one gets 401
+// invalid_token and one without the scope 403; when it does not, a
+// reference token gets 401 invalid_token.
 func (i *Issuer) CheckProtected(t TB, h http.Handler, route string, need ...string) {
 	t.Helper()
 	if len(need) == 0 {
@@ -199,12 +205,13 @@ func (i *Issuer) CheckProtected(t TB, h http.Handler, route string, need ...stri
 	q := query.URL.Query()
 	q.Set("access_token", good)
 	query.URL.RawQuery = q.Encode()
+	passes := func(p *problems, a answer) {
+		if a.status == http.StatusUnauthorized || a.status == http.StatusForbidden {
+			p.addf("status %d: the middleware refused a valid token (body %q)", a.status, a.body)
+		}
+	}
 	rows := []row{
-		{"a valid token with the scope", newRequest(t, route, "Bearer "+good), good, func(p *problems, a answer) {
-			if a.status == http.StatusUnauthorized || a.status == http.StatusForbidden {
-				p.addf("status %d: the middleware refused a valid token (body %q)", a.status, a.body)
-			}
-		}},
+		{"a valid token with the scope", newRequest(t, route, "Bearer "+good), good, passes},
 		{"no token", newRequest(t, route), "", bare},
 		{"another scheme (Basic)", newRequest(t, route, "Basic dGVzdDp0ZXN0"), "", bare},
 		{"Bearer with nothing after it", newRequest(t, route, "Bearer"), "", bare},
@@ -222,8 +229,7 @@ func (i *Issuer) CheckProtected(t TB, h http.Handler, route string, need ...stri
 		// Bound to a DPoP key (RFC 9449): as a bearer token, probably stolen.
 		{"a token bound to a key (cnf)", newRequest(t, route, "Bearer "+i.BoundToken(t, need...)), "", invalid},
 	}
-	wrongScope := i.Token(t, otherScope(need))
-	rows = append(rows, row{"a token without the route's scope", newRequest(t, route, "Bearer "+wrongScope), wrongScope, func(p *problems, a answer) {
+	lacksScope := func(p *problems, a answer) {
 		m := p.oauthError(a, http.StatusForbidden, "insufficient_scope")
 		if a.status != http.StatusForbidden {
 			return
@@ -237,7 +243,21 @@ func (i *Issuer) CheckProtected(t TB, h http.Handler, route string, need ...stri
 		if m != nil && m["scope"] == nil {
 			p.addf("body %q has no \"scope\"", a.body)
 		}
-	}})
+	}
+	wrongScope := i.Token(t, otherScope(need))
+	rows = append(rows, row{"a token without the route's scope", newRequest(t, route, "Bearer "+wrongScope), wrongScope, lacksScope})
+	// Reference tokens: a route that accepts them (through i.Introspector)
+	// gets their cases; one that does not must refuse them as invalid.
+	ref := i.ReferenceToken(t, need...)
+	if probe := serve(h, newRequest(t, route, "Bearer "+ref)); probe.status == http.StatusUnauthorized {
+		rows = append(rows, row{"a reference token, on a route that takes JWTs only", newRequest(t, route, "Bearer "+ref), ref, invalid})
+	} else {
+		otherRef := i.ReferenceToken(t, otherScope(need))
+		rows = append(rows,
+			row{"a valid reference token with the scope", newRequest(t, route, "Bearer "+ref), ref, passes},
+			row{"a revoked reference token", newRequest(t, route, "Bearer "+i.RevokedReferenceToken(t, need...)), "", invalid},
+			row{"a reference token without the route's scope", newRequest(t, route, "Bearer "+otherRef), otherRef, lacksScope})
+	}
 	for _, r := range rows {
 		if r.token == "" {
 			r.token = strings.TrimPrefix(r.req.Header.Get("Authorization"), "Bearer ")

@@ -54,6 +54,37 @@ func TestCheckProtectedPassesTheMiddleware(t *testing.T) {
 	}
 }
 
+// TestCheckProtectedWithReferenceTokens: a route that takes both kinds of
+// token passes the reference-token cases too; one whose validator admits
+// any opaque token is reported on them.
+func TestCheckProtectedWithReferenceTokens(t *testing.T) {
+	iss := idsauthtest.NewIssuer(t)
+	both := middleware.JWTOrReference(iss.Validator(), iss.Introspector())
+	rec := &recorder{TB: t}
+	iss.CheckProtected(rec, protected(both, scope.AdminWebAPI), "GET /webapi/api/v3/demo/Admin/Users", scope.AdminWebAPI)
+	if len(rec.errs) > 0 {
+		t.Errorf("the library's own chain was reported:\n%s", rec.report())
+	}
+	if tok := iss.ReferenceToken(t, scope.AdminWebAPI); strings.Contains(tok, ".") {
+		t.Fatalf("not a reference token: %q", tok)
+	}
+	rec = &recorder{TB: t}
+	iss.CheckProtected(rec, protected(middleware.JWTOrReference(iss.Validator(), anyOpaque{}), scope.AdminWebAPI), "GET /webapi/api/v3/demo/Admin/Users", scope.AdminWebAPI)
+	for _, w := range []string{"a revoked reference token: status 200, want 401", "a reference token without the route's scope: status 200, want 403"} {
+		if !strings.Contains(rec.report(), w) {
+			t.Errorf("not reported: %q\nreport:\n%s", w, rec.report())
+		}
+	}
+}
+
+// anyOpaque is a broken validator of reference tokens: it admits any, for
+// every scope, without asking anyone.
+type anyOpaque struct{}
+
+func (anyOpaque) Validate(context.Context, string) (*middleware.Claims, error) {
+	return middleware.NewClaims([]byte(`{"client_id":"x","scope":"pd_AdminWebApi pd_ConnectWebApi","exp":4102444800}`))
+}
+
 // Each broken chain is reported, on the case it breaks.
 func TestCheckProtectedReportsWhatIsWrong(t *testing.T) {
 	iss := idsauthtest.NewIssuer(t)

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -43,8 +45,17 @@ type Issuer struct {
 	// Audience is the "aud" of the issuer's tokens: "{issuer}/resources".
 	Audience string
 
-	key *keys.Key
+	key       *keys.Key
+	refSecret string // the secret of the reference-token client
 }
+
+// The issuer's other registrations: a client whose tokens are reference
+// tokens, and the API resource that introspects them. Both have every
+// scope.
+const (
+	referenceClient = "test-reference-client"
+	testAPI         = "test-api"
+)
 
 // Option changes what NewIssuer makes.
 type Option func(*options)
@@ -79,20 +90,24 @@ func NewIssuer(t TB, opts ...Option) *Issuer {
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	plain, hash := secret.Generate()
+	refPlain, refHash := secret.Generate()
+	_, apiHash := secret.Generate() // introspection is in process: nobody needs the API's secret
 	url := srv.URL + "/ids"
+	lifetime := int(o.lifetime / time.Second)
 	iss, err := issuer.New(&issuer.Config{
 		Issuer: url,
 		Keys:   []issuer.KeyConfig{{Key: k.Private, Alg: k.Alg}},
-		Clients: []issuer.ClientConfig{{
-			ClientID: "test-client", SecretHashes: []string{hash.String()}, Scopes: scope.All(),
-			AccessTokenLifetime: int(o.lifetime / time.Second),
-		}},
+		Clients: []issuer.ClientConfig{
+			{ClientID: "test-client", SecretHashes: []string{hash.String()}, Scopes: scope.All(), AccessTokenLifetime: lifetime},
+			{ClientID: referenceClient, SecretHashes: []string{refHash.String()}, Scopes: scope.All(), AccessTokenLifetime: lifetime, AccessTokenType: "reference"},
+		},
+		APIResources: []issuer.APIResourceConfig{{Name: testAPI, SecretHashes: []string{apiHash.String()}, Scopes: scope.All()}},
 	})
 	if err != nil {
 		t.Fatalf("idsauthtest: %v", err)
 	}
 	mux.Handle("/ids/", iss)
-	return &Issuer{Issuer: iss, Server: srv, ClientID: "test-client", ClientSecret: plain, Audience: url + "/resources", key: k}
+	return &Issuer{Issuer: iss, Server: srv, ClientID: "test-client", ClientSecret: plain, Audience: url + "/resources", key: k, refSecret: refPlain}
 }
 
 // Config returns a clientcredentials.Config for the registered client,
@@ -113,6 +128,54 @@ func (i *Issuer) Validator() *middleware.Validator {
 		panic("idsauthtest: " + err.Error())
 	}
 	return v
+}
+
+// Introspector returns a validator of the issuer's reference tokens that
+// asks the issuer in process, without a cache: a revoked token is refused
+// at once. A route that accepts both kinds of token validates with
+// middleware.JWTOrReference(iss.Validator(), iss.Introspector()).
+func (i *Issuer) Introspector() *middleware.Introspector {
+	in, err := middleware.NewIntrospector(context.Background(), middleware.IntrospectionConfig{
+		Issuer: i.URL(), ClientID: testAPI, Local: i.Issuer, Audience: []string{i.Audience}, CacheBytes: -1,
+	})
+	if err != nil {
+		panic("idsauthtest: " + err.Error())
+	}
+	return in
+}
+
+// ReferenceToken returns a reference token for scopes from the token
+// endpoint: opaque, checked by introspection (see Introspector).
+func (i *Issuer) ReferenceToken(t TB, scopes ...string) string {
+	t.Helper()
+	cc := clientcredentials.Config{ClientID: referenceClient, ClientSecret: i.refSecret, TokenURL: i.TokenURL(), Scopes: scopes, AuthStyle: oauth2.AuthStyleInHeader}
+	tok, err := cc.Token(context.Background())
+	if err != nil {
+		t.Fatalf("idsauthtest: a reference token: %v", err)
+	}
+	return tok.AccessToken
+}
+
+// RevokedReferenceToken returns a reference token for scopes that its
+// client has revoked at the revocation endpoint.
+func (i *Issuer) RevokedReferenceToken(t TB, scopes ...string) string {
+	t.Helper()
+	tok := i.ReferenceToken(t, scopes...)
+	req, err := http.NewRequest(http.MethodPost, i.URL()+"/connect/revocation", strings.NewReader(url.Values{"token": {tok}}.Encode()))
+	if err != nil {
+		t.Fatalf("idsauthtest: %v", err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.SetBasicAuth(url.QueryEscape(referenceClient), url.QueryEscape(i.refSecret))
+	resp, err := i.Server.Client().Do(req)
+	if err != nil {
+		t.Fatalf("idsauthtest: revoking a reference token: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("idsauthtest: revoking a reference token: %s", resp.Status)
+	}
+	return tok
 }
 
 // Claims is a claim set to mint: a valid one for the issuer is what

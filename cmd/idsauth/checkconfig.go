@@ -91,6 +91,16 @@ too. A bad file exits 1 with the error naming the field. Run it before sending t
 		if len(c.PublicKeys) > 0 {
 			fmt.Fprintf(w, "    keys      %d public key(s), private_key_jwt\n", len(c.PublicKeys))
 		}
+		if c.AccessTokenType == "reference" {
+			fmt.Fprintln(w, "    tokens    reference (introspected, revocable)")
+		}
+	}
+	if len(cfg.APIResources) > 0 {
+		fmt.Fprintf(w, "\nAPI resources (may introspect at %s/connect/introspect):\n", iss.URL())
+		list := slices.SortedFunc(slices.Values(cfg.APIResources), func(a, b issuer.APIResourceConfig) int { return strings.Compare(a.Name, b.Name) })
+		for _, a := range list {
+			fmt.Fprintf(w, "  %s\n    scopes    %s\n    secrets   %d hash(es)\n", a.Name, strings.Join(a.Scopes, " "), len(a.SecretHashes))
+		}
 	}
 	if len(file.SCIMTenants) > 0 {
 		fmt.Fprintln(w, "\nSCIM tenants:")

@@ -33,16 +33,9 @@ The token is the argument, or else read from standard input.`)
 	if *audience != "" && *issuerURL == "" {
 		return usagef("-audience needs -issuer")
 	}
-	tok := fs.Arg(0)
-	if tok == "" || tok == "-" {
-		line, err := bufio.NewReader(io.LimitReader(e.stdin, 1<<20)).ReadString('\n')
-		if err != nil && !errors.Is(err, io.EOF) {
-			return err
-		}
-		tok = strings.TrimSpace(line)
-	}
-	if tok == "" {
-		return usagef("no token: give it as the argument or on standard input")
+	tok, err := tokenArg(e, fs.Arg(0))
+	if err != nil {
+		return err
 	}
 	if err := printDecoded(e.stdout, tok); err != nil {
 		return err
@@ -71,6 +64,23 @@ The token is the argument, or else read from standard input.`)
 		fmt.Fprintln(e.stdout, "(the audience was not checked: give -audience to check it)")
 	}
 	return nil
+}
+
+// tokenArg is the token given as the argument, or else (for "" or "-")
+// the first line of standard input.
+func tokenArg(e env, arg string) (string, error) {
+	tok := arg
+	if tok == "" || tok == "-" {
+		line, err := bufio.NewReader(io.LimitReader(e.stdin, 1<<20)).ReadString('\n')
+		if err != nil && !errors.Is(err, io.EOF) {
+			return "", err
+		}
+		tok = strings.TrimSpace(line)
+	}
+	if tok == "" {
+		return "", usagef("no token: give it as the argument or on standard input")
+	}
+	return tok, nil
 }
 
 // printDecoded prints a JWT's header and claims as indented JSON. It

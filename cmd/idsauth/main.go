@@ -54,6 +54,7 @@ var commands = []command{
 	{"check-config", "load an issuer configuration as the issuer would and summarise it", checkConfig},
 	{"token", "fetch an access token with client_credentials", token},
 	{"decode", "print a token's header and claims; with -issuer, verify it", decode},
+	{"introspect", "ask the issuer's introspection endpoint about a token, as an API resource", introspect},
 	{"serve", "serve the identity service of a configuration file, with metrics", serve},
 	{"version", "print the version, VCS revision and Go version of this binary", version},
 }

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/idsauth/idsauth/middleware"
+)
+
+// apiSecretEnv is the environment variable introspect reads the API's
+// secret from, when it is set and no other source is named.
+const apiSecretEnv = "IDSAUTH_API_SECRET"
+
+func introspect(ctx context.Context, e env, args []string) error {
+	fs := flags(e, "introspect", "-issuer URL -api NAME [-endpoint URL] [TOKEN]",
+		`Ask the issuer's introspection endpoint (RFC 7662, found by its discovery
+document unless -endpoint) about a token, reference or JWT, as the API
+resource NAME, and print whether it is active and its claims, checked as
+the middleware's Introspector checks them. The API's secret is read from
+-secret-file, else from the environment variable named by -secret-env (by
+default `+apiSecretEnv+`, if set), else from the terminal without echo;
+never from a flag. The token is the argument, or else read from standard
+input. The exit status is 1 when the token is not active.`)
+	issuerURL := fs.String("issuer", "", "the issuer URL, e.g. https://host/ids (required)")
+	api := fs.String("api", "", "the API resource's name, its client ID at the endpoint (required)")
+	endpoint := fs.String("endpoint", "", "the introspection endpoint (default: from discovery)")
+	secretFile := fs.String("secret-file", "", "read the API's secret from the first line of this file")
+	secretEnv := fs.String("secret-env", "", "read the API's secret from this environment variable")
+	timeout := fs.Duration("timeout", 30*time.Second, "give up after this long")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	switch {
+	case fs.NArg() > 1:
+		return usagef("one token at most")
+	case *issuerURL == "" || *api == "":
+		return usagef("-issuer and -api are required")
+	}
+	env := *secretEnv
+	if env == "" && *secretFile == "" && e.getenv(apiSecretEnv) != "" {
+		env = apiSecretEnv
+	}
+	sec, err := clientSecret(e, *secretFile, env)
+	if err != nil {
+		return err
+	}
+	tok, err := tokenArg(e, fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	in, err := middleware.NewIntrospector(ctx, middleware.IntrospectionConfig{
+		Issuer:       strings.TrimSuffix(*issuerURL, "/"),
+		Endpoint:     *endpoint,
+		ClientID:     *api,
+		ClientSecret: sec,
+		AnyAudience:  true,
+		CacheBytes:   -1,
+		FetchTimeout: *timeout,
+	})
+	if err != nil {
+		return err
+	}
+	claims, err := in.Validate(ctx, tok)
+	if errors.Is(err, middleware.ErrInactive) {
+		fmt.Fprintln(e.stdout, "inactive")
+		return errInactive
+	}
+	if err != nil {
+		return fmt.Errorf("not checked: %v", err)
+	}
+	raw, err := claims.Raw()
+	if err != nil {
+		return err
+	}
+	out, _ := json.MarshalIndent(raw, "", "  ")
+	fmt.Fprintf(e.stdout, "active: issued to %s for %s, expires %s\n%s\n", claims.ClientID, claims.Scopes.String(), claims.ExpiresAt.UTC().Format(time.RFC3339), out)
+	return nil
+}
+
+// errInactive ends introspect with status 1, the answer printed.
+var errInactive = errors.New("the token is not active")
