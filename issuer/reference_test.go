@@ -2,7 +2,11 @@ package issuer_test
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -213,4 +217,100 @@ func TestReferenceStoreFull(t *testing.T) {
 	if d.body["introspection_endpoint"] != s.introspectURL() || d.body["revocation_endpoint"] != s.revocationURL() {
 		t.Fatalf("discovery: %s", d.raw)
 	}
+}
+
+// FuzzIntrospectionRequest sends arbitrary form bodies and Authorization
+// values to the introspection and revocation endpoints. They must answer
+// with no 5xx and Cache-Control: no-store, never echo a secret or the
+// token, answer about a token only to the right API secret (an active
+// answer only for the live token), and let nobody but its client revoke
+// the live token.
+func FuzzIntrospectionRequest(f *testing.F) {
+	cfg := testConfig("http://127.0.0.1/ids")
+	withReference(cfg)
+	cfg.Limits = issuer.Limits{FailedAttemptsPerClient: 1 << 30, FailedAttemptsPerAddress: 1 << 30}
+	iss, err := issuer.New(cfg)
+	if err != nil {
+		f.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	iss.ServeHTTP(rec, formRequest("token", form("grant_type", "client_credentials", "client_id", "ref", "client_secret", refSecret, "scope", scope.AdminWebAPI)))
+	var answer struct {
+		AccessToken string `json:"access_token"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &answer); err != nil || answer.AccessToken == "" {
+		f.Fatalf("token: %d %s", rec.Code, rec.Body)
+	}
+	live := answer.AccessToken
+	for _, path := range []string{"introspect", "revocation"} {
+		f.Add(path, form("token", live), basic("admin-api", adminAPISec))
+		f.Add(path, form("token", live, "client_id", "admin-api", "client_secret", adminAPISec), "")
+		f.Add(path, form("token", live, "token", live), basic("connect-api", connectAPISec))
+		f.Add(path, form("token", live, "client_id", "ref", "client_secret", adminAPISec), basic("ref", refSecret))
+		f.Add(path, "token=%zz", "Basic !!!")
+		f.Add(path, form("token", "a.b.c", "token_type_hint", "refresh_token"), basic("admin", adminSecret))
+		f.Add(path, strings.Repeat("token=x&", 3000), "")
+	}
+	f.Fuzz(func(t *testing.T, path, body, authz string) {
+		if path != "introspect" {
+			path = "revocation"
+		}
+		req := formRequest(path, body)
+		if authz != "" {
+			req.Header["Authorization"] = []string{authz}
+		}
+		rec := httptest.NewRecorder()
+		iss.ServeHTTP(rec, req)
+		out := rec.Body.String()
+		switch {
+		case rec.Code >= 500:
+			t.Fatalf("status %d", rec.Code)
+		case rec.Header().Get("Cache-Control") != "no-store":
+			t.Fatal("no Cache-Control: no-store")
+		case strings.Contains(out, live) || strings.Contains(out, refSecret) || strings.Contains(out, adminAPISec) || strings.Contains(out, adminSecret):
+			t.Fatalf("the answer echoes a token or a secret: %q", out)
+		}
+		if path == "introspect" && rec.Code == 200 {
+			if !holds(body, authz, adminAPISec) && !holds(body, authz, connectAPISec) {
+				t.Fatalf("an answer without an API secret: %q", out)
+			}
+			if out != `{"active":false}`+"\n" && !strings.Contains(out, `"active":true`) {
+				t.Fatalf("neither inactive nor active: %q", out)
+			}
+		}
+		// The live token stays live unless its own client asked.
+		check := httptest.NewRecorder()
+		iss.ServeHTTP(check, formRequest("introspect", form("token", live, "client_id", "admin-api", "client_secret", adminAPISec)))
+		if !strings.Contains(check.Body.String(), `"active":true`) {
+			if !holds(body, authz, refSecret) {
+				t.Fatalf("the live token was revoked by %q %q", body, authz)
+			}
+			t.Skip("its client revoked it: the rest of this run would prove nothing")
+		}
+	})
+}
+
+// formRequest is a form POST to the issuer's endpoint at path.
+func formRequest(path, body string) *http.Request {
+	req := httptest.NewRequest(http.MethodPost, "http://127.0.0.1/ids/connect/"+path, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	return req
+}
+
+// holds reports whether a request with body and authz carries secret, in
+// the form or in Basic credentials: the fuzz target's question "could this
+// request have authenticated?".
+func holds(body, authz, secret string) bool {
+	if u, err := url.QueryUnescape(body); err == nil && strings.Contains(u, secret) || strings.Contains(body, secret) {
+		return true
+	}
+	if len(authz) < 6 || !strings.EqualFold(authz[:6], "Basic ") { // the scheme is case-insensitive
+		return false
+	}
+	raw, err := base64.StdEncoding.DecodeString(authz[6:])
+	if err != nil {
+		return false
+	}
+	u, err := url.QueryUnescape(string(raw))
+	return strings.Contains(string(raw), secret) || err == nil && strings.Contains(u, secret)
 }
