@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"math/big"
 	"net/http"
@@ -128,22 +129,36 @@ func (kc ClientKeyConfig) load(dir string) (*clientKey, error) {
 // and keys that pad the checks of clients with fewer keys, and of unknown
 // clients, to that many.
 func (st *state) loadClientKeys(cfg *Config) error {
-	for i, cc := range cfg.Clients {
-		cl := st.clients[cc.ClientID]
-		for j, kc := range cc.PublicKeys {
+	load := func(f string, cl *client, kcs []ClientKeyConfig) error {
+		for j, kc := range kcs {
 			if kc.File == "" {
 				continue
 			}
 			k, err := kc.load(cfg.Dir)
 			if err != nil {
-				return fieldErr(fmt.Sprintf("clients[%d] (%q).publicKeys[%d]", i, cc.ClientID, j), "%v", err)
+				return fieldErr(fmt.Sprintf("%s.publicKeys[%d]", f, j), "%v", err)
 			}
 			cl.keys = append(cl.keys, *k)
+		}
+		return nil
+	}
+	for i, cc := range cfg.Clients {
+		if err := load(fmt.Sprintf("clients[%d] (%q)", i, cc.ClientID), st.clients[cc.ClientID], cc.PublicKeys); err != nil {
+			return err
+		}
+	}
+	for i, ac := range cfg.APIResources {
+		if err := load(fmt.Sprintf("apiResources[%d] (%q)", i, ac.Name), st.apis[ac.Name].client, ac.PublicKeys); err != nil {
+			return err
 		}
 	}
 	st.keyPad = map[string]int{}
 	rsaBits := []int{keys.MinRSABits}
-	for _, cl := range st.clients {
+	all := slices.Collect(maps.Values(st.clients))
+	for _, api := range st.apis {
+		all = append(all, api.client)
+	}
+	for _, cl := range all {
 		per := map[string]int{}
 		for _, k := range cl.keys {
 			per[k.alg]++
@@ -359,7 +374,11 @@ func hasAssertion(form *tokenForm) bool {
 // client. Like a secret, every failure is reserved from the failure
 // budgets before anything is verified, charged, held to the failure
 // floor, and answered 401 invalid_client "client authentication failed".
-func (iss *Issuer) assertionClient(r *http.Request, form *tokenForm, st *state, who *attempt, now time.Time) (*client, *tokenError) {
+//
+// An API resource authenticates so at the introspection endpoint: lookup
+// finds who is asking (st.client, st.api), whose ID subject turns into
+// the failure budgets' and the replay cache's subject.
+func (iss *Issuer) assertionClient(r *http.Request, form *tokenForm, st *state, who *attempt, now time.Time, lookup func(id string) *client, subject func(id string) string) (*client, *tokenError) {
 	if terr := assertionForm(r, form); terr != nil {
 		return nil, terr
 	}
@@ -371,11 +390,11 @@ func (iss *Issuer) assertionClient(r *http.Request, form *tokenForm, st *state, 
 	if terr := checkLengths(id, ""); terr != nil {
 		return nil, terr
 	}
-	cl := st.clients[id]
+	cl := lookup(id)
 	if cl != nil {
 		who.client = cl.id
 	}
-	res, terr := iss.reserve(r, st, id, who.addr, now)
+	res, terr := iss.reserve(r, st, subject(id), who.addr, now)
 	if terr != nil {
 		return nil, terr
 	}
@@ -397,7 +416,7 @@ func (iss *Issuer) assertionClient(r *http.Request, form *tokenForm, st *state, 
 	if why != "" {
 		return fail(why)
 	}
-	fresh, terr := iss.remember(r.Context(), id, jti, until, now)
+	fresh, terr := iss.remember(r.Context(), subject(id), jti, until, now)
 	switch {
 	case terr != nil:
 		res.Succeeded() // the key was right: nothing to charge
@@ -408,6 +427,20 @@ func (iss *Issuer) assertionClient(r *http.Request, form *tokenForm, st *state, 
 	res.Succeeded()
 	return cl, nil
 }
+
+// clientByID returns the registered client id, or nil.
+func (st *state) clientByID(id string) *client { return st.clients[id] }
+
+// apiByID returns the credentials of the API resource id, or nil.
+func (st *state) apiByID(id string) *client {
+	if a := st.apis[id]; a != nil {
+		return a.client
+	}
+	return nil
+}
+
+// sameID is a client's subject in the failure budgets: its ID.
+func sameID(id string) string { return id }
 
 // sharedReplays is the limiter store when it remembers jtis too.
 func (iss *Issuer) sharedReplays() limit.ReplayStore {

@@ -183,8 +183,11 @@ type APIResourceConfig struct {
 	// at most MaxClientIDLength characters.
 	Name string `json:"name"`
 	// SecretHashes are the hashes of the API's secrets, in the forms of
-	// package secret. At least one is required.
-	SecretHashes []string `json:"secretHashes"`
+	// package secret. At least one hash or one of PublicKeys is required.
+	SecretHashes []string `json:"secretHashes,omitempty"`
+	// PublicKeys verify the API's signed assertions (private_key_jwt), as
+	// a client's: at most MaxClientKeys.
+	PublicKeys []ClientKeyConfig `json:"publicKeys,omitempty"`
 	// Scopes are the API's: it is told of a token only when the token
 	// carries one of them, and of those scopes only. At least one.
 	Scopes []string `json:"scopes"`
@@ -764,10 +767,11 @@ func (cc ClientConfig) compile(f string) (*client, error) {
 	return cl, nil
 }
 
-// apiResource is a checked API resource.
+// apiResource is a checked API resource: its credentials are a client's
+// (no grant: it may only introspect).
 type apiResource struct {
+	*client
 	name   string
-	hashes []secret.Hash
 	scopes scope.Set
 }
 
@@ -780,12 +784,25 @@ func (ac APIResourceConfig) compile(f string) (*apiResource, error) {
 		return nil, fieldErr(f+".name", "longer than %d characters", MaxClientIDLength)
 	}
 	f = fmt.Sprintf("%s (%q)", f, ac.Name)
-	if len(ac.SecretHashes) == 0 {
-		return nil, fieldErr(f+".secretHashes", "at least one hash is required")
+	if len(ac.SecretHashes) == 0 && len(ac.PublicKeys) == 0 {
+		return nil, fieldErr(f+".secretHashes", "at least one hash (or one of publicKeys) is required")
 	}
 	hashes, err := parseHashes(f+".secretHashes", ac.SecretHashes)
 	if err != nil {
 		return nil, err
+	}
+	cl := &client{id: ac.Name, hashes: hashes}
+	if len(ac.PublicKeys) > MaxClientKeys {
+		return nil, fieldErr(f+".publicKeys", "more than %d keys", MaxClientKeys)
+	}
+	for i, kc := range ac.PublicKeys {
+		k, err := kc.check()
+		if err != nil {
+			return nil, fieldErr(fmt.Sprintf("%s.publicKeys[%d]", f, i), "%v", err)
+		}
+		if k != nil { // a file's key is read by compile
+			cl.keys = append(cl.keys, *k)
+		}
 	}
 	if len(ac.Scopes) == 0 {
 		return nil, fieldErr(f+".scopes", "at least one scope is required")
@@ -795,7 +812,7 @@ func (ac APIResourceConfig) compile(f string) (*apiResource, error) {
 			return nil, fieldErr(fmt.Sprintf("%s.scopes[%d]", f, i), "unknown scope %q (known: %v)", s, scope.All())
 		}
 	}
-	return &apiResource{name: ac.Name, hashes: hashes, scopes: scope.NewSet(ac.Scopes...)}, nil
+	return &apiResource{client: cl, name: ac.Name, scopes: scope.NewSet(ac.Scopes...)}, nil
 }
 
 func parseHashes(f string, in []string) ([]secret.Hash, error) {

@@ -66,6 +66,9 @@ type Issuer struct {
 	// tokens keeps the grants of reference tokens, for the issuer's life
 	// (WithTokenStore, or a tokenstore.Memory of its own).
 	tokens tokenstore.Store
+	// storeLogged is when (Unix nanoseconds) a token store that refused a
+	// reference token was last logged at Error.
+	storeLogged atomic.Int64
 }
 
 // The endpoints' paths under the issuer URL, CONTRACT.md §2 and §3.

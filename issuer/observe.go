@@ -45,15 +45,17 @@ func (iss *Issuer) refused(r *http.Request, e *tokenError, who attempt, d time.D
 	if e.why != "" {
 		desc = e.why // the log's more precise reason, never on the wire
 	}
-	ctx := context.WithValue(r.Context(), refusalKey{}, &refusal{desc: desc, addr: who.addr})
+	ctx := context.WithValue(r.Context(), refusalKey{}, &refusal{desc: desc, addr: who.addr, endpoint: who.endpoint, api: who.api})
 	iss.observer.Observe(ctx, ev)
 }
 
 // refusal is what the refusal log sees beyond the event: free text and
 // an address, which an event never holds.
 type refusal struct {
-	desc string // why: the error_description, or the log's own more precise reason
-	addr string // as the limiter keys it; "" before the credentials were read
+	desc     string // why: the error_description, or the log's own more precise reason
+	addr     string // as the limiter keys it; "" before the credentials were read
+	endpoint string // "introspection" or "revocation"; "" for the token endpoint
+	api      string // the registered API resource that asked, at introspection
 }
 
 type refusalKey struct{}
@@ -70,7 +72,14 @@ func (o refusalLog) Observe(ctx context.Context, e observe.Event) {
 		return
 	}
 	attrs := []slog.Attr{slog.Int("status", e.Status), slog.String("error", e.Reason), slog.String("reason", rf.desc)}
-	if rf.addr != "" {
+	switch {
+	case rf.addr != "" && rf.endpoint == "introspection":
+		api := rf.api
+		if api == "" {
+			api = "(unregistered)"
+		}
+		attrs = append(attrs, slog.String("api", api), slog.String("address", rf.addr))
+	case rf.addr != "":
 		client := e.ClientID
 		if client == "" {
 			client = "(unregistered)"
@@ -80,5 +89,9 @@ func (o refusalLog) Observe(ctx context.Context, e observe.Event) {
 	if e.Limit != "" {
 		attrs = append(attrs, slog.String("limit", string(e.Limit)))
 	}
-	o.l.LogAttrs(ctx, slog.LevelInfo, "idsauth issuer: token request refused", attrs...)
+	endpoint := rf.endpoint
+	if endpoint == "" {
+		endpoint = "token"
+	}
+	o.l.LogAttrs(ctx, slog.LevelInfo, "idsauth issuer: "+endpoint+" request refused", attrs...)
 }

@@ -44,10 +44,18 @@ func (iss *Issuer) grantReference(ctx context.Context, st *state, cl *client, gr
 	}
 	if err := iss.tokens.Put(ctx, tokenstore.KeyOf(token), g); err != nil {
 		why := "the reference token store cannot answer"
-		if errors.Is(err, tokenstore.ErrFull) {
+		switch {
+		case errors.Is(err, tokenstore.ErrClientFull):
+			why = "the client holds its share of the reference token store"
+		case errors.Is(err, tokenstore.ErrFull):
 			why = "the reference token store is full"
 		}
-		iss.logger.Error("idsauth issuer: no reference token issued: "+why, slog.String("client_id", cl.id), slog.String("error", err.Error()))
+		// Every refusal is logged at Info as any refused token request;
+		// this line, for the operator, at most every 10 seconds, so that
+		// a client asking in a loop cannot flood the log with it.
+		if last := iss.storeLogged.Load(); now.UnixNano()-last >= int64(10*time.Second) && iss.storeLogged.CompareAndSwap(last, now.UnixNano()) {
+			iss.logger.Error("idsauth issuer: no reference token issued: "+why, slog.String("client_id", cl.id), slog.String("error", err.Error()))
+		}
 		return nil, &tokenError{status: http.StatusServiceUnavailable, code: "temporarily_unavailable", desc: "no token can be issued now; try again shortly", retry: 1, why: why}
 	}
 	body, err := json.Marshal(struct {
@@ -93,7 +101,7 @@ var inactive = []byte(`{"active":false}` + "\n")
 // scopes, and then only of those scopes.
 func (iss *Issuer) introspect(w http.ResponseWriter, r *http.Request, st *state) {
 	start := time.Now()
-	var who attempt
+	who := attempt{endpoint: "introspection"}
 	api, form, terr := iss.authenticateAPI(w, r, st, &who)
 	if terr == nil && !form.has(tokenParam) {
 		terr = badRequest("invalid_request", "token is missing")
@@ -180,6 +188,15 @@ func (iss *Issuer) authenticateAPI(w http.ResponseWriter, r *http.Request, st *s
 	if terr := readForm(w, r, st.limits.MaxBodyBytes, form); terr != nil {
 		return nil, nil, terr
 	}
+	if hasAssertion(form) {
+		who.addr = st.addrs.Addr(r)
+		cl, terr := iss.assertionClient(r, form, st, who, iss.now(), st.apiByID, apiSubject)
+		who.api, who.client = who.client, "" // a registered API's name, for the log alone
+		if terr != nil {
+			return nil, nil, terr
+		}
+		return st.apis[cl.id], form, nil
+	}
 	id, pass, basic, terr := credentials(r, form)
 	if terr != nil {
 		return nil, nil, terr
@@ -189,6 +206,7 @@ func (iss *Issuer) authenticateAPI(w http.ResponseWriter, r *http.Request, st *s
 	var hashes []secret.Hash // none for an unknown API: the same work, no match
 	if api != nil {
 		hashes = api.hashes
+		who.api = api.name
 	}
 	if terr := iss.checkSecret(r, st, apiSubject(id), hashes, pass, basic, who.addr, iss.now()); terr != nil {
 		return nil, nil, terr
@@ -284,7 +302,7 @@ func (iss *Issuer) jwtGrant(ctx context.Context, st *state, token string, now ti
 // validator checks a JWT without asking the issuer).
 func (iss *Issuer) revoke(w http.ResponseWriter, r *http.Request, st *state) {
 	start := time.Now()
-	var who attempt
+	who := attempt{endpoint: "revocation"}
 	terr := iss.revokeToken(w, r, st, &who)
 	if terr != nil {
 		iss.refuse(w, terr)
@@ -309,7 +327,7 @@ func (iss *Issuer) revokeToken(w http.ResponseWriter, r *http.Request, st *state
 	if hasAssertion(form) {
 		who.addr = st.addrs.Addr(r)
 		var terr *tokenError
-		if cl, terr = iss.assertionClient(r, form, st, who, now); terr != nil {
+		if cl, terr = iss.assertionClient(r, form, st, who, now, st.clientByID, sameID); terr != nil {
 			return terr
 		}
 	} else {

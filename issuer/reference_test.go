@@ -28,8 +28,11 @@ const (
 // reference tokens, and two API resources: admin-api (pd_AdminWebApi) and
 // connect-api (pd_ConnectWebApi).
 func withReference(c *issuer.Config) {
-	c.Clients = append(c.Clients, issuer.ClientConfig{ClientID: "ref", SecretHashes: []string{secret.HashSHA256(refSecret).String()},
-		Scopes: []string{scope.AdminWebAPI}, AccessTokenType: "reference", AccessTokenLifetime: 600})
+	c.Clients = append(c.Clients,
+		issuer.ClientConfig{ClientID: "ref", SecretHashes: []string{secret.HashSHA256(refSecret).String()},
+			Scopes: []string{scope.AdminWebAPI}, AccessTokenType: "reference", AccessTokenLifetime: 600},
+		issuer.ClientConfig{ClientID: "ref2", SecretHashes: []string{secret.HashSHA256(refSecret).String()},
+			Scopes: []string{scope.AdminWebAPI}, AccessTokenType: "reference"})
 	c.APIResources = []issuer.APIResourceConfig{
 		{Name: "admin-api", SecretHashes: []string{secret.HashSHA256(adminAPISec).String()}, Scopes: []string{scope.AdminWebAPI}},
 		{Name: "connect-api", SecretHashes: []string{secret.HashSHA256(connectAPISec).String()}, Scopes: []string{scope.ConnectWebAPI}},
@@ -166,6 +169,10 @@ func TestIntrospectionRefusals(t *testing.T) {
 			t.Fatalf("wrong secret %d: %d %s", i, a.status, a.raw)
 		}
 	}
+	logs := s.logs.String()
+	if !strings.Contains(logs, "introspection request refused") || !strings.Contains(logs, "connect-api") || strings.Contains(logs, "wrong-a") {
+		t.Fatalf("the refusals are not logged as the API's, or the secret is: %s", logs)
+	}
 	// The API's budget is spent, and this address never gave its right
 	// secret: even the right secret waits. admin-api, which did, is not
 	// locked out by connect-api's failures.
@@ -182,30 +189,40 @@ func TestIntrospectionRefusals(t *testing.T) {
 	}
 }
 
-// TestReferenceStoreFull: a full store issues no token (503
-// temporarily_unavailable, logged) and forgets none of the live ones.
+// TestReferenceStoreFull: a client that holds its share of the token
+// store (a quarter) gets no more tokens (503 temporarily_unavailable,
+// logged once however often it asks), the other clients still get theirs,
+// and no live token is forgotten.
 func TestReferenceStoreFull(t *testing.T) {
-	store := tokenstore.NewMemory(2 << 10)
+	store := tokenstore.NewMemory(8 << 10)
 	s := newServer(t, withReference, issuer.WithTokenStore(store))
+	ask := func(id string) answer {
+		return post(t, s.tokenURL(), formType, form("grant_type", "client_credentials", "scope", scope.AdminWebAPI), "Authorization", basic(id, refSecret))
+	}
 	var live []string
+	refused := 0
 	for range 100 {
-		a := post(t, s.tokenURL(), formType, form("grant_type", "client_credentials", "scope", scope.AdminWebAPI), "Authorization", basic("ref", refSecret))
+		a := ask("ref")
 		if a.status == http.StatusServiceUnavailable {
 			if a.body["error"] != "temporarily_unavailable" || a.header.Get("Retry-After") == "" {
 				t.Fatalf("full: %s", a.raw)
 			}
-			break
+			refused++
+			continue
 		}
 		if a.status != 200 {
 			t.Fatalf("%d %s", a.status, a.raw)
 		}
 		live = append(live, a.body["access_token"].(string))
 	}
-	if len(live) == 0 || len(live) == 100 {
-		t.Fatalf("%d tokens fit in 2 KiB", len(live))
+	if len(live) == 0 || refused == 0 {
+		t.Fatalf("%d tokens issued, %d refused: the share was never reached", len(live), refused)
 	}
-	if !strings.Contains(s.logs.String(), "the reference token store is full") {
-		t.Errorf("not logged: %s", s.logs.String())
+	if n := strings.Count(s.logs.String(), "no reference token issued: the client holds its share"); n != 1 {
+		t.Errorf("the share logged at Error %d times for %d refusals, want 1: %s", n, refused, s.logs.String())
+	}
+	if a := ask("ref2"); a.status != 200 {
+		t.Fatalf("another client, while ref holds its share: %d %s", a.status, a.raw)
 	}
 	for _, tok := range live {
 		if a := introspect(t, s, "admin-api", adminAPISec, tok); a.body["active"] != true {

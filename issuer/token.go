@@ -33,9 +33,11 @@ type tokenError struct {
 // ID only when it is registered (an unregistered one is attacker's text),
 // the address as the limiter keys it, and the scopes granted.
 type attempt struct {
-	client string
-	addr   string
-	scopes []string
+	client   string
+	addr     string
+	scopes   []string
+	endpoint string // "introspection" or "revocation"; "" for the token endpoint
+	api      string // the registered API resource asking, at introspection
 }
 
 func badRequest(code, desc string) *tokenError {
@@ -99,7 +101,7 @@ func (iss *Issuer) issue(w http.ResponseWriter, r *http.Request, st *state, who 
 			return nil, badRequest("invalid_request", "scope longer than "+strconv.Itoa(MaxScopeLength)+" characters")
 		}
 		who.addr = st.addrs.Addr(r)
-		cl, terr := iss.assertionClient(r, form, st, who, now)
+		cl, terr := iss.assertionClient(r, form, st, who, now, st.clientByID, sameID)
 		if terr != nil {
 			return nil, terr
 		}

@@ -359,7 +359,9 @@ func (in *Introspector) ask(ctx context.Context, token string) ([]byte, error) {
 	}
 	form := url.Values{"token": {token}, "token_type_hint": {"access_token"}}
 	if in.signer != nil {
-		assertion, err := in.signer.Assertion(in.clientID, in.endpoint, time.Now())
+		// Its audience is the issuer, which IdentityServer and this
+		// module's issuer accept at every endpoint.
+		assertion, err := in.signer.Assertion(in.clientID, in.from.issuer, time.Now())
 		if err != nil {
 			return nil, err
 		}

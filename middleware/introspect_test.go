@@ -2,6 +2,9 @@ package middleware_test
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"io"
@@ -74,6 +77,7 @@ func newRefIssuer(t *testing.T) *refIssuer {
 		},
 		APIResources: []issuer.APIResourceConfig{
 			{Name: "admin-api", SecretHashes: hash(apiSecret), Scopes: []string{scope.AdminWebAPI, scope.ConnectWebAPI}},
+			{Name: "key-api", PublicKeys: []issuer.ClientKeyConfig{{Key: apiKey().Public()}}, Scopes: []string{scope.AdminWebAPI}},
 		},
 	})
 	if err != nil {
@@ -81,6 +85,15 @@ func newRefIssuer(t *testing.T) *refIssuer {
 	}
 	return ri
 }
+
+// apiKey is the key of the API resource key-api (private_key_jwt).
+var apiKey = sync.OnceValue(func() *ecdsa.PrivateKey {
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		panic(err)
+	}
+	return k
+})
 
 func (ri *refIssuer) issuerURL() string { return ri.URL + "/ids" }
 
@@ -181,6 +194,30 @@ func TestIntrospectorOverHTTP(t *testing.T) {
 	connect := ri.token(t, "connect", "connect-secret", scope.ConnectWebAPI)
 	if status, body, _ := call(connect); status != 403 || !strings.Contains(body, "insufficient_scope") {
 		t.Fatalf("connect token: %d %s", status, body)
+	}
+}
+
+// TestIntrospectorWithAKey: an API resource registered with a public key
+// introspects with private_key_jwt; an assertion is accepted once, so
+// each call signs a new one; another key is refused (no answer).
+func TestIntrospectorWithAKey(t *testing.T) {
+	ri := newRefIssuer(t)
+	in := ri.introspector(t, func(c *middleware.IntrospectionConfig) {
+		c.ClientID, c.ClientSecret, c.Key, c.CacheBytes = "key-api", "", apiKey(), -1
+	})
+	tok := ri.token(t, "ref", refClientSecret, scope.AdminWebAPI)
+	for range 3 {
+		c, err := in.Validate(context.Background(), tok)
+		if err != nil || c.ClientID != "ref" {
+			t.Fatalf("%+v %v", c, err)
+		}
+	}
+	other, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	wrong := ri.introspector(t, func(c *middleware.IntrospectionConfig) {
+		c.ClientID, c.ClientSecret, c.Key = "key-api", "", other
+	})
+	if _, err := wrong.Validate(context.Background(), tok); !errors.Is(err, middleware.ErrIntrospectionUnavailable) {
+		t.Fatalf("another key: %v", err)
 	}
 }
 

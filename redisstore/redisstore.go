@@ -8,7 +8,9 @@
 //
 //	rdb := redis.NewClient(&redis.Options{Addr: "redis:6379", ContextTimeoutEnabled: true})
 //	store := redisstore.New(rdb, redisstore.Options{Prefix: "idsauth:token:"})
-//	tokens := redisstore.NewTokenStore(rdb, redisstore.TokenOptions{Prefix: "idsauth:ref:"})
+//	// The tokens' Redis is another instance: noeviction, where the limiter's is volatile-ttl.
+//	tdb := redis.NewClient(&redis.Options{Addr: "redis-tokens:6379", ContextTimeoutEnabled: true})
+//	tokens := redisstore.NewTokenStore(tdb, redisstore.TokenOptions{Prefix: "idsauth:ref:"})
 //	iss, err := issuer.New(cfg, issuer.WithLimiterStore(store), issuer.WithTokenStore(tokens))
 //
 // Each reservation is one Lua script, atomic in Redis and on Redis's

@@ -27,10 +27,15 @@ import (
 // JSON, about 300 bytes of Redis memory with the key.
 //
 // A grant is never to be forgotten before it expires, so give the tokens
-// a Redis (or a database) with maxmemory-policy noeviction: a full Redis
-// then refuses the write, which Put reports as tokenstore.ErrFull (the
-// issuer issues no token, and says why), where an evicting policy would
-// silently revoke live tokens. Unlike the failure limits, there is no
+// a Redis instance of their own with maxmemory-policy noeviction (check
+// it with CheckEviction at start): a full Redis then refuses the write,
+// which Put reports as tokenstore.ErrFull (the issuer issues no token,
+// and says why), where an evicting policy would silently revoke live
+// tokens. Not the failure limiter's Redis: that one needs volatile-ttl,
+// and under it a client asking for long-lived tokens would evict the
+// others' grants, and the budgets, first. Unlike tokenstore.Memory, a
+// TokenStore gives no client a share: size its Redis for the most live
+// tokens your clients may hold. Unlike the failure limits, there is no
 // fallback: while Redis cannot answer, no reference token is issued,
 // introspected or revoked (the issuer answers 503), since a replica's own
 // memory would hold tokens the others cannot see.
@@ -64,6 +69,31 @@ func NewTokenStore(rdb redis.Scripter, o TokenOptions) *TokenStore {
 		o.Timeout = DefaultTimeout
 	}
 	return &TokenStore{rdb: rdb, prefix: o.Prefix, timeout: o.Timeout}
+}
+
+// CheckEviction reads the Redis's maxmemory-policy and fails unless it is
+// noeviction: under any other, Redis may drop live grants when it is
+// full, revoking working tokens without a word. It needs a client that
+// can send CONFIG GET (a *redis.Client, *redis.ClusterClient or
+// *redis.Ring; a managed Redis may refuse CONFIG, and then say its
+// policy in its own console).
+func (s *TokenStore) CheckEviction(ctx context.Context) error {
+	c, ok := s.rdb.(interface {
+		ConfigGet(ctx context.Context, parameter string) *redis.MapStringStringCmd
+	})
+	if !ok {
+		return errors.New("redisstore: CheckEviction: the client cannot send CONFIG GET")
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	m, err := c.ConfigGet(ctx, "maxmemory-policy").Result()
+	if err != nil {
+		return fmt.Errorf("redisstore: CheckEviction: %w", err)
+	}
+	if p := m["maxmemory-policy"]; p != "noeviction" {
+		return fmt.Errorf("redisstore: the token store's Redis has maxmemory-policy %q: it may evict live grants when full; set noeviction, on a Redis of the tokens' own", p)
+	}
+	return nil
 }
 
 // The scripts of a TokenStore: each one round trip, atomic in Redis.

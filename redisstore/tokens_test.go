@@ -190,3 +190,66 @@ func TestReplicasShareReferenceTokens(t *testing.T) {
 		t.Fatalf("the API still accepts the revoked token: %v", err)
 	}
 }
+
+// TestCheckEviction: a Redis with noeviction passes; one that may evict
+// (the limiter's volatile-ttl) is refused, naming its policy.
+func TestCheckEviction(t *testing.T) {
+	srv := startRedis(t)
+	rdb := srv.client(t)
+	ctx := context.Background()
+	s := redisstore.NewTokenStore(rdb, redisstore.TokenOptions{Prefix: "idsauth:ref:"})
+	if err := rdb.ConfigSet(ctx, "maxmemory-policy", "noeviction").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CheckEviction(ctx); err != nil {
+		t.Fatalf("noeviction: %v", err)
+	}
+	if err := rdb.ConfigSet(ctx, "maxmemory-policy", "volatile-ttl").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CheckEviction(ctx); err == nil || !strings.Contains(err.Error(), `"volatile-ttl"`) {
+		t.Fatalf("volatile-ttl: %v", err)
+	}
+}
+
+// TestSharedRedisEvicts shows why the tokens need a Redis of their own:
+// on a Redis at maxmemory under volatile-ttl (the limiter's policy), one
+// client's day-long grants push out another's short-lived live grant.
+func TestSharedRedisEvicts(t *testing.T) {
+	srv := startRedis(t)
+	rdb := srv.client(t)
+	ctx := context.Background()
+	info, _ := rdb.Info(ctx, "memory").Result()
+	var used int64
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "used_memory:"); ok {
+			used, _ = strconv.ParseInt(v, 10, 64)
+		}
+	}
+	if used == 0 {
+		t.Fatal("no used_memory")
+	}
+	for k, v := range map[string]string{"maxmemory-policy": "volatile-ttl", "maxmemory": strconv.FormatInt(used+256<<10, 10)} {
+		if err := rdb.ConfigSet(ctx, k, v).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := redisstore.NewTokenStore(rdb, redisstore.TokenOptions{Prefix: "idsauth:ref:"})
+	victim := tokenstore.KeyOf("victim")
+	now := time.Now()
+	if err := s.Put(ctx, victim, tokenstore.Grant{ClientID: "victim", Scopes: []string{scope.AdminWebAPI}, IssuedAt: now, ExpiresAt: now.Add(5 * time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5000 {
+		if err := s.Put(ctx, tokenstore.KeyOf(fmt.Sprint("flood-", i)), tokenstore.Grant{ClientID: "greedy", Scopes: []string{scope.AdminWebAPI}, IssuedAt: now, ExpiresAt: now.Add(24 * time.Hour), ID: fmt.Sprintf("%032d", i)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok, _ := s.Get(ctx, victim, time.Now()); !ok {
+			if s.CheckEviction(ctx) == nil {
+				t.Fatal("CheckEviction passed a Redis that evicted a live grant")
+			}
+			return // evicted, as the docs warn
+		}
+	}
+	t.Fatal("the victim's grant was never evicted: the warning in the docs would be wrong")
+}

@@ -3,6 +3,7 @@ package tokenstore
 import (
 	"container/heap"
 	"context"
+	"fmt"
 	"sync"
 	"time"
 )
@@ -15,25 +16,33 @@ const DefaultMemoryBytes = 64 << 20
 // each grant is charged what it holds (its strings and slices) plus a
 // fixed overhead for the map entry and the expiry queue: about 310 bytes
 // for a grant of the issuer's (one scope, one audience), which takes
-// about 275 bytes of heap (TestMemoryChargesWhatItHolds measures both). A grant that finds no room after the expired
-// ones are dropped is refused with ErrFull; a live grant is never
-// forgotten. Expired grants are dropped by Put, oldest first, from a
-// queue ordered by expiry: each Put drops what has expired by its grant's
-// IssuedAt, so the work is paid by the Puts, a grant once, and no timer
-// scans the store. Revoke drops a grant at once; its place in the queue
-// (entryOverhead counts it) is given back when it would have expired.
+// about 275 bytes of heap (TestMemoryChargesWhatItHolds measures both).
+//
+// A grant that finds no room after the expired ones are dropped is
+// refused with ErrFull; a live grant is never forgotten. No client holds
+// more than a quarter of the bytes (ErrClientFull), so that one client
+// asking for tokens as fast as it can, or in a loop by mistake, leaves
+// the other three quarters to the others.
+//
+// Expired grants are dropped by Put, oldest first, from a queue ordered
+// by expiry: each Put drops what has expired by its grant's IssuedAt, so
+// the work is paid by the Puts, a grant once, and no timer scans the
+// store. Revoke drops a grant and its place in the queue at once.
 type Memory struct {
-	mu       sync.Mutex
-	grants   map[Key]*entry
-	queue    expiryQueue
-	bytes    int // charged now
-	maxBytes int
+	mu        sync.Mutex
+	grants    map[Key]*entry
+	queue     expiryQueue
+	bytes     int            // charged now
+	perClient map[string]int // charged now, by client
+	maxBytes  int
 }
 
-// entry is one grant in the store.
+// entry is one grant in the store, and its place in the queue.
 type entry struct {
 	g     Grant
+	key   Key
 	bytes int
+	index int // in the queue
 }
 
 // entryOverhead is what a grant costs beside its own strings: the map's
@@ -41,13 +50,17 @@ type entry struct {
 // fixed fields and its place in the expiry queue.
 const entryOverhead = 200
 
+// ErrClientFull is the error of a Put for a client that holds a quarter
+// of a Memory's bytes already. errors.Is(ErrClientFull, ErrFull) holds.
+var ErrClientFull = fmt.Errorf("%w: the client holds its share (a quarter)", ErrFull)
+
 // NewMemory returns a Memory that holds at most maxBytes of grants; zero
 // or less means DefaultMemoryBytes.
 func NewMemory(maxBytes int) *Memory {
 	if maxBytes <= 0 {
 		maxBytes = DefaultMemoryBytes
 	}
-	return &Memory{grants: make(map[Key]*entry), maxBytes: maxBytes}
+	return &Memory{grants: make(map[Key]*entry), perClient: make(map[string]int), maxBytes: maxBytes}
 }
 
 // grantBytes is what g is charged.
@@ -64,33 +77,52 @@ func grantBytes(g *Grant) int {
 
 // Put implements Store.
 func (m *Memory) Put(_ context.Context, k Key, g Grant) error {
-	e := &entry{g: g, bytes: grantBytes(&g)}
+	e := &entry{g: g, key: k, bytes: grantBytes(&g)}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.dropExpired(g.IssuedAt)
-	if old, ok := m.grants[k]; ok { // the same token again: replaced
-		m.bytes -= old.bytes - entryOverhead // its queue place stays charged
+	old := m.grants[k] // the same token again: replaced, if the new one fits
+	freed, freedClient := 0, 0
+	if old != nil {
+		freed = old.bytes
+		if old.g.ClientID == g.ClientID {
+			freedClient = old.bytes
+		}
 	}
-	if m.bytes+e.bytes > m.maxBytes {
+	switch {
+	case m.bytes-freed+e.bytes > m.maxBytes:
 		return ErrFull
+	case m.perClient[g.ClientID]-freedClient+e.bytes > m.maxBytes/4:
+		return ErrClientFull
+	}
+	if old != nil {
+		m.remove(old)
 	}
 	m.grants[k] = e
-	m.bytes += e.bytes
-	heap.Push(&m.queue, queued{exp: g.ExpiresAt, key: k})
+	m.charge(g.ClientID, e.bytes)
+	heap.Push(&m.queue, e)
 	return nil
 }
 
-// dropExpired drops the grants that expired at or before now, and gives
-// back the queue places of revoked ones.
+// charge adds n bytes (or takes them back, n < 0) for client.
+func (m *Memory) charge(client string, n int) {
+	m.bytes += n
+	if m.perClient[client] += n; m.perClient[client] == 0 {
+		delete(m.perClient, client)
+	}
+}
+
+// remove forgets e, its queue place and its bytes.
+func (m *Memory) remove(e *entry) {
+	delete(m.grants, e.key)
+	heap.Remove(&m.queue, e.index)
+	m.charge(e.g.ClientID, -e.bytes)
+}
+
+// dropExpired drops the grants that expired at or before now.
 func (m *Memory) dropExpired(now time.Time) {
-	for len(m.queue) > 0 && !m.queue[0].exp.After(now) {
-		q := heap.Pop(&m.queue).(queued)
-		if e, ok := m.grants[q.key]; ok && e.g.ExpiresAt.Equal(q.exp) {
-			delete(m.grants, q.key)
-			m.bytes -= e.bytes
-		} else {
-			m.bytes -= entryOverhead // revoked or replaced: only its place was left
-		}
+	for len(m.queue) > 0 && !m.queue[0].g.ExpiresAt.After(now) {
+		m.remove(m.queue[0])
 	}
 }
 
@@ -98,11 +130,15 @@ func (m *Memory) dropExpired(now time.Time) {
 func (m *Memory) Get(_ context.Context, k Key, now time.Time) (Grant, bool, error) {
 	m.mu.Lock()
 	e, ok := m.grants[k]
+	var g Grant
+	if ok {
+		g = e.g
+	}
 	m.mu.Unlock()
-	if !ok || !now.Before(e.g.ExpiresAt) {
+	if !ok || !now.Before(g.ExpiresAt) {
 		return Grant{}, false, nil
 	}
-	return e.g, true, nil
+	return g, true, nil
 }
 
 // Revoke implements Store.
@@ -113,8 +149,7 @@ func (m *Memory) Revoke(_ context.Context, k Key, clientID string) (bool, error)
 	if !ok || e.g.ClientID != clientID {
 		return false, nil
 	}
-	delete(m.grants, k)
-	m.bytes -= e.bytes - entryOverhead // its queue place stays charged until it expires
+	m.remove(e)
 	return true, nil
 }
 
@@ -125,22 +160,25 @@ func (m *Memory) Stats() (grants, bytes int) {
 	return len(m.grants), m.bytes
 }
 
-// queued is a grant's place in the expiry queue.
-type queued struct {
-	exp time.Time
-	key Key
-}
-
-// expiryQueue is a min-heap of grants by expiry.
-type expiryQueue []queued
+// expiryQueue is a min-heap of grants by expiry; each entry knows its
+// index, so that a revoked one leaves at once.
+type expiryQueue []*entry
 
 func (q expiryQueue) Len() int           { return len(q) }
-func (q expiryQueue) Less(i, j int) bool { return q[i].exp.Before(q[j].exp) }
-func (q expiryQueue) Swap(i, j int)      { q[i], q[j] = q[j], q[i] }
-func (q *expiryQueue) Push(x any)        { *q = append(*q, x.(queued)) }
+func (q expiryQueue) Less(i, j int) bool { return q[i].g.ExpiresAt.Before(q[j].g.ExpiresAt) }
+func (q expiryQueue) Swap(i, j int) {
+	q[i], q[j] = q[j], q[i]
+	q[i].index, q[j].index = i, j
+}
+func (q *expiryQueue) Push(x any) {
+	e := x.(*entry)
+	e.index = len(*q)
+	*q = append(*q, e)
+}
 func (q *expiryQueue) Pop() any {
 	old := *q
-	x := old[len(old)-1]
+	e := old[len(old)-1]
+	old[len(old)-1] = nil
 	*q = old[:len(old)-1]
-	return x
+	return e
 }

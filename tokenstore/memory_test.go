@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,29 +40,49 @@ func TestMemoryKeepsTheRules(t *testing.T) {
 	tokenstoretest.Run(t, func(*testing.T) tokenstore.Store { return tokenstore.NewMemory(0) })
 }
 
-// TestMemoryFullRefusesAndForgetsNothing: a full store refuses the next
-// grant with ErrFull and still holds every live one; once they have
-// expired, a Put drops them and fits.
+// TestMemoryFullRefusesAndForgetsNothing: a client that holds a quarter
+// of the bytes is refused (ErrClientFull) while the others still get in;
+// a full store refuses every grant with ErrFull and still holds every live
+// one; once they have expired, a Put drops them and fits.
 func TestMemoryFullRefusesAndForgetsNothing(t *testing.T) {
 	m := tokenstore.NewMemory(64 << 10)
 	now := time.Unix(1_800_000_000, 0)
 	var kept []tokenstore.Key
-	for i := 0; ; i++ {
-		k := newKey(t)
-		err := m.Put(ctx, k, grant("reporting", now, time.Hour, i))
-		if errors.Is(err, tokenstore.ErrFull) {
-			break
+	fill := func(client string) error {
+		for i := 0; i < 10000; i++ {
+			k := newKey(t)
+			if err := m.Put(ctx, k, grant(client, now, time.Hour, i)); err != nil {
+				return err
+			}
+			kept = append(kept, k)
 		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		kept = append(kept, k)
-		if i > 10000 {
-			t.Fatal("64 KiB never filled")
+		t.Fatal("64 KiB never filled")
+		return nil
+	}
+	if err := fill("greedy"); !errors.Is(err, tokenstore.ErrClientFull) || !errors.Is(err, tokenstore.ErrFull) {
+		t.Fatalf("one client alone: %v, want ErrClientFull", err)
+	}
+	if _, bytes := m.Stats(); bytes > 16<<10 || bytes < 15<<10 {
+		t.Fatalf("one client holds %d bytes, want about a quarter of 64 KiB", bytes)
+	}
+	// The other clients fill the rest, a quarter at most each, until the
+	// store itself is full.
+	full := false
+	for c := 0; c < 10 && !full; c++ {
+		err := fill(fmt.Sprint("client-", c))
+		switch {
+		case errors.Is(err, tokenstore.ErrClientFull):
+		case errors.Is(err, tokenstore.ErrFull):
+			full = true
+		default:
+			t.Fatalf("client %d: %v", c, err)
 		}
 	}
-	if len(kept) < 100 {
-		t.Fatalf("only %d grants fit in 64 KiB", len(kept))
+	if !full {
+		t.Fatal("ten clients never filled the store")
+	}
+	if _, bytes := m.Stats(); bytes < 60<<10 {
+		t.Fatalf("full at %d bytes of 64 KiB", bytes)
 	}
 	for _, k := range kept {
 		if _, ok, _ := m.Get(ctx, k, now.Add(time.Minute)); !ok {
@@ -73,7 +94,7 @@ func TestMemoryFullRefusesAndForgetsNothing(t *testing.T) {
 	}
 	// An hour later every grant has expired: the next Put drops them.
 	later := now.Add(time.Hour)
-	if err := m.Put(ctx, newKey(t), grant("reporting", later, time.Hour, -1)); err != nil {
+	if err := m.Put(ctx, newKey(t), grant("greedy", later, time.Hour, -1)); err != nil {
 		t.Fatalf("after expiry: %v", err)
 	}
 	if n, _ := m.Stats(); n != 1 {
@@ -81,29 +102,48 @@ func TestMemoryFullRefusesAndForgetsNothing(t *testing.T) {
 	}
 }
 
-// TestMemoryRevokedPlacesComeBack: revoking frees a grant's bytes at once
-// but for its queue place, which comes back at its expiry: a revoke-and-
-// issue loop cannot grow the store past its bound.
-func TestMemoryRevokedPlacesComeBack(t *testing.T) {
+// TestMemoryRevokeFreesAtOnce: revoking gives back a grant's bytes, its
+// queue place included, at once: an issue-and-revoke loop never fills
+// the store.
+func TestMemoryRevokeFreesAtOnce(t *testing.T) {
 	m := tokenstore.NewMemory(64 << 10)
 	now := time.Unix(1_800_000_000, 0)
-	issued := 0
 	for i := range 100000 {
 		k := newKey(t)
 		if err := m.Put(ctx, k, grant("reporting", now, time.Hour, i)); err != nil {
-			break
+			t.Fatalf("after %d issue-and-revoke rounds: %v", i, err)
 		}
-		issued++
-		m.Revoke(ctx, k, "reporting")
+		if revoked, _ := m.Revoke(ctx, k, "reporting"); !revoked {
+			t.Fatal("not revoked")
+		}
 	}
-	if issued == 100000 {
-		t.Fatal("revoked grants cost nothing: the queue grows without bound")
+	if n, bytes := m.Stats(); n != 0 || bytes != 0 {
+		t.Fatalf("%d grants, %d bytes left after revoking every one", n, bytes)
 	}
-	if _, bytes := m.Stats(); bytes > 64<<10 {
-		t.Fatalf("charged %d bytes", bytes)
+}
+
+// TestMemoryFailedReplaceChargesNothing: a Put under a key already held
+// that does not fit changes nothing, and charges stay the real ones.
+func TestMemoryFailedReplaceChargesNothing(t *testing.T) {
+	m := tokenstore.NewMemory(4000)
+	now := time.Unix(1_800_000_000, 0)
+	k := newKey(t)
+	if err := m.Put(ctx, k, grant("c", now, time.Hour, 1)); err != nil {
+		t.Fatal(err)
 	}
-	if err := m.Put(ctx, newKey(t), grant("reporting", now.Add(time.Hour), time.Hour, 0)); err != nil {
-		t.Fatalf("the places did not come back at expiry: %v", err)
+	_, before := m.Stats()
+	huge := grant("c", now, time.Hour, 2)
+	huge.Scopes = []string{strings.Repeat("s", 5000)}
+	for range 10 {
+		if err := m.Put(ctx, k, huge); !errors.Is(err, tokenstore.ErrFull) {
+			t.Fatalf("err = %v", err)
+		}
+	}
+	if g, ok, _ := m.Get(ctx, k, now); !ok || g.ID != grant("c", now, time.Hour, 1).ID {
+		t.Fatal("a refused replace changed the grant")
+	}
+	if n, after := m.Stats(); n != 1 || after != before {
+		t.Fatalf("%d grants, %d bytes charged, want 1 and %d", n, after, before)
 	}
 }
 
