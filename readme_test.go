@@ -15,7 +15,7 @@ var goBlock = regexp.MustCompile("(?s)```go\n(.*?)```")
 // TestREADMECodeCompiles builds every Go block of the README against this
 // module, so that the README's code cannot rot: each block is a whole
 // file, a program (package main) that is built, or a test file (package
-// *_test) that is run as a test.
+// *_test) that is run as a test. The guides' whole files are built too.
 func TestREADMECodeCompiles(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the README's programs with the go command: run without -short")
@@ -32,11 +32,30 @@ func TestREADMECodeCompiles(t *testing.T) {
 	if len(blocks) < 4 {
 		t.Fatalf("README has %d Go blocks, want at least 4 (protect a route, run the issuer, call the API, test a handler)", len(blocks))
 	}
+	buildBlocks(t, goCmd, "README", blocks, true)
+	// The guides' whole files (with a package clause) are built too; their
+	// fragments, which show a setting in a few lines, are not.
+	guides, _ := filepath.Glob("docs/*.md")
+	for _, g := range guides {
+		text, err := os.ReadFile(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		buildBlocks(t, goCmd, g, goBlock.FindAllSubmatch(text, -1), false)
+	}
+}
+
+// buildBlocks builds or runs each whole-file Go block of the document
+// name; with whole, a block without a package clause is an error.
+func buildBlocks(t *testing.T, goCmd, name string, blocks [][][]byte, whole bool) {
+	t.Helper()
 	for i, b := range blocks {
 		code := string(b[1])
 		pkg := regexp.MustCompile(`(?m)^package (\w+)`).FindStringSubmatch(code)
 		if pkg == nil {
-			t.Errorf("README Go block %d is not a whole file (no package clause):\n%s", i+1, code)
+			if whole {
+				t.Errorf("%s Go block %d is not a whole file (no package clause):\n%s", name, i+1, code)
+			}
 			continue
 		}
 		dir := t.TempDir()
@@ -51,7 +70,7 @@ func TestREADMECodeCompiles(t *testing.T) {
 			writeFile(t, file, code)
 			args = []string{"test", "-count=1", file}
 		default:
-			t.Errorf("README Go block %d is package %s: want main or a _test package", i+1, pkg[1])
+			t.Errorf("%s Go block %d is package %s: want main or a _test package", name, i+1, pkg[1])
 			continue
 		}
 		// The files lie outside the module; run from its root, the go
@@ -59,7 +78,7 @@ func TestREADMECodeCompiles(t *testing.T) {
 		cmd := exec.Command(goCmd, args...)
 		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=readonly")
 		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Errorf("README Go block %d (package %s): go %s: %v\n%s", i+1, pkg[1], args[0], err, out)
+			t.Errorf("%s Go block %d (package %s): go %s: %v\n%s", name, i+1, pkg[1], args[0], err, out)
 		}
 	}
 }
