@@ -67,11 +67,7 @@ func (s *Signer) KeyID() string { return s.kid }
 // tokenURL (RFC 7523 §3): iss and sub clientID, aud tokenURL, iat now,
 // exp a minute later, a jti of 130 random bits.
 func (s *Signer) Assertion(clientID, tokenURL string, now time.Time) (string, error) {
-	header, err := json.Marshal(map[string]string{"alg": s.alg, "typ": "JWT", "kid": s.kid})
-	if err != nil {
-		return "", err
-	}
-	claims, err := json.Marshal(struct {
+	return s.sign("the client assertion", map[string]string{"alg": s.alg, "typ": "JWT", "kid": s.kid}, struct {
 		Iss string `json:"iss"`
 		Sub string `json:"sub"`
 		Aud string `json:"aud"`
@@ -79,17 +75,61 @@ func (s *Signer) Assertion(clientID, tokenURL string, now time.Time) (string, er
 		Exp int64  `json:"exp"`
 		Jti string `json:"jti"`
 	}{clientID, clientID, tokenURL, now.Unix(), now.Add(assertionLifetime).Unix(), rand.Text()})
+}
+
+// sign returns the compact JWS of header and claims, as JSON, signed by
+// the signer's key; what names it in an error.
+func (s *Signer) sign(what string, header, claims any) (string, error) {
+	h, err := json.Marshal(header)
+	if err != nil {
+		return "", err
+	}
+	c, err := json.Marshal(claims)
 	if err != nil {
 		return "", err
 	}
 	enc := base64.RawURLEncoding
-	signed := enc.EncodeToString(header) + "." + enc.EncodeToString(claims)
+	signed := enc.EncodeToString(h) + "." + enc.EncodeToString(c)
 	sig, err := s.signature([]byte(signed))
 	if err != nil {
-		return "", fmt.Errorf("signing the client assertion: %w", err)
+		return "", fmt.Errorf("signing %s: %w", what, err)
 	}
 	return signed + "." + enc.EncodeToString(sig), nil
 }
+
+// Proof returns a new DPoP proof (RFC 9449 §4.2) for a request with
+// method to url, by the signer's key, carried in its header as a public
+// JWK: iat now, a jti of 130 random bits, ath the hash of accessToken when
+// one is given (at a resource server), and nonce when the server gave
+// one.
+func (s *Signer) Proof(method, url, accessToken, nonce string, now time.Time) (string, error) {
+	jwk, err := keys.PublicJWKOf(s.key.Public())
+	if err != nil {
+		return "", err
+	}
+	header := struct {
+		Typ string   `json:"typ"`
+		Alg string   `json:"alg"`
+		JWK keys.JWK `json:"jwk"`
+	}{"dpop+jwt", s.alg, jwk}
+	claims := struct {
+		JTI   string `json:"jti"`
+		HTM   string `json:"htm"`
+		HTU   string `json:"htu"`
+		IAT   int64  `json:"iat"`
+		ATH   string `json:"ath,omitempty"`
+		Nonce string `json:"nonce,omitempty"`
+	}{rand.Text(), method, url, now.Unix(), "", nonce}
+	if accessToken != "" {
+		h := sha256.Sum256([]byte(accessToken))
+		claims.ATH = base64.RawURLEncoding.EncodeToString(h[:])
+	}
+	return s.sign("the DPoP proof", header, claims)
+}
+
+// JKT is the RFC 7638 thumbprint of the signer's public key: what a
+// DPoP-bound token's cnf.jkt holds.
+func (s *Signer) JKT() (string, error) { return keys.Thumbprint(s.key.Public()) }
 
 // signature signs msg as JWS alg s.alg (RFC 7518 §3, RFC 8037).
 func (s *Signer) signature(msg []byte) ([]byte, error) {

@@ -1,0 +1,207 @@
+// Package dpop checks DPoP proofs (RFC 9449): the JWTs by which a client
+// proves, with each request, that it holds the private key its access
+// token is bound to. The issuer checks them at the token endpoint, the
+// middleware at the APIs; remembering each proof's jti, to refuse a replay,
+// is the caller's.
+package dpop
+
+import (
+	"crypto"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/idsauth/idsauth/internal/jws"
+	"github.com/idsauth/idsauth/internal/keys"
+)
+
+// Algs are the proof algorithms accepted: asymmetric only, as RFC 9449
+// §4.2 requires, in the order discovery lists them.
+var Algs = []string{"ES256", "RS256", "PS256", "EdDSA"}
+
+// MaxProofLength bounds a proof: longer ones are refused before they are
+// decoded. A proof with a 4096-bit RSA key is about 1.5 KiB.
+const MaxProofLength = 8 << 10
+
+// maxJTILength bounds a proof's jti.
+const maxJTILength = 256
+
+// Why a proof is refused. Each is an ErrInvalid, except ErrNonce, which
+// asks the client to retry with the nonce it is given (use_dpop_nonce).
+var (
+	ErrInvalid = errors.New("invalid DPoP proof")
+	ErrNonce   = errors.New("DPoP proof lacks the server's nonce")
+
+	ErrMalformed = invalid("not a JWT of the right form")
+	ErrType      = invalid(`typ is not "dpop+jwt"`)
+	ErrAlgorithm = invalid("alg is not an accepted asymmetric algorithm")
+	ErrKey       = invalid("jwk is missing, private, or not a usable public key for alg")
+	ErrSignature = invalid("signature invalid")
+	ErrClaims    = invalid("jti, htm, htu or iat missing or of the wrong type")
+	ErrMethod    = invalid("htm is not the request's method")
+	ErrURL       = invalid("htu is not the request's URL")
+	ErrIssuedAt  = invalid("iat is outside the accepted window")
+	ErrHash      = invalid("ath is not the hash of the access token")
+)
+
+func invalid(why string) error { return &reason{why} }
+
+type reason struct{ why string }
+
+func (r *reason) Error() string        { return "invalid DPoP proof: " + r.why }
+func (r *reason) Is(target error) bool { return target == ErrInvalid }
+
+// Check is what a proof must match.
+type Check struct {
+	Method string // the request's method: htm
+	URL    string // the request's URL as the client addressed it: htu, compared by NormalizeURL
+	// AccessToken, when set, must be what ath hashes (RFC 9449 §4.3, item
+	// 12: at a resource server).
+	AccessToken string
+	// Nonce, when set, must be the proof's nonce; a proof without it, or
+	// with another, fails with ErrNonce.
+	Nonce string
+	Now   time.Time
+	// Window is how old a proof may be; Leeway how far in the future
+	// its iat may be (the client's clock ahead).
+	Window, Leeway time.Duration
+}
+
+// Proof is a checked proof.
+type Proof struct {
+	JKT      string           // RFC 7638 thumbprint of its key: what cnf.jkt binds
+	ID       string           // jti, to remember until Expires
+	Expires  time.Time        // after which the proof is too old to be accepted
+	Key      crypto.PublicKey // the public key
+	IssuedAt time.Time
+}
+
+// Verify checks proof against c (RFC 9449 §4.3), everything but the
+// replay of its jti, and returns it.
+func Verify(proof string, c Check) (*Proof, error) {
+	if len(proof) > MaxProofLength {
+		return nil, ErrMalformed
+	}
+	t, err := jws.Parse(proof)
+	if err != nil {
+		return nil, ErrMalformed
+	}
+	if typ, _, err := t.String("typ"); err != nil || typ != "dpop+jwt" {
+		return nil, ErrType
+	}
+	alg := t.Alg
+	if alg == "Ed25519" { // RFC 9864's name
+		alg = "EdDSA"
+	}
+	if !accepted(alg) || t.Has("crit") {
+		return nil, ErrAlgorithm
+	}
+	rawJWK, ok := t.Header["jwk"]
+	if !ok {
+		return nil, ErrKey
+	}
+	pub, _, _, err := keys.ParsePublicJWK(rawJWK)
+	if err != nil || keys.FitPublic(alg, pub) != nil {
+		return nil, ErrKey
+	}
+	sig, err := t.Signature()
+	if err != nil {
+		return nil, ErrMalformed
+	}
+	if jwt.GetSigningMethod(alg).Verify(t.SigningInput, sig, pub) != nil {
+		return nil, ErrSignature
+	}
+	payload, err := t.Payload()
+	if err != nil {
+		return nil, ErrMalformed
+	}
+	var claims struct {
+		JTI   *string  `json:"jti"`
+		HTM   *string  `json:"htm"`
+		HTU   *string  `json:"htu"`
+		IAT   *float64 `json:"iat"`
+		ATH   *string  `json:"ath"`
+		Nonce *string  `json:"nonce"`
+	}
+	if json.Unmarshal(payload, &claims) != nil || claims.JTI == nil || claims.HTM == nil || claims.HTU == nil || claims.IAT == nil ||
+		*claims.JTI == "" || len(*claims.JTI) > maxJTILength {
+		return nil, ErrClaims
+	}
+	if *claims.HTM != c.Method {
+		return nil, ErrMethod
+	}
+	if got, err := NormalizeURL(*claims.HTU); err != nil || got != mustNormalize(c.URL) {
+		return nil, ErrURL
+	}
+	iat := time.Unix(int64(*claims.IAT), 0)
+	if *claims.IAT < 0 || *claims.IAT > 1e11 || iat.Before(c.Now.Add(-c.Window)) || iat.After(c.Now.Add(c.Leeway)) {
+		return nil, ErrIssuedAt
+	}
+	if c.AccessToken != "" && (claims.ATH == nil || *claims.ATH != TokenHash(c.AccessToken)) {
+		return nil, ErrHash
+	}
+	if c.Nonce != "" && (claims.Nonce == nil || *claims.Nonce != c.Nonce) {
+		return nil, ErrNonce
+	}
+	jkt, err := keys.Thumbprint(pub)
+	if err != nil {
+		return nil, ErrKey
+	}
+	return &Proof{JKT: jkt, ID: *claims.JTI, Expires: iat.Add(c.Window + c.Leeway), Key: pub, IssuedAt: iat}, nil
+}
+
+func accepted(alg string) bool {
+	for _, a := range Algs {
+		if a == alg {
+			return true
+		}
+	}
+	return false
+}
+
+// TokenHash is a proof's ath for an access token: the base64url SHA-256
+// of its ASCII.
+func TokenHash(token string) string {
+	h := sha256.Sum256([]byte(token))
+	return base64.RawURLEncoding.EncodeToString(h[:])
+}
+
+// NormalizeURL returns u as htu is compared (RFC 9449 §4.3, RFC 3986
+// §6.2.2 and §6.2.3): scheme and host in lower case, the scheme's default
+// port dropped, an empty path as "/", without query or fragment. u must
+// be an absolute http or https URL.
+func NormalizeURL(u string) (string, error) {
+	p, err := url.Parse(u)
+	if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" || p.User != nil { // Parse lowers the scheme
+		return "", errors.New("dpop: htu is not an absolute http(s) URL")
+	}
+	scheme := p.Scheme
+	host := strings.ToLower(p.Hostname())
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	if port := p.Port(); port != "" && !(scheme == "https" && port == "443") && !(scheme == "http" && port == "80") {
+		host += ":" + port
+	}
+	path := p.EscapedPath()
+	if path == "" {
+		path = "/"
+	}
+	return scheme + "://" + host + path, nil
+}
+
+// mustNormalize is NormalizeURL for the server's own URL, which it built:
+// one that does not parse matches nothing.
+func mustNormalize(u string) string {
+	n, err := NormalizeURL(u)
+	if err != nil {
+		return "\x00" // no htu normalizes to this
+	}
+	return n
+}
