@@ -80,6 +80,13 @@ type Config struct {
 	// tokens that carry one of its scopes.
 	APIResources []APIResourceConfig `json:"apiResources,omitempty"`
 
+	// DPoP configures sender-constrained tokens (RFC 9449). A client that
+	// sends a DPoP proof with its token request gets a token bound to the
+	// proof's key (cnf.jkt, "token_type": "DPoP"), whatever this says, as
+	// IdentityServer does; a client with requireDPoP must. The zero value
+	// takes the defaults.
+	DPoP DPoPConfig `json:"dpop,omitzero"`
+
 	// ClientAssertions bound the signed assertions of private_key_jwt
 	// clients. The zero value takes the defaults.
 	ClientAssertions AssertionConfig `json:"clientAssertions,omitzero"`
@@ -165,6 +172,9 @@ type ClientConfig struct {
 	// ScopeWhenOmitted overrides Config.ScopeWhenOmitted for this client:
 	// "refuse" or "all". Empty means the Config's.
 	ScopeWhenOmitted string `json:"scopeWhenOmitted,omitempty"`
+	// RequireDPoP refuses the client's token requests that carry no DPoP
+	// proof (400 invalid_request): its tokens are always bound to a key.
+	RequireDPoP bool `json:"requireDPoP,omitempty"`
 	// AccessTokenType is the kind of the client's access tokens: "jwt"
 	// (the default), signed and checked by any validator with the JWKS,
 	// or "reference", an opaque handle that an API checks at the
@@ -173,6 +183,22 @@ type ClientConfig struct {
 	// check. The issuer keeps a reference token's grant in its token
 	// store (WithTokenStore), under the token's SHA-256.
 	AccessTokenType string `json:"accessTokenType,omitempty"`
+}
+
+// DPoPConfig bounds the DPoP proofs of token requests.
+type DPoPConfig struct {
+	// ProofMaxAgeSeconds is how old a proof may be (by its iat), and so
+	// how long its jti is remembered to refuse a replay, in the memory of
+	// clientAssertions.replayCacheBytes (or the shared limiter store).
+	// Zero means 60; at most 300.
+	ProofMaxAgeSeconds int `json:"proofMaxAgeSeconds,omitempty"`
+	// RequireNonce makes every proof carry the issuer's current nonce
+	// (RFC 9449 §8): a proof without it is answered 400 use_dpop_nonce
+	// with the nonce in DPoP-Nonce, and the client retries. A nonce lasts
+	// ProofMaxAgeSeconds, and the one before it is still accepted. Every
+	// replica of a configuration makes the same nonces, from the signing
+	// key, with no shared state.
+	RequireNonce bool `json:"requireNonce,omitempty"`
 }
 
 // APIResourceConfig is one API that may introspect tokens: it
@@ -470,6 +496,9 @@ func (c *Config) check() (*state, error) {
 	if err := d.ClientAssertions.check(); err != nil {
 		return nil, err
 	}
+	if d.DPoP.ProofMaxAgeSeconds < 0 || d.DPoP.ProofMaxAgeSeconds > 300 {
+		return nil, fieldErr("dpop.proofMaxAgeSeconds", "want 1 to 300 (0: 60), got %d", d.DPoP.ProofMaxAgeSeconds)
+	}
 	trusted, err := clientip.ParsePrefixes(l.TrustedProxies)
 	if err != nil {
 		return nil, fieldErr("limits.trustedProxies", "%v", err)
@@ -526,6 +555,8 @@ func (c *Config) check() (*state, error) {
 		},
 		assertionLifetime: time.Duration(d.ClientAssertions.MaxLifetimeSeconds) * time.Second,
 		replayBytes:       d.ClientAssertions.ReplayCacheBytes,
+		dpopWindow:        time.Duration(d.DPoP.ProofMaxAgeSeconds) * time.Second,
+		dpopNonces:        d.DPoP.RequireNonce,
 		plan:              plan,
 	}, nil
 }
@@ -558,6 +589,7 @@ func (c Config) withDefaults() Config {
 	}
 	def(&c.ClientAssertions.MaxLifetimeSeconds, 300)
 	def(&c.ClientAssertions.ReplayCacheBytes, 256<<10)
+	def(&c.DPoP.ProofMaxAgeSeconds, 60)
 	// FailureFloorMillis and MaxConcurrentSlowHashes mean "automatic" at
 	// zero: secret.VerifierConfig decides.
 	clients := make([]ClientConfig, len(c.Clients))
@@ -691,6 +723,7 @@ type client struct {
 	lifetime    time.Duration
 	audience    []string
 	reference   bool // its access tokens are reference tokens
+	requireDPoP bool // its token requests must carry a DPoP proof
 }
 
 // compile checks a client whose defaults are applied; f names it.
@@ -745,6 +778,7 @@ func (cc ClientConfig) compile(f string) (*client, error) {
 			cl.scopeList = append(cl.scopeList, s)
 		}
 	}
+	cl.requireDPoP = cc.RequireDPoP
 	switch cc.AccessTokenType {
 	case "", "jwt":
 	case "reference":

@@ -19,6 +19,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/idsauth/idsauth/internal/clientip"
+	"github.com/idsauth/idsauth/internal/dpop"
 	"github.com/idsauth/idsauth/internal/keyerr"
 	"github.com/idsauth/idsauth/internal/keys"
 	"github.com/idsauth/idsauth/internal/limiter"
@@ -113,6 +114,10 @@ type state struct {
 	dummies           map[string]crypto.PublicKey
 	rsaDummies        map[int]*rsa.PublicKey // by modulus size in bytes
 	replayBytes       int                    // the size of the issuer's replay cache
+	// DPoP (dpop.go).
+	dpopWindow time.Duration // how old a proof may be; the nonce period
+	dpopNonces bool
+	nonceKey   []byte // this span's: from its signing key
 	// The latest span of this configuration's schedule known to have
 	// begun: the one current at its Reload, or a later one, logged when
 	// found. Shared by its spans; a reload makes its own, so a request
@@ -357,6 +362,11 @@ func (iss *Issuer) Reload(cfg *Config) error {
 		sp := *st
 		sp.keySet = ks
 		sp.tokenPrefixes = sp.makePrefixes()
+		if sp.dpopNonces {
+			if sp.nonceKey, err = nonceKeyOf(&sp); err != nil {
+				return fmt.Errorf("issuer: the DPoP nonce key: %w", err)
+			}
+		}
 		spans[i] = &sp
 	}
 	announced := new(atomic.Pointer[state])
@@ -441,9 +451,10 @@ func (iss *Issuer) compile(cfg *Config, now time.Time) (*state, []keySet, error)
 		"response_types_supported":              []string{"token"},
 		"token_endpoint_auth_signing_alg_values_supported": keys.AssertionAlgs,
 		"introspection_endpoint":                           st.issuer + introspectPath,
-		"introspection_endpoint_auth_methods_supported":    []string{"client_secret_basic", "client_secret_post"},
+		"introspection_endpoint_auth_methods_supported":    []string{"client_secret_basic", "client_secret_post", "private_key_jwt"},
 		"revocation_endpoint":                              st.issuer + revocationPath,
-		"revocation_endpoint_auth_methods_supported":       []string{"client_secret_basic", "client_secret_post"},
+		"revocation_endpoint_auth_methods_supported":       []string{"client_secret_basic", "client_secret_post", "private_key_jwt"},
+		"dpop_signing_alg_values_supported":                dpop.Algs,
 	})
 	if err != nil {
 		return nil, nil, err

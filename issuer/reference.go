@@ -29,7 +29,7 @@ const referenceBytes = 32
 // token store keeps under its SHA-256. A store that is full or cannot
 // answer issues nothing: 503 temporarily_unavailable, and the log says
 // why.
-func (iss *Issuer) grantReference(ctx context.Context, st *state, cl *client, granted, aud []string, now time.Time) (*[]byte, *tokenError) {
+func (iss *Issuer) grantReference(ctx context.Context, st *state, cl *client, granted, aud []string, now time.Time, jkt string) (*[]byte, *tokenError) {
 	var raw [referenceBytes]byte
 	_, _ = rand.Read(raw[:]) // never fails (crypto/rand)
 	token := base64.RawURLEncoding.EncodeToString(raw[:])
@@ -41,6 +41,7 @@ func (iss *Issuer) grantReference(ctx context.Context, st *state, cl *client, gr
 		IssuedAt:  iat,
 		ExpiresAt: iat.Add(cl.lifetime),
 		ID:        string(appendJTI(nil)),
+		JKT:       jkt,
 	}
 	if err := iss.tokens.Put(ctx, tokenstore.KeyOf(token), g); err != nil {
 		why := "the reference token store cannot answer"
@@ -63,7 +64,7 @@ func (iss *Issuer) grantReference(ctx context.Context, st *state, cl *client, gr
 		TokenType   string `json:"token_type"`
 		ExpiresIn   int64  `json:"expires_in"`
 		Scope       string `json:"scope"`
-	}{token, "Bearer", int64(cl.lifetime / time.Second), strings.Join(granted, " ")})
+	}{token, tokenType(jkt), int64(cl.lifetime / time.Second), strings.Join(granted, " ")})
 	if err != nil {
 		return nil, &tokenError{status: http.StatusInternalServerError, code: "server_error", desc: "the answer could not be written"}
 	}
@@ -89,6 +90,21 @@ type introspection struct {
 	NotBefore int64    `json:"nbf,omitempty"`
 	ID        string   `json:"jti,omitempty"`
 	TokenType string   `json:"token_type"`
+	Cnf       *cnf     `json:"cnf,omitempty"`
+}
+
+// cnf is a bound token's confirmation claim (RFC 7800, RFC 9449 §6).
+type cnf struct {
+	JKT string `json:"jkt"`
+}
+
+// tokenType is the token_type of a token bound to jkt, or of a bearer
+// token when jkt is empty.
+func tokenType(jkt string) string {
+	if jkt != "" {
+		return "DPoP"
+	}
+	return "Bearer"
 }
 
 // inactive is the answer for every other token: unknown, expired,
@@ -165,9 +181,17 @@ func (iss *Issuer) answer(ctx context.Context, st *state, api *apiResource, toke
 		IssuedAt:  unixOrZero(g.IssuedAt),
 		NotBefore: unixOrZero(g.IssuedAt),
 		ID:        g.ID,
-		TokenType: "Bearer",
+		TokenType: tokenType(g.JKT),
+		Cnf:       cnfOf(g.JKT),
 	})
 	return append(body, '\n'), err
+}
+
+func cnfOf(jkt string) *cnf {
+	if jkt == "" {
+		return nil
+	}
+	return &cnf{JKT: jkt}
 }
 
 func unixOrZero(t time.Time) int64 {
@@ -268,11 +292,15 @@ func (iss *Issuer) jwtGrant(ctx context.Context, st *state, token string, now ti
 		Iat      *float64        `json:"iat"`
 		Nbf      *float64        `json:"nbf"`
 		ID       string          `json:"jti"`
+		Cnf      *cnf            `json:"cnf"`
 	}
 	if json.Unmarshal(payload, &c) != nil || c.Issuer != st.issuer || c.Exp == nil {
 		return none, false
 	}
 	g := tokenstore.Grant{ClientID: c.ClientID, ExpiresAt: time.Unix(int64(*c.Exp), 0), ID: c.ID}
+	if c.Cnf != nil {
+		g.JKT = c.Cnf.JKT
+	}
 	if c.Iat != nil {
 		g.IssuedAt = time.Unix(int64(*c.Iat), 0)
 	}

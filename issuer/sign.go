@@ -31,18 +31,26 @@ import (
 // reflection. ES256 signs with ecdsa.SignASN1: a hedged, randomized
 // nonce.
 func (st *state) sign(b []byte, cl *client, granted, aud []string, now time.Time) ([]byte, error) {
-	return st.signFrom(b, st.tokenStart(cl, granted, aud, now))
+	return st.signFrom(b, st.tokenStart(cl, granted, aud, now), "")
 }
 
 // signFrom appends to b the token that t begins: t's claims, a new jti,
-// and the signature.
-func (st *state) signFrom(b []byte, t *tokenStart) ([]byte, error) {
+// for a DPoP-bound token (jkt not empty) the claim cnf {"jkt": jkt}
+// (RFC 9449 §6.1), and the signature.
+func (st *state) signFrom(b []byte, t *tokenStart, jkt string) ([]byte, error) {
 	start := len(b)
 	b = append(b, t.encoded...)
-	var buf [40]byte
+	var buf [128]byte
 	tail := append(buf[:0], t.rest...)
 	tail = appendJTI(tail)
-	tail = append(tail, `"}`...)
+	if jkt != "" {
+		tail = append(tail, `","cnf":{"jkt":`...)
+		tail = oauthwire.AppendString(tail, jkt)
+		tail = append(tail, '}')
+	} else {
+		tail = append(tail, '"')
+	}
+	tail = append(tail, '}')
 	b = base64.RawURLEncoding.AppendEncode(b, tail)
 	var raw [64]byte
 	sig, err := st.signature(raw[:0], b[start:], &t.signingStart)

@@ -1,7 +1,6 @@
 package issuer
 
 import (
-	"context"
 	"encoding/base64"
 	"errors"
 	"log/slog"
@@ -24,6 +23,7 @@ type tokenError struct {
 	code   string
 	desc   string
 	basic  bool        // answer with a Basic challenge
+	nonce  string      // a DPoP-Nonce to send (use_dpop_nonce)
 	retry  int         // Retry-After seconds
 	limit  limit.Limit // the budget that refused it, for the log
 	why    string      // for the log, when it says more than desc
@@ -63,15 +63,25 @@ func (iss *Issuer) token(w http.ResponseWriter, r *http.Request, st *state) {
 // token that sign appends: the bytes oauthwire.WriteJSON would write for
 // {access_token, token_type "Bearer", expires_in, scope}, without
 // reflection.
-func (st *state) appendAnswer(b []byte, cl *client, granted, aud []string, now time.Time) ([]byte, error) {
+//
+// A DPoP-bound token (jkt not empty) carries cnf.jkt, and the answer
+// says "token_type": "DPoP" (RFC 9449 §5).
+func (st *state) appendAnswer(b []byte, cl *client, granted, aud []string, now time.Time, jkt string) ([]byte, error) {
 	t := st.tokenStart(cl, granted, aud, now)
 	b = append(b, `{"access_token":"`...)
-	b, err := st.signFrom(b, t) // base64url and dots: nothing to escape
+	b, err := st.signFrom(b, t, jkt) // base64url and dots: nothing to escape
 	if err != nil {
 		return nil, err
 	}
-	return append(b, t.answerEnd...), nil
+	if jkt == "" {
+		return append(b, t.answerEnd...), nil
+	}
+	b = append(b, `","token_type":"DPoP"`...)
+	return append(b, t.answerEnd[len(bearerType):]...), nil
 }
+
+// bearerType begins every tokenStart's answerEnd.
+const bearerType = `","token_type":"Bearer"`
 
 func (iss *Issuer) issue(w http.ResponseWriter, r *http.Request, st *state, who *attempt) (*[]byte, *tokenError) {
 	if r.Method != http.MethodPost {
@@ -105,7 +115,7 @@ func (iss *Issuer) issue(w http.ResponseWriter, r *http.Request, st *state, who 
 		if terr != nil {
 			return nil, terr
 		}
-		return iss.grant(r.Context(), form, st, cl, now, who)
+		return iss.grant(r, form, st, cl, now, who)
 	}
 	id, pass, basic, terr := credentials(r, form)
 	if terr != nil {
@@ -126,7 +136,7 @@ func (iss *Issuer) issue(w http.ResponseWriter, r *http.Request, st *state, who 
 	if terr := iss.checkSecret(r, st, id, hashes, pass, basic, who.addr, now); terr != nil {
 		return nil, terr
 	}
-	return iss.grant(r.Context(), form, st, cl, now, who)
+	return iss.grant(r, form, st, cl, now, who)
 }
 
 // checkSecret checks pass against the hashes of subject id (none for an
@@ -186,7 +196,7 @@ func wrongSecret(basic bool, why string) *tokenError {
 }
 
 // grant issues the token an authenticated client asked for.
-func (iss *Issuer) grant(ctx context.Context, form *tokenForm, st *state, cl *client, now time.Time, who *attempt) (*[]byte, *tokenError) {
+func (iss *Issuer) grant(r *http.Request, form *tokenForm, st *state, cl *client, now time.Time, who *attempt) (*[]byte, *tokenError) {
 	if !cl.clientCreds {
 		return nil, badRequest("unauthorized_client", "the client may not use client_credentials")
 	}
@@ -199,11 +209,15 @@ func (iss *Issuer) grant(ctx context.Context, form *tokenForm, st *state, cl *cl
 		return nil, terr
 	}
 	who.scopes = granted
+	jkt, terr := iss.dpopBinding(r, st, cl, now)
+	if terr != nil {
+		return nil, terr
+	}
 	if cl.reference {
-		return iss.grantReference(ctx, st, cl, granted, aud, now)
+		return iss.grantReference(r.Context(), st, cl, granted, aud, now, jkt)
 	}
 	answer := answers.get()
-	b, err := st.appendAnswer((*answer)[:0], cl, granted, aud, now)
+	b, err := st.appendAnswer((*answer)[:0], cl, granted, aud, now, jkt)
 	if err != nil {
 		answers.put(answer)
 		iss.logger.Error("idsauth issuer: cannot sign a token", slog.String("error", err.Error()))
@@ -377,6 +391,9 @@ func (iss *Issuer) refuse(w http.ResponseWriter, e *tokenError) {
 	}
 	if e.retry > 0 {
 		h.Set("Retry-After", strconv.Itoa(e.retry))
+	}
+	if e.nonce != "" {
+		h.Set("DPoP-Nonce", e.nonce)
 	}
 	oauthwire.WriteJSON(w, e.status, oauthwire.Error{Code: e.code, Description: e.desc})
 }

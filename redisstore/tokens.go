@@ -118,6 +118,7 @@ type storedGrant struct {
 	IssuedAt  int64    `json:"i"` // Unix milliseconds
 	ExpiresAt int64    `json:"e"`
 	ID        string   `json:"j"`
+	JKT       string   `json:"k,omitempty"`
 }
 
 func (s *TokenStore) key(k tokenstore.Key) string { return s.prefix + hex.EncodeToString(k[:]) }
@@ -125,7 +126,7 @@ func (s *TokenStore) key(k tokenstore.Key) string { return s.prefix + hex.Encode
 // Put implements tokenstore.Store. A Redis out of memory (maxmemory with
 // noeviction) is tokenstore.ErrFull.
 func (s *TokenStore) Put(ctx context.Context, k tokenstore.Key, g tokenstore.Grant) error {
-	b, err := json.Marshal(storedGrant{g.ClientID, g.Scopes, g.Audience, g.IssuedAt.UnixMilli(), g.ExpiresAt.UnixMilli(), g.ID})
+	b, err := json.Marshal(storedGrant{g.ClientID, g.Scopes, g.Audience, g.IssuedAt.UnixMilli(), g.ExpiresAt.UnixMilli(), g.ID, g.JKT})
 	if err != nil {
 		return err
 	}
@@ -163,6 +164,7 @@ func (s *TokenStore) Get(ctx context.Context, k tokenstore.Key, now time.Time) (
 		IssuedAt:  time.UnixMilli(sg.IssuedAt),
 		ExpiresAt: time.UnixMilli(sg.ExpiresAt),
 		ID:        sg.ID,
+		JKT:       sg.JKT,
 	}
 	if !now.Before(g.ExpiresAt) {
 		return tokenstore.Grant{}, false, nil

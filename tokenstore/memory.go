@@ -65,7 +65,7 @@ func NewMemory(maxBytes int) *Memory {
 
 // grantBytes is what g is charged.
 func grantBytes(g *Grant) int {
-	n := entryOverhead + len(g.ClientID) + len(g.ID)
+	n := entryOverhead + len(g.ClientID) + len(g.ID) + len(g.JKT)
 	for _, s := range g.Scopes {
 		n += 16 + len(s)
 	}

@@ -34,6 +34,7 @@ type Grant struct {
 	IssuedAt  time.Time // "iat" and "nbf"
 	ExpiresAt time.Time // "exp"
 	ID        string    // "jti"
+	JKT       string    // cnf.jkt: the key a DPoP-bound token is bound to (RFC 9449); "" for a bearer token
 }
 
 // Store keeps grants until they expire or are revoked. Its methods are

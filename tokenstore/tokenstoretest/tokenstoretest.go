@@ -28,6 +28,7 @@ func Run(t *testing.T, newStore func(t *testing.T) tokenstore.Store) {
 		IssuedAt:  now,
 		ExpiresAt: now.Add(time.Minute),
 		ID:        "0123456789abcdef0123456789abcdef",
+		JKT:       "NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs",
 	}
 	t.Run("put and get", func(t *testing.T) {
 		s := newStore(t)
@@ -39,7 +40,7 @@ func Run(t *testing.T, newStore func(t *testing.T) tokenstore.Store) {
 		if err != nil || !ok {
 			t.Fatalf("Get: %v %v", ok, err)
 		}
-		if g.ClientID != grant.ClientID || g.ID != grant.ID || !g.IssuedAt.Equal(grant.IssuedAt) || !g.ExpiresAt.Equal(grant.ExpiresAt) ||
+		if g.ClientID != grant.ClientID || g.ID != grant.ID || g.JKT != grant.JKT || !g.IssuedAt.Equal(grant.IssuedAt) || !g.ExpiresAt.Equal(grant.ExpiresAt) ||
 			!slices.Equal(g.Scopes, grant.Scopes) || !slices.Equal(g.Audience, grant.Audience) {
 			t.Fatalf("got %+v, put %+v", g, grant)
 		}

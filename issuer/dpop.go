@@ -1,0 +1,96 @@
+package issuer
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/idsauth/idsauth/internal/dpop"
+)
+
+// dpopLeeway is how far ahead of the issuer's clock a proof's iat may be.
+const dpopLeeway = 5 * time.Second
+
+// dpopBinding checks the token request's DPoP proof, if any (RFC 9449
+// §5), and returns the thumbprint of its key, which the token will be
+// bound to: "" for a request without a proof, which gets a bearer token
+// unless the client requires DPoP. The proof is checked after the client
+// authenticated, so that only a registered client's requests cost a
+// signature check and a place in the replay memory.
+func (iss *Issuer) dpopBinding(r *http.Request, st *state, cl *client, now time.Time) (string, *tokenError) {
+	proofs := r.Header.Values("DPoP")
+	switch {
+	case len(proofs) == 0 && cl.requireDPoP:
+		return "", badRequest("invalid_request", "this client must send a DPoP proof")
+	case len(proofs) == 0:
+		return "", nil
+	case len(proofs) > 1:
+		return "", badRequest("invalid_dpop_proof", "more than one DPoP header")
+	}
+	c := dpop.Check{Method: http.MethodPost, URL: st.issuer + tokenPath, Now: now, Window: st.dpopWindow, Leeway: dpopLeeway}
+	if st.dpopNonces {
+		c.Nonce = st.nonce(now, 0)
+	}
+	p, err := dpop.Verify(proofs[0], c)
+	if errors.Is(err, dpop.ErrNonce) && st.nonce(now, -1) != "" {
+		// The nonce of the period before is still good: a client that
+		// fetched it just before the turn is not sent back for another.
+		c.Nonce = st.nonce(now, -1)
+		p, err = dpop.Verify(proofs[0], c)
+	}
+	switch {
+	case errors.Is(err, dpop.ErrNonce):
+		terr := badRequest("use_dpop_nonce", "the DPoP proof must carry the nonce in the DPoP-Nonce header")
+		terr.nonce = st.nonce(now, 0)
+		return "", terr
+	case err != nil:
+		return "", badRequest("invalid_dpop_proof", err.Error())
+	}
+	fresh, terr := iss.remember(r.Context(), dpopSubject(p.JKT), p.ID, p.Expires, now)
+	switch {
+	case terr != nil:
+		return "", terr
+	case !fresh:
+		return "", badRequest("invalid_dpop_proof", "invalid DPoP proof: its jti was already used")
+	}
+	return p.JKT, nil
+}
+
+// dpopSubject is the replay memory's subject for the proofs of a key:
+// apart from the clients' assertions.
+func dpopSubject(jkt string) string { return "\x00dpop:" + jkt }
+
+// nonce returns the DPoP nonce of the period now falls in, moved by
+// offset periods, or "" when nonces are off. A nonce is the HMAC of its
+// period under a key derived from the signing key, so that the replicas
+// sharing a configuration give and accept the same nonces with no state,
+// and nobody without the key can make one ahead of its time.
+func (st *state) nonce(now time.Time, offset int64) string {
+	if !st.dpopNonces || len(st.nonceKey) == 0 {
+		return ""
+	}
+	period := now.Unix()/int64(st.dpopWindow/time.Second) + offset
+	var msg [8]byte
+	binary.BigEndian.PutUint64(msg[:], uint64(period))
+	m := hmac.New(sha256.New, st.nonceKey)
+	m.Write(msg[:])
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil)[:18])
+}
+
+// nonceKeyOf derives the DPoP nonce key from the signing key's private
+// bytes: secret, the same at every replica of a configuration, and new
+// with each signing key (a client then gets use_dpop_nonce once).
+func nonceKeyOf(st *state) ([]byte, error) {
+	der, err := x509.MarshalPKCS8PrivateKey(st.signer.Private)
+	if err != nil {
+		return nil, err
+	}
+	m := hmac.New(sha256.New, der)
+	m.Write([]byte("idsauth DPoP nonce key"))
+	return m.Sum(nil), nil
+}
