@@ -46,6 +46,12 @@ type BearerConfig struct {
 	// a fixed code (see ReasonCode). Nil sends none. Validations are the
 	// Validator's events: see ValidatorConfig.Observer.
 	Observer observe.Observer
+
+	// DPoP, when set, accepts DPoP-bound tokens with their proofs (RFC
+	// 9449), beside bearer tokens or instead of them: see DPoPConfig.
+	// RequireBearerWithConfig panics when its PublicURL is not an
+	// absolute http(s) URL.
+	DPoP *DPoPConfig
 }
 
 // RequireBearer returns middleware that admits a request only with a valid
@@ -70,28 +76,69 @@ func RequireBearer(v TokenValidator) func(http.Handler) http.Handler {
 
 // RequireBearerWithConfig is RequireBearer with the settings of cfg. The
 // RequireScope after it answers with the same realm, hook and logger.
+//
+// With cfg.DPoP, a request may present a DPoP-bound token as "DPoP
+// <token>" with one DPoP proof header (RFC 9449 §7): the token is
+// validated, then the proof is checked (its signature, htm the request's
+// method, htu cfg.DPoP.PublicURL and the request's path, iat, ath the
+// token's hash, a jti not seen before, the nonce when required) and its
+// key compared with the token's cnf.jkt. Failures of the proof answer 401
+// with a DPoP challenge: invalid_dpop_proof, or use_dpop_nonce with a
+// DPoP-Nonce header; a request without a token gets a bare challenge for
+// each scheme accepted.
 func RequireBearerWithConfig(v TokenValidator, cfg BearerConfig) func(http.Handler) http.Handler {
 	o := newResponder(cfg.Realm, DefaultRealm, observe.Rejected, cfg.Observer, cfg.OnReject, cfg.Logger)
+	d, err := newDPoPChecker(cfg.DPoP)
+	if err != nil {
+		panic(err)
+	}
+	if d != nil {
+		o.withDPoPResponder()
+	}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			tok, err := bearer.Token(r)
+			tok, isDPoP, err := bearer.Parse(r, d != nil)
+			if err == nil && d != nil && d.required && !isDPoP {
+				err = ErrNoToken // a bearer token where DPoP alone is accepted
+			}
 			if err != nil {
-				if errors.Is(err, bearer.ErrMissing) {
-					o.challenge(w, r, err)
-				} else {
+				switch {
+				case !errors.Is(err, bearer.ErrMissing):
 					o.fail(w, r, http.StatusBadRequest, err, oauthwire.Error{Code: "invalid_request", Description: describe(err)})
+				case d != nil:
+					o.challengeBoth(w, r, err, !d.required)
+				default:
+					o.challenge(w, r, err)
 				}
 				return
 			}
-			claims, err := v.Validate(r.Context(), tok)
+			resp, ctx := o, r.Context()
+			if isDPoP {
+				resp, ctx = o.dpop, withDPoP(ctx)
+			}
+			claims, err := v.Validate(ctx, tok)
 			if err == nil && claims == nil {
 				err = ErrNoClaims // fail closed on a validator's bug
 			}
 			if err != nil {
-				o.fail(w, r, http.StatusUnauthorized, err, oauthwire.Error{Code: "invalid_token", Description: describe(err)})
+				resp.fail(w, r, http.StatusUnauthorized, err, oauthwire.Error{Code: "invalid_token", Description: describe(err)})
 				return
 			}
-			next.ServeHTTP(w, withState(r, claims, o))
+			if isDPoP {
+				if reason, nonce := d.check(ctx, r, tok, claims); reason != nil {
+					code := "invalid_dpop_proof"
+					switch {
+					case errors.Is(reason, ErrNotBound):
+						code = "invalid_token"
+					case nonce != "":
+						code = "use_dpop_nonce"
+						w.Header().Set("DPoP-Nonce", nonce)
+					}
+					resp.fail(w, r, http.StatusUnauthorized, reason, oauthwire.Error{Code: code, Description: describe(reason)})
+					return
+				}
+			}
+			next.ServeHTTP(w, withState(r, claims, resp))
 		})
 	}
 }

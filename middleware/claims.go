@@ -1,6 +1,7 @@
 package middleware
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"math"
@@ -32,8 +33,13 @@ type Claims struct {
 	NotBefore time.Time // nbf; zero when absent
 	ExpiresAt time.Time // exp
 	ID        string    // jti
+	// JKT is the thumbprint of the key a DPoP-bound token is bound to
+	// (cnf.jkt, RFC 9449 §6): RequireBearer admits such a token only with
+	// a proof by that key. Empty for a bearer token.
+	JKT string
 
 	payload string // the token's payload segment, for Decode
+	bound   bool   // a "cnf" claim is present: bound to a key (DPoP, mTLS, RFC 7800)
 }
 
 // Decode unmarshals the whole claim set into v, for claims this type does
@@ -138,7 +144,16 @@ func parseClaims(raw claimSet, payload64 string) (*Claims, claimFacts, error) {
 		case "iat":
 			t.iat, err = numericDate(val, &c.IssuedAt)
 		case "cnf":
-			t.cnf = true
+			t.cnf = !isNull(val)
+			c.bound = t.cnf
+			var cnf struct {
+				JKT *string `json:"jkt"`
+			}
+			if t.cnf && (json.Unmarshal(val, &cnf) != nil || (cnf.JKT != nil && *cnf.JKT == "")) {
+				err = ErrMalformed
+			} else if cnf.JKT != nil {
+				c.JKT = *cnf.JKT
+			}
 		}
 		if err != nil {
 			return nil, t, ErrMalformed
@@ -173,7 +188,9 @@ func issuerClaim(raw claimSet) (string, error) {
 
 // claims decodes and checks the claim set of a token whose signature the
 // keys of from verified: its form (parseClaims), then exp, nbf, iat with
-// leeway, iss and aud against from, and last the scope claim. The "iss"
+// leeway, iss and aud against from, and last the scope claim. A binding
+// (cnf) is checked by binding, for each request, since the cache keeps
+// the claims. The "iss"
 // was checked when from was chosen by it; it is compared again so that
 // this function alone says every claim is right.
 func (v *Validator) claims(from *trustedIssuer, raw claimSet, payload64 string, now time.Time) (*Claims, error) {
@@ -181,8 +198,6 @@ func (v *Validator) claims(from *trustedIssuer, raw claimSet, payload64 string, 
 	switch {
 	case err != nil:
 		return nil, err
-	case t.cnf && !v.allowBound:
-		return nil, ErrBoundToken
 	case t.exp == nil:
 		return nil, ErrMissingClaim
 	case !now.Before(t.exp.Add(v.leeway)):
@@ -204,6 +219,25 @@ func (v *Validator) claims(from *trustedIssuer, raw claimSet, payload64 string, 
 	}
 	return c, nil
 }
+
+// binding refuses a token bound to a key (cnf) presented as a plain
+// bearer token, unless AllowBoundTokens: presented so it is probably
+// stolen, since its holder would prove the key. A request that presents
+// it with DPoP (RequireBearer marks its context, checks the proof, and
+// compares the proof's key with c.JKT) passes here.
+func (v *Validator) binding(ctx context.Context, c *Claims) error {
+	if c.bound && !v.allowBound && !presentedWithDPoP(ctx) {
+		return ErrBoundToken
+	}
+	return nil
+}
+
+type dpopKey struct{}
+
+// withDPoP marks ctx as a request that presents its token with DPoP.
+func withDPoP(ctx context.Context) context.Context { return context.WithValue(ctx, dpopKey{}, true) }
+
+func presentedWithDPoP(ctx context.Context) bool { b, _ := ctx.Value(dpopKey{}).(bool); return b }
 
 func isNull(val json.RawMessage) bool { return string(val) == "null" }
 

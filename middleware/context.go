@@ -25,7 +25,7 @@ func ClaimsFrom(ctx context.Context) (*Claims, bool) {
 }
 
 // defaultResponder answers for claims put in a context by ContextWithClaims.
-var defaultResponder = &responder{realm: DefaultRealm}
+var defaultResponder = &responder{realm: DefaultRealm, scheme: "Bearer"}
 
 // ContextWithClaims returns a copy of ctx that carries c as RequireBearer
 // leaves validated claims: ClaimsFrom finds c, and a RequireScope after it

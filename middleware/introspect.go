@@ -282,6 +282,9 @@ func (in *Introspector) Validate(ctx context.Context, token string) (*Claims, er
 	now := v.now()
 	if in.active != nil {
 		if c, ok := in.active.get(token, now); ok {
+			if err := v.binding(ctx, c); err != nil {
+				return nil, v.failed(ctx, start, refused(err))
+			}
 			v.succeeded(ctx, start, true)
 			return c, nil
 		}
@@ -292,6 +295,9 @@ func (in *Introspector) Validate(ctx context.Context, token string) (*Claims, er
 		}
 	}
 	c, err := in.flights.do(token, func() (*Claims, error) { return in.call(ctx, token) })
+	if err == nil {
+		err = v.binding(ctx, c)
+	}
 	if err != nil {
 		if _, ok := err.(*ValidationError); !ok {
 			err = refused(err)

@@ -26,7 +26,13 @@ type RejectFunc func(r *http.Request, status int, err error)
 // RequireBearer leaves in the request context.
 type responder struct {
 	realm string
-	kind  observe.Kind // of a rejection: Rejected, or SCIMRefused
+	// scheme is the challenge's ("Bearer", or "DPoP" with algs) for a
+	// request that presented its token so; dpop is the responder of such
+	// requests, when RequireBearer accepts them.
+	scheme string
+	algs   string
+	dpop   *responder
+	kind   observe.Kind // of a rejection: Rejected, or SCIMRefused
 	// obs gets every event: the config's Observer, and the reject hook
 	// and the logger, which are observers too (see observers.go). Nil
 	// when there is none of them.
@@ -46,7 +52,16 @@ func newResponder(realm, fallback string, kind observe.Kind, obs observe.Observe
 	if logger != nil {
 		log = logObserver{logger}
 	}
-	return &responder{realm: realm, kind: kind, obs: observe.Multi(obs, hook, log)}
+	return &responder{realm: realm, scheme: "Bearer", kind: kind, obs: observe.Multi(obs, hook, log)}
+}
+
+// withDPoPResponder gives o a responder for requests that present their
+// token with DPoP: the same but for the challenge's scheme.
+func (o *responder) withDPoPResponder() *responder {
+	d := *o
+	d.scheme, d.algs, d.dpop = "DPoP", algs, nil
+	o.dpop = &d
+	return o
 }
 
 // reject reports a rejection with status.
@@ -73,9 +88,15 @@ func (o *responder) rejectWith(r *http.Request, err error, e observe.Event) {
 //
 // [RFC 6750]: https://www.rfc-editor.org/rfc/rfc6750
 func (o *responder) challenge(w http.ResponseWriter, r *http.Request, reason error) {
+	w.Header().Set("WWW-Authenticate", oauthwire.Challenge(o.realm, oauthwire.Error{}))
+	o.answerChallenge(w, r, reason)
+}
+
+// answerChallenge reports and writes the answer to a request without a
+// token, its challenges set.
+func (o *responder) answerChallenge(w http.ResponseWriter, r *http.Request, reason error) {
 	o.reject(r, http.StatusUnauthorized, reason)
 	h := w.Header()
-	h.Set("WWW-Authenticate", oauthwire.Challenge(o.realm, oauthwire.Error{}))
 	h.Set("Cache-Control", "no-store")
 	h.Set("Content-Type", "text/plain; charset=utf-8")
 	h.Set("X-Content-Type-Options", "nosniff")
@@ -86,6 +107,6 @@ func (o *responder) challenge(w http.ResponseWriter, r *http.Request, reason err
 // fail answers with an error in the challenge and the JSON body.
 func (o *responder) fail(w http.ResponseWriter, r *http.Request, status int, reason error, e oauthwire.Error) {
 	o.reject(r, status, reason)
-	w.Header().Set("WWW-Authenticate", oauthwire.Challenge(o.realm, e))
+	w.Header().Set("WWW-Authenticate", oauthwire.SchemeChallenge(o.scheme, o.realm, e, o.algs))
 	oauthwire.WriteJSON(w, status, e)
 }

@@ -370,11 +370,17 @@ func (v *Validator) Validate(ctx context.Context, token string) (*Claims, error)
 	now := v.now()
 	if v.cache != nil {
 		if c, ok := v.cache.get(token, now); ok {
+			if err := v.binding(ctx, c); err != nil {
+				return nil, v.failed(ctx, start, refused(err))
+			}
 			v.succeeded(ctx, start, true)
 			return c, nil
 		}
 	}
 	c, t, keys, err := v.validate(ctx, token, now)
+	if err == nil {
+		err = v.binding(ctx, c)
+	}
 	if err != nil {
 		if _, ok := err.(*ValidationError); !ok {
 			err = refused(err)

@@ -24,31 +24,42 @@ var (
 // name is matched case-insensitively and may be followed by one or more
 // spaces; the token is the rest and must hold no further space.
 func Token(r *http.Request) (string, error) {
+	tok, _, err := Parse(r, false)
+	return tok, err
+}
+
+// Parse returns the access token of r's Authorization header, under the
+// scheme Bearer or, when dpop is set, DPoP (RFC 9449 §7.1), and whether
+// it was DPoP; any other scheme is ErrMissing. The rules are Token's.
+func Parse(r *http.Request, dpop bool) (token string, isDPoP bool, _ error) {
 	values := r.Header.Values("Authorization")
 	switch len(values) {
 	case 0:
-		return "", ErrMissing
+		return "", false, ErrMissing
 	case 1:
 	default:
-		return "", ErrMultipleHeaders
+		return "", false, ErrMultipleHeaders
 	}
 	v := strings.Trim(values[0], " \t")
-	const scheme = "Bearer"
+	scheme := "Bearer"
+	if dpop && len(v) >= 4 && strings.EqualFold(v[:4], "DPoP") {
+		scheme, isDPoP = "DPoP", true
+	}
 	if len(v) < len(scheme) || !strings.EqualFold(v[:len(scheme)], scheme) {
-		return "", ErrMissing
+		return "", false, ErrMissing
 	}
 	rest := v[len(scheme):]
 	if rest == "" {
-		return "", ErrMissing
+		return "", false, ErrMissing
 	}
 	if rest[0] != ' ' {
-		return "", ErrMissing // "Bearerx...": another scheme
+		return "", false, ErrMissing // "Bearerx...": another scheme
 	}
 	tok := strings.TrimLeft(rest, " ")
 	// Two IndexByte calls run vectorized; ContainsAny costs ten times more
 	// on a token of a few hundred bytes, on every request.
 	if strings.IndexByte(tok, ' ') >= 0 || strings.IndexByte(tok, '\t') >= 0 {
-		return "", ErrSpaceInToken
+		return "", false, ErrSpaceInToken
 	}
-	return tok, nil
+	return tok, isDPoP, nil
 }

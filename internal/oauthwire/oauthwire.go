@@ -27,11 +27,22 @@ type Error struct {
 // the request carried no token. Every value is cleaned so that nothing can
 // break the header's quoting.
 func Challenge(realm string, e Error) string {
+	return SchemeChallenge("Bearer", realm, e, "")
+}
+
+// SchemeChallenge is Challenge for another scheme: "DPoP" (RFC 9449
+// §7.1), whose challenge lists the proof algorithms it accepts in algs
+// (space-separated; none when empty).
+func SchemeChallenge(scheme, realm string, e Error, algs string) string {
 	var b strings.Builder
-	b.Grow(64 + len(realm) + len(e.Description) + len(e.Scope))
-	b.WriteString(`Bearer realm="`)
+	b.Grow(64 + len(realm) + len(e.Description) + len(e.Scope) + len(algs))
+	b.WriteString(scheme)
+	b.WriteString(` realm="`)
 	b.WriteString(Clean(realm))
 	b.WriteByte('"')
+	if algs != "" {
+		attr(&b, "algs", algs)
+	}
 	if e.Code != "" {
 		attr(&b, "error", e.Code)
 		if e.Description != "" {

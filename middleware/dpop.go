@@ -1,0 +1,206 @@
+package middleware
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/idsauth/idsauth/internal/dpop"
+	"github.com/idsauth/idsauth/internal/oauthwire"
+	"github.com/idsauth/idsauth/internal/replay"
+	"github.com/idsauth/idsauth/limit"
+)
+
+// DPoPConfig makes RequireBearer accept sender-constrained tokens (RFC
+// 9449 §7): "Authorization: DPoP <token>" with exactly one DPoP proof
+// header, by the key the token is bound to (its cnf.jkt). PublicURL is
+// required.
+type DPoPConfig struct {
+	// Required accepts DPoP only: a bearer token is answered as no token
+	// (a bare DPoP challenge). False accepts both schemes; a token bound
+	// to a key is refused as Bearer whatever this says.
+	Required bool
+	// PublicURL is the scheme, host and port clients address this service
+	// by, such as "https://api.example.com": a proof's htu must be it
+	// followed by the request's path. It is configured, not read from the
+	// request's Host, which the client chooses.
+	PublicURL string
+	// ProofMaxAge is how old a proof may be (by its iat), and so how long
+	// its jti is remembered. Zero means one minute.
+	ProofMaxAge time.Duration
+	// ReplayBytes is the memory that remembers the jtis of accepted
+	// proofs, allocated once, 16 bytes each. Only a proof by the key of a
+	// token that validated takes a place, so only holders of such tokens
+	// fill it; when a key's share is full, its proofs are refused until
+	// one expires. Zero means 1 MiB (65,536 proofs); ignored with Replays.
+	ReplayBytes int
+	// Replays, when set, remembers the jtis instead: a store shared by
+	// the replicas (redisstore's), so that a proof is accepted once
+	// between them.
+	Replays limit.ReplayStore
+	// RequireNonce makes every proof carry this service's current nonce
+	// (RFC 9449 §9): without it, 401 use_dpop_nonce with the nonce in the
+	// DPoP-Nonce header, and the client retries. A nonce lasts
+	// ProofMaxAge; the one before it is still accepted.
+	RequireNonce bool
+	// NonceKey makes the nonces: replicas given the same key (32 random
+	// bytes, say) give and accept the same nonces. Nil means a random key
+	// of this process's: behind a load balancer without affinity, a
+	// client may be sent back for a nonce once per replica.
+	NonceKey []byte
+	// Now is the clock, for tests. Nil means time.Now.
+	Now func() time.Time
+}
+
+// DPoP failures, given to the reject hook and the observer.
+var (
+	// ErrDPoPProof: the DPoP proof is missing, not one, malformed, or
+	// fails a check of RFC 9449 §4.3 (its signature, htm, htu, iat, ath),
+	// or was used before. 401 invalid_dpop_proof.
+	ErrDPoPProof = errors.New("invalid DPoP proof")
+	// ErrDPoPNonce: the proof lacks the current nonce. 401
+	// use_dpop_nonce, with the nonce in DPoP-Nonce.
+	ErrDPoPNonce = errors.New("DPoP proof lacks the nonce")
+	// ErrDPoPKey: the proof is by another key than the token is bound
+	// to. 401 invalid_dpop_proof.
+	ErrDPoPKey = errors.New("DPoP proof key is not the token's")
+	// ErrNotBound: a token presented with DPoP is bound to no key. 401
+	// invalid_token.
+	ErrNotBound = errors.New("token is not bound to a key")
+)
+
+// dpopChecker is the DPoPConfig of a RequireBearer, prepared.
+type dpopChecker struct {
+	required  bool
+	publicURL string
+	window    time.Duration
+	cache     *replay.Cache
+	store     limit.ReplayStore
+	nonces    bool
+	nonceKey  []byte
+	now       func() time.Time
+}
+
+// dpopLeeway is how far ahead of this service's clock a proof's iat may
+// be.
+const dpopLeeway = 5 * time.Second
+
+func newDPoPChecker(cfg *DPoPConfig) (*dpopChecker, error) {
+	if cfg == nil {
+		return nil, nil
+	}
+	if _, err := dpop.NormalizeURL(cfg.PublicURL); err != nil {
+		return nil, fmt.Errorf("middleware: DPoPConfig.PublicURL %q: want an absolute http(s) URL, such as https://api.example.com", cfg.PublicURL)
+	}
+	d := &dpopChecker{
+		required:  cfg.Required,
+		publicURL: strings.TrimSuffix(cfg.PublicURL, "/"),
+		window:    cmpOr(cfg.ProofMaxAge, time.Minute),
+		store:     cfg.Replays,
+		nonces:    cfg.RequireNonce,
+		nonceKey:  cfg.NonceKey,
+		now:       cfg.Now,
+	}
+	if d.now == nil {
+		d.now = time.Now
+	}
+	if d.store == nil {
+		d.cache = replay.New(cmpOr(cfg.ReplayBytes, 1<<20))
+	}
+	if d.nonces && len(d.nonceKey) == 0 {
+		d.nonceKey = make([]byte, 32)
+		_, _ = rand.Read(d.nonceKey) // never fails (crypto/rand)
+	}
+	return d, nil
+}
+
+// nonce returns the nonce of the period now falls in, moved by offset
+// periods: the HMAC of the period under the nonce key.
+func (d *dpopChecker) nonce(now time.Time, offset int64) string {
+	var msg [8]byte
+	binary.BigEndian.PutUint64(msg[:], uint64(now.Unix()/int64(d.window/time.Second)+offset))
+	m := hmac.New(sha256.New, d.nonceKey)
+	m.Write(msg[:])
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil)[:18])
+}
+
+// check checks the request's proof for token, whose claims c validated,
+// and remembers its jti: the proof is checked only once the token is
+// good, so that a request with a bad token costs no signature check, and
+// only the holder of a good token's key can take a place in the replay
+// memory. It returns the reason to refuse, and a nonce to send with it.
+func (d *dpopChecker) check(ctx context.Context, r *http.Request, token string, c *Claims) (reason error, nonce string) {
+	if c.JKT == "" {
+		return ErrNotBound, ""
+	}
+	proofs := r.Header.Values("DPoP")
+	if len(proofs) != 1 {
+		return fmt.Errorf("%w: %d DPoP headers, want one", ErrDPoPProof, len(proofs)), ""
+	}
+	now := d.now()
+	want := dpop.Check{Method: r.Method, URL: d.publicURL + r.URL.EscapedPath(), AccessToken: token, Now: now, Window: d.window, Leeway: dpopLeeway}
+	if d.nonces {
+		want.Nonce = d.nonce(now, 0)
+	}
+	p, err := dpop.Verify(proofs[0], want)
+	if errors.Is(err, dpop.ErrNonce) {
+		want.Nonce = d.nonce(now, -1) // the one before is still good
+		p, err = dpop.Verify(proofs[0], want)
+	}
+	switch {
+	case errors.Is(err, dpop.ErrNonce):
+		return ErrDPoPNonce, d.nonce(now, 0)
+	case err != nil:
+		return fmt.Errorf("%w: %w", ErrDPoPProof, err), ""
+	case p.JKT != c.JKT:
+		return ErrDPoPKey, ""
+	}
+	if err := d.remember(ctx, p, now); err != nil {
+		return err, ""
+	}
+	return nil, ""
+}
+
+// remember records the proof's jti until it is too old to be accepted.
+func (d *dpopChecker) remember(ctx context.Context, p *dpop.Proof, now time.Time) error {
+	subject := "dpop:" + p.JKT
+	if d.store != nil {
+		fresh, err := d.store.Remember(ctx, limit.Replay{Subject: subject, ID: p.ID, Until: p.Expires, Now: now})
+		switch {
+		case err != nil:
+			return fmt.Errorf("%w: its jti could not be remembered: %w", ErrDPoPProof, err)
+		case !fresh:
+			return fmt.Errorf("%w: its jti was already used", ErrDPoPProof)
+		}
+		return nil
+	}
+	fresh, full := d.cache.Add(subject, p.ID, p.Expires, now)
+	switch {
+	case full > 0:
+		return fmt.Errorf("%w: no room to remember its jti", ErrDPoPProof)
+	case !fresh:
+		return fmt.Errorf("%w: its jti was already used", ErrDPoPProof)
+	}
+	return nil
+}
+
+// algs is what a DPoP challenge says of the proof algorithms.
+var algs = strings.Join(dpop.Algs, " ")
+
+// challengeBoth answers a request that carried no token where DPoP is
+// accepted: a bare challenge for each scheme accepted (RFC 9449 §7.1).
+func (o *responder) challengeBoth(w http.ResponseWriter, r *http.Request, reason error, bearerToo bool) {
+	if bearerToo {
+		w.Header().Add("WWW-Authenticate", oauthwire.Challenge(o.realm, oauthwire.Error{}))
+	}
+	w.Header().Add("WWW-Authenticate", oauthwire.SchemeChallenge("DPoP", o.realm, oauthwire.Error{}, algs))
+	o.answerChallenge(w, r, reason)
+}

@@ -1,0 +1,255 @@
+package middleware_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idsauth/idsauth/internal/clientauth"
+	"github.com/idsauth/idsauth/issuer"
+	"github.com/idsauth/idsauth/middleware"
+	"github.com/idsauth/idsauth/scope"
+	"github.com/idsauth/idsauth/secret"
+)
+
+// dpopWorld is an issuer and an API on loopback, the API accepting
+// Bearer and DPoP (or DPoP only), its Admin route behind RequireScope.
+type dpopWorld struct {
+	iss      *issuer.Issuer
+	issSrv   *httptest.Server
+	api      *httptest.Server
+	adminURL string
+	key      *clientauth.Signer // the client's DPoP key
+}
+
+func newDPoPWorld(t *testing.T, dcfg middleware.DPoPConfig) *dpopWorld {
+	t.Helper()
+	w := &dpopWorld{}
+	w.issSrv = httptest.NewServer(nil)
+	t.Cleanup(w.issSrv.Close)
+	hash := []string{secret.HashSHA256("s").String()}
+	var err error
+	w.iss, err = issuer.New(&issuer.Config{
+		Issuer: w.issSrv.URL + "/ids", EphemeralKey: true,
+		Clients: []issuer.ClientConfig{
+			{ClientID: "c", SecretHashes: hash, Scopes: []string{scope.AdminWebAPI, scope.ConnectWebAPI}},
+			{ClientID: "ref", SecretHashes: hash, Scopes: []string{scope.AdminWebAPI, scope.ConnectWebAPI}, AccessTokenType: "reference"},
+		},
+		APIResources: []issuer.APIResourceConfig{{Name: "api", SecretHashes: hash, Scopes: []string{scope.AdminWebAPI, scope.ConnectWebAPI}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.issSrv.Config.Handler = w.iss
+	aud := []string{w.iss.URL() + "/resources"}
+	jv := newValidator(t, middleware.ValidatorConfig{Issuer: w.iss.URL(), Audience: aud, Keys: w.iss})
+	in, err := middleware.NewIntrospector(context.Background(), middleware.IntrospectionConfig{Issuer: w.iss.URL(), ClientID: "api", Local: w.iss, Audience: aud})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.api = httptest.NewUnstartedServer(nil)
+	w.api.Start()
+	t.Cleanup(w.api.Close)
+	dcfg.PublicURL = w.api.URL
+	bearer := middleware.RequireBearerWithConfig(middleware.JWTOrReference(jv, in), middleware.BearerConfig{DPoP: &dcfg})
+	mux := http.NewServeMux()
+	handler := http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		c, _ := middleware.ClaimsFrom(r.Context())
+		_ = json.NewEncoder(rw).Encode(map[string]string{"client": c.ClientID, "jkt": c.JKT})
+	})
+	mux.Handle("/admin", bearer(middleware.RequireScope(scope.AdminWebAPI)(handler)))
+	mux.Handle("/connect", bearer(middleware.RequireScope(scope.ConnectWebAPI)(handler)))
+	w.api.Config.Handler = mux
+	w.adminURL = w.api.URL + "/admin"
+	k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	w.key, _ = clientauth.NewSigner(k, "", "")
+	return w
+}
+
+// token gets a token for client, bound to key when it is not nil.
+func (w *dpopWorld) token(t *testing.T, client string, key *clientauth.Signer, sc string) string {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, w.iss.TokenURL(), strings.NewReader(url.Values{"grant_type": {"client_credentials"}, "scope": {sc}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.SetBasicAuth(client, "s")
+	if key != nil {
+		p, err := key.Proof(http.MethodPost, w.iss.TokenURL(), "", "", time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("DPoP", p)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var a struct {
+		AccessToken string `json:"access_token"`
+		TokenType   string `json:"token_type"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&a); err != nil || a.AccessToken == "" {
+		t.Fatalf("token: %s %v", resp.Status, err)
+	}
+	if want := map[bool]string{true: "DPoP", false: "Bearer"}[key != nil]; a.TokenType != want {
+		t.Fatalf("token_type %q, want %q", a.TokenType, want)
+	}
+	return a.AccessToken
+}
+
+type reply struct {
+	status    int
+	challenge []string
+	nonce     string
+	body      string
+}
+
+// dcall sends a GET to u with authz and the DPoP proofs given.
+func dcall(t *testing.T, u, authz string, proofs ...string) reply {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, u, nil)
+	if authz != "" {
+		req.Header.Set("Authorization", authz)
+	}
+	for _, p := range proofs {
+		req.Header.Add("DPoP", p)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return reply{resp.StatusCode, resp.Header.Values("WWW-Authenticate"), resp.Header.Get("DPoP-Nonce"), string(b)}
+}
+
+func proof(t *testing.T, key *clientauth.Signer, method, u, token, nonce string, at time.Time) string {
+	t.Helper()
+	p, err := key.Proof(method, u, token, nonce, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestDPoPEndToEnd: a token bound at the issuer opens the API with a
+// fresh proof for each request (the token's validation cached, each proof
+// checked), for JWTs and reference tokens alike.
+func TestDPoPEndToEnd(t *testing.T) {
+	w := newDPoPWorld(t, middleware.DPoPConfig{})
+	jkt, _ := w.key.JKT()
+	for _, client := range []string{"c", "ref"} {
+		tok := w.token(t, client, w.key, scope.AdminWebAPI)
+		for range 3 {
+			r := dcall(t, w.adminURL, "DPoP "+tok, proof(t, w.key, "GET", w.adminURL, tok, "", time.Now()))
+			if r.status != 200 || !strings.Contains(r.body, `"jkt":"`+jkt+`"`) {
+				t.Fatalf("%s: %d %v %s", client, r.status, r.challenge, r.body)
+			}
+		}
+	}
+	// Bearer tokens still work beside.
+	if r := dcall(t, w.adminURL, "Bearer "+w.token(t, "c", nil, scope.AdminWebAPI)); r.status != 200 {
+		t.Fatalf("a bearer token: %d %v", r.status, r.challenge)
+	}
+}
+
+// TestDPoPEachCheckFailsAlone: with a good token, a proof wrong in one
+// way only is refused, 401 with a DPoP challenge naming the error.
+func TestDPoPEachCheckFailsAlone(t *testing.T) {
+	w := newDPoPWorld(t, middleware.DPoPConfig{})
+	tok := w.token(t, "c", w.key, scope.AdminWebAPI)
+	unbound := w.token(t, "c", nil, scope.AdminWebAPI)
+	k2, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	other, _ := clientauth.NewSigner(k2, "", "")
+	now := time.Now()
+	used := proof(t, w.key, "GET", w.adminURL, tok, "", now)
+	if r := dcall(t, w.adminURL, "DPoP "+tok, used); r.status != 200 {
+		t.Fatalf("control: %d %v", r.status, r.challenge)
+	}
+	for _, c := range []struct {
+		name   string
+		authz  string
+		proofs []string
+		code   string
+	}{
+		{"no proof", "DPoP " + tok, nil, "invalid_dpop_proof"},
+		{"two proofs", "DPoP " + tok, []string{proof(t, w.key, "GET", w.adminURL, tok, "", now), proof(t, w.key, "GET", w.adminURL, tok, "", now)}, "invalid_dpop_proof"},
+		{"replayed", "DPoP " + tok, []string{used}, "invalid_dpop_proof"},
+		{"wrong htm", "DPoP " + tok, []string{proof(t, w.key, "POST", w.adminURL, tok, "", now)}, "invalid_dpop_proof"},
+		{"wrong htu", "DPoP " + tok, []string{proof(t, w.key, "GET", w.api.URL+"/connect", tok, "", now)}, "invalid_dpop_proof"},
+		{"htu of another host", "DPoP " + tok, []string{proof(t, w.key, "GET", "https://elsewhere.example/admin", tok, "", now)}, "invalid_dpop_proof"},
+		{"too old", "DPoP " + tok, []string{proof(t, w.key, "GET", w.adminURL, tok, "", now.Add(-2*time.Minute))}, "invalid_dpop_proof"},
+		{"no ath", "DPoP " + tok, []string{proof(t, w.key, "GET", w.adminURL, "", "", now)}, "invalid_dpop_proof"},
+		{"ath of another token", "DPoP " + tok, []string{proof(t, w.key, "GET", w.adminURL, unbound, "", now)}, "invalid_dpop_proof"},
+		{"another key", "DPoP " + tok, []string{proof(t, other, "GET", w.adminURL, tok, "", now)}, "invalid_dpop_proof"},
+		{"a bound token as Bearer", "Bearer " + tok, nil, "invalid_token"},
+		{"an unbound token as DPoP", "DPoP " + unbound, []string{proof(t, w.key, "GET", w.adminURL, unbound, "", now)}, "invalid_token"},
+		{"a tampered token", "DPoP " + tok[:len(tok)-3] + "AAA", []string{proof(t, w.key, "GET", w.adminURL, tok[:len(tok)-3]+"AAA", "", now)}, "invalid_token"},
+	} {
+		r := dcall(t, w.adminURL, c.authz, c.proofs...)
+		scheme := strings.Fields(c.authz)[0]
+		if r.status != 401 || len(r.challenge) != 1 || !strings.HasPrefix(r.challenge[0], scheme+" ") || !strings.Contains(r.challenge[0], `error="`+c.code+`"`) || !strings.Contains(r.body, `"error":"`+c.code+`"`) {
+			t.Errorf("%s: %d %q %s", c.name, r.status, r.challenge, r.body)
+		}
+		if scheme == "DPoP" && !strings.Contains(r.challenge[0], `algs="ES256 RS256 PS256 EdDSA"`) {
+			t.Errorf("%s: the DPoP challenge lists no algs: %q", c.name, r.challenge)
+		}
+		if strings.Contains(r.body, tok) || strings.Contains(strings.Join(r.challenge, ""), tok[:20]) {
+			t.Errorf("%s: the answer echoes the token", c.name)
+		}
+	}
+	// The scope refusal after a DPoP request speaks DPoP too.
+	r := dcall(t, w.api.URL+"/connect", "DPoP "+tok, proof(t, w.key, "GET", w.api.URL+"/connect", tok, "", now))
+	if r.status != 403 || !strings.HasPrefix(r.challenge[0], "DPoP ") || !strings.Contains(r.challenge[0], `error="insufficient_scope"`) {
+		t.Fatalf("insufficient scope: %d %q", r.status, r.challenge)
+	}
+}
+
+// TestDPoPChallenges: without a token, a bare challenge for each scheme
+// accepted; with DPoP required, a bearer token is answered as none.
+func TestDPoPChallenges(t *testing.T) {
+	w := newDPoPWorld(t, middleware.DPoPConfig{})
+	r := dcall(t, w.adminURL, "")
+	if r.status != 401 || len(r.challenge) != 2 || r.challenge[0] != `Bearer realm="idsauth"` || r.challenge[1] != `DPoP realm="idsauth", algs="ES256 RS256 PS256 EdDSA"` {
+		t.Fatalf("both: %d %q", r.status, r.challenge)
+	}
+	only := newDPoPWorld(t, middleware.DPoPConfig{Required: true})
+	for _, authz := range []string{"", "Bearer " + only.token(t, "c", nil, scope.AdminWebAPI)} {
+		r := dcall(t, only.adminURL, authz)
+		if r.status != 401 || len(r.challenge) != 1 || r.challenge[0] != `DPoP realm="idsauth", algs="ES256 RS256 PS256 EdDSA"` {
+			t.Fatalf("DPoP only, %q: %d %q", authz, r.status, r.challenge)
+		}
+	}
+	tok := only.token(t, "c", only.key, scope.AdminWebAPI)
+	if r := dcall(t, only.adminURL, "DPoP "+tok, proof(t, only.key, "GET", only.adminURL, tok, "", time.Now())); r.status != 200 {
+		t.Fatalf("DPoP only, with a proof: %d %q", r.status, r.challenge)
+	}
+}
+
+// TestDPoPNonceAtTheAPI: with RequireNonce, the first request gets 401
+// use_dpop_nonce and a DPoP-Nonce; the retry with it passes; replicas
+// given one NonceKey take each other's nonces.
+func TestDPoPNonceAtTheAPI(t *testing.T) {
+	key := []byte("0123456789abcdef0123456789abcdef")
+	w := newDPoPWorld(t, middleware.DPoPConfig{RequireNonce: true, NonceKey: key})
+	tok := w.token(t, "c", w.key, scope.AdminWebAPI)
+	r := dcall(t, w.adminURL, "DPoP "+tok, proof(t, w.key, "GET", w.adminURL, tok, "", time.Now()))
+	if r.status != 401 || r.nonce == "" || !strings.Contains(r.challenge[0], `error="use_dpop_nonce"`) {
+		t.Fatalf("without the nonce: %d %q %q", r.status, r.nonce, r.challenge)
+	}
+	if r2 := dcall(t, w.adminURL, "DPoP "+tok, proof(t, w.key, "GET", w.adminURL, tok, r.nonce, time.Now())); r2.status != 200 {
+		t.Fatalf("with the nonce: %d %q", r2.status, r2.challenge)
+	}
+	if r3 := dcall(t, w.adminURL, "DPoP "+tok, proof(t, w.key, "GET", w.adminURL, tok, "made-up", time.Now())); r3.status != 401 || r3.nonce != r.nonce {
+		t.Fatalf("a made-up nonce: %d %q", r3.status, r3.challenge)
+	}
+}
