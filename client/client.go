@@ -129,6 +129,22 @@ type Config struct {
 
 	// FetchTimeout bounds one token request. Zero means 30 seconds.
 	FetchTimeout time.Duration
+
+	// DPoPKey, when set, makes the client's tokens sender-constrained
+	// (DPoP, [RFC 9449]): every token request and every call carries a
+	// new proof signed by it, and a token the issuer bound to it goes as
+	// "Authorization: DPoP <token>" with the proof (ath its hash). A
+	// stolen token is useless without the key. An answer that asks for a
+	// nonce (use_dpop_nonce, with DPoP-Nonce) is retried once with it, and
+	// the nonce is kept for the next requests to that origin. Any
+	// crypto.Signer: an ECDSA P-256, RSA (2048 bits or more) or Ed25519
+	// key, in memory, a KMS or an HSM. Nil means bearer tokens.
+	//
+	// [RFC 9449]: https://www.rfc-editor.org/rfc/rfc9449
+	DPoPKey crypto.Signer
+	// DPoPKeyAlg is the proofs' algorithm: "ES256", "RS256", "PS256" or
+	// "EdDSA". Empty means the one that fits DPoPKey (RS256 for RSA).
+	DPoPKeyAlg string
 }
 
 // MaxRetryAfter bounds how long a Retry-After from the token endpoint
@@ -210,7 +226,8 @@ func (c *Config) Client(ctx context.Context) *http.Client {
 		rt = http.DefaultTransport
 	}
 	out := *base
-	out.Transport = &transport{base: rt, tokens: c.newTokens(ctx, base), origins: c.origins()}
+	t := c.newTokens(ctx, base)
+	out.Transport = &transport{base: rt, tokens: t, origins: c.origins(), dpop: t.dpop}
 	return &out
 }
 
@@ -259,6 +276,7 @@ type transport struct {
 	base    http.RoundTripper
 	tokens  *tokens
 	origins map[string]bool
+	dpop    *dpopProver // nil without Config.DPoPKey
 }
 
 // RoundTrip sends req with a bearer token and retries once on
@@ -268,7 +286,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !t.origins[origin(req.URL)] {
 		return t.base.RoundTrip(req)
 	}
-	tok, err := t.tokens.get(req.Context())
+	tok, err := t.tokens.current(req.Context())
 	if err != nil {
 		closeBody(req)
 		return nil, err
@@ -280,13 +298,13 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Body != nil && req.Body != http.NoBody && req.GetBody == nil {
 		return resp, nil // cannot replay the body: the 401 as it is
 	}
-	t.tokens.drop(tok)
-	fresh, err := t.tokens.get(req.Context())
+	t.tokens.drop(tok.AccessToken)
+	fresh, err := t.tokens.current(req.Context())
 	if err != nil {
 		resp.Body.Close()
 		return nil, err
 	}
-	if fresh == tok {
+	if fresh.AccessToken == tok.AccessToken {
 		return resp, nil // never the same token twice
 	}
 	var body io.ReadCloser
@@ -306,11 +324,25 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return nil, e
 }
 
-func (t *transport) send(req *http.Request, token string, body io.ReadCloser) (*http.Response, error) {
+// send sends req with tok: as a bearer token, or, for a token bound to
+// the client's DPoP key, as "DPoP" with a new proof (retried once with a
+// nonce when the service asks for one).
+func (t *transport) send(req *http.Request, tok *oauth2.Token, body io.ReadCloser) (*http.Response, error) {
 	r := req.Clone(req.Context())
 	r.Body = body
-	r.Header.Set("Authorization", "Bearer "+token)
-	return t.base.RoundTrip(r)
+	if t.dpop == nil || !strings.EqualFold(tok.TokenType, "DPoP") {
+		r.Header.Set("Authorization", "Bearer "+tok.AccessToken)
+		return t.base.RoundTrip(r)
+	}
+	return t.dpop.sendWithProof(t.base, r, func(r *http.Request) error {
+		p, err := t.dpop.proof(r.Method, r.URL, tok.AccessToken)
+		if err != nil {
+			return fmt.Errorf("client: a DPoP proof: %w", err)
+		}
+		r.Header.Set("Authorization", "DPoP "+tok.AccessToken)
+		r.Header.Set("DPoP", p)
+		return nil
+	})
 }
 
 func closeBody(req *http.Request) {
@@ -378,6 +410,7 @@ type tokens struct {
 	timeout     time.Duration
 
 	signer    *clientauth.Signer // private_key_jwt, else nil
+	dpop      *dpopProver        // DPoP, else nil
 	badConfig error              // returned by every fetch
 	now       func() time.Time   // time.Now; a test's clock
 
@@ -436,6 +469,26 @@ func (c *Config) newTokens(ctx context.Context, hc *http.Client) *tokens {
 		}
 		t.cc.AuthStyle = oauth2.AuthStyleInParams // the client_id beside the assertion, no Basic
 	}
+	if c.DPoPKey != nil {
+		s, err := clientauth.NewSigner(c.DPoPKey, c.DPoPKeyAlg, "")
+		if err != nil {
+			t.badConfig = fmt.Errorf("client: Config.DPoPKey and DPoPKeyAlg: %w", err)
+		} else {
+			t.dpop = &dpopProver{signer: s, now: time.Now, nonces: map[string]string{}}
+			// Token requests carry a proof too; the redirect refusal stays
+			// outermost.
+			if hc == nil {
+				hc = http.DefaultClient
+			}
+			rt := hc.Transport
+			if rt == nil {
+				rt = http.DefaultTransport
+			}
+			withProofs := *hc
+			withProofs.Transport = tokenTransport{base: rt, d: t.dpop}
+			t.ctx = context.WithValue(t.ctx, oauth2.HTTPClient, clientauth.RefuseRedirects(&withProofs))
+		}
+	}
 	return t
 }
 
@@ -458,16 +511,6 @@ func (t *tokens) request(ctx context.Context) (*oauth2.Token, error) {
 		cc.EndpointParams[name] = vs // resource and the extra parameters
 	}
 	return cc.Token(ctx)
-}
-
-// get returns a token that is not about to expire, waiting for a fetch no
-// longer than ctx allows.
-func (t *tokens) get(ctx context.Context) (string, error) {
-	tok, err := t.current(ctx)
-	if err != nil {
-		return "", err
-	}
-	return tok.AccessToken, nil
 }
 
 // current returns the cached token while it is not about to expire, or

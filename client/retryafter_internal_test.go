@@ -32,12 +32,12 @@ func TestRetryAfterHoldsBackAtMostTheBound(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
 	tk.now = func() time.Time { return now }
 
-	if _, err := tk.get(context.Background()); err == nil {
+	if _, err := tk.current(context.Background()); err == nil {
 		t.Fatal("the 429 gave a token")
 	}
 	for _, after := range []time.Duration{time.Second, time.Minute, MaxRetryAfter - time.Second} {
 		now = time.Unix(1_800_000_000, 0).Add(after)
-		if _, err := tk.get(context.Background()); err == nil {
+		if _, err := tk.current(context.Background()); err == nil {
 			t.Fatalf("%v after the 429: a token, want the remembered failure", after)
 		}
 	}
@@ -45,8 +45,8 @@ func TestRetryAfterHoldsBackAtMostTheBound(t *testing.T) {
 		t.Fatalf("%d token requests within MaxRetryAfter of the 429, want 1", n)
 	}
 	now = time.Unix(1_800_000_000, 0).Add(MaxRetryAfter + time.Second)
-	if tok, err := tk.get(context.Background()); err != nil || tok != "tok" {
-		t.Fatalf("after MaxRetryAfter: %q, %v; want a new request and its token", tok, err)
+	if tok, err := tk.current(context.Background()); err != nil || tok.AccessToken != "tok" {
+		t.Fatalf("after MaxRetryAfter: %v, %v; want a new request and its token", tok, err)
 	}
 	if n := calls.Load(); n != 2 {
 		t.Errorf("%d token requests in all, want 2", n)

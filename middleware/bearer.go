@@ -125,7 +125,7 @@ func RequireBearerWithConfig(v TokenValidator, cfg BearerConfig) func(http.Handl
 				return
 			}
 			if isDPoP {
-				if reason, nonce := d.check(ctx, r, tok, claims); reason != nil {
+				if nonce, reason := d.check(ctx, r, tok, claims); reason != nil {
 					code := "invalid_dpop_proof"
 					switch {
 					case errors.Is(reason, ErrNotBound):

@@ -137,13 +137,13 @@ func (d *dpopChecker) nonce(now time.Time, offset int64) string {
 // good, so that a request with a bad token costs no signature check, and
 // only the holder of a good token's key can take a place in the replay
 // memory. It returns the reason to refuse, and a nonce to send with it.
-func (d *dpopChecker) check(ctx context.Context, r *http.Request, token string, c *Claims) (reason error, nonce string) {
+func (d *dpopChecker) check(ctx context.Context, r *http.Request, token string, c *Claims) (nonce string, reason error) {
 	if c.JKT == "" {
-		return ErrNotBound, ""
+		return "", ErrNotBound
 	}
 	proofs := r.Header.Values("DPoP")
 	if len(proofs) != 1 {
-		return fmt.Errorf("%w: %d DPoP headers, want one", ErrDPoPProof, len(proofs)), ""
+		return "", fmt.Errorf("%w: %d DPoP headers, want one", ErrDPoPProof, len(proofs))
 	}
 	now := d.now()
 	want := dpop.Check{Method: r.Method, URL: d.publicURL + r.URL.EscapedPath(), AccessToken: token, Now: now, Window: d.window, Leeway: dpopLeeway}
@@ -157,16 +157,13 @@ func (d *dpopChecker) check(ctx context.Context, r *http.Request, token string, 
 	}
 	switch {
 	case errors.Is(err, dpop.ErrNonce):
-		return ErrDPoPNonce, d.nonce(now, 0)
+		return d.nonce(now, 0), ErrDPoPNonce
 	case err != nil:
-		return fmt.Errorf("%w: %w", ErrDPoPProof, err), ""
+		return "", fmt.Errorf("%w: %w", ErrDPoPProof, err)
 	case p.JKT != c.JKT:
-		return ErrDPoPKey, ""
+		return "", ErrDPoPKey
 	}
-	if err := d.remember(ctx, p, now); err != nil {
-		return err, ""
-	}
-	return nil, ""
+	return "", d.remember(ctx, p, now)
 }
 
 // remember records the proof's jti until it is too old to be accepted.

@@ -6,7 +6,6 @@ require (
 	github.com/idsauth/idsauth v0.1.0
 	github.com/idsauth/idsauth/redisstore v0.1.0
 	github.com/redis/go-redis/v9 v9.22.0
-	golang.org/x/oauth2 v0.36.0
 	golang.org/x/term v0.45.0
 )
 
@@ -17,6 +16,7 @@ require (
 	github.com/golang-jwt/jwt/v5 v5.3.1 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
 	golang.org/x/crypto v0.55.0 // indirect
+	golang.org/x/oauth2 v0.36.0 // indirect
 	golang.org/x/sys v0.47.0 // indirect
 	golang.org/x/time v0.15.0 // indirect
 )

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,9 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/oauth2"
-	"golang.org/x/oauth2/clientcredentials"
-
+	"github.com/idsauth/idsauth/client"
 	"github.com/idsauth/idsauth/internal/clientauth"
 	"github.com/idsauth/idsauth/internal/keys"
 )
@@ -54,6 +53,7 @@ line of standard input); never from a flag.`)
 		params.Add(name, value)
 		return clientauth.CheckParams(params)
 	})
+	dpopKey := fs.String("dpop-key", "", "bind the token to this PEM private key (DPoP, RFC 9449): the request carries a proof by it")
 	secretFile := fs.String("secret-file", "", "read the client secret from the first line of this file")
 	secretEnv := fs.String("secret-env", "", "read the client secret from this environment variable")
 	decodeIt := fs.Bool("decode", false, "print the token's header and claims instead of the token")
@@ -71,51 +71,44 @@ line of standard input); never from a flag.`)
 	case *keyFile != "" && (*secretFile != "" || *secretEnv != ""):
 		return usagef("-key or a secret, not both")
 	}
-	var (
-		sec    string
-		signer *clientauth.Signer
-		err    error
-	)
+	cfg := client.Config{ClientID: *clientID, Scopes: strings.Fields(*scopes), Resources: resources, EndpointParams: params,
+		KeyAlg: *alg, KeyID: *kid, FetchTimeout: *timeout}
+	var err error
 	if *keyFile != "" {
-		signer, err = assertionSigner(*keyFile, *alg, *kid)
+		cfg.Key, err = readKey(*keyFile)
 	} else {
-		sec, err = clientSecret(e, *secretFile, *secretEnv)
+		cfg.ClientSecret, err = clientSecret(e, *secretFile, *secretEnv)
 	}
 	if err != nil {
 		return err
+	}
+	if *dpopKey != "" {
+		if cfg.DPoPKey, err = readKey(*dpopKey); err != nil {
+			return err
+		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	hc := &http.Client{Timeout: *timeout}
-	tokenURL, err := discoverTokenURL(ctx, hc, *issuerURL)
-	if err != nil {
+	cfg.HTTPClient = &http.Client{Timeout: *timeout}
+	if cfg.TokenURL, err = discoverTokenURL(ctx, cfg.HTTPClient, *issuerURL); err != nil {
 		return err
 	}
-	cfg := clientcredentials.Config{ClientID: *clientID, ClientSecret: sec, TokenURL: tokenURL, Scopes: strings.Fields(*scopes), EndpointParams: params, AuthStyle: oauth2.AuthStyleInHeader}
-	if len(resources) > 0 {
-		cfg.EndpointParams["resource"] = resources
-	}
-	if signer != nil {
-		assertion, err := signer.Assertion(*clientID, tokenURL, time.Now())
-		if err != nil {
-			return err
-		}
-		cfg.AuthStyle = oauth2.AuthStyleInParams
-		cfg.EndpointParams.Set("client_assertion_type", clientauth.AssertionType)
-		cfg.EndpointParams.Set("client_assertion", assertion)
-	}
-	// The token request follows no redirect: it carries the credentials.
-	tok, err := cfg.Token(context.WithValue(ctx, oauth2.HTTPClient, clientauth.RefuseRedirects(hc)))
+	// client follows no redirect with a token request: it carries the
+	// credentials.
+	tok, err := cfg.TokenSource(ctx).Token()
 	if err != nil {
-		var re *oauth2.RetrieveError
-		if errors.As(err, &re) && re.ErrorCode != "" {
-			msg := re.ErrorCode
-			if re.ErrorDescription != "" {
-				msg += ": " + re.ErrorDescription
+		var te *client.TokenError
+		if errors.As(err, &te) && te.Code != "" {
+			msg := te.Code
+			if te.Description != "" {
+				msg += ": " + te.Description
 			}
-			return fmt.Errorf("the token endpoint refused: %s (HTTP %d)", msg, re.Response.StatusCode)
+			return fmt.Errorf("the token endpoint refused: %s (HTTP %d)", msg, te.StatusCode)
 		}
 		return fmt.Errorf("token request: %w", err)
+	}
+	if *dpopKey != "" && tok.TokenType != "DPoP" {
+		fmt.Fprintf(e.stderr, "idsauth token: the issuer answered token_type %q: the token is not bound to the DPoP key\n", tok.TokenType)
 	}
 	if *decodeIt {
 		return printDecoded(e.stdout, tok.AccessToken)
@@ -124,8 +117,9 @@ line of standard input); never from a flag.`)
 	return nil
 }
 
-// assertionSigner reads a PEM private key for private_key_jwt.
-func assertionSigner(file, alg, kid string) (*clientauth.Signer, error) {
+// readKey reads a PEM private key: a client's key for private_key_jwt,
+// or a DPoP key.
+func readKey(file string) (crypto.Signer, error) {
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return nil, err
@@ -134,11 +128,7 @@ func assertionSigner(file, alg, kid string) (*clientauth.Signer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
-	s, err := clientauth.NewSigner(key, alg, kid)
-	if err != nil {
-		return nil, fmt.Errorf("-key %s: %w", file, err)
-	}
-	return s, nil
+	return key, nil
 }
 
 // clientSecret reads the secret from a file, an environment variable, or
