@@ -52,6 +52,13 @@ type BearerConfig struct {
 	// RequireBearerWithConfig panics when its PublicURL is not an
 	// absolute http(s) URL.
 	DPoP *DPoPConfig
+
+	// ResourceMetadata, when set, is the URL of the API's protected
+	// resource metadata (RFC 9728; ResourceMetadata.URL gives it), named
+	// as resource_metadata in every challenge of RequireBearer and the
+	// RequireScope after it, so that a client learns from a 401 where to
+	// read which issuer and scopes the API takes.
+	ResourceMetadata string
 }
 
 // RequireBearer returns middleware that admits a request only with a valid
@@ -88,6 +95,7 @@ func RequireBearer(v TokenValidator) func(http.Handler) http.Handler {
 // each scheme accepted.
 func RequireBearerWithConfig(v TokenValidator, cfg BearerConfig) func(http.Handler) http.Handler {
 	o := newResponder(cfg.Realm, DefaultRealm, observe.Rejected, cfg.Observer, cfg.OnReject, cfg.Logger)
+	o.metadata = cfg.ResourceMetadata
 	d, err := newDPoPChecker(cfg.DPoP)
 	if err != nil {
 		panic(err)

@@ -189,15 +189,15 @@ func (d *dpopChecker) remember(ctx context.Context, p *dpop.Proof, now time.Time
 	return nil
 }
 
-// algs is what a DPoP challenge says of the proof algorithms.
-var algs = strings.Join(dpop.Algs, " ")
+// dpopAlgs is what a DPoP challenge says of the proof algorithms.
+var dpopAlgs = strings.Join(dpop.Algs, " ")
 
 // challengeBoth answers a request that carried no token where DPoP is
 // accepted: a bare challenge for each scheme accepted (RFC 9449 §7.1).
 func (o *responder) challengeBoth(w http.ResponseWriter, r *http.Request, reason error, bearerToo bool) {
 	if bearerToo {
-		w.Header().Add("WWW-Authenticate", oauthwire.Challenge(o.realm, oauthwire.Error{}))
+		w.Header().Add("WWW-Authenticate", o.challengeOf("Bearer", oauthwire.Error{}))
 	}
-	w.Header().Add("WWW-Authenticate", oauthwire.SchemeChallenge("DPoP", o.realm, oauthwire.Error{}, algs))
+	w.Header().Add("WWW-Authenticate", o.challengeOf("DPoP", oauthwire.Error{}))
 	o.answerChallenge(w, r, reason)
 }

@@ -32,7 +32,10 @@ type responder struct {
 	scheme string
 	algs   string
 	dpop   *responder
-	kind   observe.Kind // of a rejection: Rejected, or SCIMRefused
+	// metadata is the URL of the protected resource's metadata (RFC 9728),
+	// named in every challenge; "" for none.
+	metadata string
+	kind     observe.Kind // of a rejection: Rejected, or SCIMRefused
 	// obs gets every event: the config's Observer, and the reject hook
 	// and the logger, which are observers too (see observers.go). Nil
 	// when there is none of them.
@@ -59,7 +62,7 @@ func newResponder(realm, fallback string, kind observe.Kind, obs observe.Observe
 // token with DPoP: the same but for the challenge's scheme.
 func (o *responder) withDPoPResponder() *responder {
 	d := *o
-	d.scheme, d.algs, d.dpop = "DPoP", algs, nil
+	d.scheme, d.algs, d.dpop = "DPoP", dpopAlgs, nil
 	o.dpop = &d
 	return o
 }
@@ -88,8 +91,22 @@ func (o *responder) rejectWith(r *http.Request, err error, e observe.Event) {
 //
 // [RFC 6750]: https://www.rfc-editor.org/rfc/rfc6750
 func (o *responder) challenge(w http.ResponseWriter, r *http.Request, reason error) {
-	w.Header().Set("WWW-Authenticate", oauthwire.Challenge(o.realm, oauthwire.Error{}))
+	w.Header().Set("WWW-Authenticate", o.challengeOf("Bearer", oauthwire.Error{}))
 	o.answerChallenge(w, r, reason)
+}
+
+// challengeOf is the WWW-Authenticate challenge of scheme with e: the
+// realm, for DPoP the proof algorithms, and the resource metadata URL
+// when there is one.
+func (o *responder) challengeOf(scheme string, e oauthwire.Error) string {
+	algs := ""
+	if scheme == "DPoP" {
+		algs = o.algs
+		if algs == "" {
+			algs = dpopAlgs
+		}
+	}
+	return oauthwire.SchemeChallenge(scheme, o.realm, e, "algs", algs, "resource_metadata", o.metadata)
 }
 
 // answerChallenge reports and writes the answer to a request without a
@@ -107,6 +124,6 @@ func (o *responder) answerChallenge(w http.ResponseWriter, r *http.Request, reas
 // fail answers with an error in the challenge and the JSON body.
 func (o *responder) fail(w http.ResponseWriter, r *http.Request, status int, reason error, e oauthwire.Error) {
 	o.reject(r, status, reason)
-	w.Header().Set("WWW-Authenticate", oauthwire.SchemeChallenge(o.scheme, o.realm, e, o.algs))
+	w.Header().Set("WWW-Authenticate", o.challengeOf(o.scheme, e))
 	oauthwire.WriteJSON(w, status, e)
 }

@@ -27,21 +27,25 @@ type Error struct {
 // the request carried no token. Every value is cleaned so that nothing can
 // break the header's quoting.
 func Challenge(realm string, e Error) string {
-	return SchemeChallenge("Bearer", realm, e, "")
+	return SchemeChallenge("Bearer", realm, e)
 }
 
-// SchemeChallenge is Challenge for another scheme: "DPoP" (RFC 9449
-// §7.1), whose challenge lists the proof algorithms it accepts in algs
-// (space-separated; none when empty).
-func SchemeChallenge(scheme, realm string, e Error, algs string) string {
+// SchemeChallenge is Challenge for any scheme ("DPoP", RFC 9449 §7.1),
+// with more parameters after the realm: params are name and value pairs,
+// such as "algs" (a DPoP challenge's proof algorithms) or
+// "resource_metadata" (RFC 9728 §5.1); a pair with an empty value is
+// left out.
+func SchemeChallenge(scheme, realm string, e Error, params ...string) string {
 	var b strings.Builder
-	b.Grow(64 + len(realm) + len(e.Description) + len(e.Scope) + len(algs))
+	b.Grow(64 + len(realm) + len(e.Description) + len(e.Scope))
 	b.WriteString(scheme)
 	b.WriteString(` realm="`)
 	b.WriteString(Clean(realm))
 	b.WriteByte('"')
-	if algs != "" {
-		attr(&b, "algs", algs)
+	for i := 0; i+1 < len(params); i += 2 {
+		if params[i+1] != "" {
+			attr(&b, params[i], params[i+1])
+		}
 	}
 	if e.Code != "" {
 		attr(&b, "error", e.Code)
