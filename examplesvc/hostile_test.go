@@ -16,6 +16,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -91,6 +92,21 @@ func oauthErr(status int, code string) expectation {
 	return expectation{status: status, kind: "oauth", code: code}
 }
 
+// metadataParam is the resource_metadata parameter (RFC 9728) of the
+// example service's challenges: its APIs' metadata on its own origin.
+var metadataParam = regexp.MustCompile(`, resource_metadata="http://127\.0\.0\.1:[0-9]+/\.well-known/oauth-protected-resource/webapi"$`)
+
+// bareChallenges reports whether chs are the example service's answer to
+// a request without a token: a bare Bearer challenge and a bare DPoP one
+// (the APIs take both), each naming the APIs' metadata, nothing else.
+func bareChallenges(chs []string) bool {
+	if len(chs) != 2 || !metadataParam.MatchString(chs[0]) || !metadataParam.MatchString(chs[1]) {
+		return false
+	}
+	return metadataParam.ReplaceAllString(chs[0], "") == `Bearer realm="idsauth"` &&
+		metadataParam.ReplaceAllString(chs[1], "") == `DPoP realm="idsauth", algs="ES256 RS256 PS256 EdDSA"`
+}
+
 func (e expectation) check(t *testing.T, r reply) {
 	t.Helper()
 	if r.status != e.status {
@@ -102,8 +118,8 @@ func (e expectation) check(t *testing.T, r reply) {
 	switch e.kind {
 	case "ok":
 	case "challenge":
-		if challenge != `Bearer realm="idsauth"` || isJSON {
-			t.Fatalf("want a bare challenge, got %q and body %q", challenge, r.body)
+		if !bareChallenges(r.header.Values("WWW-Authenticate")) || isJSON {
+			t.Fatalf("want a bare challenge, got %q and body %q", r.header.Values("WWW-Authenticate"), r.body)
 		}
 	case "invalid_token", "invalid_request", "insufficient_scope":
 		if !isJSON || m["error"] != e.kind || r.header.Get("Content-Type") != "application/json" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -117,7 +118,23 @@ func newService(ctx context.Context, src configSource, logger *slog.Logger) (*se
 
 // routes wires the four API families behind their middleware.
 func (s *service) routes() http.Handler {
-	bearer := alice.New(middleware.RequireBearerWithConfig(s.v, middleware.BearerConfig{Logger: s.logger, Observer: s.metrics}))
+	// The APIs take bearer and DPoP-bound tokens (RFC 9449), and tell a
+	// client where their metadata is (RFC 9728) in every challenge. Their
+	// public origin is the issuer's: the service serves both.
+	base := origin(s.iss.URL())
+	md := middleware.ResourceMetadata{
+		Resource:                      base + "/webapi",
+		AuthorizationServers:          []string{s.iss.URL()},
+		ScopesSupported:               scope.All(),
+		DPoPSigningAlgValuesSupported: middleware.DPoPAlgorithms(),
+	}
+	mdURL, _ := md.URL()         // base is the issuer's origin: a URL
+	mdHandler, _ := md.Handler() // likewise
+	bearer := alice.New(middleware.RequireBearerWithConfig(s.v, middleware.BearerConfig{
+		Logger: s.logger, Observer: s.metrics,
+		DPoP:             &middleware.DPoPConfig{PublicURL: base},
+		ResourceMetadata: mdURL,
+	}))
 	admin := bearer.Append(middleware.RequireFamily(scope.Admin))
 	connect := bearer.Append(middleware.RequireFamily(scope.Connect))
 	session := bearer.Append(middleware.RequireFamily(scope.ConnectSession))
@@ -125,6 +142,7 @@ func (s *service) routes() http.Handler {
 
 	mux := http.NewServeMux()
 	mux.Handle("/ids/", s.iss)
+	mux.Handle("/.well-known/oauth-protected-resource/", mdHandler)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 
 	const api = "/webapi/api/v3/{datasourceId}"
@@ -147,6 +165,15 @@ func (s *service) routes() http.Handler {
 	mux.Handle("DELETE "+scimBase+"/Users/{id}", scim.Then(scimerr.Handler(s.scimDeleteUser)))
 	mux.Handle(scimBase+"/", scim.Then(scimerr.Handler(scimNotFound)))
 	return mux
+}
+
+// origin is the scheme and host of u, an absolute URL.
+func origin(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return u
+	}
+	return p.Scheme + "://" + p.Host
 }
 
 // scimLimits are SCIMAuth's failure limits, taken from the issuer's so that

@@ -31,8 +31,8 @@ func Challenge(realm string, e Error) string {
 }
 
 // SchemeChallenge is Challenge for any scheme ("DPoP", RFC 9449 §7.1),
-// with more parameters after the realm: params are name and value pairs,
-// such as "algs" (a DPoP challenge's proof algorithms) or
+// with more parameters after the error's: params are name and value
+// pairs, such as "algs" (a DPoP challenge's proof algorithms) or
 // "resource_metadata" (RFC 9728 §5.1); a pair with an empty value is
 // left out.
 func SchemeChallenge(scheme, realm string, e Error, params ...string) string {
@@ -42,11 +42,6 @@ func SchemeChallenge(scheme, realm string, e Error, params ...string) string {
 	b.WriteString(` realm="`)
 	b.WriteString(Clean(realm))
 	b.WriteByte('"')
-	for i := 0; i+1 < len(params); i += 2 {
-		if params[i+1] != "" {
-			attr(&b, params[i], params[i+1])
-		}
-	}
 	if e.Code != "" {
 		attr(&b, "error", e.Code)
 		if e.Description != "" {
@@ -54,6 +49,11 @@ func SchemeChallenge(scheme, realm string, e Error, params ...string) string {
 		}
 		if e.Scope != "" {
 			attr(&b, "scope", e.Scope)
+		}
+	}
+	for i := 0; i+1 < len(params); i += 2 {
+		if params[i+1] != "" {
+			attr(&b, params[i], params[i+1])
 		}
 	}
 	return b.String()
