@@ -64,8 +64,13 @@ func (p *problems) bareChallenge(a answer) {
 	}
 }
 
-// oauthError checks a JSON error answer with its challenge.
+// oauthError checks a JSON error answer with its Bearer challenge.
 func (p *problems) oauthError(a answer, status int, code string) map[string]any {
+	return p.schemeError(a, "Bearer", status, code)
+}
+
+// schemeError checks a JSON error answer with its challenge of scheme.
+func (p *problems) schemeError(a answer, scheme string, status int, code string) map[string]any {
 	if a.status != status {
 		p.addf("status %d, want %d", a.status, status)
 		return nil
@@ -77,8 +82,8 @@ func (p *problems) oauthError(a answer, status int, code string) map[string]any 
 	if ct := a.header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
 		p.addf("Content-Type %q, want application/json", ct)
 	}
-	if ch := a.header.Get("WWW-Authenticate"); !strings.HasPrefix(ch, "Bearer ") || !strings.Contains(ch, `error="`+code+`"`) {
-		p.addf("WWW-Authenticate %q, want a Bearer challenge with error=%q", ch, code)
+	if ch := a.header.Get("WWW-Authenticate"); !strings.HasPrefix(ch, scheme+" ") || !strings.Contains(ch, `error="`+code+`"`) {
+		p.addf("WWW-Authenticate %q, want a %s challenge with error=%q", ch, scheme, code)
 	}
 	return m
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/justinas/alice"
 
@@ -223,6 +224,47 @@ func TestMintedTokensAreRefusedForTheirReason(t *testing.T) {
 		_, err := v.Validate(context.Background(), c.tok)
 		if (c.want == nil) != (err == nil) || (c.want != nil && !errors.Is(err, c.want)) {
 			t.Errorf("%s: err = %v, want %v", name, err, c.want)
+		}
+	}
+}
+
+// TestCheckProtectedDPoP: a route that takes DPoP passes every DPoP case;
+// a validator that admits bound tokens as Bearer, and proofs of an hour's
+// age, are each reported on their case.
+func TestCheckProtectedDPoP(t *testing.T) {
+	iss := idsauthtest.NewIssuer(t)
+	const public = "https://api.example.test"
+	route := "GET /webapi/api/v3/demo/Admin/Users"
+	chain := func(v middleware.TokenValidator, d middleware.DPoPConfig) http.Handler {
+		d.PublicURL = public
+		return alice.New(middleware.RequireBearerWithConfig(v, middleware.BearerConfig{DPoP: &d}), middleware.RequireScope(scope.AdminWebAPI)).Then(ok)
+	}
+	rec := &recorder{TB: t}
+	iss.CheckProtectedDPoP(rec, chain(iss.Validator(), middleware.DPoPConfig{}), public, route, scope.AdminWebAPI)
+	if len(rec.errs) > 0 {
+		t.Errorf("the library's own chain was reported:\n%s", rec.report())
+	}
+	// The same chain passes the bearer cases too.
+	rec = &recorder{TB: t}
+	iss.CheckProtected(rec, chain(iss.Validator(), middleware.DPoPConfig{}), route, scope.AdminWebAPI)
+	if len(rec.errs) > 0 {
+		t.Errorf("the bearer cases of a chain that takes both:\n%s", rec.report())
+	}
+	lax, err := middleware.NewValidator(context.Background(), middleware.ValidatorConfig{Issuer: iss.URL(), Audience: []string{iss.Audience}, Keys: iss.Issuer, AllowBoundTokens: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]struct {
+		h    http.Handler
+		want string
+	}{
+		"bound tokens as Bearer": {chain(lax, middleware.DPoPConfig{}), "the bound token as Bearer: status 200, want 401"},
+		"proofs an hour old":     {chain(iss.Validator(), middleware.DPoPConfig{ProofMaxAge: time.Hour}), "a proof ten minutes old: status 200, want 401"},
+	} {
+		rec := &recorder{TB: t}
+		iss.CheckProtectedDPoP(rec, c.h, public, route, scope.AdminWebAPI)
+		if !strings.Contains(rec.report(), c.want) {
+			t.Errorf("%s: not reported: %q\nreport:\n%s", name, c.want, rec.report())
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
 
+	"github.com/idsauth/idsauth/internal/clientauth"
 	"github.com/idsauth/idsauth/internal/keys"
 	"github.com/idsauth/idsauth/issuer"
 	"github.com/idsauth/idsauth/middleware"
@@ -47,6 +48,8 @@ type Issuer struct {
 
 	key       *keys.Key
 	refSecret string // the secret of the reference-token client
+	dpop      *clientauth.Signer
+	dpopJKT   string
 }
 
 // The issuer's other registrations: a client whose tokens are reference
@@ -107,7 +110,11 @@ func NewIssuer(t TB, opts ...Option) *Issuer {
 		t.Fatalf("idsauthtest: %v", err)
 	}
 	mux.Handle("/ids/", iss)
-	return &Issuer{Issuer: iss, Server: srv, ClientID: "test-client", ClientSecret: plain, Audience: url + "/resources", key: k, refSecret: refPlain}
+	prover, jkt, err := newProver()
+	if err != nil {
+		t.Fatalf("idsauthtest: %v", err)
+	}
+	return &Issuer{Issuer: iss, Server: srv, ClientID: "test-client", ClientSecret: plain, Audience: url + "/resources", key: k, refSecret: refPlain, dpop: prover, dpopJKT: jkt}
 }
 
 // Config returns a clientcredentials.Config for the registered client,
