@@ -39,8 +39,11 @@ type DPoPConfig struct {
 	// ReplayBytes is the memory that remembers the jtis of accepted
 	// proofs, allocated once, 16 bytes each. Only a proof by the key of a
 	// token that validated takes a place, so only holders of such tokens
-	// fill it; when a key's share is full, its proofs are refused until
-	// one expires. Zero means 1 MiB (65,536 proofs); ignored with Replays.
+	// fill it. Each key's proofs go to an eighth of it: one key may have
+	// ReplayBytes/128 proofs accepted per ProofMaxAge (about 550 a second
+	// at the defaults); past that its proofs are refused until some
+	// expire, and the other keys are not affected. Zero means 4 MiB
+	// (262,144 proofs); ignored with Replays.
 	ReplayBytes int
 	// Replays, when set, remembers the jtis instead: a store shared by
 	// the replicas (redisstore's), so that a proof is accepted once
@@ -113,7 +116,7 @@ func newDPoPChecker(cfg *DPoPConfig) (*dpopChecker, error) {
 		d.now = time.Now
 	}
 	if d.store == nil {
-		d.cache = replay.New(cmpOr(cfg.ReplayBytes, 1<<20))
+		d.cache = replay.New(cmpOr(cfg.ReplayBytes, 4<<20))
 	}
 	if d.nonces && len(d.nonceKey) == 0 {
 		d.nonceKey = make([]byte, 32)
@@ -143,7 +146,7 @@ func (d *dpopChecker) check(ctx context.Context, r *http.Request, token string, 
 	}
 	proofs := r.Header.Values("DPoP")
 	if len(proofs) != 1 {
-		return "", fmt.Errorf("%w: %d DPoP headers, want one", ErrDPoPProof, len(proofs))
+		return "", proofFailure(fmt.Sprintf("%d DPoP headers, want one", len(proofs)), nil)
 	}
 	now := d.now()
 	want := dpop.Check{Method: r.Method, URL: d.publicURL + r.URL.EscapedPath(), AccessToken: token, Now: now, Window: d.window, Leeway: dpopLeeway}
@@ -159,7 +162,7 @@ func (d *dpopChecker) check(ctx context.Context, r *http.Request, token string, 
 	case errors.Is(err, dpop.ErrNonce):
 		return d.nonce(now, 0), ErrDPoPNonce
 	case err != nil:
-		return "", fmt.Errorf("%w: %w", ErrDPoPProof, err)
+		return "", proofFailure(strings.TrimPrefix(err.Error(), "invalid DPoP proof: "), err)
 	case p.JKT != c.JKT:
 		return "", ErrDPoPKey
 	}
@@ -173,21 +176,40 @@ func (d *dpopChecker) remember(ctx context.Context, p *dpop.Proof, now time.Time
 		fresh, err := d.store.Remember(ctx, limit.Replay{Subject: subject, ID: p.ID, Until: p.Expires, Now: now})
 		switch {
 		case err != nil:
-			return fmt.Errorf("%w: its jti could not be remembered: %w", ErrDPoPProof, err)
+			return proofFailure("its jti could not be remembered", err)
 		case !fresh:
-			return fmt.Errorf("%w: its jti was already used", ErrDPoPProof)
+			return proofFailure("its jti was already used", nil)
 		}
 		return nil
 	}
 	fresh, full := d.cache.Add(subject, p.ID, p.Expires, now)
 	switch {
 	case full > 0:
-		return fmt.Errorf("%w: no room to remember its jti", ErrDPoPProof)
+		return proofFailure("no room to remember its jti", nil)
 	case !fresh:
-		return fmt.Errorf("%w: its jti was already used", ErrDPoPProof)
+		return proofFailure("its jti was already used", nil)
 	}
 	return nil
 }
+
+// dpopFailure is an ErrDPoPProof with what went wrong: why is fixed text,
+// fit for error_description (never the proof's or the token's content);
+// err, when set, is its cause, for the log alone.
+type dpopFailure struct {
+	why string
+	err error
+}
+
+func proofFailure(why string, err error) error { return &dpopFailure{why: why, err: err} }
+
+func (f *dpopFailure) Error() string {
+	if f.err != nil {
+		return "invalid DPoP proof: " + f.why + ": " + f.err.Error()
+	}
+	return "invalid DPoP proof: " + f.why
+}
+func (f *dpopFailure) Is(target error) bool { return target == ErrDPoPProof }
+func (f *dpopFailure) Unwrap() error        { return f.err }
 
 // dpopAlgs is what a DPoP challenge says of the proof algorithms.
 var dpopAlgs = strings.Join(dpop.Algs, " ")

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -251,5 +252,50 @@ func TestDPoPNonceAtTheAPI(t *testing.T) {
 	}
 	if r3 := dcall(t, w.adminURL, "DPoP "+tok, proof(t, w.key, "GET", w.adminURL, tok, "made-up", time.Now())); r3.status != 401 || r3.nonce != r.nonce {
 		t.Fatalf("a made-up nonce: %d %q", r3.status, r3.challenge)
+	}
+}
+
+// TestDPoPReplayMemoryIsBounded: a flood of distinct valid proofs by one
+// key fills that key's share of the replay memory, whose proofs are then
+// refused (not forgotten), and leaves the heap as it was: the memory is
+// allocated once, in bytes.
+func TestDPoPReplayMemoryIsBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("signs 3000 proofs")
+	}
+	w := newDPoPWorld(t, middleware.DPoPConfig{ReplayBytes: 64 << 10})
+	tok := w.token(t, "c", w.key, scope.AdminWebAPI)
+	proofs := make([]string, 3000)
+	for i := range proofs {
+		proofs[i] = proof(t, w.key, "GET", w.adminURL, tok, "", time.Now())
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	accepted, refused := 0, 0
+	for _, p := range proofs {
+		switch r := dcall(t, w.adminURL, "DPoP "+tok, p); r.status {
+		case 200:
+			accepted++
+		case 401:
+			if !strings.Contains(r.body, "no room to remember its jti") {
+				t.Fatalf("refused for another reason: %s", r.body)
+			}
+			refused++
+		default:
+			t.Fatalf("%d %s", r.status, r.body)
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if accepted < 300 || refused == 0 {
+		t.Fatalf("%d accepted, %d refused: the key's share (a 64 KiB memory's eighth: 512) was not reached", accepted, refused)
+	}
+	if grown := int64(after.HeapAlloc) - int64(before.HeapAlloc); grown > 1<<20 {
+		t.Fatalf("the heap grew by %d bytes over the flood", grown)
+	}
+	// The accepted ones are remembered: each is refused when sent again.
+	if r := dcall(t, w.adminURL, "DPoP "+tok, proofs[0]); r.status != 401 || !strings.Contains(r.body, "already used") {
+		t.Fatalf("a proof of the flood, again: %d %s", r.status, r.body)
 	}
 }

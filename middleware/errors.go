@@ -95,6 +95,10 @@ func reasonRow(err error) int {
 
 // describe returns the error_description for err.
 func describe(err error) string {
+	var df *dpopFailure
+	if errors.As(err, &df) {
+		return "invalid DPoP proof: " + df.why // fixed text: which check failed
+	}
 	if i := reasonRow(err); i >= 0 && reasons[i].wire != "" {
 		return reasons[i].wire
 	}
