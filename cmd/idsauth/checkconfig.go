@@ -91,6 +91,9 @@ too. A bad file exits 1 with the error naming the field. Run it before sending t
 		if len(c.PublicKeys) > 0 {
 			fmt.Fprintf(w, "    keys      %d public key(s), private_key_jwt\n", len(c.PublicKeys))
 		}
+		if c.RequireDPoP {
+			fmt.Fprintln(w, "    dpop      required: every token request carries a proof")
+		}
 		if c.AccessTokenType == "reference" {
 			fmt.Fprintln(w, "    tokens    reference (introspected, revocable)")
 		}

@@ -40,6 +40,9 @@ func TestTokenWithDPoPKey(t *testing.T) {
 	if err := os.WriteFile(cfgFile, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	if r := idsauth(t, bin, "", nil, "check-config", cfgFile); r.code != 0 || !strings.Contains(r.stdout, "dpop      required") {
+		t.Fatalf("check-config: %+v", r)
+	}
 	mountIssuer(t, mux, cfgFile)
 	args := []string{"token", "-issuer", srv.URL + "/ids", "-client-id", "bound", "-scope", "pd_AdminWebApi"}
 	env := []string{"IDSAUTH_CLIENT_SECRET=b-secret"}
