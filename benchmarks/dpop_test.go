@@ -71,7 +71,7 @@ func BenchmarkDPoP(b *testing.B) {
 			b.Fatalf("status %d: %s %v", rec.Code, rec.Body, rec.Header())
 		}
 	}
-	serve(request("Bearer "+bearerTok, ""))                // warms the cache
+	serve(request("Bearer "+bearerTok, ""))                 // warms the cache
 	serve(request("DPoP "+boundTok, proofs[len(proofs)-1])) // likewise
 	reqs := make([]*http.Request, n)
 	for i := range reqs {
