@@ -17,6 +17,7 @@ import (
 
 	"github.com/idsauth/idsauth/internal/clientip"
 	"github.com/idsauth/idsauth/internal/keys"
+	"github.com/idsauth/idsauth/internal/oauthwire"
 	"github.com/idsauth/idsauth/limit"
 	"github.com/idsauth/idsauth/scope"
 	"github.com/idsauth/idsauth/secret"
@@ -48,9 +49,23 @@ type Config struct {
 	// fails.
 	Clients []ClientConfig `json:"clients"`
 
+	// Profile is how the token endpoint answers and shapes its tokens:
+	// "rfc" (RFC 6749 §5.2 and RFC 9068, the default) or "identityserver",
+	// as the product's IdentityServer 7.4 does, so that its existing
+	// clients cannot tell the two apart: every token error is 400 with no
+	// WWW-Authenticate (invalid_client too), a request without credentials
+	// is invalid_request, one without grant_type unsupported_grant_type,
+	// more than one resource invalid_target, a request without scope gets
+	// all of the client's scopes (unless scopeWhenOmitted says otherwise);
+	// tokens carry scope as an array (unless scopeFormat says otherwise),
+	// no sub, a jti of 32 hex digits, and, when the configuration has API
+	// resources, as aud the names of those whose scopes the token carries.
+	// docs/CONTRACT.md lists each difference.
+	Profile string `json:"profile,omitempty"`
+
 	// ScopeFormat is how the scope claim is written: "string" (space
 	// delimited, RFC 9068) or "array" (IdentityServer's form). Empty means
-	// "string".
+	// "string", or "array" with the identityserver profile.
 	ScopeFormat string `json:"scopeFormat,omitempty"`
 
 	// JWKSMaxAgeSeconds is the Cache-Control max-age of the JWKS and
@@ -71,7 +86,8 @@ type Config struct {
 	// ScopeWhenOmitted is what a token request without a scope gets, for
 	// clients that do not say: "refuse" (400 invalid_scope, the
 	// contract's answer) or "all" (every scope the client is allowed, as
-	// IdentityServer does). Empty means "refuse".
+	// IdentityServer does). Empty means "refuse", or "all" with the
+	// identityserver profile.
 	ScopeWhenOmitted string `json:"scopeWhenOmitted,omitempty"`
 
 	// APIResources are the APIs that may introspect tokens at
@@ -172,6 +188,11 @@ type ClientConfig struct {
 	// ScopeWhenOmitted overrides Config.ScopeWhenOmitted for this client:
 	// "refuse" or "all". Empty means the Config's.
 	ScopeWhenOmitted string `json:"scopeWhenOmitted,omitempty"`
+	// Claims are added to the client's tokens, each as "client_" and its
+	// Type (IdentityServer's client claims): {"type": "tenant", "value":
+	// "acme"} gives "client_tenant": "acme"; several of one type give an
+	// array. Types are letters, digits, "_", "-" and "."; "id" is taken.
+	Claims []ClientClaim `json:"claims,omitempty"`
 	// RequireDPoP refuses the client's token requests that carry no DPoP
 	// proof (400 invalid_request): its tokens are always bound to a key.
 	RequireDPoP bool `json:"requireDPoP,omitempty"`
@@ -184,6 +205,18 @@ type ClientConfig struct {
 	// store (WithTokenStore), under the token's SHA-256.
 	AccessTokenType string `json:"accessTokenType,omitempty"`
 }
+
+// ClientClaim is one claim of a client's tokens (ClientConfig.Claims).
+type ClientClaim struct {
+	Type  string `json:"type"`
+	Value string `json:"value"`
+}
+
+// The profiles of Config.Profile.
+const (
+	profileRFC            = "rfc"
+	profileIdentityServer = "identityserver"
+)
 
 // DPoPConfig bounds the DPoP proofs of token requests.
 type DPoPConfig struct {
@@ -475,6 +508,11 @@ func (c *Config) check() (*state, error) {
 		}
 	}
 	d := c.withDefaults()
+	switch d.Profile {
+	case profileRFC, profileIdentityServer:
+	default:
+		return nil, fieldErr("profile", `want "rfc" or "identityserver", got %q`, c.Profile)
+	}
 	switch d.ScopeFormat {
 	case "string", "array":
 	default:
@@ -519,6 +557,7 @@ func (c *Config) check() (*state, error) {
 		clients[cl.id] = cl
 	}
 	apis := make(map[string]*apiResource, len(d.APIResources))
+	var apiOrder []*apiResource
 	for i, ac := range d.APIResources {
 		api, err := ac.compile(fmt.Sprintf("apiResources[%d]", i))
 		if err != nil {
@@ -528,6 +567,16 @@ func (c *Config) check() (*state, error) {
 			return nil, fieldErr(fmt.Sprintf("apiResources[%d].name", i), "duplicate API resource %q", api.name)
 		}
 		apis[api.name] = api
+		apiOrder = append(apiOrder, api)
+	}
+	if d.Profile == profileIdentityServer && len(apiOrder) > 0 {
+		// As IdentityServer: a client without an audience of its own gets
+		// the names of the API resources of its scopes.
+		for _, cc := range c.Clients {
+			if cl := clients[cc.ClientID]; cl != nil && len(cc.Audience) == 0 {
+				cl.apiAud, cl.audience = true, apiAudience(apiOrder, cl.scopeList)
+			}
+		}
 	}
 	plan, err := d.keyPlan()
 	if err != nil {
@@ -539,16 +588,18 @@ func (c *Config) check() (*state, error) {
 		Window:     time.Duration(l.FailureWindowSeconds) * time.Second,
 	}
 	return &state{
-		issuer:      d.Issuer,
-		prefix:      strings.TrimSuffix(u.Path, "/"),
-		clients:     clients,
-		apis:        apis,
-		scopeArray:  d.ScopeFormat == "array",
-		cacheHeader: "public, max-age=" + strconv.Itoa(d.JWKSMaxAgeSeconds),
-		limits:      l,
-		addrs:       clientip.Resolver{Header: l.TrustedProxyHeader, Trusted: trusted, NAT64: nat64},
-		budget:      budget,
-		limiterCfg:  limiterConfig{budget: budget, bytes: l.LimiterMaxBytes},
+		issuer:         d.Issuer,
+		prefix:         strings.TrimSuffix(u.Path, "/"),
+		clients:        clients,
+		apis:           apis,
+		apiOrder:       apiOrder,
+		identityServer: d.Profile == profileIdentityServer,
+		scopeArray:     d.ScopeFormat == "array",
+		cacheHeader:    "public, max-age=" + strconv.Itoa(d.JWKSMaxAgeSeconds),
+		limits:         l,
+		addrs:          clientip.Resolver{Header: l.TrustedProxyHeader, Trusted: trusted, NAT64: nat64},
+		budget:         budget,
+		limiterCfg:     limiterConfig{budget: budget, bytes: l.LimiterMaxBytes},
 		verifierCfg: secret.VerifierConfig{
 			MaxConcurrentSlow: l.MaxConcurrentSlowHashes,
 			FailureFloor:      time.Duration(l.FailureFloorMillis) * time.Millisecond,
@@ -571,8 +622,12 @@ func (c Config) withDefaults() Config {
 		}
 	}
 	c.Issuer = strings.TrimSuffix(c.Issuer, "/")
+	if c.Profile == "" {
+		c.Profile = profileRFC
+	}
+	ids := c.Profile == profileIdentityServer
 	if c.ScopeFormat == "" {
-		c.ScopeFormat = "string"
+		c.ScopeFormat = map[bool]string{true: "array", false: "string"}[ids]
 	}
 	def(&c.JWKSMaxAgeSeconds, 300)
 	def(&c.ValidatorRefreshSeconds, 300)
@@ -585,7 +640,7 @@ func (c Config) withDefaults() Config {
 	def(&l.FailureWindowSeconds, 60)
 	def(&l.LimiterMaxBytes, 1<<20)
 	if c.ScopeWhenOmitted == "" {
-		c.ScopeWhenOmitted = scopeRefuse
+		c.ScopeWhenOmitted = map[bool]string{true: scopeAll, false: scopeRefuse}[ids]
 	}
 	def(&c.ClientAssertions.MaxLifetimeSeconds, 300)
 	def(&c.ClientAssertions.ReplayCacheBytes, 256<<10)
@@ -722,8 +777,10 @@ type client struct {
 	allScopes   bool     // a request without scope gets scopeList
 	lifetime    time.Duration
 	audience    []string
-	reference   bool // its access tokens are reference tokens
-	requireDPoP bool // its token requests must carry a DPoP proof
+	reference   bool   // its access tokens are reference tokens
+	requireDPoP bool   // its token requests must carry a DPoP proof
+	claims      []byte // its client_ claims as JSON members, each led by a comma; nil for none
+	apiAud      bool   // its audience is its API resources' names (the identityserver profile)
 }
 
 // compile checks a client whose defaults are applied; f names it.
@@ -779,6 +836,9 @@ func (cc ClientConfig) compile(f string) (*client, error) {
 		}
 	}
 	cl.requireDPoP = cc.RequireDPoP
+	if cl.claims, err = clientClaims(f, cc.Claims); err != nil {
+		return nil, err
+	}
 	switch cc.AccessTokenType {
 	case "", "jwt":
 	case "reference":
@@ -799,6 +859,49 @@ func (cc ClientConfig) compile(f string) (*client, error) {
 		}
 	}
 	return cl, nil
+}
+
+// clientClaims checks a client's claims and writes them as the JSON
+// members its tokens carry, in the order of their first appearance: a
+// type given once is a string, one given several times an array.
+func clientClaims(f string, in []ClientClaim) ([]byte, error) {
+	var order []string
+	values := map[string][]string{}
+	for i, c := range in {
+		if c.Type == "" || c.Type == "id" || strings.IndexFunc(c.Type, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.')
+		}) >= 0 {
+			return nil, fieldErr(fmt.Sprintf("%s.claims[%d].type", f, i), `want letters, digits, "_", "-" or ".", and not "id", got %q`, c.Type)
+		}
+		if _, seen := values[c.Type]; !seen {
+			order = append(order, c.Type)
+		}
+		values[c.Type] = append(values[c.Type], c.Value)
+	}
+	var b []byte
+	for _, t := range order {
+		b = append(b, `,"client_`...)
+		b = append(b, t...)
+		b = append(b, `":`...)
+		if vs := values[t]; len(vs) == 1 {
+			b = oauthwire.AppendString(b, vs[0])
+		} else {
+			b = appendStrings(b, vs)
+		}
+	}
+	return b, nil
+}
+
+// apiAudience returns the names of the API resources, in their order,
+// that own one of scopes: a token's aud under the identityserver profile.
+func apiAudience(apis []*apiResource, scopes []string) []string {
+	var aud []string
+	for _, a := range apis {
+		if a.scopes.HasAny(scopes...) {
+			aud = append(aud, a.name)
+		}
+	}
+	return aud
 }
 
 // apiResource is a checked API resource: its credentials are a client's

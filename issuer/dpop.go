@@ -26,11 +26,11 @@ func (iss *Issuer) dpopBinding(r *http.Request, st *state, cl *client, now time.
 	proofs := r.Header.Values("DPoP")
 	switch {
 	case len(proofs) == 0 && cl.requireDPoP:
-		return "", badRequest("invalid_request", "this client must send a DPoP proof")
+		return "", badRequest("invalid_request", descRequireDPoP)
 	case len(proofs) == 0:
 		return "", nil
 	case len(proofs) > 1:
-		return "", badRequest("invalid_dpop_proof", "more than one DPoP header")
+		return "", badRequest("invalid_dpop_proof", descTwoDPoP)
 	}
 	c := dpop.Check{Method: http.MethodPost, URL: st.issuer + tokenPath, Now: now, Window: st.dpopWindow, Leeway: dpopLeeway}
 	if st.dpopNonces {

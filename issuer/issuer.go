@@ -93,16 +93,19 @@ type state struct {
 	plan     keyPlan
 	schedule []ScheduledKey
 
-	clients       map[string]*client
-	apis          map[string]*apiResource  // by name: who may introspect
-	tokenPrefixes map[*client]*tokenPrefix // this span's, made by reload
-	scopeArray    bool
-	discovery     []byte
-	cacheHeader   string
-	limits        Limits
-	addrs         clientip.Resolver
-	budget        limit.Budget
-	repeats       *limiter.Repeats // secrets that failed; this configuration's, for a reload may make one right
+	clients  map[string]*client
+	apis     map[string]*apiResource // by name: who may introspect
+	apiOrder []*apiResource          // the same, in the configuration's order
+	// identityServer is the identityserver profile (Config.Profile).
+	identityServer bool
+	tokenPrefixes  map[*client]*tokenPrefix // this span's, made by reload
+	scopeArray     bool
+	discovery      []byte
+	cacheHeader    string
+	limits         Limits
+	addrs          clientip.Resolver
+	budget         limit.Budget
+	repeats        *limiter.Repeats // secrets that failed; this configuration's, for a reload may make one right
 	// Kept across reloads while their settings stay.
 	limiterCfg  limiterConfig
 	limiter     limit.Store
@@ -507,6 +510,25 @@ func (iss *Issuer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		http.NotFound(w, r)
 	}
+}
+
+// MetadataHandler returns an http.Handler that serves the issuer's
+// authorization server metadata (RFC 8414) where that RFC puts it: at the
+// host root, /.well-known/oauth-authorization-server followed by the
+// issuer's path ("/.well-known/oauth-authorization-server/ids" for
+// "https://host/ids"), and 404 elsewhere. Mount it at the host root,
+// beside the issuer: mux.Handle("/.well-known/oauth-authorization-server/",
+// iss.MetadataHandler()). It is the discovery document, so the two list
+// the same endpoints, and it follows reloads.
+func (iss *Issuer) MetadataHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		st := iss.current()
+		if r.URL.Path != "/.well-known/oauth-authorization-server"+st.prefix {
+			http.NotFound(w, r)
+			return
+		}
+		serveDocument(w, r, st.discovery, st.cacheHeader)
+	})
 }
 
 // warnMisMounted logs, once per configuration, a request for one of the

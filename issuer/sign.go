@@ -42,7 +42,11 @@ func (st *state) signFrom(b []byte, t *tokenStart, jkt string) ([]byte, error) {
 	b = append(b, t.encoded...)
 	var buf [128]byte
 	tail := append(buf[:0], t.rest...)
-	tail = appendJTI(tail)
+	if st.identityServer {
+		tail = appendJTIHex(tail)
+	} else {
+		tail = appendJTI(tail)
+	}
 	if jkt != "" {
 		tail = append(tail, `","cnf":{"jkt":`...)
 		tail = oauthwire.AppendString(tail, jkt)
@@ -123,12 +127,17 @@ func (st *state) newPrefix(cl *client, aud []string) *tokenPrefix {
 	}
 	claims := []byte(`{"iss":`)
 	claims = oauthwire.AppendString(claims, st.issuer)
-	claims = append(claims, `,"sub":`...)
-	claims = oauthwire.AppendString(claims, cl.id)
+	if !st.identityServer { // IdentityServer writes no sub without a subject
+		claims = append(claims, `,"sub":`...)
+		claims = oauthwire.AppendString(claims, cl.id)
+	}
 	claims = append(claims, `,"client_id":`...)
 	claims = oauthwire.AppendString(claims, cl.id)
-	claims = append(claims, `,"aud":`...)
-	claims = appendStrings(claims, aud)
+	claims = append(claims, cl.claims...)
+	if len(aud) > 0 || !st.identityServer { // IdentityServer writes no aud when it has none
+		claims = append(claims, `,"aud":`...)
+		claims = appendStrings(claims, aud)
+	}
 	claims = append(claims, `,"scope":`...)
 	return &tokenPrefix{signingStart: header.extend(claims)}
 }
@@ -247,6 +256,18 @@ func appendJoined(b []byte, ss []string) []byte {
 		joined = append(joined, s...)
 	}
 	return oauthwire.AppendString(b, string(joined))
+}
+
+// appendJTIHex appends a token ID as IdentityServer makes one: 16 random
+// bytes as 32 upper-case hex digits.
+func appendJTIHex(b []byte) []byte {
+	var r [16]byte
+	_, _ = rand.Read(r[:]) // never fails (crypto/rand)
+	const digits = "0123456789ABCDEF"
+	for _, c := range r {
+		b = append(b, digits[c>>4], digits[c&15])
+	}
+	return b
 }
 
 // appendJTI appends a token ID as crypto/rand.Text makes one: 26

@@ -49,6 +49,9 @@ func (iss *Issuer) token(w http.ResponseWriter, r *http.Request, st *state) {
 	start := time.Now()
 	var who attempt
 	answer, err := iss.issue(w, r, st, &who)
+	if err != nil && st.identityServer {
+		err = asIdentityServer(err)
+	}
 	if err != nil {
 		iss.refuse(w, err)
 		iss.refused(r, err, who, time.Since(start))
@@ -95,7 +98,7 @@ func (iss *Issuer) issue(w http.ResponseWriter, r *http.Request, st *state, who 
 	grant := form.get(grantTypeParam)
 	switch grant {
 	case "":
-		return nil, badRequest("invalid_request", "grant_type is missing")
+		return nil, badRequest("invalid_request", descNoGrantType)
 	case "client_credentials":
 	default:
 		return nil, badRequest("unsupported_grant_type", "only client_credentials is supported")
@@ -189,6 +192,45 @@ func (iss *Issuer) checkSecret(r *http.Request, st *state, id string, hashes []s
 // times per window.
 const repeatBytes = 64 << 10
 
+// The descriptions of the answers that the identityserver profile
+// changes (asIdentityServer).
+const (
+	descNoGrantType   = "grant_type is missing"
+	descNoCredentials = "no client credentials"
+	descTwoDPoP       = "more than one DPoP header"
+	descRequireDPoP   = "this client must send a DPoP proof"
+)
+
+// asIdentityServer turns a token error into IdentityServer 7.4's answer
+// to the same request (CONTRACT.md §2.1): every error is 400 with no
+// WWW-Authenticate, invalid_client without a description; no credentials
+// at all is invalid_request, no grant_type unsupported_grant_type; the
+// DPoP header errors say what IdentityServer says. The failure limits'
+// 429 and 503, which IdentityServer does not have, stay.
+func asIdentityServer(e *tokenError) *tokenError {
+	out := *e
+	out.basic = false
+	if out.why == "" {
+		out.why = e.desc // the log keeps our reason
+	}
+	switch {
+	case e.status == http.StatusTooManyRequests || e.status == http.StatusServiceUnavailable || e.status == http.StatusMethodNotAllowed:
+		return &out
+	case e.code == "invalid_client" && e.desc == descNoCredentials:
+		out.code, out.desc = "invalid_request", ""
+	case e.code == "invalid_client":
+		out.desc = ""
+	case e.code == "invalid_request" && e.desc == descNoGrantType:
+		out.code, out.desc = "unsupported_grant_type", ""
+	case e.code == "invalid_dpop_proof" && e.desc == descTwoDPoP:
+		out.code, out.desc = "invalid_request", "Too many DPoP headers provided."
+	case e.code == "invalid_request" && e.desc == descRequireDPoP:
+		out.desc = "Client requires DPoP and a DPoP header value was not provided."
+	}
+	out.status = http.StatusBadRequest
+	return &out
+}
+
 // wrongSecret is the answer to an unknown client or a wrong secret; why
 // is for the log.
 func wrongSecret(basic bool, why string) *tokenError {
@@ -204,9 +246,12 @@ func (iss *Issuer) grant(r *http.Request, form *tokenForm, st *state, cl *client
 	if terr != nil {
 		return nil, terr
 	}
-	aud, terr := targetAudience(form.resource, cl)
+	aud, terr := st.targetAudience(form.resource, cl)
 	if terr != nil {
 		return nil, terr
+	}
+	if cl.apiAud && len(form.resource) == 0 && len(granted) != len(cl.scopeList) {
+		aud = apiAudience(st.apiOrder, granted) // the API resources of the scopes granted
 	}
 	who.scopes = granted
 	jkt, terr := iss.dpopBinding(r, st, cl, now)
@@ -275,7 +320,7 @@ func credentials(r *http.Request, form *tokenForm) (id, pass string, basic bool,
 		return u, p, true, nil
 	}
 	if !form.has(clientIDParam) {
-		return "", "", false, &tokenError{status: http.StatusUnauthorized, code: "invalid_client", desc: "no client credentials"}
+		return "", "", false, &tokenError{status: http.StatusUnauthorized, code: "invalid_client", desc: descNoCredentials}
 	}
 	id, pass = form.get(clientIDParam), form.get(clientSecretParam)
 	if terr := checkLengths(id, pass); terr != nil {
@@ -363,9 +408,12 @@ func grantScopes(requested string, cl *client) ([]string, *tokenError) {
 // targetAudience returns the audience of the token: the client's, or
 // exactly the resources asked for (RFC 8707 §2), each an absolute URI
 // without a fragment that is one of the client's audiences.
-func targetAudience(resources []string, cl *client) ([]string, *tokenError) {
+func (st *state) targetAudience(resources []string, cl *client) ([]string, *tokenError) {
 	if len(resources) == 0 {
 		return cl.audience, nil
+	}
+	if len(resources) > 1 && st.identityServer {
+		return nil, badRequest("invalid_target", "Multiple resource indicators not supported on token endpoint.")
 	}
 	aud := make([]string, 0, len(resources))
 	for _, res := range resources {

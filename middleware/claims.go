@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/idsauth/idsauth/scope"
@@ -37,6 +38,11 @@ type Claims struct {
 	// (cnf.jkt, RFC 9449 §6): RequireBearer admits such a token only with
 	// a proof by that key. Empty for a bearer token.
 	JKT string
+	// ClientClaims are the client's claims, IdentityServer's "client_"
+	// claims (other than client_id) by their name without the prefix:
+	// "client_tenant": "acme" is ClientClaims["tenant"] = ["acme"]; an
+	// array gives each of its strings. Nil when there is none.
+	ClientClaims map[string][]string
 
 	payload string // the token's payload segment, for Decode
 	bound   bool   // a "cnf" claim is present: bound to a key (DPoP, mTLS, RFC 7800)
@@ -143,6 +149,16 @@ func parseClaims(raw claimSet, payload64 string) (*Claims, claimFacts, error) {
 			t.nbf, err = numericDate(val, &c.NotBefore)
 		case "iat":
 			t.iat, err = numericDate(val, &c.IssuedAt)
+		default:
+			if name, ok := strings.CutPrefix(name, "client_"); ok && name != "" {
+				var vs []string
+				if vs, err = stringOrStrings(val); err == nil && vs != nil {
+					if c.ClientClaims == nil {
+						c.ClientClaims = map[string][]string{}
+					}
+					c.ClientClaims[name] = vs
+				}
+			}
 		case "cnf":
 			t.cnf = !isNull(val)
 			c.bound = t.cnf
@@ -251,6 +267,11 @@ func jsonString(val json.RawMessage, dst *string) error {
 	}
 	return json.Unmarshal(val, dst)
 }
+
+// stringOrStrings reads a claim that is a string or an array of strings,
+// as IdentityServer writes a client claim given once or several times;
+// null is absent.
+func stringOrStrings(val json.RawMessage) ([]string, error) { return audience(val) }
 
 // audience reads "aud": one string or an array of strings (RFC 7519 §4.1.3).
 func audience(val json.RawMessage) ([]string, error) {
