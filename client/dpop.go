@@ -49,7 +49,7 @@ func (d *dpopProver) note(u *url.URL, resp *http.Response) (retry bool) {
 	switch resp.StatusCode {
 	case http.StatusUnauthorized:
 		for _, v := range resp.Header.Values("WWW-Authenticate") {
-			if strings.Contains(v, `error="use_dpop_nonce"`) {
+			if len(v) > 5 && strings.EqualFold(v[:5], "DPoP ") && strings.Contains(v, `error="use_dpop_nonce"`) {
 				return true
 			}
 		}

@@ -150,3 +150,27 @@ func TestDPoPClientWithoutAKey(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// TestDPoPClientNonceOnlyFromADPoPChallenge: a use_dpop_nonce in a Bearer
+// challenge is no DPoP answer: the client does not retry on it.
+func TestDPoPClientNonceOnlyFromADPoPChallenge(t *testing.T) {
+	w := newDPoPWorld(t, false, "jwt")
+	var calls atomic.Int64
+	odd := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		rw.Header().Set("DPoP-Nonce", "n-1")
+		rw.Header().Set("WWW-Authenticate", `Bearer realm="x", error="use_dpop_nonce"`)
+		rw.WriteHeader(http.StatusUnauthorized)
+	}))
+	defer odd.Close()
+	cfg := client.Config{ClientID: "reporting", ClientSecret: "s3cret", BaseURL: odd.URL, TokenURL: w.ids.URL + "/ids/connect/token",
+		Scopes: []string{scope.AdminWebAPI}, DPoPKey: dpopKey(t)}
+	resp, err := cfg.Client(context.Background()).Get(odd.URL + "/admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 401 || calls.Load() != 1 {
+		t.Fatalf("%s after %d requests, want the 401 after one", resp.Status, calls.Load())
+	}
+}

@@ -51,7 +51,7 @@ func (iss *Issuer) dpopBinding(r *http.Request, st *state, cl *client, now time.
 	case err != nil:
 		return "", badRequest("invalid_dpop_proof", err.Error())
 	}
-	fresh, terr := iss.remember(r.Context(), dpopSubject(p.JKT), p.ID, p.Expires, now)
+	fresh, terr := iss.remember(r.Context(), dpopSubject(cl.id), p.JKT+" "+p.ID, p.Expires, now)
 	switch {
 	case terr != nil:
 		return "", terr
@@ -61,9 +61,12 @@ func (iss *Issuer) dpopBinding(r *http.Request, st *state, cl *client, now time.
 	return p.JKT, nil
 }
 
-// dpopSubject is the replay memory's subject for the proofs of a key:
-// apart from the clients' assertions.
-func dpopSubject(jkt string) string { return "\x00dpop:" + jkt }
+// dpopSubject is the replay memory's subject for the proofs of client
+// id's token requests, apart from its assertions: a subject's IDs go to
+// an eighth of the memory, so that a client that floods it, with as many
+// keys as it likes, fills its own share and not the other clients'. The
+// proof's ID is its key's thumbprint and its jti.
+func dpopSubject(id string) string { return "\x00dpop:" + id }
 
 // nonce returns the DPoP nonce of the period now falls in, moved by
 // offset periods, or "" when nonces are off. A nonce is the HMAC of its

@@ -193,3 +193,35 @@ func TestDPoPNonceAcrossReplicas(t *testing.T) {
 		t.Fatalf("another key's issuer: %d %s", got.status, got.raw)
 	}
 }
+
+// TestDPoPFloodStaysInTheClientsShare: a client that sends a proof by a
+// new key with each token request fills its own eighth of the replay
+// memory (shared with client assertions), not the whole: the other
+// clients' assertions and proofs keep their room. (Keyed by the proof's
+// key instead, each proof took a place anywhere, and one client locked
+// the others out.)
+func TestDPoPFloodStaysInTheClientsShare(t *testing.T) {
+	s := newServer(t, func(c *issuer.Config) {
+		withDPoP(c)
+		withMachineClients(c)
+		c.ClientAssertions.ReplayCacheBytes = 16 << 10 // 1024 places, 128 a client
+	})
+	accepted, refused := 0, 0
+	for range 300 {
+		a := dpopToken(t, s, "admin", adminSecret, proofFor(t, dpopKey(t), s.tokenURL(), ""))
+		switch {
+		case a.status == 200:
+			accepted++
+		case a.status == 429 && a.body["error"] == "slow_down":
+			refused++
+		default:
+			t.Fatalf("%d %s", a.status, a.raw)
+		}
+	}
+	if accepted > 128 || refused == 0 {
+		t.Fatalf("one client with new keys had %d proofs accepted (%d refused): more than its eighth of 1024", accepted, refused)
+	}
+	if live := issuer.ReplayLive(s.iss); live > 128 {
+		t.Fatalf("the replay memory holds %d of the flood, more than a client's eighth", live)
+	}
+}

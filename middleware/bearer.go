@@ -132,6 +132,14 @@ func RequireBearerWithConfig(v TokenValidator, cfg BearerConfig) func(http.Handl
 				resp.fail(w, r, http.StatusUnauthorized, err, oauthwire.Error{Code: "invalid_token", Description: describe(err)})
 				return
 			}
+			if !isDPoP && d != nil && claims.JKT != "" {
+				// A DPoP-bound token as Bearer: whatever the validator
+				// allowed (AllowBoundTokens, one of your own), where DPoP
+				// is accepted the binding is checked, and this one has no
+				// proof.
+				resp.fail(w, r, http.StatusUnauthorized, ErrBoundToken, oauthwire.Error{Code: "invalid_token", Description: describe(ErrBoundToken)})
+				return
+			}
 			if isDPoP {
 				if nonce, reason := d.check(ctx, r, tok, claims); reason != nil {
 					code := "invalid_dpop_proof"

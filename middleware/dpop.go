@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -30,20 +31,23 @@ type DPoPConfig struct {
 	Required bool
 	// PublicURL is the scheme, host and port clients address this service
 	// by, such as "https://api.example.com": a proof's htu must be it
-	// followed by the request's path. It is configured, not read from the
-	// request's Host, which the client chooses.
+	// followed by the path of the request line (what the client sent, not
+	// a path http.StripPrefix rewrote). It is configured, not read from
+	// the request's Host, which the client chooses.
 	PublicURL string
 	// ProofMaxAge is how old a proof may be (by its iat), and so how long
-	// its jti is remembered. Zero means one minute.
+	// its jti is remembered, and the nonce period. Zero means one minute;
+	// less than a second is refused.
 	ProofMaxAge time.Duration
 	// ReplayBytes is the memory that remembers the jtis of accepted
 	// proofs, allocated once, 16 bytes each. Only a proof by the key of a
 	// token that validated takes a place, so only holders of such tokens
-	// fill it. Each key's proofs go to an eighth of it: one key may have
+	// fill it. Each client's proofs (by the token's iss and client_id, with
+	// all its keys) go to an eighth of it: one client may have
 	// ReplayBytes/128 proofs accepted per ProofMaxAge (about 550 a second
 	// at the defaults); past that its proofs are refused until some
-	// expire, and the other keys are not affected. Zero means 4 MiB
-	// (262,144 proofs); ignored with Replays.
+	// expire, and the clients whose eighths do not overlap its own are not
+	// affected. Zero means 4 MiB (262,144 proofs); ignored with Replays.
 	ReplayBytes int
 	// Replays, when set, remembers the jtis instead: a store shared by
 	// the replicas (redisstore's), so that a proof is accepted once
@@ -103,6 +107,9 @@ func newDPoPChecker(cfg *DPoPConfig) (*dpopChecker, error) {
 	if _, err := dpop.NormalizeURL(cfg.PublicURL); err != nil {
 		return nil, fmt.Errorf("middleware: DPoPConfig.PublicURL %q: want an absolute http(s) URL, such as https://api.example.com", cfg.PublicURL)
 	}
+	if cfg.ProofMaxAge != 0 && cfg.ProofMaxAge < time.Second {
+		return nil, fmt.Errorf("middleware: DPoPConfig.ProofMaxAge %v: at least a second (or zero: a minute)", cfg.ProofMaxAge)
+	}
 	d := &dpopChecker{
 		required:  cfg.Required,
 		publicURL: strings.TrimSuffix(cfg.PublicURL, "/"),
@@ -149,7 +156,7 @@ func (d *dpopChecker) check(ctx context.Context, r *http.Request, token string, 
 		return "", proofFailure(fmt.Sprintf("%d DPoP headers, want one", len(proofs)), nil)
 	}
 	now := d.now()
-	want := dpop.Check{Method: r.Method, URL: d.publicURL + r.URL.EscapedPath(), AccessToken: token, Now: now, Window: d.window, Leeway: dpopLeeway}
+	want := dpop.Check{Method: r.Method, URL: d.publicURL + requestPath(r), AccessToken: token, Now: now, Window: d.window, Leeway: dpopLeeway}
 	if d.nonces {
 		want.Nonce = d.nonce(now, 0)
 	}
@@ -166,14 +173,17 @@ func (d *dpopChecker) check(ctx context.Context, r *http.Request, token string, 
 	case p.JKT != c.JKT:
 		return "", ErrDPoPKey
 	}
-	return "", d.remember(ctx, p, now)
+	return "", d.remember(ctx, c, p, now)
 }
 
-// remember records the proof's jti until it is too old to be accepted.
-func (d *dpopChecker) remember(ctx context.Context, p *dpop.Proof, now time.Time) error {
-	subject := "dpop:" + p.JKT
+// remember records the proof's jti until it is too old to be accepted,
+// under the token's client: a subject's IDs go to an eighth of the
+// memory, so that a client that floods it, with as many bound tokens and
+// keys as it holds, fills its own share and not the other clients'.
+func (d *dpopChecker) remember(ctx context.Context, c *Claims, p *dpop.Proof, now time.Time) error {
+	subject, id := "dpop:"+c.Issuer+" "+c.ClientID, p.JKT+" "+p.ID
 	if d.store != nil {
-		fresh, err := d.store.Remember(ctx, limit.Replay{Subject: subject, ID: p.ID, Until: p.Expires, Now: now})
+		fresh, err := d.store.Remember(ctx, limit.Replay{Subject: subject, ID: id, Until: p.Expires, Now: now})
 		switch {
 		case err != nil:
 			return proofFailure("its jti could not be remembered", err)
@@ -182,7 +192,7 @@ func (d *dpopChecker) remember(ctx context.Context, p *dpop.Proof, now time.Time
 		}
 		return nil
 	}
-	fresh, full := d.cache.Add(subject, p.ID, p.Expires, now)
+	fresh, full := d.cache.Add(subject, id, p.Expires, now)
 	switch {
 	case full > 0:
 		return proofFailure("no room to remember its jti", nil)
@@ -190,6 +200,18 @@ func (d *dpopChecker) remember(ctx context.Context, p *dpop.Proof, now time.Time
 		return proofFailure("its jti was already used", nil)
 	}
 	return nil
+}
+
+// requestPath is the path the client addressed: the request line's,
+// which a handler in front (http.StripPrefix) does not rewrite, so that a
+// proof made for another resource of the host cannot pass for this one.
+func requestPath(r *http.Request) string {
+	if r.RequestURI != "" && r.RequestURI != "*" {
+		if u, err := url.ParseRequestURI(r.RequestURI); err == nil {
+			return u.EscapedPath()
+		}
+	}
+	return r.URL.EscapedPath()
 }
 
 // dpopFailure is an ErrDPoPProof with what went wrong: why is fixed text,

@@ -299,3 +299,69 @@ func TestDPoPReplayMemoryIsBounded(t *testing.T) {
 		t.Fatalf("a proof of the flood, again: %d %s", r.status, r.body)
 	}
 }
+
+// TestDPoPRedTeamFixes: where DPoP is accepted, a bound token is refused
+// as Bearer even by a validator that allows bound tokens; one client's
+// proofs, by as many keys as it likes, take its own share of the replay
+// memory; a ProofMaxAge under a second is refused at construction; and
+// htu is the path the client sent, not the one http.StripPrefix left.
+func TestDPoPRedTeamFixes(t *testing.T) {
+	w := newDPoPWorld(t, middleware.DPoPConfig{})
+	lax := newValidator(t, middleware.ValidatorConfig{Issuer: w.iss.URL(), Keys: w.iss, AllowBoundTokens: true})
+	tok := w.token(t, "c", w.key, scope.AdminWebAPI)
+	h := middleware.RequireBearerWithConfig(lax, middleware.BearerConfig{DPoP: &middleware.DPoPConfig{PublicURL: "https://api.test"}})(http.NotFoundHandler())
+	req := httptest.NewRequest(http.MethodGet, "https://api.test/admin", nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != 401 || !strings.Contains(rec.Header().Get("WWW-Authenticate"), `error="invalid_token"`) {
+		t.Fatalf("a bound token as Bearer, AllowBoundTokens: %d %q", rec.Code, rec.Header().Values("WWW-Authenticate"))
+	}
+
+	// Many keys, one client: at most its eighth of 64 KiB (512) accepted.
+	small := newDPoPWorld(t, middleware.DPoPConfig{ReplayBytes: 64 << 10})
+	type bound struct {
+		key *clientauth.Signer
+		tok string
+	}
+	var keys []bound
+	for range 8 {
+		k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		s, _ := clientauth.NewSigner(k, "", "")
+		keys = append(keys, bound{s, small.token(t, "c", s, scope.AdminWebAPI)})
+	}
+	accepted := 0
+	for i := range 700 {
+		b := keys[i%len(keys)]
+		if r := dcall(t, small.adminURL, "DPoP "+b.tok, proof(t, b.key, "GET", small.adminURL, b.tok, "", time.Now())); r.status == 200 {
+			accepted++
+		}
+	}
+	if accepted > 512 || accepted < 300 {
+		t.Fatalf("one client with 8 keys had %d of 700 proofs accepted, want its share of 512", accepted)
+	}
+
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("a ProofMaxAge of 500ms was accepted")
+			}
+		}()
+		middleware.RequireBearerWithConfig(lax, middleware.BearerConfig{DPoP: &middleware.DPoPConfig{PublicURL: "https://api.test", ProofMaxAge: 500 * time.Millisecond, RequireNonce: true}})
+	}()
+
+	// Behind http.StripPrefix, the proof is for the URL the client sent.
+	v := newValidator(t, middleware.ValidatorConfig{Issuer: w.iss.URL(), Keys: w.iss})
+	api := httptest.NewServer(nil)
+	defer api.Close()
+	inner := middleware.RequireBearerWithConfig(v, middleware.BearerConfig{DPoP: &middleware.DPoPConfig{PublicURL: api.URL}})(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	mux := http.NewServeMux()
+	mux.Handle("/api/", http.StripPrefix("/api", inner))
+	api.Config.Handler = mux
+	if r := dcall(t, api.URL+"/api/admin", "DPoP "+tok, proof(t, w.key, "GET", api.URL+"/api/admin", tok, "", time.Now())); r.status != 200 {
+		t.Fatalf("the proof for the URL sent: %d %q %s", r.status, r.challenge, r.body)
+	}
+	if r := dcall(t, api.URL+"/api/admin", "DPoP "+tok, proof(t, w.key, "GET", api.URL+"/admin", tok, "", time.Now())); r.status != 401 {
+		t.Fatalf("a proof for the stripped path: %d", r.status)
+	}
+}
