@@ -17,6 +17,7 @@ import (
 	"github.com/idsauth/idsauth/client"
 	"github.com/idsauth/idsauth/idsauthtest"
 	"github.com/idsauth/idsauth/internal/tenanttest"
+	"github.com/idsauth/idsauth/issuer"
 	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/scope"
 	"github.com/idsauth/idsauth/secret"
@@ -229,14 +230,17 @@ func TestMintedTokensAreRefusedForTheirReason(t *testing.T) {
 }
 
 // TestCheckProtectedDPoP: a route that takes DPoP passes every DPoP case;
-// a validator that admits bound tokens as Bearer, and proofs of an hour's
-// age, are each reported on their case.
+// a route configured with another public URL than the one it is called
+// by, and one that takes proofs of an hour's age, are each reported on
+// their case.
 func TestCheckProtectedDPoP(t *testing.T) {
 	iss := idsauthtest.NewIssuer(t)
 	const public = "https://api.example.test"
 	route := "GET /webapi/api/v3/demo/Admin/Users"
 	chain := func(v middleware.TokenValidator, d middleware.DPoPConfig) http.Handler {
-		d.PublicURL = public
+		if d.PublicURL == "" {
+			d.PublicURL = public
+		}
 		return alice.New(middleware.RequireBearerWithConfig(v, middleware.BearerConfig{DPoP: &d}), middleware.RequireScope(scope.AdminWebAPI)).Then(ok)
 	}
 	rec := &recorder{TB: t}
@@ -250,21 +254,50 @@ func TestCheckProtectedDPoP(t *testing.T) {
 	if len(rec.errs) > 0 {
 		t.Errorf("the bearer cases of a chain that takes both:\n%s", rec.report())
 	}
-	lax, err := middleware.NewValidator(context.Background(), middleware.ValidatorConfig{Issuer: iss.URL(), Audience: []string{iss.Audience}, Keys: iss.Issuer, AllowBoundTokens: true})
-	if err != nil {
-		t.Fatal(err)
-	}
 	for name, c := range map[string]struct {
 		h    http.Handler
 		want string
 	}{
-		"bound tokens as Bearer": {chain(lax, middleware.DPoPConfig{}), "the bound token as Bearer: status 200, want 401"},
-		"proofs an hour old":     {chain(iss.Validator(), middleware.DPoPConfig{ProofMaxAge: time.Hour}), "a proof ten minutes old: status 200, want 401"},
+		"another public URL": {chain(iss.Validator(), middleware.DPoPConfig{PublicURL: "https://elsewhere.test"}), "a bound token with a fresh proof: status 401"},
+		"proofs an hour old": {chain(iss.Validator(), middleware.DPoPConfig{ProofMaxAge: time.Hour}), "a proof ten minutes old: status 200, want 401"},
 	} {
 		rec := &recorder{TB: t}
 		iss.CheckProtectedDPoP(rec, c.h, public, route, scope.AdminWebAPI)
 		if !strings.Contains(rec.report(), c.want) {
 			t.Errorf("%s: not reported: %q\nreport:\n%s", name, c.want, rec.report())
+		}
+	}
+}
+
+// TestCheckTokenEndpoint: this issuer passes its own profile's checks
+// under each profile, and fails the other's on the rows they differ in.
+func TestCheckTokenEndpoint(t *testing.T) {
+	for _, profile := range []string{idsauthtest.ProfileRFC, idsauthtest.ProfileIdentityServer} {
+		srv := httptest.NewServer(nil)
+		t.Cleanup(srv.Close)
+		iss, err := issuer.New(&issuer.Config{
+			Issuer: srv.URL + "/ids", EphemeralKey: true, Profile: profile,
+			Clients: []issuer.ClientConfig{{ClientID: "c", SecretHashes: []string{secret.HashSHA256("s").String()}, Scopes: []string{scope.AdminWebAPI}}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv.Config.Handler = iss
+		rec := &recorder{TB: t}
+		idsauthtest.CheckTokenEndpoint(rec, iss.TokenURL(), "c", "s", profile)
+		if len(rec.errs) > 0 {
+			t.Errorf("%s under its own profile:\n%s", profile, rec.report())
+		}
+		other := map[string]string{idsauthtest.ProfileRFC: idsauthtest.ProfileIdentityServer, idsauthtest.ProfileIdentityServer: idsauthtest.ProfileRFC}[profile]
+		rec = &recorder{TB: t}
+		idsauthtest.CheckTokenEndpoint(rec, iss.TokenURL(), "c", "s", other)
+		for _, row := range []string{"an unknown client", "a wrong secret", "no client credentials", "no grant_type", "two resources", "no scope"} {
+			if !strings.Contains(rec.report(), other+": "+row+":") {
+				t.Errorf("%s checked as %s: %q not reported:\n%s", profile, other, row, rec.report())
+			}
+		}
+		if strings.Contains(rec.report(), "openid asked") {
+			t.Errorf("%s checked as %s: openid reported, where the profiles agree:\n%s", profile, other, rec.report())
 		}
 	}
 }
