@@ -3,6 +3,7 @@ module github.com/idsauth/idsauth/conformance
 go 1.25.0
 
 require (
+	github.com/go-jose/go-jose/v4 v4.1.9
 	github.com/idsauth/idsauth v0.1.0
 	github.com/prometheus/client_model v0.6.2
 	golang.org/x/oauth2 v0.36.0
