@@ -149,16 +149,6 @@ func parseClaims(raw claimSet, payload64 string) (*Claims, claimFacts, error) {
 			t.nbf, err = numericDate(val, &c.NotBefore)
 		case "iat":
 			t.iat, err = numericDate(val, &c.IssuedAt)
-		default:
-			if name, ok := strings.CutPrefix(name, "client_"); ok && name != "" {
-				var vs []string
-				if vs, err = stringOrStrings(val); err == nil && vs != nil {
-					if c.ClientClaims == nil {
-						c.ClientClaims = map[string][]string{}
-					}
-					c.ClientClaims[name] = vs
-				}
-			}
 		case "cnf":
 			t.cnf = !isNull(val)
 			c.bound = t.cnf
@@ -169,6 +159,17 @@ func parseClaims(raw claimSet, payload64 string) (*Claims, claimFacts, error) {
 				err = ErrMalformed
 			} else if cnf.JKT != nil {
 				c.JKT = *cnf.JKT
+			}
+		default:
+			// A client claim that is not a string or an array of strings
+			// is not one of IdentityServer's: left in Raw, not refused.
+			if name, ok := strings.CutPrefix(name, "client_"); ok && name != "" {
+				if vs, verr := stringOrStrings(val); verr == nil && vs != nil {
+					if c.ClientClaims == nil {
+						c.ClientClaims = map[string][]string{}
+					}
+					c.ClientClaims[name] = vs
+				}
 			}
 		}
 		if err != nil {

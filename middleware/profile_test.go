@@ -6,9 +6,11 @@ import (
 	"net/http/httptest"
 	"slices"
 	"testing"
+	"time"
 
 	"golang.org/x/oauth2/clientcredentials"
 
+	"github.com/idsauth/idsauth/internal/jwktest"
 	"github.com/idsauth/idsauth/issuer"
 	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/scope"
@@ -68,5 +70,20 @@ func TestValidatorTakesBothProfiles(t *testing.T) {
 		if rec.Code != 200 {
 			t.Errorf("%s: %d %q", profile, rec.Code, rec.Header().Values("WWW-Authenticate"))
 		}
+	}
+}
+
+// TestClientClaimsOfOtherShapes: a client_ claim that is no string or
+// array of strings (another issuer's) is left in Raw, never refused.
+func TestClientClaimsOfOtherShapes(t *testing.T) {
+	k := jwktest.NewKey(t, "ES256")
+	v := newValidator(t, middleware.ValidatorConfig{Issuer: iss, Keys: newCountingKeys(k)})
+	c, err := v.Validate(context.Background(), jwktest.Sign(t, k, nil, jwktest.With(jwktest.Claims(iss, scope.AdminWebAPI, time.Hour),
+		"client_n", 5, "client_obj", map[string]any{"a": 1}, "client_tenant", "acme", "client_", "x")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.ClientClaims) != 1 || c.ClientClaims["tenant"][0] != "acme" {
+		t.Fatalf("ClientClaims %v", c.ClientClaims)
 	}
 }
