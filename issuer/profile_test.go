@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strings"
 	"testing"
@@ -97,20 +98,44 @@ func TestProfileTable(t *testing.T) {
 	}
 }
 
-// TestProfileWithOAuth2Clients: x/oauth2's clientcredentials sees the
-// profile's status for a wrong secret, and gets tokens from both.
+// TestProfileWithOAuth2Clients: x/oauth2's clientcredentials, as a client
+// of the product writes it, sees each profile's answers to the rows it
+// can send: status and error code, or a token.
 func TestProfileWithOAuth2Clients(t *testing.T) {
-	for profile, status := range map[string]int{"rfc": 401, "identityserver": 400} {
+	type outcome struct {
+		status int    // 0: a token
+		code   string // the RetrieveError's
+	}
+	rows := []struct {
+		name       string
+		id, secret string
+		scopes     []string
+		params     url.Values
+		rfc, idsrv outcome
+	}{
+		{"unknown client", "nobody", "x", []string{scope.AdminWebAPI}, nil, outcome{401, "invalid_client"}, outcome{400, "invalid_client"}},
+		{"wrong secret", "multi", "wrong", []string{scope.AdminWebAPI}, nil, outcome{401, "invalid_client"}, outcome{400, "invalid_client"}},
+		{"scope omitted", "multi", "multi-secret", nil, nil, outcome{400, "invalid_scope"}, outcome{}},
+		{"two resources", "multi", "multi-secret", []string{scope.AdminWebAPI}, url.Values{"resource": {ordersAPI, billingAPI}}, outcome{}, outcome{400, "invalid_target"}},
+		{"openid", "multi", "multi-secret", []string{"openid"}, nil, outcome{400, "invalid_scope"}, outcome{400, "invalid_scope"}},
+		{"the right secret", "multi", "multi-secret", []string{scope.AdminWebAPI}, nil, outcome{}, outcome{}},
+	}
+	for _, profile := range []string{"rfc", "identityserver"} {
 		s := newServer(t, profileConfig(profile))
-		cc := clientcredentials.Config{ClientID: "multi", ClientSecret: "wrong", TokenURL: s.tokenURL(), Scopes: []string{scope.AdminWebAPI}, AuthStyle: oauth2.AuthStyleInHeader}
-		_, err := cc.Token(context.Background())
-		var re *oauth2.RetrieveError
-		if !errors.As(err, &re) || re.Response.StatusCode != status || re.ErrorCode != "invalid_client" {
-			t.Fatalf("%s: %v", profile, err)
-		}
-		cc.ClientSecret = "multi-secret"
-		if _, err := cc.Token(context.Background()); err != nil {
-			t.Fatalf("%s: %v", profile, err)
+		for _, row := range rows {
+			want := row.rfc
+			if profile == "identityserver" {
+				want = row.idsrv
+			}
+			cc := clientcredentials.Config{ClientID: row.id, ClientSecret: row.secret, TokenURL: s.tokenURL(), Scopes: row.scopes, EndpointParams: row.params, AuthStyle: oauth2.AuthStyleInHeader}
+			tok, err := cc.Token(context.Background())
+			var re *oauth2.RetrieveError
+			switch {
+			case want.status == 0 && (err != nil || tok.AccessToken == ""):
+				t.Errorf("%s, %s: %v, want a token", profile, row.name, err)
+			case want.status != 0 && (!errors.As(err, &re) || re.Response.StatusCode != want.status || re.ErrorCode != want.code):
+				t.Errorf("%s, %s: %v, want %d %s", profile, row.name, err, want.status, want.code)
+			}
 		}
 	}
 }
