@@ -9,14 +9,14 @@
 // [RequireFamily]) then demands a scope. [SCIMAuth] guards SCIM endpoints
 // with per-tenant tokens and answers SCIM errors.
 //
-// A Validator trusts one issuer, or several: during a move from the
-// product's IdentityServer to this module's issuer, tokens of both are
-// live, each with its own keys and "aud". [ValidatorConfig.Issuers] lists
-// them ([TrustedIssuer]); a token is checked against the issuer its "iss"
-// names, exactly, with that issuer's keys alone, and an "iss" on no list
-// is refused before any key is looked up or fetched, with one issuer as
-// with several. To choose, "iss" alone is read before the signature; every
-// claim is checked after it.
+// A Validator trusts one issuer, or several ([ValidatorConfig.Issuers]):
+// during a move from the product's IdentityServer to this module's
+// issuer, tokens of both are live, each checked with the keys of the
+// issuer its "iss" names. An [Introspector] checks opaque reference
+// tokens at an RFC 7662 endpoint; [JWTOrReference] takes both kinds on
+// one route. [BearerConfig.DPoP] takes DPoP-bound tokens with their
+// proofs ([RFC 9449]), and [ResourceMetadata] tells clients how to call
+// ([RFC 9728]).
 //
 // Each constructor returns a func(http.Handler) http.Handler, so it drops
 // into an alice chain or wraps a handler directly:
@@ -44,6 +44,8 @@
 // one is ever written to a response or a log line.
 //
 // [RFC 6750]: https://www.rfc-editor.org/rfc/rfc6750
+// [RFC 9449]: https://www.rfc-editor.org/rfc/rfc9449
+// [RFC 9728]: https://www.rfc-editor.org/rfc/rfc9728
 // [RFC 9068]: https://www.rfc-editor.org/rfc/rfc9068
 // [the contract]: https://github.com/idsauth/idsauth/blob/main/docs/CONTRACT.md
 package middleware
