@@ -136,6 +136,7 @@ type server struct {
 
 	store                     *limiterStore // nil without a limiterStore section
 	storeConfig               *storeConfig
+	tokenStoreConfig          *storeConfig
 	reloadMu                  sync.Mutex
 	reloadsOK, reloadsFailed  atomic.Uint64
 	lastOK, lastFailed        atomic.Int64 // Unix seconds; 0 never
@@ -162,6 +163,16 @@ func runServe(ctx context.Context, f serveFlags, logger *slog.Logger, e env) err
 		opts = append(opts, issuer.WithLimiterStore(s.store.store))
 		logger.Info("failure budgets in Redis", slog.String("address", cfg.LimiterStore.Redis.Address))
 	}
+	if cfg.TokenStore != nil {
+		ts, rdb, err := newTokenStore(ctx, cfg, logger)
+		if err != nil {
+			return err
+		}
+		defer rdb.Close()
+		s.tokenStoreConfig = cfg.TokenStore
+		opts = append(opts, issuer.WithTokenStore(ts))
+		logger.Info("reference tokens in Redis", slog.String("address", cfg.TokenStore.Redis.Address))
+	}
 	if s.iss, err = issuer.New(&cfg.Config, opts...); err != nil {
 		return err
 	}
@@ -176,6 +187,8 @@ func runServe(ctx context.Context, f serveFlags, logger *slog.Logger, e env) err
 	}
 	mux := http.NewServeMux()
 	mux.Handle(mount, s.instrument(s.iss))
+	// RFC 8414 metadata at the host root, with the issuer's path inserted.
+	mux.Handle("/.well-known/oauth-authorization-server/", s.iss.MetadataHandler())
 
 	ln, err := net.Listen("tcp", f.addr)
 	if err != nil {
@@ -242,6 +255,9 @@ func (s *server) reloadFiles() error {
 	}
 	if !sameStore(cfg.LimiterStore, s.storeConfig) {
 		return errors.New("limiterStore: differs from the store in use: restart to change it")
+	}
+	if !sameStore(cfg.TokenStore, s.tokenStoreConfig) {
+		return errors.New("tokenStore: differs from the store in use: restart to change it")
 	}
 	mount, err := mountPath(cfg.Issuer)
 	if err != nil {

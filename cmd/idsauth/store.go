@@ -26,6 +26,10 @@ type serveConfig struct {
 	// LimiterStore, when set, keeps the failure budgets (and the used
 	// assertions' jtis) in a store that every replica shares.
 	LimiterStore *storeConfig `json:"limiterStore,omitempty"`
+	// TokenStore, when set, keeps the grants of reference tokens in a
+	// Redis that every replica shares: another instance than the
+	// limiter's, with maxmemory-policy noeviction (checked at start).
+	TokenStore *storeConfig `json:"tokenStore,omitempty"`
 }
 
 // storeConfig is the limiterStore section.
@@ -86,6 +90,17 @@ func loadServeConfig(path string) (*serveConfig, error) {
 			return nil, fmt.Errorf("%s: limiterStore.%w", path, err)
 		}
 	}
+	if c.TokenStore != nil {
+		if err := c.TokenStore.check(); err != nil {
+			return nil, fmt.Errorf("%s: tokenStore.%w", path, err)
+		}
+		if c.TokenStore.Redis.OnUnavailable != "" {
+			return nil, fmt.Errorf("%s: tokenStore.redis.onUnavailable: the token store has no fallback: while Redis cannot answer, no reference token is issued", path)
+		}
+		if l := c.LimiterStore; l != nil && l.Redis.Address == c.TokenStore.Redis.Address {
+			return nil, fmt.Errorf("%s: tokenStore.redis.address: the limiter's Redis (%s): the tokens need one of their own, with noeviction, where the limiter's evicts", path, l.Redis.Address)
+		}
+	}
 	return &c, nil
 }
 
@@ -124,22 +139,22 @@ type limiterStore struct {
 	rdb   *redis.Client
 }
 
-// newLimiterStore connects nothing yet: go-redis dials on first use, so a
-// Redis that is down at start leaves the service up, on its fallback.
-func newLimiterStore(c *serveConfig, logger *slog.Logger) (*limiterStore, error) {
-	r := c.LimiterStore.Redis
+// redisClient makes the client of the Redis that section (named by
+// field, for errors) describes. It connects nothing yet: go-redis dials
+// on first use.
+func (c *serveConfig) redisClient(field string, r *redisConfig) (*redis.Client, error) {
 	opts := &redis.Options{Addr: r.Address, Username: r.Username, DB: r.DB, ContextTimeoutEnabled: true}
 	switch {
 	case r.PasswordFile != "":
 		b, err := os.ReadFile(c.path(r.PasswordFile))
 		if err != nil {
-			return nil, fmt.Errorf("limiterStore.redis.passwordFile: %w", err)
+			return nil, fmt.Errorf("%s.redis.passwordFile: %w", field, err)
 		}
 		opts.Password = strings.TrimRight(string(b), "\r\n")
 	case r.PasswordEnv != "":
 		opts.Password = os.Getenv(r.PasswordEnv)
 		if opts.Password == "" {
-			return nil, fmt.Errorf("limiterStore.redis.passwordEnv: %s is empty or unset", r.PasswordEnv)
+			return nil, fmt.Errorf("%s.redis.passwordEnv: %s is empty or unset", field, r.PasswordEnv)
 		}
 	}
 	if r.TLS {
@@ -148,14 +163,52 @@ func newLimiterStore(c *serveConfig, logger *slog.Logger) (*limiterStore, error)
 			p := c.path(r.CAFile)
 			pem, err := os.ReadFile(p)
 			if err != nil {
-				return nil, fmt.Errorf("limiterStore.redis.caFile: %w", err)
+				return nil, fmt.Errorf("%s.redis.caFile: %w", field, err)
 			}
 			tc.RootCAs = x509.NewCertPool()
 			if !tc.RootCAs.AppendCertsFromPEM(pem) {
-				return nil, fmt.Errorf("limiterStore.redis.caFile: %s holds no PEM certificate", p)
+				return nil, fmt.Errorf("%s.redis.caFile: %s holds no PEM certificate", field, p)
 			}
 		}
 		opts.TLSConfig = tc
+	}
+	return redis.NewClient(opts), nil
+}
+
+// newTokenStore makes the shared token store of the tokenStore section,
+// and checks that its Redis evicts nothing: it refuses to start on a
+// Redis whose policy may evict live grants, and logs a warning when the
+// policy cannot be read (Redis down, or CONFIG refused by a managed one).
+func newTokenStore(ctx context.Context, c *serveConfig, logger *slog.Logger) (*redisstore.TokenStore, *redis.Client, error) {
+	r := c.TokenStore.Redis
+	rdb, err := c.redisClient("tokenStore", r)
+	if err != nil {
+		return nil, nil, err
+	}
+	prefix := r.Prefix
+	if prefix == "" {
+		prefix = "idsauth:ref:"
+	}
+	ts := redisstore.NewTokenStore(rdb, redisstore.TokenOptions{Prefix: prefix, Timeout: time.Duration(r.TimeoutMillis) * time.Millisecond})
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := ts.CheckEviction(ctx); err != nil {
+		if strings.Contains(err.Error(), "maxmemory-policy") && !strings.Contains(err.Error(), "CheckEviction") {
+			rdb.Close()
+			return nil, nil, fmt.Errorf("tokenStore: %w", err)
+		}
+		logger.Warn("tokenStore: cannot read the Redis's maxmemory-policy: make sure it is noeviction", slog.String("error", err.Error()))
+	}
+	return ts, rdb, nil
+}
+
+// newLimiterStore connects nothing yet: go-redis dials on first use, so a
+// Redis that is down at start leaves the service up, on its fallback.
+func newLimiterStore(c *serveConfig, logger *slog.Logger) (*limiterStore, error) {
+	r := c.LimiterStore.Redis
+	rdb, err := c.redisClient("limiterStore", r)
+	if err != nil {
+		return nil, err
 	}
 	prefix := r.Prefix
 	if prefix == "" {
@@ -165,7 +218,6 @@ func newLimiterStore(c *serveConfig, logger *slog.Logger) (*limiterStore, error)
 	if r.OnUnavailable == "closed" {
 		mode = redisstore.FailClosed
 	}
-	rdb := redis.NewClient(opts)
 	store := redisstore.New(rdb, redisstore.Options{
 		Prefix: prefix, Timeout: time.Duration(r.TimeoutMillis) * time.Millisecond,
 		OnUnavailable: mode, Logger: logger,
