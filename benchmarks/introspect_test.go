@@ -43,7 +43,7 @@ func BenchmarkIntrospection(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	in, err := middleware.NewIntrospector(ctx, middleware.IntrospectionConfig{Issuer: iss.URL(), ClientID: "api", ClientSecret: "s", Audience: aud})
+	in, err := middleware.NewIntrospector(ctx, middleware.IntrospectorConfig{Issuer: iss.URL(), ClientID: "api", ClientSecret: "s", Audience: aud})
 	if err != nil {
 		b.Fatal(err)
 	}

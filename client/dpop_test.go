@@ -54,14 +54,14 @@ func newDPoPWorld(t *testing.T, nonces bool, tokenType string) *dpopWorld {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in, err := middleware.NewIntrospector(context.Background(), middleware.IntrospectionConfig{Issuer: iss.URL(), ClientID: "api", Local: iss, Audience: aud})
+	in, err := middleware.NewIntrospector(context.Background(), middleware.IntrospectorConfig{Issuer: iss.URL(), ClientID: "api", Local: iss, Audience: aud})
 	if err != nil {
 		t.Fatal(err)
 	}
 	w.api = httptest.NewServer(nil)
 	t.Cleanup(w.api.Close)
 	protect := middleware.RequireBearerWithConfig(middleware.JWTOrReference(v, in), middleware.BearerConfig{
-		DPoP: &middleware.DPoPConfig{Required: true, PublicURL: w.api.URL, RequireNonce: nonces},
+		DPoP: mustDPoP(t, middleware.DPoPConfig{Required: true, PublicURL: w.api.URL, RequireNonce: nonces}),
 	})
 	h := protect(middleware.RequireScope(scope.AdminWebAPI)(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		c, _ := middleware.ClaimsFrom(r.Context())
@@ -173,4 +173,14 @@ func TestDPoPClientNonceOnlyFromADPoPChallenge(t *testing.T) {
 	if resp.StatusCode != 401 || calls.Load() != 1 {
 		t.Fatalf("%s after %d requests, want the 401 after one", resp.Status, calls.Load())
 	}
+}
+
+// mustDPoP makes a middleware.DPoP for cfg or fails the test.
+func mustDPoP(t testing.TB, cfg middleware.DPoPConfig) *middleware.DPoP {
+	t.Helper()
+	d, err := middleware.NewDPoP(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }

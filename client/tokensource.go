@@ -16,7 +16,9 @@ import (
 // for its Retry-After (bounded) so that callers do not storm the endpoint,
 // and with Key every request carries a new assertion. Unlike Client, it
 // sends the token wherever its user sends it: the origin check is the
-// user's.
+// user's. With DPoPKey, its tokens are bound to the key (TokenType
+// "DPoP") and work only with a proof for each call, which an
+// oauth2.Transport or gRPC's credentials do not send: use Client.
 //
 // ctx bounds how long Token waits for a token request (each request has
 // its own FetchTimeout either way), and its oauth2.HTTPClient value, if

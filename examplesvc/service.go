@@ -87,7 +87,7 @@ func newService(ctx context.Context, src configSource, logger *slog.Logger) (*se
 		// resource of the configuration: nothing on the wire, and no
 		// cache, so that a revocation holds at the next request.
 		api := cfg.APIResources[0].Name
-		in, err := middleware.NewIntrospector(ctx, middleware.IntrospectionConfig{
+		in, err := middleware.NewIntrospector(ctx, middleware.IntrospectorConfig{
 			Issuer:     iss.URL(),
 			ClientID:   api,
 			Local:      iss,
@@ -128,12 +128,13 @@ func (s *service) routes() http.Handler {
 		ScopesSupported:               scope.All(),
 		DPoPSigningAlgValuesSupported: middleware.DPoPAlgorithms(),
 	}
-	mdURL, _ := md.URL()         // base is the issuer's origin: a URL
-	mdHandler, _ := md.Handler() // likewise
+	mdURL, _ := md.URL()                                                  // base is the issuer's origin: a URL
+	mdHandler, _ := md.Handler()                                          // likewise
+	dpop, _ := middleware.NewDPoP(middleware.DPoPConfig{PublicURL: base}) // likewise
 	bearer := alice.New(middleware.RequireBearerWithConfig(s.v, middleware.BearerConfig{
 		Logger: s.logger, Observer: s.metrics,
-		DPoP:             &middleware.DPoPConfig{PublicURL: base},
-		ResourceMetadata: mdURL,
+		DPoP:                dpop,
+		ResourceMetadataURL: mdURL,
 	}))
 	admin := bearer.Append(middleware.RequireFamily(scope.Admin))
 	connect := bearer.Append(middleware.RequireFamily(scope.Connect))

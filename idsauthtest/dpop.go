@@ -38,15 +38,16 @@ func (i *Issuer) DPoPToken(t TB, scopes ...string) string {
 
 // Proof returns a new DPoP proof by the issuer's DPoP key for a request
 // with method to url (the URL as the client addresses it: the service's
-// public URL and the path), for token (its hash goes in ath).
-func (i *Issuer) Proof(t TB, method, url, token string) string {
+// public URL and the path), for token (its hash goes in ath), with the
+// server's nonce when it asked for one ("" for none).
+func (i *Issuer) Proof(t TB, method, url, token, nonce string) string {
 	t.Helper()
-	return proofBy(t, i.dpop, method, url, token, time.Now())
+	return proofBy(t, i.dpop, method, url, token, nonce, time.Now())
 }
 
-func proofBy(t TB, s *clientauth.Signer, method, url, token string, at time.Time) string {
+func proofBy(t TB, s *clientauth.Signer, method, url, token, nonce string, at time.Time) string {
 	t.Helper()
-	p, err := s.Proof(method, url, token, "", at)
+	p, err := s.Proof(method, url, token, nonce, at)
 	if err != nil {
 		t.Fatalf("idsauthtest: a DPoP proof: %v", err)
 	}
@@ -103,7 +104,7 @@ func (i *Issuer) CheckProtectedDPoP(t TB, h http.Handler, publicURL, route strin
 			p.addf("WWW-Authenticate %q names no algs", ch)
 		}
 	}
-	good := i.Proof(t, method, htu, tok)
+	good := i.Proof(t, method, htu, tok, "")
 	rows := []row{
 		{"a bound token with a fresh proof", req("DPoP "+tok, good), func(p *problems, a answer) {
 			if a.status == http.StatusUnauthorized || a.status == http.StatusForbidden {
@@ -112,12 +113,12 @@ func (i *Issuer) CheckProtectedDPoP(t TB, h http.Handler, publicURL, route strin
 		}},
 		{"the same proof again", req("DPoP "+tok, good), badProof},
 		{"no proof", req("DPoP " + tok), badProof},
-		{"two proofs", req("DPoP "+tok, i.Proof(t, method, htu, tok), i.Proof(t, method, htu, tok)), badProof},
-		{"a proof for another method", req("DPoP "+tok, i.Proof(t, otherMethod, htu, tok)), badProof},
-		{"a proof for another URL", req("DPoP "+tok, i.Proof(t, method, htu+"-other", tok)), badProof},
-		{"a proof ten minutes old", req("DPoP "+tok, proofBy(t, i.dpop, method, htu, tok, now.Add(-10*time.Minute))), badProof},
-		{"a proof without ath", req("DPoP "+tok, i.Proof(t, method, htu, "")), badProof},
-		{"a proof by another key", req("DPoP "+tok, proofBy(t, other, method, htu, tok, now)), badProof},
+		{"two proofs", req("DPoP "+tok, i.Proof(t, method, htu, tok, ""), i.Proof(t, method, htu, tok, "")), badProof},
+		{"a proof for another method", req("DPoP "+tok, i.Proof(t, otherMethod, htu, tok, "")), badProof},
+		{"a proof for another URL", req("DPoP "+tok, i.Proof(t, method, htu+"-other", tok, "")), badProof},
+		{"a proof ten minutes old", req("DPoP "+tok, proofBy(t, i.dpop, method, htu, tok, "", now.Add(-10*time.Minute))), badProof},
+		{"a proof without ath", req("DPoP "+tok, i.Proof(t, method, htu, "", "")), badProof},
+		{"a proof by another key", req("DPoP "+tok, proofBy(t, other, method, htu, tok, "", now)), badProof},
 		{"the bound token as Bearer", req("Bearer " + tok), func(p *problems, a answer) {
 			p.oauthError(a, http.StatusUnauthorized, "invalid_token")
 		}},
@@ -133,7 +134,7 @@ func (i *Issuer) CheckProtectedDPoP(t TB, h http.Handler, publicURL, route strin
 		}},
 	}
 	wrong := i.DPoPToken(t, otherScope(need))
-	rows = append(rows, row{"a bound token without the route's scope", req("DPoP "+wrong, i.Proof(t, method, htu, wrong)), func(p *problems, a answer) {
+	rows = append(rows, row{"a bound token without the route's scope", req("DPoP "+wrong, i.Proof(t, method, htu, wrong, "")), func(p *problems, a answer) {
 		p.schemeError(a, "DPoP", http.StatusForbidden, "insufficient_scope")
 	}})
 	for _, r := range rows {

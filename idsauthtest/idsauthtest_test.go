@@ -241,7 +241,7 @@ func TestCheckProtectedDPoP(t *testing.T) {
 		if d.PublicURL == "" {
 			d.PublicURL = public
 		}
-		return alice.New(middleware.RequireBearerWithConfig(v, middleware.BearerConfig{DPoP: &d}), middleware.RequireScope(scope.AdminWebAPI)).Then(ok)
+		return alice.New(middleware.RequireBearerWithConfig(v, middleware.BearerConfig{DPoP: mustDPoP(t, d)}), middleware.RequireScope(scope.AdminWebAPI)).Then(ok)
 	}
 	rec := &recorder{TB: t}
 	iss.CheckProtectedDPoP(rec, chain(iss.Validator(), middleware.DPoPConfig{}), public, route, scope.AdminWebAPI)
@@ -272,7 +272,7 @@ func TestCheckProtectedDPoP(t *testing.T) {
 // TestCheckTokenEndpoint: this issuer passes its own profile's checks
 // under each profile, and fails the other's on the rows they differ in.
 func TestCheckTokenEndpoint(t *testing.T) {
-	for _, profile := range []string{idsauthtest.ProfileRFC, idsauthtest.ProfileIdentityServer} {
+	for _, profile := range []string{issuer.ProfileRFC, issuer.ProfileIdentityServer} {
 		srv := httptest.NewServer(nil)
 		t.Cleanup(srv.Close)
 		iss, err := issuer.New(&issuer.Config{
@@ -288,7 +288,7 @@ func TestCheckTokenEndpoint(t *testing.T) {
 		if len(rec.errs) > 0 {
 			t.Errorf("%s under its own profile:\n%s", profile, rec.report())
 		}
-		other := map[string]string{idsauthtest.ProfileRFC: idsauthtest.ProfileIdentityServer, idsauthtest.ProfileIdentityServer: idsauthtest.ProfileRFC}[profile]
+		other := map[string]string{issuer.ProfileRFC: issuer.ProfileIdentityServer, issuer.ProfileIdentityServer: issuer.ProfileRFC}[profile]
 		rec = &recorder{TB: t}
 		idsauthtest.CheckTokenEndpoint(rec, iss.TokenURL(), "c", "s", other)
 		for _, row := range []string{"an unknown client", "a wrong secret", "no client credentials", "no grant_type", "two resources", "no scope"} {
@@ -300,4 +300,14 @@ func TestCheckTokenEndpoint(t *testing.T) {
 			t.Errorf("%s checked as %s: openid reported, where the profiles agree:\n%s", profile, other, rec.report())
 		}
 	}
+}
+
+// mustDPoP makes a middleware.DPoP for cfg or fails the test.
+func mustDPoP(t testing.TB, cfg middleware.DPoPConfig) *middleware.DPoP {
+	t.Helper()
+	d, err := middleware.NewDPoP(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }

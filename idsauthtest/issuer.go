@@ -142,7 +142,7 @@ func (i *Issuer) Validator() *middleware.Validator {
 // at once. A route that accepts both kinds of token validates with
 // middleware.JWTOrReference(iss.Validator(), iss.Introspector()).
 func (i *Issuer) Introspector() *middleware.Introspector {
-	in, err := middleware.NewIntrospector(context.Background(), middleware.IntrospectionConfig{
+	in, err := middleware.NewIntrospector(context.Background(), middleware.IntrospectorConfig{
 		Issuer: i.URL(), ClientID: testAPI, Local: i.Issuer, Audience: []string{i.Audience}, CacheBytes: -1,
 	})
 	if err != nil {

@@ -8,12 +8,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
-)
 
-// The wire profiles of a token endpoint (issuer.Config.Profile).
-const (
-	ProfileRFC            = "rfc"            // RFC 6749 §5.2: this issuer's default
-	ProfileIdentityServer = "identityserver" // IdentityServer 7.4's answers
+	"github.com/idsauth/idsauth/issuer"
 )
 
 // multipleResources is IdentityServer's error_description for a token
@@ -31,13 +27,15 @@ const multipleResources = "Multiple resource indicators not supported on token e
 // a registered client's, allowed pd_AdminWebApi and client_credentials;
 // the two resources asked for are of nobody's. Run it against your own
 // deployment to see whether its clients can tell it from the product's
-// IdentityServer.
+// IdentityServer. profile is issuer.ProfileRFC or
+// issuer.ProfileIdentityServer. It sends the client's secret wrong once:
+// on a live deployment, that is one failure on the client's budget.
 func CheckTokenEndpoint(t TB, tokenURL, clientID, secret, profile string) {
 	t.Helper()
-	if profile != ProfileRFC && profile != ProfileIdentityServer {
-		t.Fatalf("idsauthtest: CheckTokenEndpoint: profile %q: want %q or %q", profile, ProfileRFC, ProfileIdentityServer)
+	if profile != issuer.ProfileRFC && profile != issuer.ProfileIdentityServer {
+		t.Fatalf("idsauthtest: CheckTokenEndpoint: profile %q: want %q or %q", profile, issuer.ProfileRFC, issuer.ProfileIdentityServer)
 	}
-	ids := profile == ProfileIdentityServer
+	ids := profile == issuer.ProfileIdentityServer
 	basic := func(id, pass string) string {
 		return "Basic " + base64.StdEncoding.EncodeToString([]byte(url.QueryEscape(id)+":"+url.QueryEscape(pass)))
 	}

@@ -214,11 +214,12 @@ type ClientClaim struct {
 
 // The profiles of Config.Profile.
 const (
-	profileRFC            = "rfc"
-	profileIdentityServer = "identityserver"
+	ProfileRFC            = "rfc"            // RFC 6749 §5.2 and RFC 9068: the default
+	ProfileIdentityServer = "identityserver" // IdentityServer 7.4's answers and tokens
 )
 
-// DPoPConfig bounds the DPoP proofs of token requests.
+// DPoPConfig bounds the DPoP proofs of token requests. The resource
+// server's side, which checks proofs at the APIs, is middleware.DPoP.
 type DPoPConfig struct {
 	// ProofMaxAgeSeconds is how old a proof may be (by its iat), and so
 	// how long its jti is remembered to refuse a replay, in the memory of
@@ -235,8 +236,9 @@ type DPoPConfig struct {
 }
 
 // APIResourceConfig is one API that may introspect tokens: it
-// authenticates with its Name as client ID and one of its secrets, with
-// HTTP Basic or in the form, under the same failure limits as clients.
+// authenticates with its Name as client ID and one of its secrets (HTTP
+// Basic or in the form), or a signed assertion (private_key_jwt, with
+// PublicKeys), under the same failure limits as clients.
 type APIResourceConfig struct {
 	// Name is the API's ID. Required and unique among the API resources,
 	// at most MaxClientIDLength characters.
@@ -509,7 +511,7 @@ func (c *Config) check() (*state, error) {
 	}
 	d := c.withDefaults()
 	switch d.Profile {
-	case profileRFC, profileIdentityServer:
+	case ProfileRFC, ProfileIdentityServer:
 	default:
 		return nil, fieldErr("profile", `want "rfc" or "identityserver", got %q`, c.Profile)
 	}
@@ -569,7 +571,7 @@ func (c *Config) check() (*state, error) {
 		apis[api.name] = api
 		apiOrder = append(apiOrder, api)
 	}
-	if d.Profile == profileIdentityServer && len(apiOrder) > 0 {
+	if d.Profile == ProfileIdentityServer && len(apiOrder) > 0 {
 		// As IdentityServer: a client without an audience of its own gets
 		// the names of the API resources of its scopes.
 		for _, cc := range c.Clients {
@@ -593,7 +595,7 @@ func (c *Config) check() (*state, error) {
 		clients:        clients,
 		apis:           apis,
 		apiOrder:       apiOrder,
-		identityServer: d.Profile == profileIdentityServer,
+		identityServer: d.Profile == ProfileIdentityServer,
 		scopeArray:     d.ScopeFormat == "array",
 		cacheHeader:    "public, max-age=" + strconv.Itoa(d.JWKSMaxAgeSeconds),
 		limits:         l,
@@ -623,9 +625,9 @@ func (c Config) withDefaults() Config {
 	}
 	c.Issuer = strings.TrimSuffix(c.Issuer, "/")
 	if c.Profile == "" {
-		c.Profile = profileRFC
+		c.Profile = ProfileRFC
 	}
-	ids := c.Profile == profileIdentityServer
+	ids := c.Profile == ProfileIdentityServer
 	if c.ScopeFormat == "" {
 		c.ScopeFormat = map[bool]string{true: "array", false: "string"}[ids]
 	}

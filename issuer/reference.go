@@ -83,6 +83,7 @@ type introspection struct {
 	Active    bool     `json:"active"`
 	Scope     string   `json:"scope"`
 	ClientID  string   `json:"client_id"`
+	Subject   string   `json:"sub,omitempty"`
 	Audience  []string `json:"aud,omitempty"`
 	Issuer    string   `json:"iss"`
 	ExpiresAt int64    `json:"exp"`
@@ -171,7 +172,7 @@ func (iss *Issuer) answer(ctx context.Context, st *state, api *apiResource, toke
 	if len(mine) == 0 {
 		return append([]byte(nil), inactive...), nil // the caller's to keep
 	}
-	body, err := json.Marshal(introspection{
+	answer := introspection{
 		Active:    true,
 		Scope:     strings.Join(mine, " "),
 		ClientID:  g.ClientID,
@@ -183,8 +184,20 @@ func (iss *Issuer) answer(ctx context.Context, st *state, api *apiResource, toke
 		ID:        g.ID,
 		TokenType: tokenType(g.JKT),
 		Cnf:       cnfOf(g.JKT),
-	})
-	return append(body, '\n'), err
+	}
+	if !st.identityServer {
+		answer.Subject = g.ClientID // as the token's own sub would say
+	}
+	body, err := json.Marshal(answer)
+	if err != nil {
+		return nil, err
+	}
+	// The client's claims, as its JWTs carry them: from its registration
+	// now (the grant does not keep them).
+	if cl := st.clients[g.ClientID]; cl != nil && len(cl.claims) > 0 {
+		body = append(append(body[:len(body)-1], cl.claims...), '}')
+	}
+	return append(body, '\n'), nil
 }
 
 func cnfOf(jkt string) *cnf {

@@ -48,17 +48,16 @@ type BearerConfig struct {
 	Observer observe.Observer
 
 	// DPoP, when set, accepts DPoP-bound tokens with their proofs (RFC
-	// 9449), beside bearer tokens or instead of them: see DPoPConfig.
-	// RequireBearerWithConfig panics when its PublicURL is not an
-	// absolute http(s) URL.
-	DPoP *DPoPConfig
+	// 9449), beside bearer tokens or instead of them (see NewDPoP and
+	// DPoPConfig). Give every route the same one.
+	DPoP *DPoP
 
-	// ResourceMetadata, when set, is the URL of the API's protected
+	// ResourceMetadataURL, when set, is the URL of the API's protected
 	// resource metadata (RFC 9728; ResourceMetadata.URL gives it), named
 	// as resource_metadata in every challenge of RequireBearer and the
 	// RequireScope after it, so that a client learns from a 401 where to
 	// read which issuer and scopes the API takes.
-	ResourceMetadata string
+	ResourceMetadataURL string
 }
 
 // RequireBearer returns middleware that admits a request only with a valid
@@ -95,11 +94,8 @@ func RequireBearer(v TokenValidator) func(http.Handler) http.Handler {
 // each scheme accepted.
 func RequireBearerWithConfig(v TokenValidator, cfg BearerConfig) func(http.Handler) http.Handler {
 	o := newResponder(cfg.Realm, DefaultRealm, observe.Rejected, cfg.Observer, cfg.OnReject, cfg.Logger)
-	o.metadata = cfg.ResourceMetadata
-	d, err := newDPoPChecker(cfg.DPoP)
-	if err != nil {
-		panic(err)
-	}
+	o.metadata = cfg.ResourceMetadataURL
+	d := cfg.DPoP.checker()
 	if d != nil {
 		o.withDPoPResponder()
 	}
@@ -144,7 +140,7 @@ func RequireBearerWithConfig(v TokenValidator, cfg BearerConfig) func(http.Handl
 				if nonce, reason := d.check(ctx, r, tok, claims); reason != nil {
 					code := "invalid_dpop_proof"
 					switch {
-					case errors.Is(reason, ErrNotBound):
+					case errors.Is(reason, ErrUnboundToken):
 						code = "invalid_token"
 					case nonce != "":
 						code = "use_dpop_nonce"

@@ -20,10 +20,33 @@ import (
 	"github.com/idsauth/idsauth/limit"
 )
 
-// DPoPConfig makes RequireBearer accept sender-constrained tokens (RFC
-// 9449 §7): "Authorization: DPoP <token>" with exactly one DPoP proof
-// header, by the key the token is bound to (its cnf.jkt). PublicURL is
-// required.
+// DPoP makes RequireBearer accept sender-constrained tokens (RFC 9449
+// §7): "Authorization: DPoP <token>" with exactly one DPoP proof header,
+// by the key the token is bound to (its cnf.jkt). Make one with NewDPoP
+// and give it to every route's BearerConfig.DPoP: they share its replay
+// memory and its nonces. It is safe for concurrent use.
+type DPoP struct{ c *dpopChecker }
+
+// NewDPoP returns a DPoP for cfg, or an error naming the setting that is
+// wrong.
+func NewDPoP(cfg DPoPConfig) (*DPoP, error) {
+	c, err := newDPoPChecker(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &DPoP{c: c}, nil
+}
+
+// checker is d's, or nil for a nil d.
+func (d *DPoP) checker() *dpopChecker {
+	if d == nil {
+		return nil
+	}
+	return d.c
+}
+
+// DPoPConfig configures a DPoP (NewDPoP). PublicURL is required. The
+// issuer's side, which binds tokens, is issuer.DPoPConfig.
 type DPoPConfig struct {
 	// Required accepts DPoP only: a bearer token is answered as no token
 	// (a bare DPoP challenge). False accepts both schemes; a token bound
@@ -79,9 +102,9 @@ var (
 	// ErrDPoPKey: the proof is by another key than the token is bound
 	// to. 401 invalid_dpop_proof.
 	ErrDPoPKey = errors.New("DPoP proof key is not the token's")
-	// ErrNotBound: a token presented with DPoP is bound to no key. 401
+	// ErrUnboundToken: a token presented with DPoP is bound to no key. 401
 	// invalid_token.
-	ErrNotBound = errors.New("token is not bound to a key")
+	ErrUnboundToken = errors.New("token is not bound to a key")
 )
 
 // dpopChecker is the DPoPConfig of a RequireBearer, prepared.
@@ -101,11 +124,12 @@ type dpopChecker struct {
 const dpopLeeway = 5 * time.Second
 
 func newDPoPChecker(cfg *DPoPConfig) (*dpopChecker, error) {
-	if cfg == nil {
-		return nil, nil
+	if u, err := url.Parse(cfg.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
+		(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("middleware: DPoPConfig.PublicURL %q: want the scheme, host and port alone, such as https://api.example.com", cfg.PublicURL)
 	}
-	if _, err := dpop.NormalizeURL(cfg.PublicURL); err != nil {
-		return nil, fmt.Errorf("middleware: DPoPConfig.PublicURL %q: want an absolute http(s) URL, such as https://api.example.com", cfg.PublicURL)
+	if cfg.ReplayBytes < 0 {
+		return nil, errors.New("middleware: DPoPConfig.ReplayBytes is negative")
 	}
 	if cfg.ProofMaxAge != 0 && cfg.ProofMaxAge < time.Second {
 		return nil, fmt.Errorf("middleware: DPoPConfig.ProofMaxAge %v: at least a second (or zero: a minute)", cfg.ProofMaxAge)
@@ -149,7 +173,7 @@ func (d *dpopChecker) nonce(now time.Time, offset int64) string {
 // memory. It returns the reason to refuse, and a nonce to send with it.
 func (d *dpopChecker) check(ctx context.Context, r *http.Request, token string, c *Claims) (nonce string, reason error) {
 	if c.JKT == "" {
-		return "", ErrNotBound
+		return "", ErrUnboundToken
 	}
 	proofs := r.Header.Values("DPoP")
 	if len(proofs) != 1 {

@@ -53,7 +53,7 @@ func newDPoPWorld(t *testing.T, dcfg middleware.DPoPConfig) *dpopWorld {
 	w.issSrv.Config.Handler = w.iss
 	aud := []string{w.iss.URL() + "/resources"}
 	jv := newValidator(t, middleware.ValidatorConfig{Issuer: w.iss.URL(), Audience: aud, Keys: w.iss})
-	in, err := middleware.NewIntrospector(context.Background(), middleware.IntrospectionConfig{Issuer: w.iss.URL(), ClientID: "api", Local: w.iss, Audience: aud})
+	in, err := middleware.NewIntrospector(context.Background(), middleware.IntrospectorConfig{Issuer: w.iss.URL(), ClientID: "api", Local: w.iss, Audience: aud})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func newDPoPWorld(t *testing.T, dcfg middleware.DPoPConfig) *dpopWorld {
 	w.api.Start()
 	t.Cleanup(w.api.Close)
 	dcfg.PublicURL = w.api.URL
-	bearer := middleware.RequireBearerWithConfig(middleware.JWTOrReference(jv, in), middleware.BearerConfig{DPoP: &dcfg})
+	bearer := middleware.RequireBearerWithConfig(middleware.JWTOrReference(jv, in), middleware.BearerConfig{DPoP: mustDPoP(t, dcfg)})
 	mux := http.NewServeMux()
 	handler := http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		c, _ := middleware.ClaimsFrom(r.Context())
@@ -309,7 +309,7 @@ func TestDPoPRedTeamFixes(t *testing.T) {
 	w := newDPoPWorld(t, middleware.DPoPConfig{})
 	lax := newValidator(t, middleware.ValidatorConfig{Issuer: w.iss.URL(), Keys: w.iss, AllowBoundTokens: true})
 	tok := w.token(t, "c", w.key, scope.AdminWebAPI)
-	h := middleware.RequireBearerWithConfig(lax, middleware.BearerConfig{DPoP: &middleware.DPoPConfig{PublicURL: "https://api.test"}})(http.NotFoundHandler())
+	h := middleware.RequireBearerWithConfig(lax, middleware.BearerConfig{DPoP: mustDPoP(t, middleware.DPoPConfig{PublicURL: "https://api.test"})})(http.NotFoundHandler())
 	req := httptest.NewRequest(http.MethodGet, "https://api.test/admin", nil)
 	req.Header.Set("Authorization", "Bearer "+tok)
 	rec := httptest.NewRecorder()
@@ -341,20 +341,23 @@ func TestDPoPRedTeamFixes(t *testing.T) {
 		t.Fatalf("one client with 8 keys had %d of 700 proofs accepted, want its share of 512", accepted)
 	}
 
-	func() {
-		defer func() {
-			if recover() == nil {
-				t.Error("a ProofMaxAge of 500ms was accepted")
-			}
-		}()
-		middleware.RequireBearerWithConfig(lax, middleware.BearerConfig{DPoP: &middleware.DPoPConfig{PublicURL: "https://api.test", ProofMaxAge: 500 * time.Millisecond, RequireNonce: true}})
-	}()
+	for name, bad := range map[string]middleware.DPoPConfig{
+		"a ProofMaxAge of 500ms":   {PublicURL: "https://api.test", ProofMaxAge: 500 * time.Millisecond, RequireNonce: true},
+		"a PublicURL with a path":  {PublicURL: "https://api.test/base"},
+		"a PublicURL with a query": {PublicURL: "https://api.test?q=1"},
+		"a relative PublicURL":     {PublicURL: "/api"},
+		"a negative ReplayBytes":   {PublicURL: "https://api.test", ReplayBytes: -1},
+	} {
+		if _, err := middleware.NewDPoP(bad); err == nil {
+			t.Errorf("%s was accepted", name)
+		}
+	}
 
 	// Behind http.StripPrefix, the proof is for the URL the client sent.
 	v := newValidator(t, middleware.ValidatorConfig{Issuer: w.iss.URL(), Keys: w.iss})
 	api := httptest.NewServer(nil)
 	defer api.Close()
-	inner := middleware.RequireBearerWithConfig(v, middleware.BearerConfig{DPoP: &middleware.DPoPConfig{PublicURL: api.URL}})(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	inner := middleware.RequireBearerWithConfig(v, middleware.BearerConfig{DPoP: mustDPoP(t, middleware.DPoPConfig{PublicURL: api.URL})})(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	mux := http.NewServeMux()
 	mux.Handle("/api/", http.StripPrefix("/api", inner))
 	api.Config.Handler = mux
@@ -364,4 +367,14 @@ func TestDPoPRedTeamFixes(t *testing.T) {
 	if r := dcall(t, api.URL+"/api/admin", "DPoP "+tok, proof(t, w.key, "GET", api.URL+"/admin", tok, "", time.Now())); r.status != 401 {
 		t.Fatalf("a proof for the stripped path: %d", r.status)
 	}
+}
+
+// mustDPoP makes a DPoP for cfg or fails the test.
+func mustDPoP(t testing.TB, cfg middleware.DPoPConfig) *middleware.DPoP {
+	t.Helper()
+	d, err := middleware.NewDPoP(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }

@@ -67,7 +67,7 @@ var reasons = []struct {
 	{ErrDPoPKey, "dpop_key", "DPoP proof key is not the token's", ""},
 	{ErrDPoPNonce, "dpop_nonce", "DPoP proof lacks the nonce", ""},
 	{ErrDPoPProof, "dpop_proof", "invalid DPoP proof", ""},
-	{ErrNotBound, "not_bound", "token is not bound to a key", ""},
+	{ErrUnboundToken, "not_bound", "token is not bound to a key", ""},
 	{ErrIntrospectionUnavailable, "introspection_unavailable", "token could not be checked", "token introspection unavailable"},
 	// Refusals that are not a failed validation.
 	{ErrNoToken, "no_token", "", "no bearer token"},

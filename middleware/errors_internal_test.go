@@ -16,7 +16,7 @@ func TestReasonsTable(t *testing.T) {
 		ErrTooLarge, ErrMalformed, ErrAlgorithm, ErrCritical, ErrType, ErrUnknownKey,
 		ErrKeysUnavailable, ErrSignature, ErrExpired, ErrNotYetValid, ErrIssuedInFuture,
 		ErrMissingClaim, ErrIssuer, ErrAudience, ErrScopeClaim, ErrScopeName, ErrBoundToken,
-		ErrInactive, ErrIntrospectionUnavailable, ErrDPoPKey, ErrDPoPNonce, ErrDPoPProof, ErrNotBound,
+		ErrInactive, ErrIntrospectionUnavailable, ErrDPoPKey, ErrDPoPNonce, ErrDPoPProof, ErrUnboundToken,
 		ErrNoToken, ErrMultipleHeaders, ErrSpaceInToken, ErrInsufficientScope, ErrNoClaims,
 		ErrSCIMToken, ErrSCIMTooManyFailures,
 	}

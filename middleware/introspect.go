@@ -19,13 +19,13 @@ import (
 	"github.com/idsauth/idsauth/observe"
 )
 
-// Defaults of an IntrospectionConfig.
+// Defaults of an IntrospectorConfig.
 const (
 	// DefaultIntrospectionMaxAge bounds how long an active answer is
 	// reused: the longest a revoked token keeps working.
 	DefaultIntrospectionMaxAge = time.Minute
-	// DefaultInactiveMaxAge is how long an inactive answer is reused.
-	DefaultInactiveMaxAge = 10 * time.Second
+	// DefaultIntrospectionInactiveMaxAge is how long an inactive answer is reused.
+	DefaultIntrospectionInactiveMaxAge = 10 * time.Second
 	// DefaultIntrospectionCacheBytes is the memory of the answers reused.
 	DefaultIntrospectionCacheBytes = 16 << 20
 	// DefaultMaxConcurrentIntrospections bounds the introspection calls
@@ -33,11 +33,11 @@ const (
 	DefaultMaxConcurrentIntrospections = 64
 )
 
-// MaxIntrospectedToken is the longest opaque token an Introspector sends
+// MaxIntrospectedTokenLength is the longest opaque token an Introspector sends
 // to its endpoint: longer ones fail with ErrTooLarge and cost no call.
 // Reference tokens are short: 43 characters from this module's issuer,
 // 66 from IdentityServer.
-const MaxIntrospectedToken = 512
+const MaxIntrospectedTokenLength = 512
 
 // maxAnswer bounds what is read of an introspection answer. Only tokens
 // of at most maxCachedReference bytes with answers of at most
@@ -71,10 +71,10 @@ type LocalIntrospector interface {
 	IntrospectToken(ctx context.Context, api, token string) ([]byte, error)
 }
 
-// IntrospectionConfig configures an Introspector. Issuer and ClientID are
+// IntrospectorConfig configures an Introspector. Issuer and ClientID are
 // required, and so is Audience unless AnyAudience; so is a credential
 // (ClientSecret or Key) unless Local is set.
-type IntrospectionConfig struct {
+type IntrospectorConfig struct {
 	// Issuer is the issuer whose tokens are introspected: an answer's
 	// "iss", when it has one, must be it. When Endpoint and Local are
 	// empty, the endpoint is read from its discovery document
@@ -89,11 +89,16 @@ type IntrospectionConfig struct {
 	// ClientSecret is the API's secret, sent with HTTP Basic.
 	ClientSecret string
 	// Key, instead of ClientSecret, signs a private_key_jwt assertion
-	// (RFC 7523) for each call; KeyID is its "kid".
-	Key   crypto.Signer
-	KeyID string
+	// (RFC 7523) for each call, its audience the Issuer; KeyID is its
+	// "kid" (empty: the key's RFC 7638 thumbprint), KeyAlg its algorithm
+	// ("ES256", "RS256", "PS256" or "EdDSA"; empty: the one that fits the
+	// key, RS256 for RSA).
+	Key    crypto.Signer
+	KeyID  string
+	KeyAlg string
 	// Local, when set, answers in the same process (an *issuer.Issuer):
-	// nothing goes on the wire and no credential is needed.
+	// nothing goes on the wire and no credential is needed. It cannot be
+	// combined with Endpoint, ClientSecret, Key or HTTPClient.
 	Local LocalIntrospector
 
 	// Audience and AnyAudience: as in ValidatorConfig. An answer's "aud"
@@ -101,23 +106,24 @@ type IntrospectionConfig struct {
 	Audience    []string
 	AnyAudience bool
 
-	// MaxAge bounds how long an active answer is reused, and so how long
+	// CacheMaxAge bounds how long an active answer is reused, and so how long
 	// a revoked token keeps working here: until the earlier of its exp
-	// and MaxAge after the answer. Zero means DefaultIntrospectionMaxAge.
-	MaxAge time.Duration
-	// InactiveMaxAge is how long an inactive answer is reused, so that a
+	// and CacheMaxAge after the answer. Zero means DefaultIntrospectionMaxAge.
+	CacheMaxAge time.Duration
+	// InactiveCacheMaxAge is how long an inactive answer is reused, so that a
 	// client retrying a dead token costs one call. Zero means
-	// DefaultInactiveMaxAge; negative, never.
-	InactiveMaxAge time.Duration
+	// DefaultIntrospectionInactiveMaxAge; negative, never.
+	InactiveCacheMaxAge time.Duration
 	// CacheBytes is the memory of the reused answers, active and inactive
 	// apart (three quarters and a quarter), counted at the most an entry
 	// may cost, about 3.7 KiB: tokens over 128 bytes and answers over
 	// 1 KiB are not cached. Zero means DefaultIntrospectionCacheBytes
 	// (16 MiB: about 4,400 answers); negative turns the cache off.
 	CacheBytes int
-	// MaxConcurrent bounds the calls in flight at once; more wait, as
-	// long as their request and FetchTimeout allow. Zero means
-	// DefaultMaxConcurrentIntrospections.
+	// MaxConcurrent bounds the calls in flight at once; more wait for a
+	// slot, up to FetchTimeout (a call, once started, is shared by every
+	// request about its token, and ends at FetchTimeout whatever any of
+	// them does). Zero means DefaultMaxConcurrentIntrospections.
 	MaxConcurrent int
 	// FetchTimeout bounds each call. Zero means DefaultFetchTimeout.
 	FetchTimeout time.Duration
@@ -133,7 +139,7 @@ type IntrospectionConfig struct {
 	// Logger gets a line for each call that failed. Nil logs nothing.
 	Logger *slog.Logger
 	// Observer gets a ValidationSucceeded or ValidationFailed event for
-	// every token, as a Validator's.
+	// every token, as a Validator's. Nil sends none.
 	Observer observe.Observer
 }
 
@@ -142,7 +148,7 @@ type IntrospectionConfig struct {
 // credentials, and reuses the answers. It is safe for concurrent use.
 //
 // An active answer is reused until the earlier of the token's exp and
-// MaxAge; an inactive one for InactiveMaxAge. Concurrent validations of
+// CacheMaxAge; an inactive one for InactiveCacheMaxAge. Concurrent validations of
 // one token share one call. The answer's claims are checked as a JWT's
 // are (exp, nbf, iat with leeway, aud, no cnf, the scope claim), so that
 // both kinds of token give the same Claims and the same 401 and 403
@@ -171,22 +177,24 @@ type Introspector struct {
 // NewIntrospector returns an Introspector for cfg. Without Endpoint or
 // Local it reads the endpoint from the issuer's discovery document, and
 // fails if it cannot.
-func NewIntrospector(ctx context.Context, cfg IntrospectionConfig) (*Introspector, error) {
+func NewIntrospector(ctx context.Context, cfg IntrospectorConfig) (*Introspector, error) {
 	switch {
 	case cfg.Issuer == "":
-		return nil, errors.New("middleware: IntrospectionConfig.Issuer is required")
+		return nil, errors.New("middleware: IntrospectorConfig.Issuer is required")
 	case cfg.ClientID == "":
-		return nil, errors.New("middleware: IntrospectionConfig.ClientID is required (the API's name at the issuer)")
+		return nil, errors.New("middleware: IntrospectorConfig.ClientID is required (the API's name at the issuer)")
 	case len(cfg.Audience) == 0 && !cfg.AnyAudience:
-		return nil, errors.New("middleware: IntrospectionConfig.Audience is required (or set AnyAudience)")
+		return nil, errors.New("middleware: IntrospectorConfig.Audience is required (or set AnyAudience)")
 	case len(cfg.Audience) > 0 && cfg.AnyAudience:
-		return nil, errors.New("middleware: IntrospectionConfig: set Audience or AnyAudience, not both")
+		return nil, errors.New("middleware: IntrospectorConfig: set Audience or AnyAudience, not both")
 	case cfg.Local == nil && cfg.ClientSecret == "" && cfg.Key == nil:
-		return nil, errors.New("middleware: IntrospectionConfig needs ClientSecret or Key (or Local)")
+		return nil, errors.New("middleware: IntrospectorConfig needs ClientSecret or Key (or Local)")
 	case cfg.ClientSecret != "" && cfg.Key != nil:
-		return nil, errors.New("middleware: IntrospectionConfig: set ClientSecret or Key, not both")
-	case cfg.FetchTimeout < 0 || cfg.MaxAge < 0 || cfg.MaxConcurrent < 0:
-		return nil, errors.New("middleware: IntrospectionConfig: a negative FetchTimeout, MaxAge or MaxConcurrent")
+		return nil, errors.New("middleware: IntrospectorConfig: set ClientSecret or Key, not both")
+	case cfg.Local != nil && (cfg.Endpoint != "" || cfg.ClientSecret != "" || cfg.Key != nil || cfg.HTTPClient != nil):
+		return nil, errors.New("middleware: IntrospectorConfig: Local answers in process: Endpoint, ClientSecret, Key and HTTPClient do not apply")
+	case cfg.FetchTimeout < 0 || cfg.CacheMaxAge < 0 || cfg.MaxConcurrent < 0:
+		return nil, errors.New("middleware: IntrospectorConfig: a negative FetchTimeout, CacheMaxAge or MaxConcurrent")
 	}
 	in := &Introspector{
 		from:     &trustedIssuer{issuer: cfg.Issuer, audience: cfg.Audience, versioned: constantVersion{}},
@@ -207,10 +215,10 @@ func NewIntrospector(ctx context.Context, cfg IntrospectionConfig) (*Introspecto
 	in.slots = make(chan struct{}, cmpOr(cfg.MaxConcurrent, DefaultMaxConcurrentIntrospections))
 	if cfg.CacheBytes >= 0 {
 		size := cmpOr(cfg.CacheBytes, DefaultIntrospectionCacheBytes) / introspectionEntryBytes
-		in.active = newTokenCache(max(1, size*3/4), cmpOr(cfg.MaxAge, DefaultIntrospectionMaxAge))
-		in.inactiveAge = cfg.InactiveMaxAge
+		in.active = newTokenCache(max(1, size*3/4), cmpOr(cfg.CacheMaxAge, DefaultIntrospectionMaxAge))
+		in.inactiveAge = cfg.InactiveCacheMaxAge
 		if in.inactiveAge == 0 {
-			in.inactiveAge = DefaultInactiveMaxAge
+			in.inactiveAge = DefaultIntrospectionInactiveMaxAge
 		}
 		if in.inactiveAge > 0 {
 			in.inactive = newTokenCache(max(1, size/4), in.inactiveAge)
@@ -221,9 +229,9 @@ func NewIntrospector(ctx context.Context, cfg IntrospectionConfig) (*Introspecto
 	}
 	in.client = clientauth.RefuseRedirects(limitedClient(cfg.HTTPClient, in.timeout))
 	if cfg.Key != nil {
-		s, err := clientauth.NewSigner(cfg.Key, "", cfg.KeyID)
+		s, err := clientauth.NewSigner(cfg.Key, cfg.KeyAlg, cfg.KeyID)
 		if err != nil {
-			return nil, fmt.Errorf("middleware: IntrospectionConfig.Key: %w", err)
+			return nil, fmt.Errorf("middleware: IntrospectorConfig.Key: %w", err)
 		}
 		in.signer = s
 	}
@@ -274,7 +282,7 @@ func (in *Introspector) Validate(ctx context.Context, token string) (*Claims, er
 	v := in.rules
 	start := v.startTimer()
 	switch {
-	case len(token) > MaxIntrospectedToken:
+	case len(token) > MaxIntrospectedTokenLength:
 		return nil, v.failed(ctx, start, refused(ErrTooLarge))
 	case token == "":
 		return nil, v.failed(ctx, start, refused(ErrMalformed))
@@ -453,9 +461,14 @@ func (f *flights) do(token string, fn func() (*Claims, error)) (*Claims, error) 
 // JWTOrReference returns a TokenValidator that accepts both kinds of
 // token on one route, as IdentityServer's ForwardDefaultSelector pattern
 // does in ASP.NET: a token shaped like a JWT (three dot-separated parts)
-// goes to jwt, any other to reference (an Introspector). Both give the
-// same Claims, and their refusals the same 401 answers.
+// goes to jwt, any other to reference (an Introspector). Both fill Claims
+// the same way from what the issuer says of the token (a JWT's claims,
+// an introspection answer's members) and refuse with the same 401
+// answers. It panics when either is nil.
 func JWTOrReference(jwt, reference TokenValidator) TokenValidator {
+	if jwt == nil || reference == nil {
+		panic("middleware: JWTOrReference: a nil TokenValidator")
+	}
 	return shapeRouter{jwt: jwt, reference: reference}
 }
 

@@ -122,9 +122,9 @@ func (ri *refIssuer) revoke(t *testing.T, id, pass, token string) {
 	}
 }
 
-func (ri *refIssuer) introspector(t *testing.T, edit func(*middleware.IntrospectionConfig)) *middleware.Introspector {
+func (ri *refIssuer) introspector(t *testing.T, edit func(*middleware.IntrospectorConfig)) *middleware.Introspector {
 	t.Helper()
-	cfg := middleware.IntrospectionConfig{
+	cfg := middleware.IntrospectorConfig{
 		Issuer:       ri.issuerURL(),
 		ClientID:     "admin-api",
 		ClientSecret: apiSecret,
@@ -142,12 +142,12 @@ func (ri *refIssuer) introspector(t *testing.T, edit func(*middleware.Introspect
 
 // TestIntrospectorOverHTTP: one route accepts JWTs and reference tokens
 // with the same claims; a revoked reference token keeps working only
-// until the cached answer's MaxAge, then gets 401 invalid_token; a token
+// until the cached answer's CacheMaxAge, then gets 401 invalid_token; a token
 // without the route's scope gets 403.
 func TestIntrospectorOverHTTP(t *testing.T) {
 	ri := newRefIssuer(t)
 	clk := newClock(time.Now())
-	in := ri.introspector(t, func(c *middleware.IntrospectionConfig) { c.Now = clk.now; c.MaxAge = 30 * time.Second })
+	in := ri.introspector(t, func(c *middleware.IntrospectorConfig) { c.Now = clk.now; c.CacheMaxAge = 30 * time.Second })
 	jv := newValidator(t, middleware.ValidatorConfig{Issuer: ri.issuerURL(), Keys: ri.iss})
 	h := middleware.RequireBearer(middleware.JWTOrReference(jv, in))(middleware.RequireScope(scope.AdminWebAPI)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, _ := middleware.ClaimsFrom(r.Context())
@@ -180,12 +180,12 @@ func TestIntrospectorOverHTTP(t *testing.T) {
 	}
 	ri.revoke(t, "ref", refClientSecret, ref)
 	if status, _, _ := call(ref); status != 200 {
-		t.Fatalf("within MaxAge the cached answer holds: %d", status)
+		t.Fatalf("within CacheMaxAge the cached answer holds: %d", status)
 	}
 	clk.add(31 * time.Second)
 	status, body, challenge := call(ref)
 	if status != 401 || !strings.Contains(challenge, `error="invalid_token"`) || strings.Contains(body, ref) {
-		t.Fatalf("revoked, after MaxAge: %d %q %s", status, challenge, body)
+		t.Fatalf("revoked, after CacheMaxAge: %d %q %s", status, challenge, body)
 	}
 	if ri.calls.Load() != 2 {
 		t.Fatalf("%d calls", ri.calls.Load())
@@ -202,7 +202,7 @@ func TestIntrospectorOverHTTP(t *testing.T) {
 // each call signs a new one; another key is refused (no answer).
 func TestIntrospectorWithAKey(t *testing.T) {
 	ri := newRefIssuer(t)
-	in := ri.introspector(t, func(c *middleware.IntrospectionConfig) {
+	in := ri.introspector(t, func(c *middleware.IntrospectorConfig) {
 		c.ClientID, c.ClientSecret, c.Key, c.CacheBytes = "key-api", "", apiKey(), -1
 	})
 	tok := ri.token(t, "ref", refClientSecret, scope.AdminWebAPI)
@@ -213,7 +213,7 @@ func TestIntrospectorWithAKey(t *testing.T) {
 		}
 	}
 	other, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	wrong := ri.introspector(t, func(c *middleware.IntrospectionConfig) {
+	wrong := ri.introspector(t, func(c *middleware.IntrospectorConfig) {
 		c.ClientID, c.ClientSecret, c.Key = "key-api", "", other
 	})
 	if _, err := wrong.Validate(context.Background(), tok); !errors.Is(err, middleware.ErrIntrospectionUnavailable) {
@@ -226,7 +226,7 @@ func TestIntrospectorWithAKey(t *testing.T) {
 // that only the collapsing can explain it.
 func TestIntrospectorCollapsesConcurrentChecks(t *testing.T) {
 	ri := newRefIssuer(t)
-	in := ri.introspector(t, func(c *middleware.IntrospectionConfig) { c.CacheBytes = -1 })
+	in := ri.introspector(t, func(c *middleware.IntrospectorConfig) { c.CacheBytes = -1 })
 	tok := ri.token(t, "ref", refClientSecret, scope.AdminWebAPI)
 	gate := make(chan struct{})
 	ri.mu.Lock()
@@ -299,7 +299,7 @@ func TestIntrospectorEndpointFailures(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ri := newRefIssuer(t)
 			logs, logger := testlog.New()
-			in := ri.introspector(t, func(c *middleware.IntrospectionConfig) { c.FetchTimeout = 200 * time.Millisecond; c.Logger = logger })
+			in := ri.introspector(t, func(c *middleware.IntrospectorConfig) { c.FetchTimeout = 200 * time.Millisecond; c.Logger = logger })
 			tok := ri.token(t, "ref", refClientSecret, scope.AdminWebAPI)
 			ri.mu.Lock()
 			ri.front = front
@@ -327,7 +327,7 @@ func TestIntrospectorEndpointFailures(t *testing.T) {
 // TestIntrospectorRefusals: an unknown token, another API's scope only,
 // and a wrong API secret (which the issuer answers 401: no answer about
 // the token) are all refused; an inactive answer is reused for
-// InactiveMaxAge.
+// InactiveCacheMaxAge.
 func TestIntrospectorRefusals(t *testing.T) {
 	ri := newRefIssuer(t)
 	in := ri.introspector(t, nil)
@@ -339,16 +339,16 @@ func TestIntrospectorRefusals(t *testing.T) {
 	if got := ri.calls.Load(); got != 1 {
 		t.Fatalf("%d calls for one unknown token asked thrice, want 1", got)
 	}
-	if _, err := in.Validate(context.Background(), strings.Repeat("a", middleware.MaxIntrospectedToken+1)); !errors.Is(err, middleware.ErrTooLarge) || ri.calls.Load() != 1 {
+	if _, err := in.Validate(context.Background(), strings.Repeat("a", middleware.MaxIntrospectedTokenLength+1)); !errors.Is(err, middleware.ErrTooLarge) || ri.calls.Load() != 1 {
 		t.Fatalf("over-long token: %v, %d calls", err, ri.calls.Load())
 	}
-	wrong := ri.introspector(t, func(c *middleware.IntrospectionConfig) { c.ClientSecret = "wrong" })
+	wrong := ri.introspector(t, func(c *middleware.IntrospectorConfig) { c.ClientSecret = "wrong" })
 	tok := ri.token(t, "ref", refClientSecret, scope.AdminWebAPI)
 	if _, err := wrong.Validate(context.Background(), tok); !errors.Is(err, middleware.ErrIntrospectionUnavailable) {
 		t.Fatalf("wrong API secret: %v", err)
 	}
 	// Another audience than the API's: refused as a JWT's would be.
-	other := ri.introspector(t, func(c *middleware.IntrospectionConfig) { c.Audience = []string{"https://elsewhere"} })
+	other := ri.introspector(t, func(c *middleware.IntrospectorConfig) { c.Audience = []string{"https://elsewhere"} })
 	if _, err := other.Validate(context.Background(), tok); !errors.Is(err, middleware.ErrAudience) {
 		t.Fatalf("audience: %v", err)
 	}
@@ -359,7 +359,7 @@ func TestIntrospectorRefusals(t *testing.T) {
 // when the cache is off.
 func TestIntrospectorInProcess(t *testing.T) {
 	ri := newRefIssuer(t)
-	in := ri.introspector(t, func(c *middleware.IntrospectionConfig) {
+	in := ri.introspector(t, func(c *middleware.IntrospectorConfig) {
 		c.Local, c.ClientSecret, c.CacheBytes = ri.iss, "", -1
 	})
 	tok := ri.token(t, "ref", refClientSecret, scope.AdminWebAPI)
@@ -373,5 +373,44 @@ func TestIntrospectorInProcess(t *testing.T) {
 	}
 	if got := ri.calls.Load(); got != 0 {
 		t.Fatalf("%d introspection calls on the wire, want 0", got)
+	}
+}
+
+// TestIntrospectedClaimsMatchTheJWTs: a reference token's Claims, from
+// introspection, have what the same client's JWT would: sub (rfc
+// profile) and the client's claims.
+func TestIntrospectedClaimsMatchTheJWTs(t *testing.T) {
+	srv := httptest.NewServer(nil)
+	defer srv.Close()
+	hash := []string{secret.HashSHA256("s").String()}
+	iss, err := issuer.New(&issuer.Config{
+		Issuer: srv.URL + "/ids", EphemeralKey: true,
+		Clients: []issuer.ClientConfig{
+			{ClientID: "ref", SecretHashes: hash, Scopes: []string{scope.AdminWebAPI}, AccessTokenType: "reference", Claims: []issuer.ClientClaim{{Type: "tenant", Value: "acme"}}},
+			{ClientID: "jwt", SecretHashes: hash, Scopes: []string{scope.AdminWebAPI}, Claims: []issuer.ClientClaim{{Type: "tenant", Value: "acme"}}},
+		},
+		APIResources: []issuer.APIResourceConfig{{Name: "api", SecretHashes: hash, Scopes: []string{scope.AdminWebAPI}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Config.Handler = iss
+	aud := []string{iss.URL() + "/resources"}
+	jv := newValidator(t, middleware.ValidatorConfig{Issuer: iss.URL(), Audience: aud, Keys: iss})
+	in, err := middleware.NewIntrospector(context.Background(), middleware.IntrospectorConfig{Issuer: iss.URL(), ClientID: "api", Local: iss, Audience: aud})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := middleware.JWTOrReference(jv, in)
+	for _, client := range []string{"ref", "jwt"} {
+		cc := clientcredentials.Config{ClientID: client, ClientSecret: "s", TokenURL: iss.TokenURL(), Scopes: []string{scope.AdminWebAPI}}
+		tok, err := cc.Token(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := v.Validate(context.Background(), tok.AccessToken)
+		if err != nil || c.Subject != client || c.ClientID != client || len(c.ClientClaims["tenant"]) != 1 || c.ClientClaims["tenant"][0] != "acme" {
+			t.Errorf("%s: %+v %v", client, c, err)
+		}
 	}
 }

@@ -33,7 +33,7 @@ func TestResourceMetadata(t *testing.T) {
 	}
 	iss := newRefIssuer(t)
 	v := newValidator(t, middleware.ValidatorConfig{Issuer: iss.issuerURL(), Keys: iss.iss})
-	protect := middleware.RequireBearerWithConfig(v, middleware.BearerConfig{ResourceMetadata: mdURL, DPoP: &middleware.DPoPConfig{PublicURL: api.URL}})
+	protect := middleware.RequireBearerWithConfig(v, middleware.BearerConfig{ResourceMetadataURL: mdURL, DPoP: mustDPoP(t, middleware.DPoPConfig{PublicURL: api.URL})})
 	mux := http.NewServeMux()
 	mux.Handle("/.well-known/oauth-protected-resource/", h)
 	mux.Handle("/webapi/", protect(middleware.RequireScope(scope.ConnectWebAPI)(http.NotFoundHandler())))

@@ -171,7 +171,7 @@ func TestReplicasShareReferenceTokens(t *testing.T) {
 	if !introspect(urls[1]) {
 		t.Fatal("the other replica does not see the token")
 	}
-	in, err := middleware.NewIntrospector(context.Background(), middleware.IntrospectionConfig{
+	in, err := middleware.NewIntrospector(context.Background(), middleware.IntrospectorConfig{
 		Issuer: sharedIssuer, Endpoint: urls[0] + "/connect/introspect", ClientID: "admin-api", ClientSecret: "api-secret", AnyAudience: true, CacheBytes: -1,
 	})
 	if err != nil {

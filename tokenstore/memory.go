@@ -126,7 +126,8 @@ func (m *Memory) dropExpired(now time.Time) {
 	}
 }
 
-// Get implements Store.
+// Get implements Store. The grant's Scopes and Audience are the stored
+// ones: read them, never change them.
 func (m *Memory) Get(_ context.Context, k Key, now time.Time) (Grant, bool, error) {
 	m.mu.Lock()
 	e, ok := m.grants[k]

@@ -54,7 +54,7 @@ input. The exit status is 1 when the token is not active.`)
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	in, err := middleware.NewIntrospector(ctx, middleware.IntrospectionConfig{
+	in, err := middleware.NewIntrospector(ctx, middleware.IntrospectorConfig{
 		Issuer:       strings.TrimSuffix(*issuerURL, "/"),
 		Endpoint:     *endpoint,
 		ClientID:     *api,
