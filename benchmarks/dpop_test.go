@@ -12,6 +12,7 @@ import (
 
 	"github.com/idsauth/idsauth/internal/clientauth"
 	"github.com/idsauth/idsauth/internal/dpop"
+	"github.com/idsauth/idsauth/internal/dpoptest"
 	"github.com/idsauth/idsauth/internal/jwktest"
 	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/scope"
@@ -38,7 +39,7 @@ func BenchmarkDPoP(b *testing.B) {
 		b.Fatal(err)
 	}
 	ok := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
-	h := middleware.RequireBearerWithConfig(v, middleware.BearerConfig{DPoP: mustDPoP(b, middleware.DPoPConfig{PublicURL: public, ReplayBytes: 64 << 20})})(middleware.RequireScope(scope.AdminWebAPI)(ok))
+	h := middleware.RequireBearerWithConfig(v, middleware.BearerConfig{DPoP: dpoptest.New(b, middleware.DPoPConfig{PublicURL: public, ReplayBytes: 64 << 20})})(middleware.RequireScope(scope.AdminWebAPI)(ok))
 	ck, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	signer, _ := clientauth.NewSigner(ck, "ES256", "")
 	jkt, _ := signer.JKT()
@@ -104,14 +105,4 @@ func BenchmarkDPoP(b *testing.B) {
 	b.ReportMetric(per(bearer), "bearer-ns/op")
 	b.ReportMetric(per(withProof), "dpop-ns/op")
 	b.ReportMetric(per(withProof)/(per(verify)+per(bearer)), "dpop/(verify+bearer)")
-}
-
-// mustDPoP makes a middleware.DPoP for cfg or fails the test.
-func mustDPoP(t testing.TB, cfg middleware.DPoPConfig) *middleware.DPoP {
-	t.Helper()
-	d, err := middleware.NewDPoP(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
 }

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/idsauth/idsauth/client"
+	"github.com/idsauth/idsauth/internal/dpoptest"
 	"github.com/idsauth/idsauth/internal/keys"
 	"github.com/idsauth/idsauth/issuer"
 	"github.com/idsauth/idsauth/middleware"
@@ -61,7 +62,7 @@ func newDPoPWorld(t *testing.T, nonces bool, tokenType string) *dpopWorld {
 	w.api = httptest.NewServer(nil)
 	t.Cleanup(w.api.Close)
 	protect := middleware.RequireBearerWithConfig(middleware.JWTOrReference(v, in), middleware.BearerConfig{
-		DPoP: mustDPoP(t, middleware.DPoPConfig{Required: true, PublicURL: w.api.URL, RequireNonce: nonces}),
+		DPoP: dpoptest.New(t, middleware.DPoPConfig{Required: true, PublicURL: w.api.URL, RequireNonce: nonces}),
 	})
 	h := protect(middleware.RequireScope(scope.AdminWebAPI)(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		c, _ := middleware.ClaimsFrom(r.Context())
@@ -173,14 +174,4 @@ func TestDPoPClientNonceOnlyFromADPoPChallenge(t *testing.T) {
 	if resp.StatusCode != 401 || calls.Load() != 1 {
 		t.Fatalf("%s after %d requests, want the 401 after one", resp.Status, calls.Load())
 	}
-}
-
-// mustDPoP makes a middleware.DPoP for cfg or fails the test.
-func mustDPoP(t testing.TB, cfg middleware.DPoPConfig) *middleware.DPoP {
-	t.Helper()
-	d, err := middleware.NewDPoP(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/idsauth/idsauth/client"
 	"github.com/idsauth/idsauth/idsauthtest"
+	"github.com/idsauth/idsauth/internal/dpoptest"
 	"github.com/idsauth/idsauth/internal/tenanttest"
 	"github.com/idsauth/idsauth/issuer"
 	"github.com/idsauth/idsauth/middleware"
@@ -241,7 +242,7 @@ func TestCheckProtectedDPoP(t *testing.T) {
 		if d.PublicURL == "" {
 			d.PublicURL = public
 		}
-		return alice.New(middleware.RequireBearerWithConfig(v, middleware.BearerConfig{DPoP: mustDPoP(t, d)}), middleware.RequireScope(scope.AdminWebAPI)).Then(ok)
+		return alice.New(middleware.RequireBearerWithConfig(v, middleware.BearerConfig{DPoP: dpoptest.New(t, d)}), middleware.RequireScope(scope.AdminWebAPI)).Then(ok)
 	}
 	rec := &recorder{TB: t}
 	iss.CheckProtectedDPoP(rec, chain(iss.Validator(), middleware.DPoPConfig{}), public, route, scope.AdminWebAPI)
@@ -300,14 +301,4 @@ func TestCheckTokenEndpoint(t *testing.T) {
 			t.Errorf("%s checked as %s: openid reported, where the profiles agree:\n%s", profile, other, rec.report())
 		}
 	}
-}
-
-// mustDPoP makes a middleware.DPoP for cfg or fails the test.
-func mustDPoP(t testing.TB, cfg middleware.DPoPConfig) *middleware.DPoP {
-	t.Helper()
-	d, err := middleware.NewDPoP(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
 }

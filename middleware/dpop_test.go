@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/idsauth/idsauth/internal/clientauth"
+	"github.com/idsauth/idsauth/internal/dpoptest"
 	"github.com/idsauth/idsauth/issuer"
 	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/scope"
@@ -61,7 +62,7 @@ func newDPoPWorld(t *testing.T, dcfg middleware.DPoPConfig) *dpopWorld {
 	w.api.Start()
 	t.Cleanup(w.api.Close)
 	dcfg.PublicURL = w.api.URL
-	bearer := middleware.RequireBearerWithConfig(middleware.JWTOrReference(jv, in), middleware.BearerConfig{DPoP: mustDPoP(t, dcfg)})
+	bearer := middleware.RequireBearerWithConfig(middleware.JWTOrReference(jv, in), middleware.BearerConfig{DPoP: dpoptest.New(t, dcfg)})
 	mux := http.NewServeMux()
 	handler := http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		c, _ := middleware.ClaimsFrom(r.Context())
@@ -309,7 +310,7 @@ func TestDPoPRedTeamFixes(t *testing.T) {
 	w := newDPoPWorld(t, middleware.DPoPConfig{})
 	lax := newValidator(t, middleware.ValidatorConfig{Issuer: w.iss.URL(), Keys: w.iss, AllowBoundTokens: true})
 	tok := w.token(t, "c", w.key, scope.AdminWebAPI)
-	h := middleware.RequireBearerWithConfig(lax, middleware.BearerConfig{DPoP: mustDPoP(t, middleware.DPoPConfig{PublicURL: "https://api.test"})})(http.NotFoundHandler())
+	h := middleware.RequireBearerWithConfig(lax, middleware.BearerConfig{DPoP: dpoptest.New(t, middleware.DPoPConfig{PublicURL: "https://api.test"})})(http.NotFoundHandler())
 	req := httptest.NewRequest(http.MethodGet, "https://api.test/admin", nil)
 	req.Header.Set("Authorization", "Bearer "+tok)
 	rec := httptest.NewRecorder()
@@ -357,7 +358,7 @@ func TestDPoPRedTeamFixes(t *testing.T) {
 	v := newValidator(t, middleware.ValidatorConfig{Issuer: w.iss.URL(), Keys: w.iss})
 	api := httptest.NewServer(nil)
 	defer api.Close()
-	inner := middleware.RequireBearerWithConfig(v, middleware.BearerConfig{DPoP: mustDPoP(t, middleware.DPoPConfig{PublicURL: api.URL})})(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	inner := middleware.RequireBearerWithConfig(v, middleware.BearerConfig{DPoP: dpoptest.New(t, middleware.DPoPConfig{PublicURL: api.URL})})(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	mux := http.NewServeMux()
 	mux.Handle("/api/", http.StripPrefix("/api", inner))
 	api.Config.Handler = mux
@@ -367,14 +368,4 @@ func TestDPoPRedTeamFixes(t *testing.T) {
 	if r := dcall(t, api.URL+"/api/admin", "DPoP "+tok, proof(t, w.key, "GET", api.URL+"/admin", tok, "", time.Now())); r.status != 401 {
 		t.Fatalf("a proof for the stripped path: %d", r.status)
 	}
-}
-
-// mustDPoP makes a DPoP for cfg or fails the test.
-func mustDPoP(t testing.TB, cfg middleware.DPoPConfig) *middleware.DPoP {
-	t.Helper()
-	d, err := middleware.NewDPoP(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
 }

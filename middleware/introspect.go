@@ -288,14 +288,8 @@ func (in *Introspector) Validate(ctx context.Context, token string) (*Claims, er
 		return nil, v.failed(ctx, start, refused(ErrMalformed))
 	}
 	now := v.now()
-	if in.active != nil {
-		if c, ok := in.active.get(token, now); ok {
-			if err := v.binding(ctx, c); err != nil {
-				return nil, v.failed(ctx, start, refused(err))
-			}
-			v.succeeded(ctx, start, true)
-			return c, nil
-		}
+	if c, hit, err := v.fromCache(ctx, in.active, token, now, start); hit {
+		return c, err
 	}
 	if in.inactive != nil {
 		if _, ok := in.inactive.get(token, now); ok {

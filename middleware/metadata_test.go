@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/idsauth/idsauth/internal/dpoptest"
 	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/scope"
 )
@@ -33,7 +34,7 @@ func TestResourceMetadata(t *testing.T) {
 	}
 	iss := newRefIssuer(t)
 	v := newValidator(t, middleware.ValidatorConfig{Issuer: iss.issuerURL(), Keys: iss.iss})
-	protect := middleware.RequireBearerWithConfig(v, middleware.BearerConfig{ResourceMetadataURL: mdURL, DPoP: mustDPoP(t, middleware.DPoPConfig{PublicURL: api.URL})})
+	protect := middleware.RequireBearerWithConfig(v, middleware.BearerConfig{ResourceMetadataURL: mdURL, DPoP: dpoptest.New(t, middleware.DPoPConfig{PublicURL: api.URL})})
 	mux := http.NewServeMux()
 	mux.Handle("/.well-known/oauth-protected-resource/", h)
 	mux.Handle("/webapi/", protect(middleware.RequireScope(scope.ConnectWebAPI)(http.NotFoundHandler())))

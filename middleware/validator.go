@@ -368,14 +368,8 @@ func (v *Validator) Validate(ctx context.Context, token string) (*Claims, error)
 		return nil, v.failed(ctx, start, refused(ErrTooLarge))
 	}
 	now := v.now()
-	if v.cache != nil {
-		if c, ok := v.cache.get(token, now); ok {
-			if err := v.binding(ctx, c); err != nil {
-				return nil, v.failed(ctx, start, refused(err))
-			}
-			v.succeeded(ctx, start, true)
-			return c, nil
-		}
+	if c, hit, err := v.fromCache(ctx, v.cache, token, now, start); hit {
+		return c, err
 	}
 	c, t, keys, err := v.validate(ctx, token, now)
 	if err == nil {
@@ -397,6 +391,23 @@ func (v *Validator) Validate(ctx context.Context, token string) (*Claims, error)
 	}
 	v.succeeded(ctx, start, false)
 	return c, nil
+}
+
+// fromCache answers for token from cache (nil: off) when it holds it: its
+// claims, or the refusal of its binding for this request; hit is false
+// when the token must be checked.
+func (v *Validator) fromCache(ctx context.Context, cache *tokenCache, token string, now, start time.Time) (c *Claims, hit bool, err error) {
+	if cache == nil {
+		return nil, false, nil
+	}
+	if c, hit = cache.get(token, now); !hit {
+		return nil, false, nil
+	}
+	if err := v.binding(ctx, c); err != nil {
+		return nil, true, v.failed(ctx, start, refused(err))
+	}
+	v.succeeded(ctx, start, true)
+	return c, true, nil
 }
 
 // validate is Validate without the cache. It returns the issuer that
