@@ -415,6 +415,17 @@ func (in *Introspector) log(ctx context.Context, what string, err error) {
 	in.logger.LogAttrs(ctx, slog.LevelWarn, "idsauth: token introspection: "+what, attrs...)
 }
 
+// waiting reports how many callers wait for the call about token, for
+// tests: a count, so that they need not guess at timing.
+func (f *flights) waiting(token string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if fl, ok := f.m[token]; ok {
+		return fl.waiters
+	}
+	return 0
+}
+
 // flights collapses concurrent calls about one token into one.
 type flights struct {
 	mu sync.Mutex
@@ -422,9 +433,10 @@ type flights struct {
 }
 
 type flight struct {
-	done   chan struct{}
-	claims *Claims
-	err    error
+	done    chan struct{}
+	claims  *Claims
+	err     error
+	waiters int // callers who joined it; under flights.mu
 }
 
 // do calls fn once for every caller about token that arrives while a
@@ -435,6 +447,7 @@ func (f *flights) do(token string, fn func() (*Claims, error)) (*Claims, error) 
 		f.m = make(map[string]*flight)
 	}
 	if fl, ok := f.m[token]; ok {
+		fl.waiters++
 		f.mu.Unlock()
 		<-fl.done
 		return fl.claims, fl.err

@@ -233,21 +233,25 @@ func TestIntrospectorCollapsesConcurrentChecks(t *testing.T) {
 	ri.gate = gate
 	ri.mu.Unlock()
 	const n = 1000
-	var started atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
 	for range n {
 		wg.Go(func() {
-			started.Add(1)
 			if _, err := in.Validate(context.Background(), tok); err != nil {
 				errs <- err
 			}
 		})
 	}
-	for started.Load() < n {
+	// Every check but the one that makes the call waits for it before the
+	// endpoint answers: counted, not timed.
+	for i := 0; middleware.IntrospectionWaiters(in, tok) < n-1; i++ {
+		if i == 20000 { // a bound on the loop, not a timing: the count is the test
+			close(gate)
+			wg.Wait()
+			t.Fatalf("%d of %d concurrent checks wait for the one call", middleware.IntrospectionWaiters(in, tok), n-1)
+		}
 		time.Sleep(time.Millisecond)
 	}
-	time.Sleep(50 * time.Millisecond) // from started to waiting on the call: a few instructions
 	close(gate)
 	wg.Wait()
 	close(errs)
