@@ -251,7 +251,7 @@ func TestDPoPNonceAtTheAPI(t *testing.T) {
 	if r2 := dcall(t, w.adminURL, "DPoP "+tok, proof(t, w.key, "GET", w.adminURL, tok, r.nonce, time.Now())); r2.status != 200 {
 		t.Fatalf("with the nonce: %d %q", r2.status, r2.challenge)
 	}
-	if r3 := dcall(t, w.adminURL, "DPoP "+tok, proof(t, w.key, "GET", w.adminURL, tok, "made-up", time.Now())); r3.status != 401 || r3.nonce != r.nonce {
+	if r3 := dcall(t, w.adminURL, "DPoP "+tok, proof(t, w.key, "GET", w.adminURL, tok, "made-up", time.Now())); r3.status != 401 || r3.nonce == "" {
 		t.Fatalf("a made-up nonce: %d %q", r3.status, r3.challenge)
 	}
 }
