@@ -23,7 +23,7 @@ const dpopLeeway = 5 * time.Second
 // authenticated, so that only a registered client's requests cost a
 // signature check and a place in the replay memory.
 func (iss *Issuer) dpopBinding(r *http.Request, st *state, cl *client, now time.Time) (string, *tokenError) {
-	proofs := r.Header.Values("DPoP")
+	proofs := r.Header["Dpop"] // canonical: Values would allocate to canonicalize "DPoP"
 	switch {
 	case len(proofs) == 0 && cl.requireDPoP:
 		return "", badRequest("invalid_request", descRequireDPoP)

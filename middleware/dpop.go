@@ -175,7 +175,7 @@ func (d *dpopChecker) check(ctx context.Context, r *http.Request, token string, 
 	if c.JKT == "" {
 		return "", ErrUnboundToken
 	}
-	proofs := r.Header.Values("DPoP")
+	proofs := r.Header["Dpop"] // canonical: Values would allocate to canonicalize "DPoP"
 	if len(proofs) != 1 {
 		return "", proofFailure(fmt.Sprintf("%d DPoP headers, want one", len(proofs)), nil)
 	}
