@@ -83,6 +83,15 @@ func TestServeReplicasShareReferenceTokens(t *testing.T) {
 	if _, m := post(a.base, "introspect", "api", "api-secret", url.Values{"token": {tok}}); m["active"] != false {
 		t.Fatalf("the revocation did not reach the first replica: %v", m)
 	}
+	// /readyz says whether the token store answers.
+	if got := readyz(t, a); got != http.StatusOK {
+		t.Fatalf("/readyz with the token store up: %d", got)
+	}
+	tokensRedis.Pause(t)
+	if got := readyz(t, a); got != http.StatusServiceUnavailable {
+		t.Errorf("/readyz with the token store hung: %d, want 503", got)
+	}
+	tokensRedis.Resume(t)
 	resp, err := http.Get(a.base + "/.well-known/oauth-authorization-server/ids")
 	if err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"golang.org/x/term"
 
 	"github.com/idsauth/idsauth/internal/promtext"
@@ -137,6 +138,7 @@ type server struct {
 	store                     *limiterStore // nil without a limiterStore section
 	storeConfig               *storeConfig
 	tokenStoreConfig          *storeConfig
+	tokens                    *redis.Client // the token store's Redis; nil without a tokenStore section
 	reloadMu                  sync.Mutex
 	reloadsOK, reloadsFailed  atomic.Uint64
 	lastOK, lastFailed        atomic.Int64 // Unix seconds; 0 never
@@ -169,7 +171,7 @@ func runServe(ctx context.Context, f serveFlags, logger *slog.Logger, e env) err
 			return err
 		}
 		defer rdb.Close()
-		s.tokenStoreConfig = cfg.TokenStore
+		s.tokenStoreConfig, s.tokens = cfg.TokenStore, rdb
 		opts = append(opts, issuer.WithTokenStore(ts))
 		logger.Info("reference tokens in Redis", slog.String("address", cfg.TokenStore.Redis.Address))
 	}
@@ -330,6 +332,13 @@ func (s *server) notReady(ctx context.Context) string {
 	if s.store != nil {
 		if err := s.store.ping(ctx); err != nil {
 			return "the limiter store (Redis) does not answer"
+		}
+	}
+	if s.tokens != nil {
+		ctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		if err := s.tokens.Ping(ctx).Err(); err != nil {
+			return "the token store (Redis) does not answer: no reference token can be issued or checked"
 		}
 	}
 	return ""
