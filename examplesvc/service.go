@@ -144,6 +144,7 @@ func (s *service) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/ids/", s.iss)
 	mux.Handle("/.well-known/oauth-protected-resource/", mdHandler)
+	mux.Handle("/.well-known/oauth-authorization-server/", s.iss.MetadataHandler()) // RFC 8414
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 
 	const api = "/webapi/api/v3/{datasourceId}"

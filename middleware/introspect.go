@@ -131,6 +131,11 @@ type IntrospectorConfig struct {
 	// http.DefaultTransport. Calls never follow a redirect: the
 	// credentials go to Endpoint only.
 	HTTPClient *http.Client
+	// MaxTokenLength is the longest token sent to the endpoint; a longer
+	// one fails with ErrTooLarge and costs no call. Zero means
+	// MaxIntrospectedTokenLength, for reference tokens; a JWT (to a
+	// command that introspects anything) needs DefaultMaxTokenSize.
+	MaxTokenLength int
 	// Leeway and AllowBoundTokens: as in ValidatorConfig.
 	Leeway           time.Duration
 	AllowBoundTokens bool
@@ -171,6 +176,7 @@ type Introspector struct {
 	flights          flights
 	slots            chan struct{}
 	timeout          time.Duration
+	maxToken         int
 	logger           *slog.Logger
 }
 
@@ -193,8 +199,8 @@ func NewIntrospector(ctx context.Context, cfg IntrospectorConfig) (*Introspector
 		return nil, errors.New("middleware: IntrospectorConfig: set ClientSecret or Key, not both")
 	case cfg.Local != nil && (cfg.Endpoint != "" || cfg.ClientSecret != "" || cfg.Key != nil || cfg.HTTPClient != nil):
 		return nil, errors.New("middleware: IntrospectorConfig: Local answers in process: Endpoint, ClientSecret, Key and HTTPClient do not apply")
-	case cfg.FetchTimeout < 0 || cfg.CacheMaxAge < 0 || cfg.MaxConcurrent < 0:
-		return nil, errors.New("middleware: IntrospectorConfig: a negative FetchTimeout, CacheMaxAge or MaxConcurrent")
+	case cfg.FetchTimeout < 0 || cfg.CacheMaxAge < 0 || cfg.MaxConcurrent < 0 || cfg.MaxTokenLength < 0:
+		return nil, errors.New("middleware: IntrospectorConfig: a negative FetchTimeout, CacheMaxAge, MaxConcurrent or MaxTokenLength")
 	}
 	in := &Introspector{
 		from:     &trustedIssuer{issuer: cfg.Issuer, audience: cfg.Audience, versioned: constantVersion{}},
@@ -204,6 +210,7 @@ func NewIntrospector(ctx context.Context, cfg IntrospectorConfig) (*Introspector
 		secret:   cfg.ClientSecret,
 		local:    cfg.Local,
 		timeout:  cfg.FetchTimeout,
+		maxToken: cmpOr(cfg.MaxTokenLength, MaxIntrospectedTokenLength),
 		logger:   cfg.Logger,
 	}
 	if in.rules.now == nil {
@@ -282,7 +289,7 @@ func (in *Introspector) Validate(ctx context.Context, token string) (*Claims, er
 	v := in.rules
 	start := v.startTimer()
 	switch {
-	case len(token) > MaxIntrospectedTokenLength:
+	case len(token) > in.maxToken:
 		return nil, v.failed(ctx, start, refused(ErrTooLarge))
 	case token == "":
 		return nil, v.failed(ctx, start, refused(ErrMalformed))

@@ -65,7 +65,19 @@ too. A bad file exits 1 with the error naming the field. Run it before sending t
 		return err
 	}
 	w := e.stdout
-	fmt.Fprintf(w, "%s: ok\n\nissuer  %s\ntoken   %s\njwks    %s\n\nkeys (the first signs):\n", fs.Arg(0), iss.URL(), iss.TokenURL(), iss.JWKSURL())
+	profile := cfg.Profile
+	if profile == "" {
+		profile = issuer.ProfileRFC
+	}
+	fmt.Fprintf(w, "%s: ok\n\nissuer  %s\ntoken   %s\njwks    %s\nprofile %s\n", fs.Arg(0), iss.URL(), iss.TokenURL(), iss.JWKSURL(), profile)
+	if cfg.DPoP.RequireNonce || cfg.DPoP.ProofMaxAgeSeconds != 0 {
+		age := cfg.DPoP.ProofMaxAgeSeconds
+		if age == 0 {
+			age = 60
+		}
+		fmt.Fprintf(w, "dpop    proofs live %ds; nonces required: %v\n", age, cfg.DPoP.RequireNonce)
+	}
+	fmt.Fprintln(w, "\nkeys (the first signs):")
 	for i, kid := range iss.KeyIDs() {
 		role := "published"
 		if i == 0 {
@@ -83,13 +95,19 @@ too. A bad file exits 1 with the error naming the field. Run it before sending t
 			lifetime = 3600
 		}
 		aud := strings.Join(c.Audience, " ")
-		if aud == "" {
+		switch {
+		case aud == "" && profile == issuer.ProfileIdentityServer && len(cfg.APIResources) > 0:
+			aud = "the API resources of the scopes granted (identityserver profile)"
+		case aud == "":
 			aud = iss.URL() + "/resources (default)"
 		}
 		fmt.Fprintf(w, "  %s\n    scopes    %s\n    audience  %s\n    lifetime  %ds\n    secrets   %d hash(es)\n",
 			c.ClientID, strings.Join(c.Scopes, " "), aud, lifetime, len(c.SecretHashes))
 		if len(c.PublicKeys) > 0 {
 			fmt.Fprintf(w, "    keys      %d public key(s), private_key_jwt\n", len(c.PublicKeys))
+		}
+		for _, cc := range c.Claims {
+			fmt.Fprintf(w, "    claim     client_%s: %s\n", cc.Type, cc.Value)
 		}
 		if c.RequireDPoP {
 			fmt.Fprintln(w, "    dpop      required: every token request carries a proof")

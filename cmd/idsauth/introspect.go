@@ -62,6 +62,10 @@ input. The exit status is 1 when the token is not active.`)
 		AnyAudience:  true,
 		CacheBytes:   -1,
 		FetchTimeout: *timeout,
+		// Anything the endpoint takes: JWTs too, and bound tokens, whose
+		// cnf is printed with the other claims.
+		MaxTokenLength:   middleware.DefaultMaxTokenSize,
+		AllowBoundTokens: true,
 	})
 	if err != nil {
 		return err

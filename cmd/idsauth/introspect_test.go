@@ -27,8 +27,10 @@ func TestIntrospectCommand(t *testing.T) {
 	cfg := map[string]any{
 		"issuer":       srv.URL + "/ids",
 		"ephemeralKey": true,
-		"clients": []map[string]any{{"clientId": "reporting", "secretHashes": []string{secret.HashSHA256("rep-secret").String()},
-			"scopes": []string{"pd_AdminWebApi"}, "accessTokenType": "reference"}},
+		"clients": []map[string]any{
+			{"clientId": "reporting", "secretHashes": []string{secret.HashSHA256("rep-secret").String()}, "scopes": []string{"pd_AdminWebApi"}, "accessTokenType": "reference"},
+			{"clientId": "jwtc", "secretHashes": []string{secret.HashSHA256("jwt-secret").String()}, "scopes": []string{"pd_AdminWebApi"}, "claims": []map[string]string{{"type": "tenant", "value": "acme"}}},
+		},
 		"apiResources": []map[string]any{{"name": "admin-api", "secretHashes": []string{secret.HashSHA256("api-secret").String()}, "scopes": []string{"pd_AdminWebApi"}}},
 	}
 	b, _ := json.Marshal(cfg)
@@ -37,7 +39,7 @@ func TestIntrospectCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	cc := idsauth(t, bin, "", nil, "check-config", cfgFile)
-	if cc.code != 0 || !strings.Contains(cc.stdout, "tokens    reference") || !strings.Contains(cc.stdout, "API resources (may introspect at "+srv.URL+"/ids/connect/introspect)") || !strings.Contains(cc.stdout, "  admin-api\n") {
+	if cc.code != 0 || !strings.Contains(cc.stdout, "profile rfc") || !strings.Contains(cc.stdout, "claim     client_tenant: acme") || !strings.Contains(cc.stdout, "tokens    reference") || !strings.Contains(cc.stdout, "API resources (may introspect at "+srv.URL+"/ids/connect/introspect)") || !strings.Contains(cc.stdout, "  admin-api\n") {
 		t.Fatalf("check-config: %+v", cc)
 	}
 	mountIssuer(t, mux, cfgFile)
@@ -61,6 +63,14 @@ func TestIntrospectCommand(t *testing.T) {
 	resp.Body.Close()
 	if r := idsauth(t, bin, "", []string{"IDSAUTH_API_SECRET=api-secret"}, append(args, tok)...); r.code != 1 || strings.TrimSpace(r.stdout) != "inactive" {
 		t.Fatalf("introspect after revocation: %+v", r)
+	}
+	// A JWT introspects too (it is longer than any reference token).
+	jwt := strings.TrimSpace(idsauth(t, bin, "", []string{"IDSAUTH_CLIENT_SECRET=jwt-secret"}, "token", "-issuer", srv.URL+"/ids", "-client-id", "jwtc", "-scope", "pd_AdminWebApi").stdout)
+	if len(jwt) <= 512 {
+		t.Fatalf("the JWT is %d bytes, within a reference token's bound: the case proves nothing", len(jwt))
+	}
+	if r := idsauth(t, bin, jwt+"\n", []string{"IDSAUTH_API_SECRET=api-secret"}, args...); r.code != 0 || !strings.Contains(r.stdout, "active: issued to jwtc") || !strings.Contains(r.stdout, `"client_tenant": "acme"`) {
+		t.Fatalf("introspect a JWT (%d bytes): %+v", len(jwt), r)
 	}
 	if r := idsauth(t, bin, "", []string{"IDSAUTH_API_SECRET=wrong-api-secret"}, append(args, tok)...); r.code != 1 || !strings.Contains(r.stderr, "not checked") || strings.Contains(r.stdout+r.stderr, "wrong-api-secret") {
 		t.Fatalf("introspect with a wrong secret: %+v", r)

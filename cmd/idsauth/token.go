@@ -24,7 +24,7 @@ import (
 const defaultSecretEnv = "IDSAUTH_CLIENT_SECRET"
 
 func token(ctx context.Context, e env, args []string) error {
-	fs := flags(e, "token", "-issuer URL -client-id ID [-scope S] [-key FILE] [-resource URI]... [-param NAME=VALUE]... [-decode]",
+	fs := flags(e, "token", "-issuer URL -client-id ID [-scope S] [-key FILE] [-dpop-key FILE] [-resource URI]... [-param NAME=VALUE]... [-decode]",
 		`Fetch an access token with the client_credentials grant from the issuer's
 token endpoint (found by its discovery document) and print it; with -decode,
 print its header and claims instead. With -key, the client authenticates
