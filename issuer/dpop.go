@@ -4,8 +4,6 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/x509"
-	"encoding/base64"
-	"encoding/binary"
 	"errors"
 	"net/http"
 	"time"
@@ -32,21 +30,11 @@ func (iss *Issuer) dpopBinding(r *http.Request, st *state, cl *client, now time.
 	case len(proofs) > 1:
 		return "", badRequest("invalid_dpop_proof", descTwoDPoP)
 	}
-	c := dpop.Check{Method: http.MethodPost, URL: st.issuer + tokenPath, Now: now, Window: st.dpopWindow, Leeway: dpopLeeway}
-	if st.dpopNonces {
-		c.Nonce = st.nonce(now, 0)
-	}
-	p, err := dpop.Verify(proofs[0], c)
-	if errors.Is(err, dpop.ErrNonce) && st.nonce(now, -1) != "" {
-		// The nonce of the period before is still good: a client that
-		// fetched it just before the turn is not sent back for another.
-		c.Nonce = st.nonce(now, -1)
-		p, err = dpop.Verify(proofs[0], c)
-	}
+	p, err := dpop.Verify(proofs[0], dpop.Check{Method: http.MethodPost, URL: st.issuer + tokenPath, Nonces: st.nonces, Now: now, Window: st.dpopWindow, Leeway: dpopLeeway})
 	switch {
 	case errors.Is(err, dpop.ErrNonce):
 		terr := badRequest("use_dpop_nonce", "the DPoP proof must carry the nonce in the DPoP-Nonce header")
-		terr.nonce = st.nonce(now, 0)
+		terr.nonce = st.nonces.At(now)
 		return "", terr
 	case err != nil:
 		return "", badRequest("invalid_dpop_proof", err.Error())
@@ -68,32 +56,15 @@ func (iss *Issuer) dpopBinding(r *http.Request, st *state, cl *client, now time.
 // proof's ID is its key's thumbprint and its jti.
 func dpopSubject(id string) string { return "\x00dpop:" + id }
 
-// nonce returns the DPoP nonce of the period now falls in, moved by
-// offset periods, or "" when nonces are off. A nonce is the HMAC of its
-// period under a key derived from the signing key, so that the replicas
-// sharing a configuration give and accept the same nonces with no state,
-// and nobody without the key can make one ahead of its time.
-func (st *state) nonce(now time.Time, offset int64) string {
-	if !st.dpopNonces || len(st.nonceKey) == 0 {
-		return ""
-	}
-	period := now.Unix()/int64(st.dpopWindow/time.Second) + offset
-	var msg [8]byte
-	binary.BigEndian.PutUint64(msg[:], uint64(period))
-	m := hmac.New(sha256.New, st.nonceKey)
-	m.Write(msg[:])
-	return base64.RawURLEncoding.EncodeToString(m.Sum(nil)[:18])
-}
-
-// nonceKeyOf derives the DPoP nonce key from the signing key's private
-// bytes: secret, the same at every replica of a configuration, and new
-// with each signing key (a client then gets use_dpop_nonce once).
-func nonceKeyOf(st *state) ([]byte, error) {
+// noncesOf makes the span's DPoP nonces, keyed from its signing key's
+// private bytes: secret, the same at every replica of a configuration,
+// and new with each signing key (a client then gets use_dpop_nonce once).
+func noncesOf(st *state) (*dpop.Nonces, error) {
 	der, err := x509.MarshalPKCS8PrivateKey(st.signer.Private)
 	if err != nil {
 		return nil, err
 	}
 	m := hmac.New(sha256.New, der)
 	m.Write([]byte("idsauth DPoP nonce key"))
-	return m.Sum(nil), nil
+	return &dpop.Nonces{Key: m.Sum(nil), Period: st.dpopWindow}, nil
 }

@@ -120,7 +120,7 @@ type state struct {
 	// DPoP (dpop.go).
 	dpopWindow time.Duration // how old a proof may be; the nonce period
 	dpopNonces bool
-	nonceKey   []byte // this span's: from its signing key
+	nonces     *dpop.Nonces // this span's, from its signing key; nil when off
 	// The latest span of this configuration's schedule known to have
 	// begun: the one current at its Reload, or a later one, logged when
 	// found. Shared by its spans; a reload makes its own, so a request
@@ -366,7 +366,7 @@ func (iss *Issuer) Reload(cfg *Config) error {
 		sp.keySet = ks
 		sp.tokenPrefixes = sp.makePrefixes()
 		if sp.dpopNonces {
-			if sp.nonceKey, err = nonceKeyOf(&sp); err != nil {
+			if sp.nonces, err = noncesOf(&sp); err != nil {
 				return fmt.Errorf("issuer: the DPoP nonce key: %w", err)
 			}
 		}

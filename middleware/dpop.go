@@ -2,11 +2,7 @@ package middleware
 
 import (
 	"context"
-	"crypto/hmac"
 	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"net/http"
@@ -114,8 +110,7 @@ type dpopChecker struct {
 	window    time.Duration
 	cache     *replay.Cache
 	store     limit.ReplayStore
-	nonces    bool
-	nonceKey  []byte
+	nonces    *dpop.Nonces // nil when off
 	now       func() time.Time
 }
 
@@ -139,8 +134,6 @@ func newDPoPChecker(cfg *DPoPConfig) (*dpopChecker, error) {
 		publicURL: strings.TrimSuffix(cfg.PublicURL, "/"),
 		window:    cmpOr(cfg.ProofMaxAge, time.Minute),
 		store:     cfg.Replays,
-		nonces:    cfg.RequireNonce,
-		nonceKey:  cfg.NonceKey,
 		now:       cfg.Now,
 	}
 	if d.now == nil {
@@ -149,21 +142,15 @@ func newDPoPChecker(cfg *DPoPConfig) (*dpopChecker, error) {
 	if d.store == nil {
 		d.cache = replay.New(cmpOr(cfg.ReplayBytes, 4<<20))
 	}
-	if d.nonces && len(d.nonceKey) == 0 {
-		d.nonceKey = make([]byte, 32)
-		_, _ = rand.Read(d.nonceKey) // never fails (crypto/rand)
+	if cfg.RequireNonce {
+		key := cfg.NonceKey
+		if len(key) == 0 {
+			key = make([]byte, 32)
+			_, _ = rand.Read(key) // never fails (crypto/rand)
+		}
+		d.nonces = &dpop.Nonces{Key: key, Period: d.window}
 	}
 	return d, nil
-}
-
-// nonce returns the nonce of the period now falls in, moved by offset
-// periods: the HMAC of the period under the nonce key.
-func (d *dpopChecker) nonce(now time.Time, offset int64) string {
-	var msg [8]byte
-	binary.BigEndian.PutUint64(msg[:], uint64(now.Unix()/int64(d.window/time.Second)+offset))
-	m := hmac.New(sha256.New, d.nonceKey)
-	m.Write(msg[:])
-	return base64.RawURLEncoding.EncodeToString(m.Sum(nil)[:18])
 }
 
 // check checks the request's proof for token, whose claims c validated,
@@ -180,18 +167,10 @@ func (d *dpopChecker) check(ctx context.Context, r *http.Request, token string, 
 		return "", proofFailure(fmt.Sprintf("%d DPoP headers, want one", len(proofs)), nil)
 	}
 	now := d.now()
-	want := dpop.Check{Method: r.Method, URL: d.publicURL + requestPath(r), AccessToken: token, Now: now, Window: d.window, Leeway: dpopLeeway}
-	if d.nonces {
-		want.Nonce = d.nonce(now, 0)
-	}
-	p, err := dpop.Verify(proofs[0], want)
-	if errors.Is(err, dpop.ErrNonce) {
-		want.Nonce = d.nonce(now, -1) // the one before is still good
-		p, err = dpop.Verify(proofs[0], want)
-	}
+	p, err := dpop.Verify(proofs[0], dpop.Check{Method: r.Method, URL: d.publicURL + requestPath(r), AccessToken: token, Nonces: d.nonces, Now: now, Window: d.window, Leeway: dpopLeeway})
 	switch {
 	case errors.Is(err, dpop.ErrNonce):
-		return d.nonce(now, 0), ErrDPoPNonce
+		return d.nonces.At(now), ErrDPoPNonce
 	case err != nil:
 		return "", proofFailure(strings.TrimPrefix(err.Error(), "invalid DPoP proof: "), err)
 	case p.JKT != c.JKT:

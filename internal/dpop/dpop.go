@@ -7,8 +7,10 @@ package dpop
 
 import (
 	"crypto"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"net/url"
@@ -64,10 +66,11 @@ type Check struct {
 	// AccessToken, when set, must be what ath hashes (RFC 9449 §4.3, item
 	// 12: at a resource server).
 	AccessToken string
-	// Nonce, when set, must be the proof's nonce; a proof without it, or
-	// with another, fails with ErrNonce.
-	Nonce string
-	Now   time.Time
+	// Nonces, when set, are the server's: the proof's nonce must be the
+	// current one or the one before; a proof without it, or with another,
+	// fails with ErrNonce.
+	Nonces *Nonces
+	Now    time.Time
 	// Window is how old a proof may be; Leeway how far in the future
 	// its iat may be (the client's clock ahead).
 	Window, Leeway time.Duration
@@ -146,7 +149,7 @@ func Verify(proof string, c Check) (*Proof, error) {
 	if c.AccessToken != "" && (claims.ATH == nil || *claims.ATH != TokenHash(c.AccessToken)) {
 		return nil, ErrHash
 	}
-	if c.Nonce != "" && (claims.Nonce == nil || *claims.Nonce != c.Nonce) {
+	if c.Nonces != nil && (claims.Nonce == nil || !c.Nonces.accepts(*claims.Nonce, c.Now)) {
 		return nil, ErrNonce
 	}
 	jkt, err := keys.Thumbprint(pub)
@@ -163,6 +166,35 @@ func accepted(alg string) bool {
 		}
 	}
 	return false
+}
+
+// Nonces make a server's DPoP nonces (RFC 9449 §8, §9) with no state:
+// the nonce of a period is the HMAC of the period's number under Key, so
+// that servers given the same key (an issuer's replicas, which derive it
+// from their signing key) give and take the same nonces, and nobody
+// without the key can make one ahead of its time.
+type Nonces struct {
+	Key    []byte
+	Period time.Duration // a second or more
+}
+
+// At returns the nonce of the period now falls in: the one to send.
+func (n *Nonces) At(now time.Time) string { return n.of(now, 0) }
+
+// accepts reports whether nonce is the current period's or the one
+// before's: a client that fetched it just before the turn is not sent
+// back for another.
+func (n *Nonces) accepts(nonce string, now time.Time) bool {
+	return hmac.Equal([]byte(nonce), []byte(n.of(now, 0))) || hmac.Equal([]byte(nonce), []byte(n.of(now, -1)))
+}
+
+// of is the nonce of the period now falls in, moved by offset periods.
+func (n *Nonces) of(now time.Time, offset int64) string {
+	var msg [8]byte
+	binary.BigEndian.PutUint64(msg[:], uint64(now.Unix()/max(1, int64(n.Period/time.Second))+offset))
+	m := hmac.New(sha256.New, n.Key)
+	m.Write(msg[:])
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil)[:18])
 }
 
 // TokenHash is a proof's ath for an access token: the base64url SHA-256

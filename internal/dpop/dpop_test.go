@@ -106,8 +106,9 @@ func TestEachCheckFailsAlone(t *testing.T) {
 	}()
 	withToken := check(now)
 	withToken.AccessToken = "the-access-token"
+	nonces := &dpop.Nonces{Key: []byte("a nonce key of the test's"), Period: time.Minute}
 	withNonce := check(now)
-	withNonce.Nonce = "n-1"
+	withNonce.Nonces = nonces
 	for _, c := range []struct {
 		name  string
 		proof string
@@ -115,7 +116,8 @@ func TestEachCheckFailsAlone(t *testing.T) {
 		want  error
 	}{
 		{"control", sign(t, proofKey, nil, nil), check(now), nil},
-		{"control with ath and nonce", sign(t, proofKey, nil, map[string]any{"ath": dpop.TokenHash("the-access-token"), "nonce": "n-1"}), func() dpop.Check { c := withToken; c.Nonce = "n-1"; return c }(), nil},
+		{"control with ath and nonce", sign(t, proofKey, nil, map[string]any{"ath": dpop.TokenHash("the-access-token"), "nonce": nonces.At(now)}), func() dpop.Check { c := withToken; c.Nonces = nonces; return c }(), nil},
+		{"the nonce of the period before", sign(t, proofKey, nil, map[string]any{"nonce": nonces.At(now.Add(-time.Minute))}), withNonce, nil},
 		{"typ JWT", sign(t, proofKey, map[string]any{"typ": "JWT"}, nil), check(now), dpop.ErrType},
 		{"no typ", sign(t, proofKey, map[string]any{"typ": nil}, nil), check(now), dpop.ErrType},
 		{"no jwk", sign(t, proofKey, map[string]any{"jwk": nil}, nil), check(now), dpop.ErrKey},
@@ -137,7 +139,9 @@ func TestEachCheckFailsAlone(t *testing.T) {
 		{"no ath at a resource", sign(t, proofKey, nil, nil), withToken, dpop.ErrHash},
 		{"ath of another token", sign(t, proofKey, nil, map[string]any{"ath": dpop.TokenHash("another")}), withToken, dpop.ErrHash},
 		{"no nonce", sign(t, proofKey, nil, nil), withNonce, dpop.ErrNonce},
-		{"a stale nonce", sign(t, proofKey, nil, map[string]any{"nonce": "n-0"}), withNonce, dpop.ErrNonce},
+		{"a made-up nonce", sign(t, proofKey, nil, map[string]any{"nonce": "n-0"}), withNonce, dpop.ErrNonce},
+		{"the nonce of two periods before", sign(t, proofKey, nil, map[string]any{"nonce": nonces.At(now.Add(-2 * time.Minute))}), withNonce, dpop.ErrNonce},
+		{"another key's nonce", sign(t, proofKey, nil, map[string]any{"nonce": (&dpop.Nonces{Key: []byte("another"), Period: time.Minute}).At(now)}), withNonce, dpop.ErrNonce},
 	} {
 		_, err := dpop.Verify(c.proof, c.check)
 		if !errors.Is(err, c.want) && !(c.want == nil && err == nil) {
@@ -222,8 +226,9 @@ func FuzzVerify(f *testing.F) {
 	now := time.Unix(1_800_000_000, 0)
 	key := ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize))
 	jwk, _ := keys.PublicJWKOf(key.Public())
+	nonces := &dpop.Nonces{Key: []byte("fuzz"), Period: time.Minute}
 	tok := jwt.NewWithClaims(jwt.SigningMethodEdDSA, jwt.MapClaims{
-		"jti": "fuzz", "htm": "POST", "htu": tokenURL, "iat": now.Unix(), "ath": dpop.TokenHash("tok"), "nonce": "n",
+		"jti": "fuzz", "htm": "POST", "htu": tokenURL, "iat": now.Unix(), "ath": dpop.TokenHash("tok"), "nonce": nonces.At(now),
 	})
 	tok.Header["typ"] = "dpop+jwt"
 	tok.Header["jwk"] = jwk
@@ -236,7 +241,7 @@ func FuzzVerify(f *testing.F) {
 	f.Add(parts[0] + "." + parts[1] + ".")
 	f.Add(jwktest.Segment(map[string]any{"typ": "dpop+jwt", "alg": "ES256", "jwk": map[string]any{"kty": "RSA", "n": "AQAB", "e": "AQAB"}}) + "." + parts[1] + "." + parts[2])
 	f.Add("a.b.c")
-	c := dpop.Check{Method: "POST", URL: tokenURL, AccessToken: "tok", Nonce: "n", Now: now, Window: time.Minute}
+	c := dpop.Check{Method: "POST", URL: tokenURL, AccessToken: "tok", Nonces: nonces, Now: now, Window: time.Minute}
 	if _, err := dpop.Verify(good, c); err != nil {
 		f.Fatalf("the good proof: %v", err)
 	}
