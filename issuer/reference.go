@@ -17,7 +17,6 @@ import (
 	"github.com/idsauth/idsauth/internal/jws"
 	"github.com/idsauth/idsauth/internal/oauthwire"
 	"github.com/idsauth/idsauth/scope"
-	"github.com/idsauth/idsauth/secret"
 	"github.com/idsauth/idsauth/tokenstore"
 )
 
@@ -217,38 +216,16 @@ func unixOrZero(t time.Time) int64 {
 // authenticateAPI reads an introspection request and authenticates its
 // API resource by its secret, as the token endpoint does a client's.
 func (iss *Issuer) authenticateAPI(w http.ResponseWriter, r *http.Request, st *state, who *attempt) (*apiResource, *tokenForm, *tokenError) {
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		return nil, nil, &tokenError{status: http.StatusMethodNotAllowed, code: "invalid_request", desc: "the introspection endpoint takes POST only"}
-	}
 	form := &tokenForm{}
-	if terr := readForm(w, r, st.limits.MaxBodyBytes, form); terr != nil {
+	if terr := postForm(w, r, st, "introspection", form); terr != nil {
 		return nil, nil, terr
 	}
-	if hasAssertion(form) {
-		who.addr = st.addrs.Addr(r)
-		cl, terr := iss.assertionClient(r, form, st, who, iss.now(), st.apiByID, apiSubject)
-		who.api, who.client = who.client, "" // a registered API's name, for the log alone
-		if terr != nil {
-			return nil, nil, terr
-		}
-		return st.apis[cl.id], form, nil
-	}
-	id, pass, basic, terr := credentials(r, form)
+	cl, terr := iss.authenticate(r, form, st, who, iss.now(), st.apiByID, apiSubject, nil)
+	who.api, who.client = who.client, "" // a registered API's name, for the log alone
 	if terr != nil {
 		return nil, nil, terr
 	}
-	api := st.apis[id]
-	who.addr = st.addrs.Addr(r)
-	var hashes []secret.Hash // none for an unknown API: the same work, no match
-	if api != nil {
-		hashes = api.hashes
-		who.api = api.name
-	}
-	if terr := iss.checkSecret(r, st, apiSubject(id), hashes, pass, basic, who.addr, iss.now()); terr != nil {
-		return nil, nil, terr
-	}
-	return api, form, nil
+	return st.apis[cl.id], form, nil
 }
 
 // lookup returns the grant of a live token: a reference token's from the
@@ -355,37 +332,13 @@ func (iss *Issuer) revoke(w http.ResponseWriter, r *http.Request, st *state) {
 }
 
 func (iss *Issuer) revokeToken(w http.ResponseWriter, r *http.Request, st *state, who *attempt) *tokenError {
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		return &tokenError{status: http.StatusMethodNotAllowed, code: "invalid_request", desc: "the revocation endpoint takes POST only"}
-	}
 	form := &tokenForm{}
-	if terr := readForm(w, r, st.limits.MaxBodyBytes, form); terr != nil {
+	if terr := postForm(w, r, st, "revocation", form); terr != nil {
 		return terr
 	}
-	now := iss.now()
-	var cl *client
-	if hasAssertion(form) {
-		who.addr = st.addrs.Addr(r)
-		var terr *tokenError
-		if cl, terr = iss.assertionClient(r, form, st, who, now, st.clientByID, sameID); terr != nil {
-			return terr
-		}
-	} else {
-		id, pass, basic, terr := credentials(r, form)
-		if terr != nil {
-			return terr
-		}
-		cl = st.clients[id]
-		who.addr = st.addrs.Addr(r)
-		var hashes []secret.Hash
-		if cl != nil {
-			who.client = cl.id
-			hashes = cl.hashes
-		}
-		if terr := iss.checkSecret(r, st, id, hashes, pass, basic, who.addr, now); terr != nil {
-			return terr
-		}
+	cl, terr := iss.authenticate(r, form, st, who, iss.now(), st.clientByID, sameID, nil)
+	if terr != nil {
+		return terr
 	}
 	if !form.has(tokenParam) {
 		return badRequest("invalid_request", "token is missing")

@@ -87,12 +87,8 @@ func (st *state) appendAnswer(b []byte, cl *client, granted, aud []string, now t
 const bearerType = `","token_type":"Bearer"`
 
 func (iss *Issuer) issue(w http.ResponseWriter, r *http.Request, st *state, who *attempt) (*[]byte, *tokenError) {
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		return nil, &tokenError{status: http.StatusMethodNotAllowed, code: "invalid_request", desc: "the token endpoint takes POST only"}
-	}
 	form := &tokenForm{}
-	if terr := readForm(w, r, st.limits.MaxBodyBytes, form); terr != nil {
+	if terr := postForm(w, r, st, "token", form); terr != nil {
 		return nil, terr
 	}
 	grant := form.get(grantTypeParam)
@@ -109,37 +105,60 @@ func (iss *Issuer) issue(w http.ResponseWriter, r *http.Request, st *state, who 
 	// and its key must not sign a token issued after its last instant.
 	now := iss.now()
 	st = st.at(now)
+	var longScope *tokenError // answered once the credentials are read, before any is checked
+	if tooLong(form.get(scopeParam), MaxScopeLength) {
+		longScope = badRequest("invalid_request", "scope longer than "+strconv.Itoa(MaxScopeLength)+" characters")
+	}
+	cl, terr := iss.authenticate(r, form, st, who, now, st.clientByID, sameID, longScope)
+	if terr != nil {
+		return nil, terr
+	}
+	return iss.grant(r, form, st, cl, now, who)
+}
+
+// postForm reads into form, empty, the form of a request to the issuer's
+// endpoint named what, which takes POST only. The caller's form stays on
+// its stack: the token endpoint allocates none.
+func postForm(w http.ResponseWriter, r *http.Request, st *state, what string, form *tokenForm) *tokenError {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		return &tokenError{status: http.StatusMethodNotAllowed, code: "invalid_request", desc: "the " + what + " endpoint takes POST only"}
+	}
+	return readForm(w, r, st.limits.MaxBodyBytes, form)
+}
+
+// authenticate finds who is asking, by a signed assertion or a secret,
+// each attempt charged to the failure budgets (see Limits): a client, with
+// lookup st.clientByID and subject sameID, or an API resource, with
+// st.apiByID and apiSubject. pending, when not nil, is answered once the
+// credentials are read and before any is checked. It is the one
+// authentication of the token, introspection and revocation endpoints.
+func (iss *Issuer) authenticate(r *http.Request, form *tokenForm, st *state, who *attempt, now time.Time, lookup func(id string) *client, subject func(id string) string, pending *tokenError) (*client, *tokenError) {
 	if hasAssertion(form) {
-		if tooLong(form.get(scopeParam), MaxScopeLength) {
-			return nil, badRequest("invalid_request", "scope longer than "+strconv.Itoa(MaxScopeLength)+" characters")
+		if pending != nil {
+			return nil, pending
 		}
 		who.addr = st.addrs.Addr(r)
-		cl, terr := iss.assertionClient(r, form, st, who, now, st.clientByID, sameID)
-		if terr != nil {
-			return nil, terr
-		}
-		return iss.grant(r, form, st, cl, now, who)
+		return iss.assertionClient(r, form, st, who, now, lookup, subject)
 	}
 	id, pass, basic, terr := credentials(r, form)
 	if terr != nil {
 		return nil, terr
 	}
-	if tooLong(form.get(scopeParam), MaxScopeLength) {
-		return nil, badRequest("invalid_request", "scope longer than "+strconv.Itoa(MaxScopeLength)+" characters")
+	if pending != nil {
+		return nil, pending
 	}
-	cl := st.clients[id]
+	cl := lookup(id)
 	who.addr = st.addrs.Addr(r)
+	var hashes []secret.Hash // none for an unknown one: the same work, no match
 	if cl != nil {
 		who.client = cl.id
-	}
-	var hashes []secret.Hash // none for an unknown client: the same work, no match
-	if cl != nil {
 		hashes = cl.hashes
 	}
-	if terr := iss.checkSecret(r, st, id, hashes, pass, basic, who.addr, now); terr != nil {
+	if terr := iss.checkSecret(r, st, subject(id), hashes, pass, basic, who.addr, now); terr != nil {
 		return nil, terr
 	}
-	return iss.grant(r, form, st, cl, now, who)
+	return cl, nil
 }
 
 // checkSecret checks pass against the hashes of subject id (none for an
