@@ -4,6 +4,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -115,6 +116,11 @@ func TestDPoPBoundTokens(t *testing.T) {
 	d := do(t, mustRequest(t, http.MethodGet, s.issuerURL()+"/.well-known/openid-configuration"))
 	if algs, _ := d.body["dpop_signing_alg_values_supported"].([]any); len(algs) != 4 {
 		t.Fatalf("discovery: %s", d.raw)
+	}
+	for _, field := range []string{"token_endpoint_auth_methods_supported", "introspection_endpoint_auth_methods_supported", "revocation_endpoint_auth_methods_supported"} {
+		if got, _ := json.Marshal(d.body[field]); string(got) != `["client_secret_basic","client_secret_post","private_key_jwt"]` {
+			t.Errorf("discovery %s: %s", field, got)
+		}
 	}
 }
 

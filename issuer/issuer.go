@@ -72,6 +72,10 @@ type Issuer struct {
 	storeLogged atomic.Int64
 }
 
+// authMethods are how a client (or an API resource) authenticates at the
+// token, introspection and revocation endpoints, as discovery lists them.
+var authMethods = []string{"client_secret_basic", "client_secret_post", "private_key_jwt"}
+
 // The endpoints' paths under the issuer URL, CONTRACT.md §2 and §3.
 const (
 	tokenPath      = "/connect/token"
@@ -449,14 +453,14 @@ func (iss *Issuer) compile(cfg *Config, now time.Time) (*state, []keySet, error)
 		"token_endpoint":                        st.issuer + tokenPath,
 		"jwks_uri":                              st.issuer + jwksPath,
 		"grant_types_supported":                 []string{"client_credentials"},
-		"token_endpoint_auth_methods_supported": []string{"client_secret_basic", "client_secret_post", "private_key_jwt"},
+		"token_endpoint_auth_methods_supported": authMethods,
 		"scopes_supported":                      scope.All(),
 		"response_types_supported":              []string{"token"},
 		"token_endpoint_auth_signing_alg_values_supported": keys.AssertionAlgs,
 		"introspection_endpoint":                           st.issuer + introspectPath,
-		"introspection_endpoint_auth_methods_supported":    []string{"client_secret_basic", "client_secret_post", "private_key_jwt"},
+		"introspection_endpoint_auth_methods_supported":    authMethods,
 		"revocation_endpoint":                              st.issuer + revocationPath,
-		"revocation_endpoint_auth_methods_supported":       []string{"client_secret_basic", "client_secret_post", "private_key_jwt"},
+		"revocation_endpoint_auth_methods_supported":       authMethods,
 		"dpop_signing_alg_values_supported":                dpop.Algs,
 	})
 	if err != nil {

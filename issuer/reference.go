@@ -232,7 +232,7 @@ func (iss *Issuer) authenticateAPI(w http.ResponseWriter, r *http.Request, st *s
 // store, a JWT's from its claims once one of the issuer's published keys
 // has verified it.
 func (iss *Issuer) lookup(ctx context.Context, st *state, token string, now time.Time) (tokenstore.Grant, bool, error) {
-	if strings.Count(token, ".") == 2 {
+	if looksLikeJWT(token) {
 		g, ok := iss.jwtGrant(ctx, st, token, now)
 		return g, ok, nil
 	}
@@ -241,6 +241,11 @@ func (iss *Issuer) lookup(ctx context.Context, st *state, token string, now time
 	}
 	return iss.tokens.Get(ctx, tokenstore.KeyOf(token), now)
 }
+
+// looksLikeJWT reports whether token has a JWS's three parts: what the
+// introspection and revocation endpoints treat as a JWT, and the rest as
+// a reference token.
+func looksLikeJWT(token string) bool { return strings.Count(token, ".") == 2 }
 
 // jwtGrant verifies a JWT that this issuer signed and returns its grant,
 // if it is live at now.
@@ -344,7 +349,7 @@ func (iss *Issuer) revokeToken(w http.ResponseWriter, r *http.Request, st *state
 		return badRequest("invalid_request", "token is missing")
 	}
 	token := form.get(tokenParam)
-	if strings.Count(token, ".") == 2 || len(token) > MaxAssertionLength {
+	if looksLikeJWT(token) || len(token) > MaxAssertionLength {
 		return nil // a JWT: nothing to revoke
 	}
 	if _, err := iss.tokens.Revoke(r.Context(), tokenstore.KeyOf(token), cl.id); err != nil {

@@ -1,6 +1,7 @@
 package middleware
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -132,7 +133,7 @@ func newDPoPChecker(cfg *DPoPConfig) (*dpopChecker, error) {
 	d := &dpopChecker{
 		required:  cfg.Required,
 		publicURL: strings.TrimSuffix(cfg.PublicURL, "/"),
-		window:    cmpOr(cfg.ProofMaxAge, time.Minute),
+		window:    cmp.Or(cfg.ProofMaxAge, time.Minute),
 		store:     cfg.Replays,
 		now:       cfg.Now,
 	}
@@ -140,7 +141,7 @@ func newDPoPChecker(cfg *DPoPConfig) (*dpopChecker, error) {
 		d.now = time.Now
 	}
 	if d.store == nil {
-		d.cache = replay.New(cmpOr(cfg.ReplayBytes, 4<<20))
+		d.cache = replay.New(cmp.Or(cfg.ReplayBytes, 4<<20))
 	}
 	if cfg.RequireNonce {
 		key := cfg.NonceKey

@@ -1,6 +1,7 @@
 package middleware
 
 import (
+	"cmp"
 	"context"
 	"crypto"
 	"encoding/base64"
@@ -210,7 +211,7 @@ func NewIntrospector(ctx context.Context, cfg IntrospectorConfig) (*Introspector
 		secret:   cfg.ClientSecret,
 		local:    cfg.Local,
 		timeout:  cfg.FetchTimeout,
-		maxToken: cmpOr(cfg.MaxTokenLength, MaxIntrospectedTokenLength),
+		maxToken: cmp.Or(cfg.MaxTokenLength, MaxIntrospectedTokenLength),
 		logger:   cfg.Logger,
 	}
 	if in.rules.now == nil {
@@ -219,10 +220,10 @@ func NewIntrospector(ctx context.Context, cfg IntrospectorConfig) (*Introspector
 	if in.timeout == 0 {
 		in.timeout = DefaultFetchTimeout
 	}
-	in.slots = make(chan struct{}, cmpOr(cfg.MaxConcurrent, DefaultMaxConcurrentIntrospections))
+	in.slots = make(chan struct{}, cmp.Or(cfg.MaxConcurrent, DefaultMaxConcurrentIntrospections))
 	if cfg.CacheBytes >= 0 {
-		size := cmpOr(cfg.CacheBytes, DefaultIntrospectionCacheBytes) / introspectionEntryBytes
-		in.active = newTokenCache(max(1, size*3/4), cmpOr(cfg.CacheMaxAge, DefaultIntrospectionMaxAge))
+		size := cmp.Or(cfg.CacheBytes, DefaultIntrospectionCacheBytes) / introspectionEntryBytes
+		in.active = newTokenCache(max(1, size*3/4), cmp.Or(cfg.CacheMaxAge, DefaultIntrospectionMaxAge))
 		in.inactiveAge = cfg.InactiveCacheMaxAge
 		if in.inactiveAge == 0 {
 			in.inactiveAge = DefaultIntrospectionInactiveMaxAge
@@ -253,14 +254,6 @@ func NewIntrospector(ctx context.Context, cfg IntrospectorConfig) (*Introspector
 		in.endpoint = doc.IntrospectionEndpoint
 	}
 	return in, nil
-}
-
-// cmpOr returns v, or def when v is zero.
-func cmpOr[T int | time.Duration](v, def T) T {
-	if v == 0 {
-		return def
-	}
-	return v
 }
 
 // leewayOf is ValidatorConfig.Leeway's rule: zero means 30 seconds,

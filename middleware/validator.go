@@ -248,13 +248,7 @@ func NewValidator(ctx context.Context, cfg ValidatorConfig) (_ *Validator, err e
 		}
 		allowed[a] = true
 	}
-	leeway := cfg.Leeway
-	switch {
-	case leeway == 0:
-		leeway = 30 * time.Second
-	case leeway < 0:
-		leeway = 0
-	}
+	leeway := leewayOf(cfg.Leeway)
 	v := &Validator{
 		allowed:     allowed,
 		requireType: cfg.RequireType,
