@@ -295,8 +295,8 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil || !rejected(resp) {
 		return resp, err
 	}
-	if req.Body != nil && req.Body != http.NoBody && req.GetBody == nil {
-		return resp, nil // cannot replay the body: the 401 as it is
+	if !canReplay(req) {
+		return resp, nil // the 401 as it is
 	}
 	t.tokens.drop(tok.AccessToken)
 	fresh, err := t.tokens.current(req.Context())
@@ -307,12 +307,10 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if fresh.AccessToken == tok.AccessToken {
 		return resp, nil // never the same token twice
 	}
-	var body io.ReadCloser
-	if req.GetBody != nil {
-		if body, err = req.GetBody(); err != nil {
-			resp.Body.Close()
-			return nil, err
-		}
+	body, err := bodyAgain(req)
+	if err != nil {
+		resp.Body.Close()
+		return nil, err
 	}
 	resp.Body.Close()
 	resp, err = t.send(req, fresh, body)
@@ -343,6 +341,21 @@ func (t *transport) send(req *http.Request, tok *oauth2.Token, body io.ReadClose
 		r.Header.Set("DPoP", p)
 		return nil
 	})
+}
+
+// canReplay reports whether req can be sent again: it has no body, or
+// GetBody makes it anew (http.NewRequest sets it for bytes, strings and
+// bytes.Buffer bodies).
+func canReplay(req *http.Request) bool {
+	return req.Body == nil || req.Body == http.NoBody || req.GetBody != nil
+}
+
+// bodyAgain is req's body made anew for another send: nil for none.
+func bodyAgain(req *http.Request) (io.ReadCloser, error) {
+	if req.GetBody == nil {
+		return nil, nil
+	}
+	return req.GetBody()
 }
 
 func closeBody(req *http.Request) {

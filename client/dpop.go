@@ -71,15 +71,13 @@ func (d *dpopProver) sendWithProof(base http.RoundTripper, req *http.Request, mk
 	if err != nil || !d.note(req.URL, resp) {
 		return resp, err
 	}
-	if req.Body != nil && req.Body != http.NoBody && req.GetBody == nil {
-		return resp, nil // cannot send the body again: the answer as it is
+	if !canReplay(req) {
+		return resp, nil // the answer as it is
 	}
 	again := req.Clone(req.Context())
-	if req.GetBody != nil {
-		if again.Body, err = req.GetBody(); err != nil {
-			resp.Body.Close()
-			return nil, err
-		}
+	if again.Body, err = bodyAgain(req); err != nil {
+		resp.Body.Close()
+		return nil, err
 	}
 	if err := mk(again); err != nil {
 		closeBody(again)
