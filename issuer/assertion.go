@@ -354,14 +354,21 @@ func (st *state) checkClaims(a *assertion, id string, now time.Time) (until time
 // audienceOK reports whether aud (a string or an array of strings) names
 // the token endpoint or the issuer.
 func (st *state) audienceOK(raw json.RawMessage) bool {
-	var list []string
-	var one string
-	if json.Unmarshal(raw, &one) == nil && len(raw) > 0 && raw[0] == '"' {
-		list = []string{one}
-	} else if json.Unmarshal(raw, &list) != nil {
-		return false
+	list, ok := stringOrList(raw)
+	return ok && (slices.Contains(list, st.issuer+tokenPath) || slices.Contains(list, st.issuer))
+}
+
+// stringOrList reads a claim that is a string or an array of strings, as
+// "aud" may be; ok is false for anything else, absent included.
+func stringOrList(raw json.RawMessage) (list []string, ok bool) {
+	if len(raw) > 0 && raw[0] == '"' {
+		var one string
+		if json.Unmarshal(raw, &one) != nil {
+			return nil, false
+		}
+		return []string{one}, true
 	}
-	return slices.Contains(list, st.issuer+tokenPath) || slices.Contains(list, st.issuer)
+	return list, json.Unmarshal(raw, &list) == nil
 }
 
 // hasAssertion reports whether the request authenticates with a client

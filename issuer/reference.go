@@ -307,13 +307,12 @@ func (iss *Issuer) jwtGrant(ctx context.Context, st *state, token string, now ti
 		return none, false
 	}
 	g.Scopes = scopes
-	var one string
-	switch {
-	case len(c.Audience) == 0:
-	case json.Unmarshal(c.Audience, &one) == nil:
-		g.Audience = []string{one}
-	case json.Unmarshal(c.Audience, &g.Audience) != nil:
-		return none, false
+	if len(c.Audience) > 0 {
+		aud, ok := stringOrList(c.Audience)
+		if !ok {
+			return none, false
+		}
+		g.Audience = aud
 	}
 	return g, true
 }
