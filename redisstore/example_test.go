@@ -80,3 +80,14 @@ func ExampleStore_Remember() {
 	mux := http.NewServeMux()
 	mux.Handle("/ids/", iss)
 }
+
+// Reference tokens shared by the issuer's replicas live in a Redis of
+// their own, which must not evict: CheckEviction says so at start.
+func ExampleNewTokenStore() {
+	tdb := redis.NewClient(&redis.Options{Addr: "redis-tokens.internal:6379", ContextTimeoutEnabled: true})
+	tokens := redisstore.NewTokenStore(tdb, redisstore.TokenOptions{Prefix: "idsauth:ref:"})
+	if err := tokens.CheckEviction(context.Background()); err != nil {
+		slog.Warn("the token store's Redis", "error", err) // noeviction, or live tokens may vanish
+	}
+	_, _ = issuer.New(&issuer.Config{ /* ... */ }, issuer.WithTokenStore(tokens))
+}

@@ -1,0 +1,64 @@
+package idsauthtest_test
+
+import (
+	"fmt"
+	"net/http/httptest"
+
+	"github.com/justinas/alice"
+
+	"github.com/idsauth/idsauth/idsauthtest"
+	"github.com/idsauth/idsauth/issuer"
+	"github.com/idsauth/idsauth/middleware"
+	"github.com/idsauth/idsauth/scope"
+	"github.com/idsauth/idsauth/secret"
+)
+
+// A route that takes DPoP-bound tokens passes every DPoP case, and the
+// bearer ones too; in a test, pass t.
+func ExampleIssuer_CheckProtectedDPoP() {
+	t := &printer{}
+	defer t.close()
+	iss := idsauthtest.NewIssuer(t)
+	dpop, err := middleware.NewDPoP(middleware.DPoPConfig{PublicURL: "https://api.example.test"})
+	if err != nil {
+		panic(err)
+	}
+	h := alice.New(middleware.RequireBearerWithConfig(iss.Validator(), middleware.BearerConfig{DPoP: dpop}),
+		middleware.RequireScope(scope.AdminWebAPI)).ThenFunc(listUsers)
+	iss.CheckProtectedDPoP(t, h, "https://api.example.test", "GET /webapi/api/v3/demo/Admin/Users", scope.AdminWebAPI)
+	iss.CheckProtected(t, h, "GET /webapi/api/v3/demo/Admin/Users", scope.AdminWebAPI)
+	fmt.Println("checked")
+	// Output: checked
+}
+
+// A route that takes reference tokens too gets their cases from
+// CheckProtected.
+func ExampleIssuer_ReferenceToken() {
+	t := &printer{}
+	defer t.close()
+	iss := idsauthtest.NewIssuer(t)
+	h := alice.New(middleware.RequireBearer(middleware.JWTOrReference(iss.Validator(), iss.Introspector())),
+		middleware.RequireScope(scope.AdminWebAPI)).ThenFunc(listUsers)
+	iss.CheckProtected(t, h, "GET /webapi/api/v3/demo/Admin/Users", scope.AdminWebAPI)
+	fmt.Println(len(iss.ReferenceToken(t, scope.AdminWebAPI)), "characters")
+	// Output: 43 characters
+}
+
+// Run IdentityServer's table against a token endpoint: this issuer under
+// its identityserver profile answers as IdentityServer does.
+func ExampleCheckTokenEndpoint() {
+	t := &printer{}
+	srv := httptest.NewServer(nil)
+	defer srv.Close()
+	iss, err := issuer.New(&issuer.Config{
+		Issuer: srv.URL + "/ids", EphemeralKey: true, Profile: issuer.ProfileIdentityServer,
+		Clients: []issuer.ClientConfig{{ClientID: "c", SecretHashes: []string{secret.HashSHA256("s").String()}, Scopes: []string{scope.AdminWebAPI}}},
+	})
+	if err != nil {
+		panic(err)
+	}
+	srv.Config.Handler = iss
+	idsauthtest.CheckTokenEndpoint(t, iss.TokenURL(), "c", "s", issuer.ProfileIdentityServer)
+	fmt.Println("checked")
+	// Output: checked
+}

@@ -1,0 +1,54 @@
+package issuer_test
+
+import (
+	"fmt"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+
+	"github.com/idsauth/idsauth/issuer"
+	"github.com/idsauth/idsauth/scope"
+	"github.com/idsauth/idsauth/secret"
+)
+
+// The RFC 8414 metadata sits at the host root with the issuer's path
+// inserted: mount it beside the issuer.
+func ExampleIssuer_MetadataHandler() {
+	iss, err := issuer.New(&issuer.Config{
+		Issuer: "https://docs.example.com/ids", EphemeralKey: true,
+		Clients: []issuer.ClientConfig{{ClientID: "reporting", SecretHashes: []string{secret.HashSHA256("s3cret").String()}, Scopes: []string{scope.AdminWebAPI}}},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/ids/", iss)
+	mux.Handle("/.well-known/oauth-authorization-server/", iss.MetadataHandler())
+
+	rec := httptest.NewRecorder()
+	mux.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/.well-known/oauth-authorization-server/ids", nil))
+	fmt.Println(rec.Code, strings.Contains(rec.Body.String(), `"issuer":"https://docs.example.com/ids"`))
+	// Output: 200 true
+}
+
+// A client with reference tokens, and the API resource that may
+// introspect them; the tokens' grants stay in the issuer's memory unless
+// WithTokenStore names a store the replicas share (redisstore's).
+func ExampleAPIResourceConfig() {
+	hash := func(s string) []string { return []string{secret.HashSHA256(s).String()} }
+	cfg := &issuer.Config{
+		Issuer: "https://docs.example.com/ids", EphemeralKey: true,
+		Clients: []issuer.ClientConfig{{
+			ClientID: "reporting", SecretHashes: hash("s3cret"), Scopes: []string{scope.AdminWebAPI},
+			AccessTokenType: "reference",
+			Claims:          []issuer.ClientClaim{{Type: "tenant", Value: "acme"}}, // client_tenant in its tokens
+		}},
+		APIResources: []issuer.APIResourceConfig{{Name: "admin-api", SecretHashes: hash("api-secret"), Scopes: []string{scope.AdminWebAPI}}},
+	}
+	if err := cfg.Validate(); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("ok")
+	// Output: ok
+}

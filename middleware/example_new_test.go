@@ -1,0 +1,112 @@
+package middleware_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"net/http"
+	"net/http/httptest"
+
+	"golang.org/x/oauth2/clientcredentials"
+
+	"github.com/idsauth/idsauth/issuer"
+	"github.com/idsauth/idsauth/middleware"
+	"github.com/idsauth/idsauth/scope"
+	"github.com/idsauth/idsauth/secret"
+)
+
+// One route takes both kinds of token: a JWT goes to the Validator, a
+// reference token to the Introspector, here answered by the issuer in the
+// same process (against a remote one: Endpoint or discovery, and the
+// API's ClientSecret or Key).
+func ExampleJWTOrReference() {
+	ids, iss := exampleIssuerWith(func(c *issuer.Config) {
+		c.Clients[0].AccessTokenType = "reference"
+		c.APIResources = []issuer.APIResourceConfig{{Name: "admin-api", SecretHashes: []string{secret.HashSHA256("api-secret").String()}, Scopes: []string{scope.AdminWebAPI}}}
+	})
+	defer ids.Close()
+	aud := []string{iss.URL() + "/resources"}
+	v, err := middleware.NewValidator(context.Background(), middleware.ValidatorConfig{Issuer: iss.URL(), Audience: aud, Keys: iss})
+	if err != nil {
+		log.Fatal(err)
+	}
+	in, err := middleware.NewIntrospector(context.Background(), middleware.IntrospectorConfig{
+		Issuer: iss.URL(), ClientID: "admin-api", Local: iss, Audience: aud,
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	both := middleware.JWTOrReference(v, in)
+
+	cc := clientcredentials.Config{ClientID: "reporting", ClientSecret: "s3cret", TokenURL: iss.TokenURL(), Scopes: []string{scope.AdminWebAPI}}
+	tok, err := cc.Token(context.Background())
+	if err != nil {
+		log.Fatal(err)
+	}
+	c, err := both.Validate(context.Background(), tok.AccessToken)
+	fmt.Println(len(tok.AccessToken), c.ClientID, c.Scopes, err)
+	// Output: 43 reporting pd_AdminWebApi <nil>
+}
+
+// One DPoP serves every route of a service, so that they share its replay
+// memory and nonces. A request without a token is told both schemes.
+func ExampleNewDPoP() {
+	ids, iss := exampleIssuer()
+	defer ids.Close()
+	v, err := middleware.NewValidator(context.Background(), middleware.ValidatorConfig{Issuer: iss.URL(), Audience: []string{iss.URL() + "/resources"}, Keys: iss})
+	if err != nil {
+		log.Fatal(err)
+	}
+	dpop, err := middleware.NewDPoP(middleware.DPoPConfig{PublicURL: "https://docs.example.com"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	protect := middleware.RequireBearerWithConfig(v, middleware.BearerConfig{DPoP: dpop})
+	rec := httptest.NewRecorder()
+	protect(http.NotFoundHandler()).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/webapi/api/v3/demo/Admin/Users", nil))
+	fmt.Println(rec.Code)
+	for _, ch := range rec.Header().Values("WWW-Authenticate") {
+		fmt.Println(ch)
+	}
+	// Output:
+	// 401
+	// Bearer realm="idsauth"
+	// DPoP realm="idsauth", algs="ES256 RS256 PS256 EdDSA"
+}
+
+// The metadata of RFC 9728 is published where the RFC puts it, and every
+// challenge names it.
+func ExampleResourceMetadata() {
+	md := middleware.ResourceMetadata{
+		Resource:             "https://docs.example.com/webapi",
+		AuthorizationServers: []string{"https://docs.example.com/ids"},
+		ScopesSupported:      scope.All(),
+	}
+	url, err := md.URL()
+	if err != nil {
+		log.Fatal(err)
+	}
+	h, err := md.Handler()
+	if err != nil {
+		log.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, url, nil))
+	fmt.Println(url)
+	fmt.Print(rec.Body)
+
+	ids, iss := exampleIssuer()
+	defer ids.Close()
+	v, err := middleware.NewValidator(context.Background(), middleware.ValidatorConfig{Issuer: iss.URL(), Audience: []string{iss.URL() + "/resources"}, Keys: iss})
+	if err != nil {
+		log.Fatal(err)
+	}
+	protect := middleware.RequireBearerWithConfig(v, middleware.BearerConfig{ResourceMetadataURL: url})
+	rec = httptest.NewRecorder()
+	protect(http.NotFoundHandler()).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/webapi/x", nil))
+	fmt.Println(rec.Header().Get("WWW-Authenticate"))
+	// Output:
+	// https://docs.example.com/.well-known/oauth-protected-resource/webapi
+	// {"resource":"https://docs.example.com/webapi","authorization_servers":["https://docs.example.com/ids"],"scopes_supported":["pd_AdminWebApi","pd_ConnectWebApi"],"bearer_methods_supported":["header"]}
+	// Bearer realm="idsauth", resource_metadata="https://docs.example.com/.well-known/oauth-protected-resource/webapi"
+}
