@@ -205,3 +205,22 @@ func TestAuthorizationServerMetadata(t *testing.T) {
 		}
 	}
 }
+
+// TestIdentityServerDPoPRows: the table's DPoP rows under each profile:
+// two DPoP headers, and a client that requires DPoP sending none.
+func TestIdentityServerDPoPRows(t *testing.T) {
+	for profile, want := range map[string][2][2]string{
+		"rfc":            {{"invalid_dpop_proof", "more than one DPoP header"}, {"invalid_request", "this client must send a DPoP proof"}},
+		"identityserver": {{"invalid_request", "Too many DPoP headers provided."}, {"invalid_request", "Client requires DPoP and a DPoP header value was not provided."}},
+	} {
+		s := newServer(t, func(c *issuer.Config) { withDPoP(c); c.Profile = profile })
+		key := dpopKey(t)
+		two := dpopToken(t, s, "admin", adminSecret, proofFor(t, key, s.tokenURL(), ""), proofFor(t, key, s.tokenURL(), ""))
+		none := dpopToken(t, s, "bound", "bound-secret")
+		for i, a := range []answer{two, none} {
+			if a.status != 400 || a.body["error"] != want[i][0] || a.body["error_description"] != want[i][1] || a.header.Get("WWW-Authenticate") != "" {
+				t.Errorf("%s, row %d: %d %s", profile, i, a.status, a.raw)
+			}
+		}
+	}
+}
