@@ -190,7 +190,8 @@ func (e *TokenError) Unwrap() error { return e.Err }
 // InvalidTokenError is returned when the service rejected a freshly
 // renewed token with invalid_token too: the problem is not an expired
 // token but the token or authentication configuration, and retrying will
-// not help. Response is the second 401, its body still readable.
+// not help. Response is the second 401, its body still readable without
+// closing it: its first 64 KiB, then, for a longer body, an error.
 type InvalidTokenError struct {
 	Code        string // "invalid_token"
 	Description string // the service's error_description: for people, not a code
@@ -317,6 +318,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil || !rejected(resp) {
 		return resp, err
 	}
+	detachBody(resp)
 	e := &InvalidTokenError{Code: "invalid_token", Response: resp}
 	e.Description = tokenErrorDescription(resp)
 	return nil, e
@@ -364,41 +366,82 @@ func closeBody(req *http.Request) {
 	}
 }
 
-// maxErrorBody bounds what is read of a 401 body to look for
-// invalid_token.
+// maxErrorBody bounds what is read ahead of a 401 (or a DPoP 400) body to
+// look for its OAuth error code; the caller still reads the whole body.
 const maxErrorBody = 64 << 10
 
-// rejected reports whether resp is a 401 invalid_token. It buffers the
-// body, so the caller can still read it.
+// rejected reports whether resp is a 401 invalid_token. It reads ahead of
+// the body, so the caller can still read all of it.
 func rejected(resp *http.Response) bool {
 	if resp.StatusCode != http.StatusUnauthorized {
 		return false
 	}
 	for _, v := range resp.Header.Values("WWW-Authenticate") {
 		if strings.Contains(v, `error="invalid_token"`) {
-			bufferBody(resp)
 			return true
 		}
 	}
-	return bodyError(bufferBody(resp)).Code == "invalid_token"
+	return bodyError(peekBody(resp)).Code == "invalid_token"
 }
 
-func bufferBody(resp *http.Response) []byte {
-	if b, ok := resp.Body.(*bufferedBody); ok {
-		return b.data
+// peekBody returns up to maxErrorBody bytes from the start of resp's body
+// and leaves the body whole for the caller: the bytes read ahead, then the
+// rest of the original body, then the original body's own error, if
+// reading ahead met one. Peeking twice reads nothing more.
+func peekBody(resp *http.Response) []byte {
+	if b, ok := resp.Body.(*peekedBody); ok {
+		return b.head
 	}
-	data, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-	resp.Body.Close()
-	resp.Body = &bufferedBody{Reader: bytes.NewReader(data), data: data}
-	return data
+	b := &peekedBody{orig: resp.Body}
+	var err error
+	b.head, err = io.ReadAll(io.LimitReader(b.orig, maxErrorBody))
+	switch {
+	case err != nil:
+		b.rest = errReader{err}
+	case len(b.head) < maxErrorBody:
+		// The whole body is read: let its connection go now.
+		b.orig.Close()
+		b.rest = errReader{io.EOF}
+	default:
+		b.rest = b.orig
+	}
+	b.Reader = io.MultiReader(bytes.NewReader(b.head), b.rest)
+	resp.Body = b
+	return b.head
 }
 
-type bufferedBody struct {
-	*bytes.Reader
-	data []byte
+// errBodyCut is what reading a body handed back inside an error gives
+// after its first maxErrorBody bytes: its connection is closed.
+var errBodyCut = errors.New("client: the rest of the service's answer was not read: it was longer than 64 KiB and came with an error")
+
+// detachBody makes resp's body independent of its connection, for a
+// response handed back inside an error, which callers need not close:
+// the bytes read ahead stay readable, and a body longer than those gives
+// errBodyCut after them.
+func detachBody(resp *http.Response) {
+	peekBody(resp)
+	b := resp.Body.(*peekedBody)
+	if b.rest == b.orig {
+		b.orig.Close()
+		b.rest = errReader{errBodyCut}
+		b.Reader = io.MultiReader(bytes.NewReader(b.head), b.rest)
+	}
 }
 
-func (*bufferedBody) Close() error { return nil }
+// peekedBody is a response body whose first bytes were read ahead: Read
+// gives them, then rest.
+type peekedBody struct {
+	io.Reader
+	head []byte
+	rest io.Reader // the original body, or an error once it is used up or closed
+	orig io.ReadCloser
+}
+
+func (b *peekedBody) Close() error { return b.orig.Close() }
+
+type errReader struct{ err error }
+
+func (r errReader) Read([]byte) (int, error) { return 0, r.err }
 
 type oauthError struct {
 	Code        string `json:"error"`
@@ -412,7 +455,7 @@ func bodyError(b []byte) oauthError {
 }
 
 func tokenErrorDescription(resp *http.Response) string {
-	return bodyError(bufferBody(resp)).Description
+	return bodyError(peekBody(resp)).Description
 }
 
 // tokens caches one token and fetches a new one at most once at a time.

@@ -54,7 +54,7 @@ func (d *dpopProver) note(u *url.URL, resp *http.Response) (retry bool) {
 			}
 		}
 	case http.StatusBadRequest:
-		return bodyError(bufferBody(resp)).Code == "use_dpop_nonce"
+		return bodyError(peekBody(resp)).Code == "use_dpop_nonce"
 	}
 	return false
 }
