@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -259,3 +260,18 @@ type sizedInfo struct {
 }
 
 func (s sizedInfo) Size() int64 { return s.size }
+
+// ReleaseVersion is the newest release in repo's CHANGELOG.md, "v"
+// prefixed: the version every go.mod of the repository requires the others
+// at once the release commit is made (RELEASING.md).
+func ReleaseVersion(repo string) (string, error) {
+	data, err := os.ReadFile(filepath.Join(repo, "CHANGELOG.md"))
+	if err != nil {
+		return "", err
+	}
+	m := regexp.MustCompile(`(?m)^## \[(\d+\.\d+\.\d+)\] - \d{4}-\d{2}-\d{2}$`).FindSubmatch(data)
+	if m == nil {
+		return "", errors.New(`CHANGELOG.md has no release heading "## [X.Y.Z] - YYYY-MM-DD"`)
+	}
+	return "v" + string(m[1]), nil
+}

@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -211,15 +210,11 @@ func zipSize(t *testing.T, proxy, path, version string) string {
 
 // releaseVersion is the newest release in CHANGELOG.md, "v" prefixed.
 func releaseVersion(t *testing.T, repo string) string {
-	data, err := os.ReadFile(filepath.Join(repo, "CHANGELOG.md"))
+	v, err := ReleaseVersion(repo)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile(`(?m)^## \[(\d+\.\d+\.\d+)\] - \d{4}-\d{2}-\d{2}$`).FindSubmatch(data)
-	if m == nil {
-		t.Fatal(`CHANGELOG.md has no release heading "## [X.Y.Z] - YYYY-MM-DD"`)
-	}
-	return "v" + string(m[1])
+	return v
 }
 
 func parseGoMod(t *testing.T, name string) *modfile.File {
