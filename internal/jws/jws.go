@@ -1,6 +1,9 @@
-// Package jws splits and decodes a JWS in compact serialization (RFC 7515
-// §7.1) without trusting it: the one parser behind the validator of
-// access tokens (middleware) and the check of client assertions (issuer).
+// Package jws reads a JWS in compact serialization (RFC 7515 §7.1) and
+// the JWT claim set it carries (RFC 7519), without trusting either until
+// a key has verified it: the one reader behind access tokens,
+// introspection answers, client assertions and DPoP proofs, so that one
+// set of rules (exact member names, no duplicate members, null as absent,
+// NumericDate ranges, one table of algorithm names) holds for all of them.
 //
 // Parse reads the header only. The payload and the signature are decoded
 // on demand, so that a caller can refuse a token on its header (an "alg"
@@ -20,6 +23,9 @@ import (
 // base64url in its canonical form, a header that is not a JSON object, or
 // a "kid" or "alg" that is present and not a JSON string.
 var ErrMalformed = errors.New("jws: malformed")
+
+// ErrSignature is the error of a signature that does not verify.
+var ErrSignature = errors.New("jws: signature invalid")
 
 // b64 decodes segments: base64url without padding, and only in its one
 // canonical form, so that no two strings carry the same signature.
