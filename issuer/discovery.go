@@ -12,7 +12,9 @@ import (
 
 // discoveryDocument is the discovery document of st's configuration:
 // what the issuer serves at discoveryPath and MetadataHandler serves
-// where RFC 8414 puts it.
+// where RFC 8414 puts it. Each endpoint that lists private_key_jwt lists
+// the algorithms of its assertions beside it, as RFC 8414 §2 requires:
+// one authentication serves the three, so one list.
 func (st *state) discoveryDocument() ([]byte, error) {
 	return json.Marshal(map[string]any{
 		"issuer":                                st.issuer,
@@ -22,12 +24,14 @@ func (st *state) discoveryDocument() ([]byte, error) {
 		"token_endpoint_auth_methods_supported": authMethods,
 		"scopes_supported":                      scope.All(),
 		"response_types_supported":              []string{"token"},
-		"token_endpoint_auth_signing_alg_values_supported": keys.AssertionAlgs,
-		"introspection_endpoint":                           st.issuer + introspectPath,
-		"introspection_endpoint_auth_methods_supported":    authMethods,
-		"revocation_endpoint":                              st.issuer + revocationPath,
-		"revocation_endpoint_auth_methods_supported":       authMethods,
-		"dpop_signing_alg_values_supported":                dpop.Algs,
+		"token_endpoint_auth_signing_alg_values_supported":         keys.AssertionAlgs,
+		"introspection_endpoint":                                   st.issuer + introspectPath,
+		"introspection_endpoint_auth_methods_supported":            authMethods,
+		"introspection_endpoint_auth_signing_alg_values_supported": keys.AssertionAlgs,
+		"revocation_endpoint":                                      st.issuer + revocationPath,
+		"revocation_endpoint_auth_methods_supported":               authMethods,
+		"revocation_endpoint_auth_signing_alg_values_supported":    keys.AssertionAlgs,
+		"dpop_signing_alg_values_supported":                        dpop.Algs,
 	})
 }
 
