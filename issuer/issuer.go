@@ -192,7 +192,7 @@ type limiterConfig struct {
 // Issuer serving it. The options hold for the issuer's life: Reload
 // changes the configuration only.
 func New(cfg *Config, opts ...Option) (*Issuer, error) {
-	iss := &Issuer{logger: slog.New(slog.DiscardHandler), now: time.Now}
+	iss := &Issuer{logger: defaultLogger, now: time.Now}
 	for _, opt := range opts {
 		opt(iss)
 	}

@@ -1,6 +1,7 @@
 package issuer
 
 import (
+	"context"
 	"log/slog"
 	"time"
 
@@ -14,15 +15,46 @@ import (
 // WithVerifier and WithLimiterStore.
 type Option func(*Issuer)
 
-// WithLogger sets the logger of the issuer's lines: refused token
-// requests, a signing failure, the ephemeral key's warning. No line holds
-// a secret or a token. Without it (or with nil) the issuer logs nothing.
+// WithLogger sets the logger of every line the issuer writes: refused
+// requests (Info), a key schedule's move (Info), the ephemeral key's and
+// a wrong mount's warnings (Warn), a signing failure and a store that
+// cannot answer (Error). No line holds a secret or a token. Without it
+// (or with nil) they go to slog.Default(), as it is when each is logged,
+// so that a warning is never lost; give slog.New(slog.DiscardHandler)
+// for none.
 func WithLogger(l *slog.Logger) Option {
 	return func(iss *Issuer) {
 		if l != nil {
 			iss.logger = l
 		}
 	}
+}
+
+// defaultLogger logs through slog.Default(), looked up at each line: the
+// issuer's logger when WithLogger gave none, which follows a later
+// slog.SetDefault.
+var defaultLogger = slog.New(toDefault{})
+
+// toDefault is a slog.Handler that hands each record to slog.Default()'s
+// handler of the moment.
+type toDefault struct{}
+
+func (toDefault) Enabled(ctx context.Context, l slog.Level) bool {
+	return slog.Default().Handler().Enabled(ctx, l)
+}
+
+func (toDefault) Handle(ctx context.Context, r slog.Record) error {
+	return slog.Default().Handler().Handle(ctx, r)
+}
+
+// WithAttrs and WithGroup bind to the handler of the moment; the issuer
+// logs with neither.
+func (toDefault) WithAttrs(as []slog.Attr) slog.Handler {
+	return slog.Default().Handler().WithAttrs(as)
+}
+
+func (toDefault) WithGroup(name string) slog.Handler {
+	return slog.Default().Handler().WithGroup(name)
 }
 
 // WithClock sets the issuer's clock, for tests. Without it (or with nil)
