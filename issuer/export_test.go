@@ -19,3 +19,7 @@ func ReplayBytes(iss *Issuer) int { return iss.replays.Bytes() }
 
 // ReplayLive counts the jtis the replay cache remembers now.
 func ReplayLive(iss *Issuer) int { return iss.replays.Live(iss.now()) }
+
+// RepeatMarks counts the HMACs the repeated-wrong-secret table of the
+// issuer's configuration has computed.
+func RepeatMarks(iss *Issuer) int64 { return iss.st.Load().repeats.Marks() }

@@ -10,7 +10,6 @@ import (
 	"maps"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,7 +25,6 @@ import (
 	"github.com/idsauth/idsauth/internal/replay"
 	"github.com/idsauth/idsauth/limit"
 	"github.com/idsauth/idsauth/observe"
-	"github.com/idsauth/idsauth/scope"
 	"github.com/idsauth/idsauth/secret"
 	"github.com/idsauth/idsauth/tokenstore"
 )
@@ -190,92 +188,11 @@ type limiterConfig struct {
 	bytes  int
 }
 
-// Option configures what an Issuer keeps for its whole life, whatever
-// configuration it is given: see WithLogger, WithClock, WithObserver,
-// WithVerifier and WithLimiterStore.
-type Option func(*Issuer)
-
-// WithLogger sets the logger of the issuer's lines: refused token
-// requests, a signing failure, the ephemeral key's warning. No line holds
-// a secret or a token. Without it (or with nil) the issuer logs nothing.
-func WithLogger(l *slog.Logger) Option {
-	return func(iss *Issuer) {
-		if l != nil {
-			iss.logger = l
-		}
-	}
-}
-
-// WithClock sets the issuer's clock, for tests. Without it (or with nil)
-// it is time.Now. The failure limiter reads it too: do not share a
-// limit.Store (WithLimiterStore) between issuers on different clocks.
-func WithClock(now func() time.Time) Option {
-	return func(iss *Issuer) {
-		if now != nil {
-			iss.now = now
-		}
-	}
-}
-
-// WithVerifier makes the issuer check client secrets with v instead of a
-// Verifier of its own, so that one bound on concurrent bcrypt checks and
-// one failure floor cover the issuer and SCIMAuth together (give
-// middleware.SCIMLimits.Verifier the same v). The issuer primes v with its
-// clients' hashes on every load. The configuration's
-// limits.failureFloorMillis and limits.maxConcurrentSlowHashes do not
-// apply then: v's own settings do.
-func WithVerifier(v *secret.Verifier) Option {
-	return func(iss *Issuer) { iss.verifier = v }
-}
-
-// WithLimiterStore sets where the failure limiter keeps its budgets, for
-// the issuer's life: give the replicas of one issuer one shared store
-// (such as the Redis store of github.com/idsauth/idsauth/redisstore), so
-// that they enforce one budget per client and per address between them.
-// The configuration's limits still set the budgets, passed with each
-// request; limits.limiterMaxBytes does not apply. Without it (or with nil)
-// the issuer keeps a limit.Memory of limits.limiterMaxBytes, which Reload
-// keeps while the limits stay the same.
-//
-// When the store is also a limit.ReplayStore (limit.Memory and the Redis
-// store are), it remembers the jti of each accepted client assertion too,
-// so that replicas sharing it accept an assertion once between them;
-// clientAssertions.replayCacheBytes does not apply then. Otherwise each
-// issuer remembers them in a cache of its own.
-//
-// When the store cannot answer (an error other than a *limit.Refusal),
-// the token request is answered 503 temporarily_unavailable with
-// Retry-After and no secret is checked, and no token is issued for an
-// assertion whose jti it cannot remember: whether a store fails so or
-// falls back to limits and memory of its own is the store's choice.
-func WithLimiterStore(s limit.Store) Option {
-	return func(iss *Issuer) {
-		if s != nil {
-			iss.store = s
-		}
-	}
-}
-
-// WithTokenStore keeps the grants of reference tokens (clients with
-// accessTokenType "reference") in s, for the issuer's life: a store shared
-// by the replicas (redisstore) lets any of them introspect or revoke a
-// token another one issued. Without it the issuer keeps them in a
-// tokenstore.Memory of tokenstore.DefaultMemoryBytes; when the store is
-// full, or cannot answer, no reference token is issued (503
-// temporarily_unavailable) and none is forgotten.
-func WithTokenStore(s tokenstore.Store) Option {
-	return func(iss *Issuer) {
-		if s != nil {
-			iss.tokens = s
-		}
-	}
-}
-
 // New checks cfg (as Validate does), reads its key files and returns an
 // Issuer serving it. The options hold for the issuer's life: Reload
 // changes the configuration only.
 func New(cfg *Config, opts ...Option) (*Issuer, error) {
-	iss := &Issuer{logger: slog.New(slog.DiscardHandler), now: time.Now}
+	iss := &Issuer{logger: defaultLogger, now: time.Now}
 	for _, opt := range opts {
 		opt(iss)
 	}
@@ -292,8 +209,10 @@ func New(cfg *Config, opts ...Option) (*Issuer, error) {
 
 // Reload checks cfg (as Validate does), reads its key files and, only if
 // all is well, makes it the issuer's configuration: keys, clients and
-// limits change at once for every request that starts after it returns.
-// On error nothing changes. The failure limiter's memory of failed
+// limits change at once for every request that starts after it returns,
+// and introspection answers about tokens issued before by the clients as
+// they are now (a removed client's are inactive there). On error
+// nothing changes. The failure limiter's memory of failed
 // attempts is kept while the limits stay the same; the jtis of used
 // client assertions are always kept until they expire, whatever the new
 // clientAssertions.replayCacheBytes.
@@ -448,22 +367,7 @@ func (iss *Issuer) compile(cfg *Config, now time.Time) (*state, []keySet, error)
 		}
 		sets = append(sets, set)
 	}
-	st.discovery, err = json.Marshal(map[string]any{
-		"issuer":                                st.issuer,
-		"token_endpoint":                        st.issuer + tokenPath,
-		"jwks_uri":                              st.issuer + jwksPath,
-		"grant_types_supported":                 []string{"client_credentials"},
-		"token_endpoint_auth_methods_supported": authMethods,
-		"scopes_supported":                      scope.All(),
-		"response_types_supported":              []string{"token"},
-		"token_endpoint_auth_signing_alg_values_supported": keys.AssertionAlgs,
-		"introspection_endpoint":                           st.issuer + introspectPath,
-		"introspection_endpoint_auth_methods_supported":    authMethods,
-		"revocation_endpoint":                              st.issuer + revocationPath,
-		"revocation_endpoint_auth_methods_supported":       authMethods,
-		"dpop_signing_alg_values_supported":                dpop.Algs,
-	})
-	if err != nil {
+	if st.discovery, err = st.discoveryDocument(); err != nil {
 		return nil, nil, err
 	}
 	return st, sets, nil
@@ -516,25 +420,6 @@ func (iss *Issuer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// MetadataHandler returns an http.Handler that serves the issuer's
-// authorization server metadata (RFC 8414) where that RFC puts it: at the
-// host root, /.well-known/oauth-authorization-server followed by the
-// issuer's path ("/.well-known/oauth-authorization-server/ids" for
-// "https://host/ids"), and 404 elsewhere. Mount it at the host root,
-// beside the issuer: mux.Handle("/.well-known/oauth-authorization-server/",
-// iss.MetadataHandler()). It is the discovery document, so the two list
-// the same endpoints, and it follows reloads.
-func (iss *Issuer) MetadataHandler() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		st := iss.current()
-		if r.URL.Path != "/.well-known/oauth-authorization-server"+st.prefix {
-			http.NotFound(w, r)
-			return
-		}
-		serveDocument(w, r, st.discovery, st.cacheHeader)
-	})
-}
-
 // warnMisMounted logs, once per configuration, a request for one of the
 // issuer's endpoints under another path than its URL's: the issuer is
 // mounted where its URL does not say (a mux pattern of another prefix,
@@ -560,22 +445,6 @@ func (iss *Issuer) warnMisMounted(r *http.Request, st *state) {
 	}
 	iss.logger.Warn("idsauth issuer: a request for an endpoint under another path than the issuer URL's: is the issuer mounted where its URL says? (logged once per configuration)",
 		slog.String("path", got), slog.String("expected", st.prefix+endpoint), slog.String("issuer", st.issuer))
-}
-
-func serveDocument(w http.ResponseWriter, r *http.Request, body []byte, cache string) {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, HEAD")
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
-		return
-	}
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Cache-Control", cache)
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	if r.Method == http.MethodHead {
-		return
-	}
-	_, _ = w.Write(body)
 }
 
 // VerificationKeys returns the public key named kid among the keys the

@@ -1,6 +1,7 @@
 package issuer_test
 
 import (
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -88,4 +89,49 @@ func mounted(t *testing.T, mount func(*http.ServeMux, *issuer.Issuer)) (*httptes
 	}
 	mount(mux, iss)
 	return srv, logs
+}
+
+// TestWithoutLoggerTheIssuerLogsToSlogDefault: without WithLogger, a
+// mis-mounted issuer answered a silent 404 (its warning went nowhere).
+// Now every line of an issuer without a logger goes to slog.Default(), as
+// it is when the line is written: the wrong mount's Warn, and the rest
+// alike (the ephemeral key's Warn at New, a refused request at Info).
+func TestWithoutLoggerTheIssuerLogsToSlogDefault(t *testing.T) {
+	before := slog.Default()
+	t.Cleanup(func() { slog.SetDefault(before) })
+	atNew, logger := testlog.New()
+	slog.SetDefault(logger)
+	mux := http.NewServeMux()
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	iss, err := issuer.New(testConfig(srv.URL + "/ids"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux.Handle("/auth/", iss)
+	// A default set after New is the one used.
+	later, logger := testlog.New()
+	slog.SetDefault(logger)
+	for _, path := range []string{"/auth/connect/token", "/auth/connect/token"} {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound {
+			t.Fatalf("status %d, want 404", resp.StatusCode)
+		}
+	}
+	rec := httptest.NewRecorder()
+	iss.ServeHTTP(rec, formRequest("token", form("grant_type", "client_credentials", "client_id", "admin", "client_secret", "wrong", "scope", "x")))
+	if !strings.Contains(atNew.String(), "NO SIGNING KEY CONFIGURED") {
+		t.Errorf("the ephemeral key's warning did not reach slog.Default at New:\n%s", atNew)
+	}
+	logs := later.String()
+	if n := strings.Count(logs, `"level":"WARN"`); n != 1 || !strings.Contains(logs, "mounted where its URL says") || !strings.Contains(logs, `"expected":"/ids/connect/token"`) {
+		t.Errorf("want one Warn line about the mount in slog.Default, got %d:\n%s", n, logs)
+	}
+	if !strings.Contains(logs, "token request refused") || strings.Contains(logs, `"wrong"`) {
+		t.Errorf("the refusal should be logged through slog.Default, without the secret:\n%s", logs)
+	}
 }

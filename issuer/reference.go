@@ -153,17 +153,19 @@ func (iss *Issuer) IntrospectToken(ctx context.Context, api, token string) ([]by
 }
 
 // answer is the introspection answer about token for api: active with the
-// grant's fields when the token is live and carries one of the API's
-// scopes, else exactly inactive.
+// grant's fields when the token is live, its client would still be issued
+// it (stillIssued) and it carries one of the API's scopes that the client
+// still holds, else exactly inactive.
 func (iss *Issuer) answer(ctx context.Context, st *state, api *apiResource, token string) ([]byte, error) {
 	g, ok, err := iss.lookup(ctx, st, token, iss.now())
 	if err != nil {
 		return nil, err
 	}
+	cl := st.clients[g.ClientID]
 	var mine []string
-	if ok {
+	if ok && stillIssued(cl, !looksLikeJWT(token)) {
 		for _, s := range g.Scopes {
-			if api.scopes.Has(s) {
+			if api.scopes.Has(s) && cl.scopes.Has(s) {
 				mine = append(mine, s)
 			}
 		}
@@ -193,10 +195,22 @@ func (iss *Issuer) answer(ctx context.Context, st *state, api *apiResource, toke
 	}
 	// The client's claims, as its JWTs carry them: from its registration
 	// now (the grant does not keep them).
-	if cl := st.clients[g.ClientID]; cl != nil && len(cl.claims) > 0 {
+	if len(cl.claims) > 0 {
 		body = append(append(body[:len(body)-1], cl.claims...), '}')
 	}
 	return append(body, '\n'), nil
+}
+
+// stillIssued reports whether client cl, as the configuration now
+// registers it, would be issued a token of the kind a live token is
+// (reference or JWT): a token outlives no reload that removed its client,
+// took client_credentials from it or changed the kind of its tokens. Its
+// grant was made under a registration that no longer exists; the
+// operator who removes a compromised client ends its tokens so, at every
+// replica that has reloaded. (A scope taken from the client is taken from
+// its tokens' answers by answer.)
+func stillIssued(cl *client, reference bool) bool {
+	return cl != nil && cl.clientCreds && cl.reference == reference
 }
 
 func cnfOf(jkt string) *cnf {

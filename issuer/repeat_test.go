@@ -142,3 +142,45 @@ func TestRightSecretCutShortIsNotTakenForARepeat(t *testing.T) {
 		t.Fatalf("the right secret after %d checks of it were cut short: %d", cut, status)
 	}
 }
+
+// TestRightSecretComputesNoRepeatHMAC: the repeated-wrong-secret table
+// keyed every secret checked by an HMAC, a successful request's too, which
+// put the token endpoint at 1.023 to 1.029 times the bare signing server's
+// instructions. Now a client that gives its right secret from an address
+// where it failed nothing computes none, at the token, introspection and
+// revocation endpoints alike, by Basic or in the body; a wrong secret
+// computes one (to be remembered), and its repeat one (to be found), and
+// is still answered as a repeat, not charged.
+func TestRightSecretComputesNoRepeatHMAC(t *testing.T) {
+	s := newServer(t, func(c *issuer.Config) {
+		withReference(c)
+		c.Limits.FailedAttemptsPerClient = 1
+	})
+	for range 20 {
+		if a := post(t, s.tokenURL(), formType, form("grant_type", "client_credentials", "scope", scope.AdminWebAPI), "Authorization", basic("admin", adminSecret)); a.status != 200 {
+			t.Fatalf("Basic: %d %s", a.status, a.raw)
+		}
+		if a := post(t, s.tokenURL(), formType, form("grant_type", "client_credentials", "client_id", "admin", "client_secret", adminSecret, "scope", scope.AdminWebAPI)); a.status != 200 {
+			t.Fatalf("in the body: %d %s", a.status, a.raw)
+		}
+	}
+	tok := referenceToken(t, s, "ref", refSecret, scope.AdminWebAPI)
+	if a := introspect(t, s, "admin-api", adminAPISec, tok); a.body["active"] != true {
+		t.Fatalf("introspection: %s", a.raw)
+	}
+	if a := post(t, s.revocationURL(), formType, form("token", tok), "Authorization", basic("ref", refSecret)); a.status != 200 {
+		t.Fatalf("revocation: %d %s", a.status, a.raw)
+	}
+	if n := issuer.RepeatMarks(s.iss); n != 0 {
+		t.Fatalf("43 requests with right secrets computed %d HMACs of the repeat table, want 0", n)
+	}
+	wrong := form("grant_type", "client_credentials", "client_id", "connect", "client_secret", "wrong", "scope", scope.ConnectWebAPI)
+	for i := range 3 {
+		if a := post(t, s.tokenURL(), formType, wrong); a.status != 401 {
+			t.Fatalf("wrong secret %d: %d %s (a repeat charged the budget of one?)", i, a.status, a.raw)
+		}
+	}
+	if n := issuer.RepeatMarks(s.iss); n != 3 {
+		t.Fatalf("a wrong secret and two repeats computed %d HMACs, want 3", n)
+	}
+}

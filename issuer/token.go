@@ -166,8 +166,10 @@ func (iss *Issuer) authenticate(r *http.Request, form *tokenForm, st *state, who
 // Limits): the one check of a secret at every endpoint.
 func (iss *Issuer) checkSecret(r *http.Request, st *state, id string, hashes []secret.Hash, pass string, basic bool, addr string, now time.Time) *tokenError {
 	start := time.Now()
-	cred := st.repeats.Mark(id, pass, addr)
-	if st.repeats.Failed(cred, now) {
+	// Hashed for the table only when this client failed from this
+	// address within the window: a right secret computes no HMAC.
+	repeat := st.repeats.Attempt(id, pass, addr)
+	if repeat.Repeated(now) {
 		// The same secret failed for this client from this address within
 		// the window: the caller learns nothing new, so it is answered as
 		// it was, held to the failure floor, and neither checked nor
@@ -187,7 +189,7 @@ func (iss *Issuer) checkSecret(r *http.Request, st *state, id string, hashes []s
 		// by the request's end (waiting for a bcrypt turn, say) proved
 		// nothing, and the right secret must not be taken for a repeat.
 		if r.Context().Err() == nil {
-			st.repeats.Remember(cred, now.Add(st.budget.Window))
+			repeat.Failed(now.Add(st.budget.Window))
 		}
 		return wrongSecret(basic, "")
 	}
@@ -198,7 +200,8 @@ func (iss *Issuer) checkSecret(r *http.Request, st *state, id string, hashes []s
 // repeatBytes is the memory of the table in which the token endpoint
 // remembers, for the failure window, which secrets failed for which
 // client from which address (16 bytes each, as a keyed hash: never the
-// secret). The same secret failing again from the same address within the
+// secret), and a quarter of it again for the filter by which a client
+// that failed nothing from its address skips the hash. The same secret failing again from the same address within the
 // window (x/oauth2's AuthStyleAutoDetect sends each secret twice, and a
 // misconfigured client runs again and again) is answered as it was,
 // 401 invalid_client held to the failure floor, without a check or a

@@ -6,8 +6,10 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"hash"
+	"hash/maphash"
 	"math/bits"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -33,9 +35,25 @@ const repeatWays = 4
 // table allocated once. When a set is full, the entry that expires first
 // is replaced: a forgotten failure is charged again when repeated, so
 // fullness never makes a guess free. It is safe for concurrent use.
+//
+// Beside the table, a filter of 4 bytes per entry says, for a subject and
+// an address, until when some secret of theirs is remembered as failed
+// (the latest such time of every pair hashed to the same slot, by a
+// seeded maphash). An Attempt reads it first: from a pair that failed
+// nothing within the window, which is every request of a client that
+// gives its right secret, the secret is not hashed at all. The filter
+// only ever answers "maybe" for a pair whose failure the table holds, so
+// it changes no answer, only who pays for the HMAC.
 type Repeats struct {
 	key  [32]byte
 	macs sync.Pool // of *repeatMAC
+	seed maphash.Seed
+	// pairs is the filter: until when (Unix seconds) a pair hashed to
+	// each slot may have a failure in the table. Written under mu, read
+	// without it.
+	pairs []atomic.Uint32
+	// marks counts the HMACs computed, for tests that count work.
+	marks atomic.Int64
 
 	mu      sync.Mutex
 	entries []repeat
@@ -71,7 +89,7 @@ type Credential struct {
 func NewRepeats(bytes int) *Repeats {
 	sets := max(1, bytes/(EntryBytes*repeatWays))
 	sets = 1 << (bits.Len(uint(sets)) - 1)
-	r := &Repeats{entries: make([]repeat, sets*repeatWays), setMask: uint64(sets - 1)}
+	r := &Repeats{entries: make([]repeat, sets*repeatWays), setMask: uint64(sets - 1), seed: maphash.MakeSeed(), pairs: make([]atomic.Uint32, sets*repeatWays)}
 	_, _ = rand.Read(r.key[:]) // never fails (crypto/rand)
 	r.macs.New = func() any {
 		return &repeatMAC{mac: hmac.New(sha256.New, r.key[:]), sum: make([]byte, 0, sha256.Size)}
@@ -79,12 +97,74 @@ func NewRepeats(bytes int) *Repeats {
 	return r
 }
 
-// Bytes is the memory of the table, fixed at NewRepeats.
+// Bytes is the memory of the table, fixed at NewRepeats; its filter
+// takes a quarter of that again.
 func (r *Repeats) Bytes() int { return len(r.entries) * EntryBytes }
+
+// Marks is how many credentials Mark has hashed: the HMACs computed.
+func (r *Repeats) Marks() int64 { return r.marks.Load() }
+
+// Attempt is one secret given for a subject from an address, as Repeats
+// sees it: its Credential is computed only when needed. Use one per
+// check of a secret, on the stack.
+type Attempt struct {
+	r                     *Repeats
+	subject, secret, addr string
+	slot                  uint32 // in the filter
+	cred                  Credential
+}
+
+// Attempt returns the attempt of secret for subject from addr. It hashes
+// the subject and the address (a seeded maphash), never the secret.
+func (r *Repeats) Attempt(subject, secret, addr string) Attempt {
+	var h maphash.Hash
+	h.SetSeed(r.seed)
+	var n [binary.MaxVarintLen64]byte
+	h.Write(binary.AppendUvarint(n[:0], uint64(len(subject)))) // no two pairs hash the same text
+	h.WriteString(subject)
+	h.WriteString(addr)
+	return Attempt{r: r, subject: subject, secret: secret, addr: addr, slot: uint32(h.Sum64() % uint64(len(r.pairs)))}
+}
+
+// Repeated reports whether the attempt's secret failed for its subject
+// from its address within the window, at now, as Failed does. Unless some
+// secret of that subject from that address may have failed within it, it
+// computes no HMAC.
+func (a *Attempt) Repeated(now time.Time) bool {
+	if a.r.pairs[a.slot].Load() <= unixSeconds(now) {
+		return false
+	}
+	return a.r.Failed(a.credential(), now)
+}
+
+// Failed records that the attempt's secret failed, until until, as
+// Remember does, and marks its subject and address in the filter.
+func (a *Attempt) Failed(until time.Time) {
+	c := a.credential()
+	if c == (Credential{}) {
+		return
+	}
+	u := unixSeconds(until)
+	a.r.mu.Lock()
+	defer a.r.mu.Unlock()
+	a.r.remember(c, u)
+	if p := &a.r.pairs[a.slot]; p.Load() < u {
+		p.Store(u)
+	}
+}
+
+// credential is the attempt's Credential, computed once.
+func (a *Attempt) credential() Credential {
+	if a.cred == (Credential{}) {
+		a.cred = a.r.Mark(a.subject, a.secret, a.addr)
+	}
+	return a.cred
+}
 
 // Mark returns the Credential of secret for subject from addr. The
 // buffer it hashes is cleared before it is reused: it held the secret.
 func (r *Repeats) Mark(subject, secret, addr string) Credential {
+	r.marks.Add(1)
 	m := r.macs.Get().(*repeatMAC)
 	defer r.macs.Put(m)
 	// Each part's length first, so that no two triples hash the same text.
@@ -124,14 +204,19 @@ func (r *Repeats) Failed(c Credential, now time.Time) bool {
 
 // Remember records that c failed, until until (when it failed, and the
 // window): the same credential failing again before then is a repeat. In
-// a full set it replaces the entry that expires first.
+// a full set it replaces the entry that expires first. It writes the
+// table only, for Failed: an Attempt learns of a failure by its Failed.
 func (r *Repeats) Remember(c Credential, until time.Time) {
 	if c == (Credential{}) {
 		return
 	}
-	u := unixSeconds(until)
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.remember(c, unixSeconds(until))
+}
+
+// remember is Remember, under r.mu.
+func (r *Repeats) remember(c Credential, u uint32) {
 	set := r.set(c.key)
 	victim := 0
 	for i := range set {

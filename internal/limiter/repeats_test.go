@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 )
@@ -97,5 +98,98 @@ func TestFullRepeatsForgetRatherThanInvent(t *testing.T) {
 	// The last one remembered replaced an older one, not itself.
 	if !r.Failed(r.Mark("client", fmt.Sprint("guess-", n-1), "192.0.2.1"), now) {
 		t.Fatal("the latest failure was the one forgotten")
+	}
+}
+
+// An Attempt answers as Mark, Failed and Remember do, over a run of
+// failures and repeats from a few subjects, secrets and addresses as the
+// clock moves across windows: the filter changes no answer.
+func TestAttemptAnswersAsMarkAndFailed(t *testing.T) {
+	viaAttempt, viaMark := NewRepeats(64<<10), NewRepeats(64<<10)
+	now := time.Unix(1_800_000_000, 0)
+	rng := rand.New(rand.NewPCG(1, 2))
+	repeats := 0
+	for i := range 20_000 {
+		subject, secret, addr := fmt.Sprint("client-", rng.IntN(4)), fmt.Sprint("secret-", rng.IntN(6)), fmt.Sprint("192.0.2.", rng.IntN(3))
+		now = now.Add(time.Duration(rng.IntN(2000)) * time.Millisecond)
+		a := viaAttempt.Attempt(subject, secret, addr)
+		c := viaMark.Mark(subject, secret, addr)
+		got, want := a.Repeated(now), viaMark.Failed(c, now)
+		if got != want {
+			t.Fatalf("step %d: Attempt.Repeated %v, Failed %v", i, got, want)
+		}
+		if want {
+			repeats++
+			continue
+		}
+		if rng.IntN(3) > 0 { // the secret failed
+			a.Failed(now.Add(time.Minute))
+			viaMark.Remember(c, now.Add(time.Minute))
+		}
+	}
+	if repeats < 1000 {
+		t.Fatalf("only %d repeats: the run tried too little", repeats)
+	}
+}
+
+// An Attempt from a subject and address that failed nothing within the
+// window computes no HMAC (Marks counts them): nor does its right secret,
+// however often it comes. Once a secret of that pair failed, an attempt
+// of it hashes its secret to look it up; another pair's attempt still
+// does not, nor does the pair's once the window has passed.
+func TestAttemptHashesOnlyAfterItsPairFailed(t *testing.T) {
+	r := NewRepeats(64 << 10)
+	now := time.Unix(1_800_000_000, 0)
+	for range 100 {
+		if a := r.Attempt("client", "right", "192.0.2.1"); a.Repeated(now) {
+			t.Fatal("a right secret counts as failed")
+		}
+	}
+	if n := r.Marks(); n != 0 {
+		t.Fatalf("100 attempts of a pair that never failed computed %d HMACs, want 0", n)
+	}
+	a := r.Attempt("client", "wrong", "192.0.2.1")
+	a.Repeated(now)
+	a.Failed(now.Add(time.Minute))
+	if n := r.Marks(); n != 1 {
+		t.Fatalf("a failure computed %d HMACs, want 1", n)
+	}
+	if b := r.Attempt("client", "wrong", "192.0.2.1"); !b.Repeated(now) || r.Marks() != 2 {
+		t.Fatalf("the repeat is not found by its HMAC (%d computed)", r.Marks())
+	}
+	// Another address of the same client: a slot of its own (one of the
+	// table's entries; a shared one would only cost it the HMAC).
+	other := ""
+	for i := 2; other == ""; i++ {
+		addr := fmt.Sprint("192.0.2.", i)
+		if o := r.Attempt("client", "right", addr); o.slot != a.slot {
+			other = addr
+		}
+	}
+	before := r.Marks()
+	for range 100 {
+		if o := r.Attempt("client", "right", other); o.Repeated(now) {
+			t.Fatal("another address's secret counts as failed")
+		}
+	}
+	if b := r.Attempt("client", "wrong", "192.0.2.1"); b.Repeated(now.Add(time.Minute)) || r.Marks() != before {
+		t.Fatalf("after the window, or from another pair, HMACs were computed: %d, want %d", r.Marks(), before)
+	}
+}
+
+// Attempt, Repeated and Failed allocate nothing.
+func TestAttemptAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are not kept under the race detector")
+	}
+	r := NewRepeats(4 << 10)
+	now := time.Unix(1_800_000_000, 0)
+	if n := testing.AllocsPerRun(100, func() {
+		a := r.Attempt("client", "s3cret", "192.0.2.1")
+		if !a.Repeated(now) {
+			a.Failed(now.Add(time.Minute))
+		}
+	}); n != 0 {
+		t.Fatalf("an attempt allocates %v times", n)
 	}
 }

@@ -1,0 +1,73 @@
+package issuer
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+
+	"github.com/idsauth/idsauth/internal/dpop"
+	"github.com/idsauth/idsauth/internal/keys"
+	"github.com/idsauth/idsauth/scope"
+)
+
+// discoveryDocument is the discovery document of st's configuration:
+// what the issuer serves at discoveryPath and MetadataHandler serves
+// where RFC 8414 puts it. Each endpoint that lists private_key_jwt lists
+// the algorithms of its assertions beside it, as RFC 8414 §2 requires:
+// one authentication serves the three, so one list.
+func (st *state) discoveryDocument() ([]byte, error) {
+	return json.Marshal(map[string]any{
+		"issuer":                                st.issuer,
+		"token_endpoint":                        st.issuer + tokenPath,
+		"jwks_uri":                              st.issuer + jwksPath,
+		"grant_types_supported":                 []string{"client_credentials"},
+		"token_endpoint_auth_methods_supported": authMethods,
+		"scopes_supported":                      scope.All(),
+		"response_types_supported":              []string{"token"},
+		"token_endpoint_auth_signing_alg_values_supported":         keys.AssertionAlgs,
+		"introspection_endpoint":                                   st.issuer + introspectPath,
+		"introspection_endpoint_auth_methods_supported":            authMethods,
+		"introspection_endpoint_auth_signing_alg_values_supported": keys.AssertionAlgs,
+		"revocation_endpoint":                                      st.issuer + revocationPath,
+		"revocation_endpoint_auth_methods_supported":               authMethods,
+		"revocation_endpoint_auth_signing_alg_values_supported":    keys.AssertionAlgs,
+		"dpop_signing_alg_values_supported":                        dpop.Algs,
+	})
+}
+
+// MetadataHandler returns an http.Handler that serves the issuer's
+// authorization server metadata (RFC 8414) where that RFC puts it: at the
+// host root, /.well-known/oauth-authorization-server followed by the
+// issuer's path ("/.well-known/oauth-authorization-server/ids" for
+// "https://host/ids"), and 404 elsewhere. Mount it at the host root,
+// beside the issuer: mux.Handle("/.well-known/oauth-authorization-server/",
+// iss.MetadataHandler()). It is the discovery document, so the two list
+// the same endpoints, and it follows reloads.
+func (iss *Issuer) MetadataHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		st := iss.current()
+		if r.URL.Path != "/.well-known/oauth-authorization-server"+st.prefix {
+			http.NotFound(w, r)
+			return
+		}
+		serveDocument(w, r, st.discovery, st.cacheHeader)
+	})
+}
+
+// serveDocument serves a JSON document that GET and HEAD may fetch and
+// caches may keep for cache (a Cache-Control value).
+func serveDocument(w http.ResponseWriter, r *http.Request, body []byte, cache string) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", cache)
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	if r.Method == http.MethodHead {
+		return
+	}
+	_, _ = w.Write(body)
+}
