@@ -8,12 +8,10 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
-	"math"
 	"math/big"
 	"net/http"
 	"os"
@@ -228,7 +226,7 @@ type assertion struct {
 	alg    string // normalised: Ed25519 is EdDSA
 	signed string // header.payload, what the signature covers
 	sig    []byte
-	claims map[string]json.RawMessage
+	claims jws.Claims
 	sub    string // the claimed client, to pick its keys
 }
 
@@ -244,40 +242,17 @@ func parseAssertion(s string) *assertion {
 		a.alg = "EdDSA"
 	}
 	payload, err := t.Payload()
-	if err != nil || json.Unmarshal(payload, &a.claims) != nil || a.claims == nil {
+	if err != nil {
+		return nil
+	}
+	if a.claims, err = jws.ReadClaims(payload); err != nil {
 		return nil
 	}
 	if a.sig, err = t.Signature(); err != nil {
 		return nil
 	}
-	a.sub, _ = claimString(a.claims, "sub")
+	a.sub, _, _ = a.claims.String("sub")
 	return a
-}
-
-// claimString returns a claim that is a JSON string.
-func claimString(c map[string]json.RawMessage, name string) (string, bool) {
-	raw, ok := c[name]
-	if !ok || len(raw) == 0 || raw[0] != '"' {
-		return "", false
-	}
-	var s string
-	return s, json.Unmarshal(raw, &s) == nil
-}
-
-// claimTime returns a claim that is a NumericDate: a JSON number of
-// seconds within years 1 to 9999, as CONTRACT.md §1 has it.
-func claimTime(c map[string]json.RawMessage, name string) (t time.Time, present, ok bool) {
-	raw, present := c[name]
-	if !present {
-		return time.Time{}, false, true
-	}
-	var f float64
-	if len(raw) == 0 || (raw[0] != '-' && (raw[0] < '0' || raw[0] > '9')) || json.Unmarshal(raw, &f) != nil ||
-		math.IsNaN(f) || f < -62135596800 || f > 253402300799 {
-		return time.Time{}, true, false
-	}
-	sec, frac := math.Modf(f)
-	return time.Unix(int64(sec), int64(frac*1e9)), true, true
 }
 
 // verify checks a's signature against every key of cl for a's algorithm,
@@ -317,18 +292,18 @@ func (st *state) verify(a *assertion, cl *client) bool {
 // (RFC 7523 §3) and returns until when its jti must be remembered, or why
 // it is refused.
 func (st *state) checkClaims(a *assertion, id string, now time.Time) (until time.Time, jti, why string) {
-	if iss, _ := claimString(a.claims, "iss"); iss != id {
+	if iss, _, _ := a.claims.String("iss"); iss != id {
 		return until, "", "assertion iss is not the client ID"
 	}
-	if sub, _ := claimString(a.claims, "sub"); sub != id {
+	if sub, _, _ := a.claims.String("sub"); sub != id {
 		return until, "", "assertion sub is not the client ID"
 	}
-	if !st.audienceOK(a.claims["aud"]) {
+	if aud, _, err := a.claims.Strings("aud"); err != nil || !(slices.Contains(aud, st.issuer+tokenPath) || slices.Contains(aud, st.issuer)) {
 		return until, "", "assertion aud names neither the token endpoint nor the issuer"
 	}
-	exp, present, ok := claimTime(a.claims, "exp")
+	exp, present, err := a.claims.Time("exp")
 	switch {
-	case !present || !ok:
+	case !present || err != nil:
 		return until, "", "assertion exp missing or malformed"
 	case !now.Before(exp.Add(assertionLeeway)):
 		return until, "", "assertion expired"
@@ -336,39 +311,19 @@ func (st *state) checkClaims(a *assertion, id string, now time.Time) (until time
 		return until, "", "assertion exp too far ahead (lives longer than " + strconv.Itoa(int(st.assertionLifetime/time.Second)) + " s)"
 	}
 	for _, name := range []string{"nbf", "iat"} {
-		t, _, ok := claimTime(a.claims, name)
-		if !ok {
+		t, _, err := a.claims.Time(name)
+		if err != nil {
 			return until, "", "assertion " + name + " malformed"
 		}
 		if t.After(now.Add(assertionLeeway)) {
 			return until, "", "assertion " + name + " in the future"
 		}
 	}
-	jti, _ = claimString(a.claims, "jti")
+	jti, _, _ = a.claims.String("jti")
 	if jti == "" {
 		return until, "", "assertion jti missing"
 	}
 	return exp.Add(assertionLeeway), jti, ""
-}
-
-// audienceOK reports whether aud (a string or an array of strings) names
-// the token endpoint or the issuer.
-func (st *state) audienceOK(raw json.RawMessage) bool {
-	list, ok := stringOrList(raw)
-	return ok && (slices.Contains(list, st.issuer+tokenPath) || slices.Contains(list, st.issuer))
-}
-
-// stringOrList reads a claim that is a string or an array of strings, as
-// "aud" may be; ok is false for anything else, absent included.
-func stringOrList(raw json.RawMessage) (list []string, ok bool) {
-	if len(raw) > 0 && raw[0] == '"' {
-		var one string
-		if json.Unmarshal(raw, &one) != nil {
-			return nil, false
-		}
-		return []string{one}, true
-	}
-	return list, json.Unmarshal(raw, &list) == nil
 }
 
 // hasAssertion reports whether the request authenticates with a client
