@@ -43,13 +43,8 @@ file and the field. Run it before sending the issuer SIGHUP.`)
 	if err != nil {
 		return err
 	}
-	cfg := &file.Config
-	iss, err := issuer.New(cfg, issuer.WithClock(func() time.Time { return at }))
-	if err != nil {
-		return inFile(fs.Arg(0), err)
-	}
-	// The stores as serve makes them: files read, the token store's Redis
-	// asked whether it may evict or forget.
+	// The stores, then the issuer, as serve makes them: files read, the
+	// token store's Redis asked whether it may evict or forget.
 	warn := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
 		if a.Key == slog.TimeKey {
 			return slog.Attr{}
@@ -69,6 +64,11 @@ file and the field. Run it before sending the issuer SIGHUP.`)
 			return inFile(fs.Arg(0), err)
 		}
 		rdb.Close()
+	}
+	cfg := &file.Config
+	iss, err := issuer.New(cfg, issuer.WithClock(func() time.Time { return at }))
+	if err != nil {
+		return inFile(fs.Arg(0), err)
 	}
 	w := e.stdout
 	profile := cfg.Profile

@@ -215,6 +215,15 @@ func runServe(ctx context.Context, f serveFlags, logger *slog.Logger, e env) err
 			slog.String("paths", "/healthz /readyz /metrics"))
 	}
 	serving.OnHangup(ctx, s.reload)
+	srv := serving.NewServer(mux, logger)
+	scheme, tlsConfig := "http", (*tls.Config)(nil)
+	if s.cert != nil {
+		scheme, tlsConfig = "https", s.cert.TLSConfig()
+	}
+	// Ready before the line that says so: the listener accepts already,
+	// and Serve takes what it queued.
+	s.ready.Store(true)
+	defer s.ready.Store(false)
 	// Not ready from the instant a stop begins, before the drain: a load
 	// balancer that asks sends nothing more here while the requests in
 	// flight finish.
@@ -228,15 +237,6 @@ func runServe(ctx context.Context, f serveFlags, logger *slog.Logger, e env) err
 		case <-serveCtx.Done():
 		}
 	}()
-	srv := serving.NewServer(mux, logger)
-	scheme, tlsConfig := "http", (*tls.Config)(nil)
-	if s.cert != nil {
-		scheme, tlsConfig = "https", s.cert.TLSConfig()
-	}
-	// Ready before the line that says so: the listener accepts already,
-	// and Serve takes what it queued.
-	s.ready.Store(true)
-	defer s.ready.Store(false)
 	logger.Info("identity service listening", slog.String("addr", scheme+"://"+ln.Addr().String()),
 		slog.String("issuer", s.iss.URL()), slog.String("mount", mount), slog.String("version", s.version))
 	return serving.Serve(serveCtx, srv, ln, tlsConfig, f.drain, logger)
