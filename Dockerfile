@@ -6,13 +6,19 @@
 #     -v /etc/idsauth:/etc/idsauth:ro idsauth
 #
 # Mount the configuration and its key files read-only at /etc/idsauth;
-# idsauth.json names its keys relative to itself. See docs/OPERATIONS.md.
+# idsauth.json names its keys relative to itself. The service runs as uid
+# 65532: the key files must be readable by it (chown 65532, mode 0400).
+# See docs/OPERATIONS.md.
+#
+# Images are named in full (registry/namespace/name): podman refuses a
+# short name unless it is configured to guess a registry.
 
-FROM golang:1.26 AS build
+FROM docker.io/library/golang:1.26 AS build
 WORKDIR /src
 COPY . .
 RUN CGO_ENABLED=0 go build -C cmd/idsauth -trimpath -ldflags="-s -w" -o /out/idsauth .
 
+# scratch is no image (nothing is pulled): the empty root file system.
 FROM scratch
 # Root certificates, for a limiter store reached over TLS.
 COPY --from=build /etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/

@@ -53,3 +53,30 @@ func TestDockerfileBuildsAStaticBinary(t *testing.T) {
 		t.Errorf("idsauth version: %v\n%s", err, b)
 	}
 }
+
+// TestDockerfileNamesImagesFully: every FROM names its image with its
+// registry (docker.io/library/golang, not golang), since podman refuses a
+// short name by default; "scratch" is no image, and a stage may start
+// from an earlier one by its name.
+func TestDockerfileNamesImagesFully(t *testing.T) {
+	df, err := os.ReadFile("../Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stages := map[string]bool{}
+	froms := regexp.MustCompile(`(?mi)^FROM\s+(?:--platform=\S+\s+)?(\S+)(?:\s+AS\s+(\S+))?`).FindAllStringSubmatch(string(df), -1)
+	if len(froms) == 0 {
+		t.Fatal("the Dockerfile has no FROM")
+	}
+	for _, m := range froms {
+		image, stage := m[1], m[2]
+		host, _, hasPath := strings.Cut(image, "/")
+		full := hasPath && (strings.ContainsAny(host, ".:") || host == "localhost")
+		if !full && image != "scratch" && !stages[image] {
+			t.Errorf("FROM %s: a short name; name the registry, such as docker.io/library/%s", image, image)
+		}
+		if stage != "" {
+			stages[stage] = true
+		}
+	}
+}

@@ -25,7 +25,7 @@ import (
 // metadata at the host root; a tokenStore on the limiter's Redis, or on
 // one that may evict, is refused at start.
 func TestServeReplicasShareReferenceTokens(t *testing.T) {
-	tokensRedis := redistest.Start(t)
+	tokensRedis := redistest.Start(t, "--appendonly", "yes")
 	d := newDeployment(t, "reporting")
 	path := filepath.Join(d.dir, "idsauth.json")
 	edit := func(change func(cfg map[string]any)) {

@@ -1,7 +1,6 @@
 package issuer
 
 import (
-	"bytes"
 	"crypto"
 	"encoding/json"
 	"errors"
@@ -438,44 +437,13 @@ func ParseConfig(data []byte, dir string) (*Config, error) {
 }
 
 // DecodeConfig decodes one JSON value from data into v strictly: an
-// unknown field, a value of the wrong type, bad JSON or a second value is
-// a *ConfigError naming the field ("(file)" for the file as a whole). v
-// is a *Config or, for a file that holds other sections beside the
-// issuer's, a pointer to a struct of your own that embeds Config. It does
-// not check the values: see Validate.
-func DecodeConfig(data []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		var syn *json.SyntaxError
-		var typ *json.UnmarshalTypeError
-		switch {
-		case errors.As(err, &syn):
-			return fieldErr("(file)", "invalid JSON at byte %d: %v", syn.Offset, err)
-		case errors.As(err, &typ):
-			field := place(data, v, "", typ.Offset)
-			if field == "" {
-				field = typ.Field
-			}
-			return fieldErr(field, "wrong type: want %s", typ.Type)
-		}
-		// encoding/json names an unknown field, not where it is.
-		if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-			if unq, qerr := strconv.Unquote(name); qerr == nil {
-				field := place(data, v, unq, -1)
-				if field == "" {
-					field = "(file)"
-				}
-				return fieldErr(field, "unknown field %q", unq)
-			}
-		}
-		return fieldErr("(file)", "%v", err)
-	}
-	if dec.More() {
-		return fieldErr("(file)", "more than one JSON value")
-	}
-	return nil
-}
+// unknown field (with the known one it comes nearest, if any), a value of
+// the wrong type, bad JSON or anything but white space after the value is
+// a *ConfigError naming the field, or the line ("(file)" for the file as
+// a whole). v is a *Config or, for a file that holds other sections beside
+// the issuer's, a pointer to a struct of your own that embeds Config. It
+// does not check the values: see Validate.
+func DecodeConfig(data []byte, v any) error { return decodeStrict(data, v) }
 
 // Validate checks c's fields and returns a *ConfigError naming the first
 // wrong one. It neither reads the key files nor changes c, nor reads a

@@ -58,7 +58,71 @@ func TestDecodeErrorsNameTheirPlace(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = issuer.LoadConfig(file)
-	if want := `issuer config: ` + file + `: clients[0] ("reporting"): unknown field "scope"`; err == nil || err.Error() != want {
+	if want := `issuer config: ` + file + `: clients[0] ("reporting"): unknown field "scope" (did you mean "scopes"?)`; err == nil || err.Error() != want {
 		t.Errorf("LoadConfig: %v\nwant %s", err, want)
+	}
+}
+
+// TestDecodeSuggestsTheNearestField: an unknown field that comes near a
+// field of its object (a letter off, another case, "_" for camel case)
+// names it; one that comes near none, or near a field of another object
+// only, suggests nothing.
+func TestDecodeSuggestsTheNearestField(t *testing.T) {
+	head := `{"issuer":"http://h/ids","ephemeralKey":true,`
+	for _, c := range []struct {
+		name, json, field, reason string
+	}{
+		{"a letter off", head + `"clients":[{"clientId":"a","scope":["x"]}]}`, `clients[0] ("a")`, `unknown field "scope" (did you mean "scopes"?)`},
+		{"snake case", head + `"clients":[{"client_id":"a"}]}`, `clients[0]`, `unknown field "client_id" (did you mean "clientId"?)`},
+		{"two letters off a long name", head + `"clients":[{"clientId":"a","secretHash":["x"]}]}`, `clients[0] ("a")`, `unknown field "secretHash" (did you mean "secretHashes"?)`},
+		{"at the top", head + `"client":[]}`, "(file)", `unknown field "client" (did you mean "clients"?)`},
+		{"in limits", head + `"clients":[],"limits":{"trustedProxy":["10.0.0.1"]}}`, "limits", `(did you mean "trustedProxies"?)`},
+		{"near nothing", head + `"clients":[],"colour":"red"}`, "(file)", `unknown field "colour"`},
+		{"near a field of another object only", head + `"clients":[],"limits":{"clientID":"x"}}`, "limits", `unknown field "clientID"`},
+	} {
+		_, err := issuer.ParseConfig([]byte(c.json), "")
+		var ce *issuer.ConfigError
+		if !errors.As(err, &ce) || ce.Field != c.field || !strings.HasSuffix(ce.Reason, c.reason) {
+			t.Errorf("%s: %v; want field %s, reason ending %q", c.name, err, c.field, c.reason)
+		}
+		if c.name == "near nothing" || c.name == "near a field of another object only" {
+			if ce != nil && strings.Contains(ce.Reason, "did you mean") {
+				t.Errorf("%s: %v suggests a field", c.name, err)
+			}
+		}
+	}
+	// A section of an embedding type is suggested too.
+	var own struct {
+		issuer.Config
+		TokenStore *struct{} `json:"tokenStore,omitempty"`
+	}
+	err := issuer.DecodeConfig([]byte(head+`"clients":[],"token_store":{}}`), &own)
+	if err == nil || !strings.HasSuffix(err.Error(), `unknown field "token_store" (did you mean "tokenStore"?)`) {
+		t.Errorf("an embedding type's section: %v", err)
+	}
+}
+
+// TestDecodeRefusesWhatFollowsTheObject: a "}" too many closes the
+// object early; what follows it (the sections after it) is refused, with
+// its line, not dropped. White space after the object is fine.
+func TestDecodeRefusesWhatFollowsTheObject(t *testing.T) {
+	good := "{\n  \"issuer\": \"http://h/ids\",\n  \"ephemeralKey\": true,\n  \"clients\": []\n}\n"
+	if _, err := issuer.ParseConfig([]byte(good+"\n \t\r\n"), ""); err != nil {
+		t.Fatalf("white space after the object: %v", err)
+	}
+	for _, c := range []struct {
+		name, json, where string
+	}{
+		{"a stray brace before a section", "{\n  \"issuer\": \"http://h/ids\",\n  \"ephemeralKey\": true,\n  \"clients\": []},\n  \"limits\": {\"failureWindowSeconds\": 60}\n}\n", "line 4, column 17: something follows the configuration object, which ends at line 4, column 16"},
+		{"a brace too many at the end", good + "}\n", "line 6, column 1: something follows the configuration object, which ends at line 5, column 1"},
+		{"a second object", good + "{}", "line 6, column 1: more than one JSON value"},
+		{"text", good + "  x", "line 6, column 3:"},
+		{"columns count characters", `{"issuer": "http://é/ids", "ephemeralKey": true, "clients": []}, "limits": {}}`, "line 1, column 64: something follows the configuration object, which ends at line 1, column 63"},
+	} {
+		_, err := issuer.ParseConfig([]byte(c.json), "")
+		var ce *issuer.ConfigError
+		if !errors.As(err, &ce) || ce.Field != "(file)" || !strings.HasPrefix(ce.Reason, c.where) {
+			t.Errorf("%s: %v; want (file): %s...", c.name, err, c.where)
+		}
 	}
 }

@@ -77,8 +77,11 @@ type Options struct {
 	// first key, the address's bucket, so without a tag each node would
 	// keep a budget of its own for each client.)
 	Prefix string
-	// Timeout bounds each call to Redis, whatever the client's own
-	// timeouts. Zero means DefaultTimeout.
+	// Timeout bounds how long each call to Redis holds its caller,
+	// whatever the client's own timeouts. Zero means DefaultTimeout. A
+	// call that is still making its connection or loading its script then
+	// runs on, a second at most, without its caller, so that the
+	// connection is kept for the next call.
 	Timeout time.Duration
 	// RetryInterval is how long Redis is skipped after it failed to
 	// answer, before one request tries it again. Zero means
@@ -103,6 +106,7 @@ type Store struct {
 	prefix   string
 	clock    string // the key of the store's clock
 	timeout  time.Duration
+	calls    calls
 	interval time.Duration
 	mode     FailureMode
 	fallback *limit.Memory // FailOpen only
@@ -154,6 +158,7 @@ func New(rdb redis.Scripter, o Options) *Store {
 	if s.logger == nil {
 		s.logger = slog.New(slog.DiscardHandler)
 	}
+	s.calls = newCalls(s.timeout)
 	if s.mode == FailOpen {
 		n := o.FallbackMaxBytes
 		if n <= 0 {
@@ -255,26 +260,19 @@ func (s *Store) answered() {
 }
 
 // run runs script within the store's timeout, whatever rdb's own: a hung
-// Redis holds the caller at most Timeout. A request that has ended is
-// still run (its reservation is still charged or settled).
+// Redis holds the caller at most Timeout (see calls.do). A request that
+// has ended is still run (its reservation is still charged or settled).
 func (s *Store) run(ctx context.Context, script *redis.Script, keys []string, args ...any) ([]int64, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.timeout)
-	defer cancel()
-	type result struct {
-		v   []int64
-		err error
+	var v []int64
+	err := s.calls.do(context.WithoutCancel(ctx), func(ctx context.Context) error {
+		var err error
+		v, err = script.Run(ctx, s.rdb, keys, args...).Int64Slice()
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
-	done := make(chan result, 1)
-	go func() {
-		v, err := script.Run(ctx, s.rdb, keys, args...).Int64Slice()
-		done <- result{v, err}
-	}()
-	select {
-	case r := <-done:
-		return r.v, r.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
+	return v, nil
 }
 
 func (s *Store) reserve(ctx context.Context, r limit.Request) (limit.Reservation, error) {

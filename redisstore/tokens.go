@@ -43,6 +43,7 @@ type TokenStore struct {
 	rdb     redis.Scripter
 	prefix  string
 	timeout time.Duration
+	calls   calls
 }
 
 // TokenOptions are a TokenStore's settings. Only Prefix is required.
@@ -51,7 +52,12 @@ type TokenOptions struct {
 	// own. For Redis Cluster or a Ring any prefix works: each grant is one
 	// key.
 	Prefix string
-	// Timeout bounds each call to Redis. Zero means DefaultTimeout.
+	// Timeout bounds how long each call to Redis holds its caller. Zero
+	// means DefaultTimeout. A call that is still making its connection or
+	// loading its script then runs on, a second at most, without its
+	// caller, so that the connection is kept for the next call: a Put
+	// whose caller gave up may still store its grant (of a token never
+	// handed out), a Revoke still revoke.
 	Timeout time.Duration
 }
 
@@ -68,7 +74,7 @@ func NewTokenStore(rdb redis.Scripter, o TokenOptions) *TokenStore {
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultTimeout
 	}
-	return &TokenStore{rdb: rdb, prefix: o.Prefix, timeout: o.Timeout}
+	return &TokenStore{rdb: rdb, prefix: o.Prefix, timeout: o.Timeout, calls: newCalls(o.Timeout)}
 }
 
 // CheckEviction reads the Redis's maxmemory-policy and fails unless it is
@@ -130,9 +136,9 @@ func (s *TokenStore) Put(ctx context.Context, k tokenstore.Key, g tokenstore.Gra
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	err = putGrant.Run(ctx, s.rdb, []string{s.key(k)}, g.ClientID, b, g.ExpiresAt.UnixMilli()).Err()
+	err = s.calls.do(ctx, func(ctx context.Context) error {
+		return putGrant.Run(ctx, s.rdb, []string{s.key(k)}, g.ClientID, b, g.ExpiresAt.UnixMilli()).Err()
+	})
 	if err != nil && strings.HasPrefix(err.Error(), "OOM ") {
 		return fmt.Errorf("%w: %v", tokenstore.ErrFull, err)
 	}
@@ -144,9 +150,12 @@ func (s *TokenStore) Put(ctx context.Context, k tokenstore.Key, g tokenstore.Gra
 
 // Get implements tokenstore.Store.
 func (s *TokenStore) Get(ctx context.Context, k tokenstore.Key, now time.Time) (tokenstore.Grant, bool, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	raw, err := getGrant.Run(ctx, s.rdb, []string{s.key(k)}).Text()
+	var raw string
+	err := s.calls.do(ctx, func(ctx context.Context) error {
+		var err error
+		raw, err = getGrant.Run(ctx, s.rdb, []string{s.key(k)}).Text()
+		return err
+	})
 	switch {
 	case errors.Is(err, redis.Nil):
 		return tokenstore.Grant{}, false, nil
@@ -174,9 +183,12 @@ func (s *TokenStore) Get(ctx context.Context, k tokenstore.Key, now time.Time) (
 
 // Revoke implements tokenstore.Store.
 func (s *TokenStore) Revoke(ctx context.Context, k tokenstore.Key, clientID string) (bool, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	n, err := revokeGrant.Run(ctx, s.rdb, []string{s.key(k)}, clientID).Int64()
+	var n int64
+	err := s.calls.do(ctx, func(ctx context.Context) error {
+		var err error
+		n, err = revokeGrant.Run(ctx, s.rdb, []string{s.key(k)}, clientID).Int64()
+		return err
+	})
 	if err != nil {
 		return false, fmt.Errorf("redisstore: %w", err)
 	}

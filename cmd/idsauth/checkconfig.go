@@ -4,8 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -14,15 +13,17 @@ import (
 	"github.com/idsauth/idsauth/middleware"
 )
 
-func checkConfig(_ context.Context, e env, args []string) error {
+func checkConfig(ctx context.Context, e env, args []string) error {
 	fs := flags(e, "check-config", "[-at TIME] FILE",
-		`Load an issuer configuration file exactly as the issuer does (every field
-checked, key files read) and print what it holds: clients with their scopes,
-audiences and token lifetimes, the keys published now with their kids, the
-signing one first, and the key schedule: when each key is published and
-signs, in UTC. A file may also hold idsauth serve's "limiterStore" and SCIM
-tenants ("scimTenants", as the example service's does); they are checked
-too. A bad file exits 1 with the error naming the field. Run it before sending the issuer SIGHUP.`)
+		`Load a configuration file exactly as idsauth serve does, at start and at a
+reload (every field checked, key files read), and print what it holds:
+clients with their scopes, audiences and token lifetimes, the keys published
+now with their kids, the signing one first, and the key schedule: when each
+key is published and signs, in UTC. serve's "limiterStore" and "tokenStore"
+sections are checked as serve checks them (the token store's Redis is asked
+for its eviction policy and persistence), and SCIM tenants ("scimTenants",
+as the example service's) too. A bad file exits 1 with the error naming the
+file and the field. Run it before sending the issuer SIGHUP.`)
 	atFlag := fs.String("at", "", "load as an issuer whose clock says this RFC 3339 time (default now)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -38,31 +39,36 @@ too. A bad file exits 1 with the error naming the field. Run it before sending t
 		}
 		at = t
 	}
-	data, err := os.ReadFile(fs.Arg(0))
+	file, err := loadServeConfig(fs.Arg(0))
 	if err != nil {
 		return err
 	}
-	var file struct {
-		issuer.Config
-		SCIMTenants  []middleware.TenantConfig `json:"scimTenants,omitempty"`
-		LimiterStore *storeConfig              `json:"limiterStore,omitempty"` // idsauth serve's
-	}
-	if err := issuer.DecodeConfig(data, &file); err != nil {
-		return err
-	}
-	if _, err := middleware.NewTenants(file.SCIMTenants); err != nil {
-		return err // "SCIM tenants: [1].tenant: ..."
-	}
-	if file.LimiterStore != nil {
-		if err := file.LimiterStore.check(); err != nil {
-			return fmt.Errorf("limiterStore.%w", err)
+	// The stores, then the issuer, as serve makes them: files read, the
+	// token store's Redis asked whether it may evict or forget.
+	warn := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+		if a.Key == slog.TimeKey {
+			return slog.Attr{}
 		}
+		return a
+	}}))
+	if file.LimiterStore != nil {
+		l, err := newLimiterStore(file, warn)
+		if err != nil {
+			return inFile(fs.Arg(0), err)
+		}
+		l.rdb.Close()
+	}
+	if file.TokenStore != nil {
+		_, rdb, err := newTokenStore(ctx, file, warn)
+		if err != nil {
+			return inFile(fs.Arg(0), err)
+		}
+		rdb.Close()
 	}
 	cfg := &file.Config
-	cfg.Dir = filepath.Dir(fs.Arg(0))
 	iss, err := issuer.New(cfg, issuer.WithClock(func() time.Time { return at }))
 	if err != nil {
-		return err
+		return inFile(fs.Arg(0), err)
 	}
 	w := e.stdout
 	profile := cfg.Profile
@@ -136,6 +142,9 @@ too. A bad file exits 1 with the error naming the field. Run it before sending t
 			mode = "open"
 		}
 		fmt.Fprintf(w, "\nLimiter store (idsauth serve): Redis at %s, TLS %v, fails %s\n", s.Redis.Address, s.Redis.TLS, mode)
+	}
+	if s := file.TokenStore; s != nil {
+		fmt.Fprintf(w, "\nToken store (idsauth serve): Redis at %s, TLS %v\n", s.Redis.Address, s.Redis.TLS)
 	}
 	return nil
 }

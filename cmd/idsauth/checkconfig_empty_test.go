@@ -28,3 +28,24 @@ func TestCheckConfigRefusesTheEmptySecretsHash(t *testing.T) {
 		t.Fatalf("check-config: %+v, want exit 1 naming clients[0] (\"me\").secretHashes[0] and the empty secret", r)
 	}
 }
+
+// TestCheckConfigNamesTheFileAndTheNearestField: check-config names the
+// file, as serve does, for an error of decoding (with the known field
+// nearest a misspelt one) and of the issuer's check alike.
+func TestCheckConfigNamesTheFileAndTheNearestField(t *testing.T) {
+	bin := build(t)
+	dir := t.TempDir()
+	h := secret.HashSHA256("s").String()
+	for _, c := range []struct{ name, json, want string }{
+		{"a misspelt field", `{"issuer":"https://auth.example/ids","ephemeralKey":true,"clients":[{"clientId":"me","secretHashes":["` + h + `"],"scope":["pd_AdminWebApi"]}]}`,
+			`clients[0] ("me"): unknown field "scope" (did you mean "scopes"?)`},
+		{"an unknown scope", `{"issuer":"https://auth.example/ids","ephemeralKey":true,"clients":[{"clientId":"me","secretHashes":["` + h + `"],"scopes":["nope"]}]}`,
+			`clients[0] ("me").scopes[0]: unknown scope "nope"`},
+	} {
+		file := writeFile(t, dir, "idsauth.json", c.json)
+		want := "idsauth check-config: issuer config: " + file + ": " + c.want
+		if r := idsauth(t, bin, "", nil, "check-config", file); r.code != 1 || !strings.Contains(r.stderr, want) {
+			t.Errorf("%s: %+v\nwant %q", c.name, r, want)
+		}
+	}
+}

@@ -100,7 +100,7 @@ func run(ctx context.Context, e env, args []string) int {
 			fmt.Fprintf(e.stderr, "idsauth %s: %v\nRun 'idsauth %s -h' for usage.\n", c.name, err, c.name)
 			return 2
 		}
-		fmt.Fprintf(e.stderr, "idsauth %s: %v\n", c.name, err)
+		fmt.Fprintf(e.stderr, "idsauth %s: %v\n", c.name, explainPermission(err))
 		return 1
 	}
 	fmt.Fprintf(e.stderr, "idsauth: unknown command %q\n\n", args[0])

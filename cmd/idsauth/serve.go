@@ -19,13 +19,14 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"golang.org/x/term"
 
 	"github.com/idsauth/idsauth/internal/promtext"
 	"github.com/idsauth/idsauth/internal/serving"
 	"github.com/idsauth/idsauth/issuer"
 	"github.com/idsauth/idsauth/metrics"
+	"github.com/idsauth/idsauth/redisstore"
+	"github.com/idsauth/idsauth/tokenstore"
 )
 
 const serveAbout = `Serve the identity service: the issuer of the configuration FILE (its
@@ -34,8 +35,10 @@ token endpoint, discovery document and JWKS), mounted at the path of its
 loopback by default, serves /healthz, /readyz and /metrics (Prometheus).
 
 SIGHUP reloads the configuration file and the TLS files; a bad file
-changes nothing and is logged with the field. SIGTERM and SIGINT stop
-accepting and let the requests in flight finish within -drain-timeout.
+changes nothing and is logged with the field. SIGTERM and SIGINT make
+/readyz answer 503, stop accepting and let the requests in flight finish
+within -drain-timeout: exit status 0 when they all did, 1 when the timeout
+cut some off.
 
 Every flag has an environment variable, used when the flag is not given:
 IDSAUTH_CONFIG, IDSAUTH_ADDR, IDSAUTH_OPS_ADDR, IDSAUTH_TLS_CERT,
@@ -137,8 +140,8 @@ type server struct {
 
 	store                     *limiterStore // nil without a limiterStore section
 	storeConfig               *storeConfig
-	tokenStoreConfig          *storeConfig
-	tokens                    *redis.Client // the token store's Redis; nil without a tokenStore section
+	tokenStoreConfig          *tokenStoreConfig
+	tokens                    *redisstore.TokenStore // nil without a tokenStore section
 	reloadMu                  sync.Mutex
 	reloadsOK, reloadsFailed  atomic.Uint64
 	lastOK, lastFailed        atomic.Int64 // Unix seconds; 0 never
@@ -158,7 +161,7 @@ func runServe(ctx context.Context, f serveFlags, logger *slog.Logger, e env) err
 	opts := []issuer.Option{issuer.WithLogger(logger), issuer.WithObserver(s.metrics)}
 	if cfg.LimiterStore != nil {
 		if s.store, err = newLimiterStore(cfg, logger); err != nil {
-			return err
+			return inFile(f.config, err)
 		}
 		defer s.store.rdb.Close()
 		s.storeConfig = cfg.LimiterStore
@@ -168,15 +171,18 @@ func runServe(ctx context.Context, f serveFlags, logger *slog.Logger, e env) err
 	if cfg.TokenStore != nil {
 		ts, rdb, err := newTokenStore(ctx, cfg, logger)
 		if err != nil {
-			return err
+			return inFile(f.config, err)
 		}
 		defer rdb.Close()
-		s.tokenStoreConfig, s.tokens = cfg.TokenStore, rdb
+		s.tokenStoreConfig, s.tokens = cfg.TokenStore, ts
 		opts = append(opts, issuer.WithTokenStore(ts))
 		logger.Info("reference tokens in Redis", slog.String("address", cfg.TokenStore.Redis.Address))
 	}
+	if len(cfg.SCIMTenants) > 0 {
+		logger.Info("scimTenants: checked, not served: idsauth serve serves the identity service only", slog.Int("tenants", len(cfg.SCIMTenants)))
+	}
 	if s.iss, err = issuer.New(&cfg.Config, opts...); err != nil {
-		return err
+		return inFile(f.config, err)
 	}
 	if f.tlsCert != "" {
 		if s.cert, err = serving.LoadCertificate(f.tlsCert, f.tlsKey); err != nil {
@@ -218,9 +224,22 @@ func runServe(ctx context.Context, f serveFlags, logger *slog.Logger, e env) err
 	// and Serve takes what it queued.
 	s.ready.Store(true)
 	defer s.ready.Store(false)
+	// Not ready from the instant a stop begins, before the drain: a load
+	// balancer that asks sends nothing more here while the requests in
+	// flight finish.
+	serveCtx, stopServing := context.WithCancel(context.Background())
+	defer stopServing()
+	go func() {
+		select {
+		case <-ctx.Done():
+			s.ready.Store(false)
+			stopServing()
+		case <-serveCtx.Done():
+		}
+	}()
 	logger.Info("identity service listening", slog.String("addr", scheme+"://"+ln.Addr().String()),
 		slog.String("issuer", s.iss.URL()), slog.String("mount", mount), slog.String("version", s.version))
-	return serving.Serve(ctx, srv, ln, tlsConfig, f.drain, logger)
+	return serving.Serve(serveCtx, srv, ln, tlsConfig, f.drain, logger)
 }
 
 // mountPath is the pattern that mounts the issuer at its URL's path.
@@ -242,7 +261,7 @@ func (s *server) reload() {
 	if err != nil {
 		s.reloadsFailed.Add(1)
 		s.lastFailed.Store(now)
-		s.logger.Error("reload failed: the previous configuration stays", slog.String("file", s.file), slog.String("error", err.Error()))
+		s.logger.Error("reload failed: the previous configuration stays", slog.String("file", s.file), slog.String("error", explainPermission(err).Error()))
 		return
 	}
 	s.reloadsOK.Add(1)
@@ -250,6 +269,10 @@ func (s *server) reload() {
 	s.logger.Info("reloaded", slog.String("file", s.file))
 }
 
+// reloadFiles reads and checks every file first, and changes nothing
+// unless all are good: the issuer's configuration and the certificate
+// are applied together, the certificate last, since installing it cannot
+// fail.
 func (s *server) reloadFiles() error {
 	cfg, err := loadServeConfig(s.file)
 	if err != nil {
@@ -268,14 +291,17 @@ func (s *server) reloadFiles() error {
 	if was, _ := mountPath(s.iss.URL()); mount != was {
 		return fmt.Errorf("issuer: the path %q differs from the one served, %q: restart to move it", mount, was)
 	}
+	useCert := func() {}
 	if s.cert != nil {
-		// Read first: a bad certificate must not leave a new issuer
-		// configuration applied beside the old certificate.
-		if err := s.cert.Load(); err != nil {
+		if useCert, err = s.cert.Read(); err != nil {
 			return err
 		}
 	}
-	return s.iss.Reload(&cfg.Config)
+	if err := s.iss.Reload(&cfg.Config); err != nil {
+		return inFile(s.file, err)
+	}
+	useCert()
+	return nil
 }
 
 // instrument counts the requests in flight and the JWKS documents
@@ -335,10 +361,11 @@ func (s *server) notReady(ctx context.Context) string {
 		}
 	}
 	if s.tokens != nil {
-		ctx, cancel := context.WithTimeout(ctx, time.Second)
-		defer cancel()
-		if err := s.tokens.Ping(ctx).Err(); err != nil {
-			return "the token store (Redis) does not answer: no reference token can be issued or checked"
+		// A look-up as introspection makes, within the store's own bound:
+		// ready only if reference operations would answer. No token's
+		// hash is the zero key.
+		if _, _, err := s.tokens.Get(ctx, tokenstore.Key{}, time.Now()); err != nil {
+			return "the token store (Redis) does not answer within its bound: no reference token can be issued or checked"
 		}
 	}
 	return ""

@@ -9,32 +9,26 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/idsauth/idsauth/issuer"
 	"github.com/idsauth/idsauth/redisstore"
 )
-
-// serveConfig is the file idsauth serve reads: the issuer's configuration
-// and, beside it, where the failure budgets live.
-type serveConfig struct {
-	issuer.Config
-	// LimiterStore, when set, keeps the failure budgets (and the used
-	// assertions' jtis) in a store that every replica shares.
-	LimiterStore *storeConfig `json:"limiterStore,omitempty"`
-	// TokenStore, when set, keeps the grants of reference tokens in a
-	// Redis that every replica shares: another instance than the
-	// limiter's, with maxmemory-policy noeviction (checked at start).
-	TokenStore *storeConfig `json:"tokenStore,omitempty"`
-}
 
 // storeConfig is the limiterStore section.
 type storeConfig struct {
 	Redis *redisConfig `json:"redis"`
+}
+
+// tokenStoreConfig is the tokenStore section.
+type tokenStoreConfig struct {
+	storeConfig
+	// AllowNoPersistence starts serve on a Redis that keeps nothing
+	// across a restart (appendonly no, no save points), which it refuses
+	// otherwise: a restart of that Redis ends every live reference token.
+	AllowNoPersistence bool `json:"allowNoPersistence,omitempty"`
 }
 
 // redisConfig is a Redis shared by the replicas (see the redisstore
@@ -66,50 +60,6 @@ type redisConfig struct {
 	OnUnavailable string `json:"onUnavailable,omitempty"`
 	// TimeoutMillis bounds each call to Redis; default 150.
 	TimeoutMillis int `json:"timeoutMillis,omitempty"`
-}
-
-// loadServeConfig reads the file as the issuer's configuration plus the
-// limiterStore section: strictly, relative paths from the file's folder.
-func loadServeConfig(path string) (*serveConfig, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var c serveConfig
-	if err := issuer.DecodeConfig(data, &c); err != nil {
-		var ce *issuer.ConfigError
-		if errors.As(err, &ce) {
-			ce.File = path
-			return nil, ce
-		}
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	c.Dir = filepath.Dir(path)
-	if c.LimiterStore != nil {
-		if err := c.LimiterStore.check(); err != nil {
-			return nil, fmt.Errorf("%s: limiterStore.%w", path, err)
-		}
-	}
-	if c.TokenStore != nil {
-		if err := c.TokenStore.check(); err != nil {
-			return nil, fmt.Errorf("%s: tokenStore.%w", path, err)
-		}
-		if c.TokenStore.Redis.OnUnavailable != "" {
-			return nil, fmt.Errorf("%s: tokenStore.redis.onUnavailable: the token store has no fallback: while Redis cannot answer, no reference token is issued", path)
-		}
-		if l := c.LimiterStore; l != nil && l.Redis.Address == c.TokenStore.Redis.Address {
-			return nil, fmt.Errorf("%s: tokenStore.redis.address: the limiter's Redis (%s): the tokens need one of their own, with noeviction, where the limiter's evicts", path, l.Redis.Address)
-		}
-	}
-	return &c, nil
-}
-
-// path is p, relative to the configuration file's folder unless absolute.
-func (c *serveConfig) path(p string) string {
-	if filepath.IsAbs(p) {
-		return p
-	}
-	return filepath.Join(c.Dir, p)
 }
 
 func (s *storeConfig) check() error {
@@ -175,23 +125,33 @@ func (c *serveConfig) redisClient(field string, r *redisConfig) (*redis.Client, 
 	return redis.NewClient(opts), nil
 }
 
+// startTimeout bounds what a start (or check-config) waits for the token
+// store's Redis: a connection and the checks below. A start may wait for
+// a connection; a call to the store may not.
+const startTimeout = 5 * time.Second
+
 // newTokenStore makes the shared token store of the tokenStore section,
-// and checks that its Redis evicts nothing: it refuses to start on a
-// Redis whose policy may evict live grants, and logs a warning when the
-// policy cannot be read (Redis down, or CONFIG refused by a managed one).
+// and checks its Redis: it refuses one whose policy may evict live grants,
+// or that keeps nothing across a restart (unless allowNoPersistence), and
+// logs a warning when it cannot tell (Redis down, or CONFIG refused by a
+// managed one) or when Redis keeps snapshots only.
 func newTokenStore(ctx context.Context, c *serveConfig, logger *slog.Logger) (*redisstore.TokenStore, *redis.Client, error) {
-	r := c.TokenStore.Redis
-	rdb, err := c.redisClient("tokenStore", r)
+	tc := c.TokenStore
+	rdb, err := c.redisClient("tokenStore", tc.Redis)
 	if err != nil {
 		return nil, nil, err
 	}
-	prefix := r.Prefix
+	prefix := tc.Redis.Prefix
 	if prefix == "" {
 		prefix = "idsauth:ref:"
 	}
-	ts := redisstore.NewTokenStore(rdb, redisstore.TokenOptions{Prefix: prefix, Timeout: time.Duration(r.TimeoutMillis) * time.Millisecond})
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	ts := redisstore.NewTokenStore(rdb, redisstore.TokenOptions{Prefix: prefix, Timeout: time.Duration(tc.Redis.TimeoutMillis) * time.Millisecond})
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
+	// One connection made within the start's bound, for the checks below
+	// and the first calls: a call's own bound is too short to make one
+	// where Redis is far.
+	_ = rdb.Ping(ctx).Err() // a Redis down is told by the checks
 	if err := ts.CheckEviction(ctx); err != nil {
 		if strings.Contains(err.Error(), "maxmemory-policy") && !strings.Contains(err.Error(), "CheckEviction") {
 			rdb.Close()
@@ -199,7 +159,45 @@ func newTokenStore(ctx context.Context, c *serveConfig, logger *slog.Logger) (*r
 		}
 		logger.Warn("tokenStore: cannot read the Redis's maxmemory-policy: make sure it is noeviction", slog.String("error", err.Error()))
 	}
+	if !tc.AllowNoPersistence {
+		if err := checkPersistence(ctx, rdb, logger); err != nil {
+			rdb.Close()
+			return nil, nil, err
+		}
+	}
 	return ts, rdb, nil
+}
+
+// checkPersistence refuses a Redis that keeps nothing across a restart
+// (appendonly no and no save points): a restart of it would end every
+// live reference token without a word, introspection calling inactive
+// the tokens clients still hold. It warns about snapshots only (a crash
+// loses the grants since the last one), and when it cannot read the
+// settings.
+func checkPersistence(ctx context.Context, rdb *redis.Client, logger *slog.Logger) error {
+	var settings [2]string
+	for i, name := range []string{"appendonly", "save"} {
+		m, err := rdb.ConfigGet(ctx, name).Result()
+		v, ok := m[name]
+		if err == nil && !ok {
+			err = fmt.Errorf("CONFIG GET %s: no such setting", name)
+		}
+		if err != nil {
+			logger.Warn("tokenStore: cannot read whether the Redis keeps its data across a restart (appendonly, save): without persistence, a restart of it ends every live reference token; make sure it has appendonly yes",
+				slog.String("error", err.Error()))
+			return nil
+		}
+		settings[i] = v
+	}
+	switch appendonly, save := settings[0], settings[1]; {
+	case appendonly == "yes":
+	case save != "":
+		logger.Warn("tokenStore: the Redis keeps snapshots only (appendonly no): a crash or kill of it ends the reference tokens issued since its last snapshot; appendonly yes loses a second at most",
+			slog.String("save", save))
+	default:
+		return fmt.Errorf(`tokenStore: the Redis keeps nothing across a restart (appendonly no, save ""): a restart of it would end every live reference token, and introspection would call inactive the tokens clients still hold; set appendonly yes on it, or "allowNoPersistence": true in the tokenStore section to accept that`)
+	}
+	return nil
 }
 
 // newLimiterStore connects nothing yet: go-redis dials on first use, so a
@@ -234,7 +232,7 @@ func (l *limiterStore) ping(ctx context.Context) error {
 
 // sameStore reports whether a reloaded file asks for the store in use: a
 // store cannot be swapped by a reload.
-func sameStore(a, b *storeConfig) bool {
+func sameStore[T any](a, b *T) bool {
 	ja, _ := json.Marshal(a)
 	jb, _ := json.Marshal(b)
 	return string(ja) == string(jb)

@@ -28,7 +28,9 @@ type Server struct {
 }
 
 // Start starts a redis-server for t and waits until it answers PING.
-func Start(t testing.TB) *Server {
+// args follow the defaults and win over them: "--appendonly", "yes" starts
+// one that keeps its data.
+func Start(t testing.TB, args ...string) *Server {
 	t.Helper()
 	path, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -44,7 +46,7 @@ func Start(t testing.TB) *Server {
 	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
 	l.Close()
 	s := &Server{Addr: "127.0.0.1:" + port, out: &testlog.Buffer{}}
-	s.cmd = exec.Command(path, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", t.TempDir())
+	s.cmd = exec.Command(path, append([]string{"--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", t.TempDir()}, args...)...)
 	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -62,14 +62,26 @@ func LoadCertificate(certFile, keyFile string) (*Certificate, error) {
 	return c, nil
 }
 
-// Load reads the files again; on error the certificate in use stays.
+// Load reads the files again and serves what they hold; on error the
+// certificate in use stays.
 func (c *Certificate) Load() error {
+	use, err := c.Read()
+	if err != nil {
+		return err
+	}
+	use()
+	return nil
+}
+
+// Read reads the files again without serving them yet: use serves what it
+// read, from the next handshake. A reload that checks other files too
+// reads them all, then calls use only if every one was good.
+func (c *Certificate) Read() (use func(), err error) {
 	cert, err := tls.LoadX509KeyPair(c.certFile, c.keyFile)
 	if err != nil {
-		return fmt.Errorf("TLS certificate %s, key %s: %w", c.certFile, c.keyFile, err)
+		return nil, fmt.Errorf("TLS certificate %s, key %s: %w", c.certFile, c.keyFile, err)
 	}
-	c.cert.Store(&cert)
-	return nil
+	return func() { c.cert.Store(&cert) }, nil
 }
 
 // TLSConfig returns a TLS configuration (TLS 1.2 at least) that serves the
