@@ -134,7 +134,7 @@ func (st *state) loadClientKeys(cfg *Config) error {
 			}
 			k, err := kc.load(cfg.Dir)
 			if err != nil {
-				return fieldErr(fmt.Sprintf("%s.publicKeys[%d]", f, j), "%v", err)
+				return causeErr(fmt.Sprintf("%s.publicKeys[%d]", f, j), err)
 			}
 			cl.keys = append(cl.keys, *k)
 		}

@@ -409,6 +409,12 @@ func fieldErr(field, format string, args ...any) error {
 	return &ConfigError{Field: field, Reason: fmt.Sprintf(format, args...)}
 }
 
+// causeErr is the ConfigError of field for err, which it wraps: a key
+// file that cannot be read stays errors.Is(err, fs.ErrPermission).
+func causeErr(field string, err error) error {
+	return &ConfigError{Field: field, Reason: err.Error(), Err: err}
+}
+
 // LoadConfig reads a configuration file (see ParseConfig). It does not
 // check the values or read the key files: New and Reload do, once.
 func LoadConfig(path string) (*Config, error) {

@@ -323,7 +323,7 @@ func (iss *Issuer) compile(cfg *Config, now time.Time) (*state, []keySet, error)
 	for i, kc := range cfg.Keys {
 		k, err := kc.load(cfg.Dir)
 		if err != nil {
-			return nil, nil, fieldErr(fmt.Sprintf("keys[%d]", i), "%v", err)
+			return nil, nil, causeErr(fmt.Sprintf("keys[%d]", i), err)
 		}
 		if slices.ContainsFunc(ks, func(o *keys.Key) bool { return o.KID == k.KID }) {
 			return nil, nil, fieldErr(fmt.Sprintf("keys[%d]", i), "the same key is listed twice")
