@@ -2,10 +2,7 @@ package issuer_test
 
 import (
 	"crypto/rand"
-	"errors"
 	"fmt"
-	"io/fs"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -58,20 +55,5 @@ func TestAssertionClaimsAreReadExactly(t *testing.T) {
 				t.Fatalf("%d %s, want %d", a.status, a.raw, tc.status)
 			}
 		})
-	}
-}
-
-// TestKeyFileErrorKeepsItsCause: a key file that cannot be read is a
-// *ConfigError naming the field, and errors.Is still finds the cause (a
-// missing file here; a permission denied alike), so that a program can
-// say what to do about it.
-func TestKeyFileErrorKeepsItsCause(t *testing.T) {
-	cfg := testConfig("https://host.example/ids")
-	cfg.EphemeralKey = false
-	cfg.Keys = []issuer.KeyConfig{{File: filepath.Join(t.TempDir(), "missing.pem")}}
-	_, err := issuer.New(cfg)
-	var ce *issuer.ConfigError
-	if !errors.As(err, &ce) || ce.Field != "keys[0]" || !errors.Is(err, fs.ErrNotExist) {
-		t.Fatalf("got %v, want a ConfigError of keys[0] wrapping fs.ErrNotExist", err)
 	}
 }

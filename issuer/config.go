@@ -642,14 +642,22 @@ func (c Config) withDefaults() Config {
 }
 
 func (l Limits) check() error {
-	for name, v := range map[string]int64{
-		"maxBodyBytes": l.MaxBodyBytes, "failedAttemptsPerClient": int64(l.FailedAttemptsPerClient),
-		"failedAttemptsPerAddress": int64(l.FailedAttemptsPerAddress), "failureWindowSeconds": int64(l.FailureWindowSeconds),
-		"limiterMaxBytes": int64(l.LimiterMaxBytes), "maxConcurrentSlowHashes": int64(l.MaxConcurrentSlowHashes),
-		"failureFloorMillis": int64(l.FailureFloorMillis) + 1, // -1 is allowed
+	// In the order of the fields, so that a file with two bad values is
+	// always told of the same one.
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{
+		{"maxBodyBytes", l.MaxBodyBytes},
+		{"failedAttemptsPerClient", int64(l.FailedAttemptsPerClient)},
+		{"failedAttemptsPerAddress", int64(l.FailedAttemptsPerAddress)},
+		{"failureWindowSeconds", int64(l.FailureWindowSeconds)},
+		{"limiterMaxBytes", int64(l.LimiterMaxBytes)},
+		{"failureFloorMillis", int64(l.FailureFloorMillis) + 1}, // -1 is allowed
+		{"maxConcurrentSlowHashes", int64(l.MaxConcurrentSlowHashes)},
 	} {
-		if v < 0 {
-			return fieldErr("limits."+name, "negative")
+		if f.v < 0 {
+			return fieldErr("limits."+f.name, "negative")
 		}
 	}
 	for _, b := range []struct {
