@@ -72,7 +72,7 @@ func TestDPoPOnTheAPIs(t *testing.T) {
 		Servers  []string `json:"authorization_servers"`
 		Algs     []string `json:"dpop_signing_alg_values_supported"`
 	}
-	if err := json.Unmarshal(b, &doc); err != nil || doc.Resource != srv.URL+"/webapi" || len(doc.Servers) != 1 || doc.Servers[0] != srv.URL+"/ids" || len(doc.Algs) != 4 {
+	if err := json.Unmarshal(b, &doc); err != nil || doc.Resource != srv.URL+"/webapi" || len(doc.Servers) != 1 || doc.Servers[0] != srv.URL+"/ids" || len(doc.Algs) != 5 {
 		t.Fatalf("metadata: %s %v", b, err)
 	}
 	// demo-dpop without a key gets no token at all.

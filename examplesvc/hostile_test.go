@@ -104,7 +104,7 @@ func bareChallenges(chs []string) bool {
 		return false
 	}
 	return metadataParam.ReplaceAllString(chs[0], "") == `Bearer realm="idsauth"` &&
-		metadataParam.ReplaceAllString(chs[1], "") == `DPoP realm="idsauth", algs="ES256 RS256 PS256 EdDSA"`
+		metadataParam.ReplaceAllString(chs[1], "") == `DPoP realm="idsauth", algs="ES256 RS256 PS256 EdDSA Ed25519"`
 }
 
 func (e expectation) check(t *testing.T, r reply) {

@@ -71,7 +71,7 @@ func ExampleNewDPoP() {
 	// Output:
 	// 401
 	// Bearer realm="idsauth"
-	// DPoP realm="idsauth", algs="ES256 RS256 PS256 EdDSA"
+	// DPoP realm="idsauth", algs="ES256 RS256 PS256 EdDSA Ed25519"
 }
 
 // The metadata of RFC 9728 is published where the RFC puts it, and every

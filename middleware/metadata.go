@@ -38,8 +38,11 @@ type ResourceMetadata struct {
 	DPoPBoundAccessTokensRequired bool `json:"dpop_bound_access_tokens_required,omitempty"`
 }
 
-// DPoPAlgorithms returns the DPoP proof algorithms RequireBearer accepts:
-// ES256, RS256, PS256 and EdDSA. Each call returns a new slice.
+// DPoPAlgorithms returns the DPoP proof algorithms RequireBearer accepts,
+// by the names a proof may give them: ES256, RS256, PS256, EdDSA and
+// Ed25519 (RFC 9864's name for EdDSA over an Ed25519 key). It is the list
+// a DPoP challenge's algs and the issuer's discovery advertise. Each call
+// returns a new slice.
 func DPoPAlgorithms() []string { return append([]string(nil), dpop.Algs...) }
 
 // wellKnown is RFC 9728's well-known URI suffix.

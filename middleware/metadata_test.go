@@ -49,7 +49,7 @@ func TestResourceMetadata(t *testing.T) {
 		t.Fatalf("%s %v", resp.Status, err)
 	}
 	resp.Body.Close()
-	if doc["resource"] != md.Resource || doc["bearer_methods_supported"].([]any)[0] != "header" || len(doc["dpop_signing_alg_values_supported"].([]any)) != 4 {
+	if doc["resource"] != md.Resource || doc["bearer_methods_supported"].([]any)[0] != "header" || len(doc["dpop_signing_alg_values_supported"].([]any)) != 5 {
 		t.Fatalf("document: %v", doc)
 	}
 	if r, _ := http.Get(api.URL + "/.well-known/oauth-protected-resource/other"); r.StatusCode != 404 {
