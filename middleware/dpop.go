@@ -97,7 +97,8 @@ var (
 	// use_dpop_nonce, with the nonce in DPoP-Nonce.
 	ErrDPoPNonce = errors.New("DPoP proof lacks the nonce")
 	// ErrDPoPKey: the proof is by another key than the token is bound
-	// to. 401 invalid_dpop_proof.
+	// to. 401 invalid_dpop_proof, described as every other refused proof
+	// is: "invalid DPoP proof: key is not the token's".
 	ErrDPoPKey = errors.New("DPoP proof key is not the token's")
 	// ErrUnboundToken: a token presented with DPoP is bound to no key. 401
 	// invalid_token.

@@ -15,6 +15,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -459,4 +461,73 @@ func proofAs(t *testing.T, alg string, method jwt.SigningMethod, key crypto.Sign
 		t.Fatal(err)
 	}
 	return s
+}
+
+// TestDPoPDescriptionsAreTheContracts: every refused proof is described
+// on the wire, in the challenge and the JSON body alike, as
+// docs/CONTRACT.md §1.1 lists it: "invalid DPoP proof: " and a check the
+// contract names, a proof by another key than the token's included.
+func TestDPoPDescriptionsAreTheContracts(t *testing.T) {
+	raw, err := os.ReadFile("../docs/CONTRACT.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	contract := strings.Join(strings.Fields(string(raw)), " ")
+	w := newDPoPWorld(t, middleware.DPoPConfig{})
+	tok := w.token(t, "c", w.key, scope.AdminWebAPI)
+	k2, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	other, _ := clientauth.NewSigner(k2, "", "")
+	now := time.Now()
+	used := proof(t, w.key, "GET", w.adminURL, tok, "", now)
+	if r := dcall(t, w.adminURL, "DPoP "+tok, used); r.status != 200 {
+		t.Fatalf("control: %d %q", r.status, r.challenge)
+	}
+	for name, proofs := range map[string][]string{
+		"another key":  {proof(t, other, "GET", w.adminURL, tok, "", now)},
+		"no proof":     nil,
+		"two proofs":   {proof(t, w.key, "GET", w.adminURL, tok, "", now), proof(t, w.key, "GET", w.adminURL, tok, "", now)},
+		"replayed":     {used},
+		"wrong htm":    {proof(t, w.key, "POST", w.adminURL, tok, "", now)},
+		"wrong htu":    {proof(t, w.key, "GET", w.api.URL+"/connect", tok, "", now)},
+		"too old":      {proof(t, w.key, "GET", w.adminURL, tok, "", now.Add(-2*time.Minute))},
+		"no ath":       {proof(t, w.key, "GET", w.adminURL, "", "", now)},
+		"not a JWT":    {"x.y"},
+		"typ JWT":      {proofTyp(t, w.key, "JWT", w.adminURL, tok)},
+		"alg HS256":    {"eyJhbGciOiJIUzI1NiIsInR5cCI6ImRwb3Arand0In0.e30.c2ln"},
+		"a bad header": {"eyJhbGciOiJFUzI1NiIsInR5cCI6ImRwb3Arand0In0.e30.c2ln"},
+	} {
+		r := dcall(t, w.adminURL, "DPoP "+tok, proofs...)
+		var body struct {
+			Error       string `json:"error"`
+			Description string `json:"error_description"`
+		}
+		if err := json.Unmarshal([]byte(r.body), &body); err != nil || r.status != 401 || body.Error != "invalid_dpop_proof" {
+			t.Errorf("%s: %d %s", name, r.status, r.body)
+			continue
+		}
+		if len(r.challenge) != 1 || !strings.Contains(r.challenge[0], `error_description="`+body.Description+`"`) {
+			t.Errorf("%s: the challenge %q does not say %q", name, r.challenge, body.Description)
+		}
+		which, ok := strings.CutPrefix(body.Description, "invalid DPoP proof: ")
+		which = regexp.MustCompile(`^[0-9]+ DPoP headers`).ReplaceAllString(which, "<n> DPoP headers")
+		if !ok || !strings.Contains(contract, "`"+which+"`") {
+			t.Errorf("%s: %q is not among docs/CONTRACT.md §1.1's descriptions", name, body.Description)
+		}
+		if name == "another key" && body.Description != "invalid DPoP proof: key is not the token's" {
+			t.Errorf("another key: %q", body.Description)
+		}
+	}
+}
+
+// proofTyp is a proof by key for a GET of htu with the header's typ set
+// to typ.
+func proofTyp(t *testing.T, key *clientauth.Signer, typ, htu, token string) string {
+	t.Helper()
+	p := proof(t, key, "GET", htu, token, "", time.Now())
+	parts := strings.Split(p, ".")
+	h, _ := base64.RawURLEncoding.DecodeString(parts[0])
+	var m map[string]any
+	_ = json.Unmarshal(h, &m)
+	m["typ"] = typ
+	return jwktest.Segment(m) + "." + parts[1] + "." + parts[2]
 }

@@ -64,7 +64,7 @@ var reasons = []struct {
 	{ErrScopeClaim, "scope_claim", "token scope claim is neither a string nor an array of strings", ""},
 	{ErrBoundToken, "bound_token", "token is bound to a key", ""},
 	{ErrInactive, "inactive", "token is not active", ""},
-	{ErrDPoPKey, "dpop_key", "DPoP proof key is not the token's", ""},
+	{ErrDPoPKey, "dpop_key", "invalid DPoP proof: key is not the token's", ""},
 	{ErrDPoPNonce, "dpop_nonce", "DPoP proof lacks the nonce", ""},
 	{ErrDPoPProof, "dpop_proof", "invalid DPoP proof", ""},
 	{ErrUnboundToken, "not_bound", "token is not bound to a key", ""},

@@ -46,7 +46,7 @@ var (
 	ErrNonce   = errors.New("DPoP proof lacks the server's nonce")
 
 	ErrMalformed = invalid("not a JWT of the right form")
-	ErrType      = invalid(`typ is not "dpop+jwt"`)
+	ErrType      = invalid("typ is not dpop+jwt") // no quote: error_description may hold none (RFC 6749 §5.2)
 	ErrAlgorithm = invalid("alg is not an accepted asymmetric algorithm")
 	ErrKey       = invalid("jwk is missing, private, or not a usable public key for alg")
 	ErrSignature = invalid("signature invalid")
