@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -201,6 +202,7 @@ type Validator struct {
 	now         func() time.Time
 	cache       *tokenCache // nil when off, and when no issuer's keys have a version
 	observer    observe.Observer
+	checks      atomic.Uint64 // signature checks made: counted, for tests
 }
 
 // trustedIssuer is one issuer a Validator accepts, as NewValidator
@@ -438,10 +440,16 @@ func (v *Validator) validate(ctx context.Context, token string, now time.Time) (
 	if err != nil {
 		return nil, nil, 0, keyError(err)
 	}
-	if len(keys) == 0 {
+	switch {
+	case len(keys) == 0:
 		return nil, nil, 0, ErrUnknownKey
+	case len(keys) > MaxKeysPerToken:
+		// A token without kid against a set with many keys of its alg:
+		// trying them all would let anyone make each forged token cost
+		// as many checks as the set holds.
+		return nil, nil, 0, ErrAmbiguousKey
 	}
-	if !verify(signingMethod(t.Alg), t.SigningInput, sig, keys) {
+	if !v.verify(signingMethod(t.Alg), t.SigningInput, sig, keys) {
 		return nil, nil, 0, ErrSignature
 	}
 	// Only now, with the signature good, are the claims but "iss" read.
@@ -465,9 +473,18 @@ func (v *Validator) chooseIssuer(raw claimSet) (*trustedIssuer, error) {
 	return t, nil
 }
 
+// MaxKeysPerToken is the most signature checks one token costs: a token
+// for which the key source offers more keys than this (a token without
+// "kid" against a JWKS with several keys of its alg) is refused with
+// ErrAmbiguousKey before any check. Two lets a token without kid through
+// while its issuer rotates keys, the old one and the new one published
+// side by side.
+const MaxKeysPerToken = 2
+
 // verify reports whether sig signs signingInput under any of keys.
-func verify(method jwt.SigningMethod, signingInput string, sig []byte, keys []crypto.PublicKey) bool {
+func (v *Validator) verify(method jwt.SigningMethod, signingInput string, sig []byte, keys []crypto.PublicKey) bool {
 	for _, k := range keys {
+		v.checks.Add(1)
 		if method.Verify(signingInput, sig, k) == nil {
 			return true
 		}
