@@ -245,8 +245,8 @@ var dpopAlgs = strings.Join(dpop.Algs, " ")
 // accepted: a bare challenge for each scheme accepted (RFC 9449 §7.1).
 func (o *responder) challengeBoth(w http.ResponseWriter, r *http.Request, reason error, bearerToo bool) {
 	if bearerToo {
-		w.Header().Add("WWW-Authenticate", o.challengeOf("Bearer", oauthwire.Error{}))
+		w.Header().Add("WWW-Authenticate", o.challengeOf(r, "Bearer", oauthwire.Error{}))
 	}
-	w.Header().Add("WWW-Authenticate", o.challengeOf("DPoP", oauthwire.Error{}))
+	w.Header().Add("WWW-Authenticate", o.challengeOf(r, "DPoP", oauthwire.Error{}))
 	o.answerChallenge(w, r, reason)
 }
