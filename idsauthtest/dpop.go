@@ -133,7 +133,7 @@ func (i *Issuer) CheckProtectedDPoP(t TB, h http.Handler, publicURL, route strin
 			}
 		}},
 	}
-	wrong := i.DPoPToken(t, otherScope(need))
+	wrong := i.DPoPToken(t, i.otherScope(need))
 	rows = append(rows, row{"a bound token without the route's scope", req("DPoP "+wrong, i.Proof(t, method, htu, wrong, "")), func(p *problems, a answer) {
 		p.schemeError(a, "DPoP", http.StatusForbidden, "insufficient_scope")
 	}})

@@ -1,6 +1,7 @@
 package idsauthtest_test
 
 import (
+	"context"
 	"fmt"
 	"net/http/httptest"
 
@@ -61,4 +62,21 @@ func ExampleCheckTokenEndpoint() {
 	idsauthtest.CheckTokenEndpoint(t, iss.TokenURL(), "c", "s", issuer.ProfileIdentityServer)
 	fmt.Println("checked")
 	// Output: checked
+}
+
+// A service with scopes of its own names them: the kit's issuer grants
+// them, and CheckProtected runs every case on a route that needs one.
+func ExampleWithScopes() {
+	t := &printer{}
+	defer t.close()
+	iss := idsauthtest.NewIssuer(t, idsauthtest.WithScopes("orders.read", "orders.write"))
+	h := alice.New(middleware.RequireBearer(middleware.JWTOrReference(iss.Validator(), iss.Introspector())),
+		middleware.RequireScope("orders.read")).ThenFunc(listUsers)
+	iss.CheckProtected(t, h, "GET /orders", "orders.read")
+	tok, err := iss.Config("orders.read").Token(context.Background())
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(tok.TokenType, "token for orders.read")
+	// Output: Bearer token for orders.read
 }
