@@ -20,13 +20,14 @@ func ExampleIssuer_CheckProtectedDPoP() {
 	t := &printer{}
 	defer t.close()
 	iss := idsauthtest.NewIssuer(t)
-	dpop, err := middleware.NewDPoP(middleware.DPoPConfig{PublicURL: "https://api.example.test"})
+	cfg := middleware.DPoPConfig{PublicURL: "https://api.example.test"}
+	dpop, err := middleware.NewDPoP(cfg)
 	if err != nil {
 		panic(err)
 	}
 	h := alice.New(middleware.RequireBearerWithConfig(iss.Validator(), middleware.BearerConfig{DPoP: dpop}),
 		middleware.RequireScope(scope.AdminWebAPI)).ThenFunc(listUsers)
-	iss.CheckProtectedDPoP(t, h, "https://api.example.test", "GET /webapi/api/v3/demo/Admin/Users", scope.AdminWebAPI)
+	iss.CheckProtectedDPoP(t, h, cfg, "GET /webapi/api/v3/demo/Admin/Users", scope.AdminWebAPI) // the route's own DPoPConfig
 	iss.CheckProtected(t, h, "GET /webapi/api/v3/demo/Admin/Users", scope.AdminWebAPI)
 	fmt.Println("checked")
 	// Output: checked
