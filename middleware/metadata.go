@@ -121,8 +121,12 @@ func (m ResourceMetadata) documents() (*resourceDocuments, error) {
 }
 
 // covers reports whether the URL of the origin and path (escaped) is the
-// resource or under it.
+// resource or under it. A path with a dot segment ("/webapi/../x") is
+// none: it would name one URL and mean another.
 func (d *resourceDocuments) covers(path string) bool {
+	if strings.Contains(path+"/", "/./") || strings.Contains(path+"/", "/../") {
+		return false
+	}
 	return path == d.path || path == strings.TrimSuffix(d.under, "/") || strings.HasPrefix(path, d.under)
 }
 

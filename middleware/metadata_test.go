@@ -175,10 +175,14 @@ func TestResourceMetadataAtTheRoot(t *testing.T) {
 			"/webapi/%7E": "https://api.example.test/webapi/%7E",
 		},
 		"https://api.example.test/webapi/": {
-			"/webapi/":  "https://api.example.test/webapi/",
-			"/webapi":   "https://api.example.test/webapi",
-			"/webapi/x": "https://api.example.test/webapi/x",
-			"/other":    "",
+			"/webapi/":          "https://api.example.test/webapi/",
+			"/webapi":           "https://api.example.test/webapi",
+			"/webapi/x":         "https://api.example.test/webapi/x",
+			"/other":            "",
+			"/webapi/../other":  "",
+			"/webapi/./x":       "",
+			"/webapi/x/..":      "",
+			"/webapi/x%2F..%2F": "https://api.example.test/webapi/x%2F..%2F",
 		},
 	} {
 		h, err := middleware.ResourceMetadata{Resource: resource}.Handler()
