@@ -710,20 +710,6 @@ func (l Limits) check() error {
 	return nil
 }
 
-// The values of ScopeWhenOmitted.
-const (
-	scopeRefuse = "refuse"
-	scopeAll    = "all"
-)
-
-func checkScopeWhenOmitted(field, v string) error {
-	switch v {
-	case scopeRefuse, scopeAll:
-		return nil
-	}
-	return fieldErr(field, `want "refuse" or "all", got %q`, v)
-}
-
 func (a AssertionConfig) check() error {
 	switch {
 	case a.MaxLifetimeSeconds < 0:

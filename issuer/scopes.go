@@ -52,3 +52,17 @@ func isProductScopeInOtherCase(s string) bool {
 func knownScopes(own scope.Set) []string {
 	return append(scope.All(), own...)
 }
+
+// The values of ScopeWhenOmitted.
+const (
+	scopeRefuse = "refuse"
+	scopeAll    = "all"
+)
+
+func checkScopeWhenOmitted(field, v string) error {
+	switch v {
+	case scopeRefuse, scopeAll:
+		return nil
+	}
+	return fieldErr(field, `want "refuse" or "all", got %q`, v)
+}
