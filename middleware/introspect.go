@@ -372,7 +372,7 @@ func (in *Introspector) call(ctx context.Context, token string) (*Claims, error)
 		return nil, ErrInactive
 	}
 	if !describesAccessToken(raw) {
-		return nil, ErrType // a refresh token, say: not cached, as an endpoint failure is not
+		return nil, ErrType // a refresh token, say; not cached: a retry costs a call, as an unknown token's first does
 	}
 	if _, ok := raw["iss"]; !ok {
 		raw["iss"], _ = json.Marshal(in.from.issuer) // RFC 7662 makes it optional: the one asked

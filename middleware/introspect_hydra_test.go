@@ -182,7 +182,7 @@ func TestIntrospectorAnswerKinds(t *testing.T) {
 		{"RFC 8693's refresh token", map[string]any{"token_use": nil, "token_type": "urn:ietf:params:oauth:token-type:refresh_token"}, middleware.ErrType},
 		{"RFC 8693's access token", map[string]any{"token_use": nil, "token_type": "urn:ietf:params:oauth:token-type:access_token"}, nil},
 		{"an ID token", map[string]any{"token_use": nil, "token_type": "ID_TOKEN"}, middleware.ErrType},
-		{"oidc-provider before v7, client_credentials", map[string]any{"token_use": nil, "token_type": "client_credentials"}, nil},
+		{"oidc-provider before v4, client_credentials", map[string]any{"token_use": nil, "token_type": "client_credentials"}, nil},
 		{"token_type DPoP", map[string]any{"token_use": nil, "token_type": "DPoP"}, nil},
 		{"token_type an array", map[string]any{"token_use": nil, "token_type": []string{"Bearer"}}, middleware.ErrType},
 		{"Keycloak, Bearer", map[string]any{"token_use": nil, "typ": "Bearer"}, nil},

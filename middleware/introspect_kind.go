@@ -13,7 +13,7 @@ import "strings"
 //     "refresh_token". Anything but "access_token" is refused.
 //   - "token_type", where it names a token kind rather than a scheme
 //     ("Bearer", "DPoP"): Duende IdentityServer says "access_token" or
-//     "refresh_token", panva's oidc-provider before v7 "access_token",
+//     "refresh_token", panva's oidc-provider before v4 "access_token",
 //     "client_credentials" or "refresh_token", and RFC 8693 names the
 //     kinds "urn:ietf:params:oauth:token-type:refresh_token" and so on.
 //     A refresh or ID token's name is refused.
