@@ -215,6 +215,7 @@ type reply struct {
 	status int
 	header http.Header
 	body   string
+	path   string // the escaped path of the URL called
 }
 
 func send(t *testing.T, c *http.Client, method, url, body string, header ...string) reply {
@@ -235,7 +236,7 @@ func send(t *testing.T, c *http.Client, method, url, body string, header ...stri
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	return reply{resp.StatusCode, resp.Header, string(b)}
+	return reply{resp.StatusCode, resp.Header, string(b), resp.Request.URL.EscapedPath()}
 }
 
 // waitLog waits until the service's log holds s n times.
@@ -288,7 +289,7 @@ func TestEndToEnd(t *testing.T) {
 		})
 		t.Run(f.name+" without a token is a bare challenge", func(t *testing.T) {
 			r := send(t, plain, f.method, f.path, f.body)
-			if r.status != 401 || !bareChallenges(r.header.Values("WWW-Authenticate")) || json.Valid([]byte(r.body)) {
+			if r.status != 401 || !bareChallenges(r.header.Values("WWW-Authenticate"), r.path) || json.Valid([]byte(r.body)) {
 				t.Fatalf("got %d %v %q", r.status, r.header, r.body)
 			}
 		})

@@ -93,18 +93,23 @@ func oauthErr(status int, code string) expectation {
 }
 
 // metadataParam is the resource_metadata parameter (RFC 9728) of the
-// example service's challenges: its APIs' metadata on its own origin.
-var metadataParam = regexp.MustCompile(`, resource_metadata="http://127\.0\.0\.1:[0-9]+/\.well-known/oauth-protected-resource/webapi"$`)
+// example service's challenges to a call of path: the metadata of the URL
+// called, on the service's own origin.
+func metadataParam(path string) *regexp.Regexp {
+	return regexp.MustCompile(`, resource_metadata="http://127\.0\.0\.1:[0-9]+/\.well-known/oauth-protected-resource` + regexp.QuoteMeta(path) + `"$`)
+}
 
 // bareChallenges reports whether chs are the example service's answer to
-// a request without a token: a bare Bearer challenge and a bare DPoP one
-// (the APIs take both), each naming the APIs' metadata, nothing else.
-func bareChallenges(chs []string) bool {
-	if len(chs) != 2 || !metadataParam.MatchString(chs[0]) || !metadataParam.MatchString(chs[1]) {
+// a request of path without a token: a bare Bearer challenge and a bare
+// DPoP one (the APIs take both), each naming the metadata of the URL
+// called, nothing else.
+func bareChallenges(chs []string, path string) bool {
+	param := metadataParam(path)
+	if len(chs) != 2 || !param.MatchString(chs[0]) || !param.MatchString(chs[1]) {
 		return false
 	}
-	return metadataParam.ReplaceAllString(chs[0], "") == `Bearer realm="idsauth"` &&
-		metadataParam.ReplaceAllString(chs[1], "") == `DPoP realm="idsauth", algs="ES256 RS256 PS256 EdDSA"`
+	return param.ReplaceAllString(chs[0], "") == `Bearer realm="idsauth"` &&
+		param.ReplaceAllString(chs[1], "") == `DPoP realm="idsauth", algs="ES256 RS256 PS256 EdDSA Ed25519"`
 }
 
 func (e expectation) check(t *testing.T, r reply) {
@@ -118,7 +123,7 @@ func (e expectation) check(t *testing.T, r reply) {
 	switch e.kind {
 	case "ok":
 	case "challenge":
-		if !bareChallenges(r.header.Values("WWW-Authenticate")) || isJSON {
+		if !bareChallenges(r.header.Values("WWW-Authenticate"), r.path) || isJSON {
 			t.Fatalf("want a bare challenge, got %q and body %q", r.header.Values("WWW-Authenticate"), r.body)
 		}
 	case "invalid_token", "invalid_request", "insufficient_scope":
@@ -418,7 +423,7 @@ func TestHostileInput(t *testing.T) {
 			}
 			b, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
-			r := reply{resp.StatusCode, resp.Header, string(b)}
+			r := reply{resp.StatusCode, resp.Header, string(b), resp.Request.URL.EscapedPath()}
 			if r.status >= 500 {
 				t.Fatalf("a %d", r.status)
 			}

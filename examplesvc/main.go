@@ -119,7 +119,8 @@ Try it (demo configuration):
   Reference tokens: demo-reference:demo-reference-secret gets one (pd_AdminWebApi);
   the API resource demo-api:demo-api-secret may introspect it.
   DPoP: demo-dpop:demo-dpop-secret must send a proof (idsauth token -dpop-key);
-  the APIs' metadata (RFC 9728): %[1]s/.well-known/oauth-protected-resource/webapi
+  the APIs' metadata (RFC 9728), one document per URL, which a 401 names:
+    %[1]s/.well-known/oauth-protected-resource/webapi/api/v3/demo/Admin/Users
 `, base, issuerURL)
 	}
 }

@@ -118,23 +118,24 @@ func newService(ctx context.Context, src configSource, logger *slog.Logger) (*se
 
 // routes wires the four API families behind their middleware.
 func (s *service) routes() http.Handler {
-	// The APIs take bearer and DPoP-bound tokens (RFC 9449), and tell a
-	// client where their metadata is (RFC 9728) in every challenge. Their
+	// The APIs take bearer and DPoP-bound tokens (RFC 9449), and every
+	// challenge names the metadata (RFC 9728) of the URL called, whose
+	// "resource" is that URL. The protected calls are under /webapi/api/v3
+	// (SCIM, beside it, takes its tenants' tokens, not the issuer's). Their
 	// public origin is the issuer's: the service serves both.
 	base := origin(s.iss.URL())
-	md := middleware.ResourceMetadata{
-		Resource:                      base + "/webapi",
+	md := &middleware.ResourceMetadata{
+		Resource:                      base + "/webapi/api/v3",
 		AuthorizationServers:          []string{s.iss.URL()},
 		ScopesSupported:               scope.All(),
 		DPoPSigningAlgValuesSupported: middleware.DPoPAlgorithms(),
 	}
-	mdURL, _ := md.URL()                                                  // base is the issuer's origin: a URL
-	mdHandler, _ := md.Handler()                                          // likewise
+	mdHandler, _ := md.Handler()                                          // base is the issuer's origin: a URL
 	dpop, _ := middleware.NewDPoP(middleware.DPoPConfig{PublicURL: base}) // likewise
 	bearer := alice.New(middleware.RequireBearerWithConfig(s.v, middleware.BearerConfig{
 		Logger: s.logger, Observer: s.metrics,
-		DPoP:                dpop,
-		ResourceMetadataURL: mdURL,
+		DPoP:             dpop,
+		ResourceMetadata: md,
 	}))
 	admin := bearer.Append(middleware.RequireFamily(scope.Admin))
 	connect := bearer.Append(middleware.RequireFamily(scope.Connect))

@@ -118,7 +118,7 @@ func TestSoak(t *testing.T) {
 				case "garbage":
 					ok = resp.StatusCode == 401 && m["error"] == "invalid_token"
 				case "missing":
-					ok = resp.StatusCode == 401 && !isJSON && bareChallenges(resp.Header.Values("WWW-Authenticate"))
+					ok = resp.StatusCode == 401 && !isJSON && bareChallenges(resp.Header.Values("WWW-Authenticate"), resp.Request.URL.EscapedPath())
 				}
 				judge(kind, ok, resp.StatusCode, string(b))
 			}

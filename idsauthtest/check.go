@@ -162,9 +162,10 @@ func tokenParts(token string) []tokenPart {
 	return parts
 }
 
-// otherScope returns a scope that grants none of need.
-func otherScope(need []string) string {
-	for _, s := range scope.All() {
+// otherScope returns a scope the issuer knows that is none of need: one
+// of WithScopes' first, then one of the product's.
+func (i *Issuer) otherScope(need []string) string {
+	for _, s := range slices.Concat(i.own, scope.All()) {
 		if !slices.Contains(need, s) {
 			return s
 		}
@@ -249,7 +250,7 @@ func (i *Issuer) CheckProtected(t TB, h http.Handler, route string, need ...stri
 			p.addf("body %q has no \"scope\"", a.body)
 		}
 	}
-	wrongScope := i.Token(t, otherScope(need))
+	wrongScope := i.Token(t, i.otherScope(need))
 	rows = append(rows, row{"a token without the route's scope", newRequest(t, route, "Bearer "+wrongScope), wrongScope, lacksScope})
 	// Reference tokens: a route that accepts them (through i.Introspector)
 	// gets their cases; one that does not must refuse them as invalid.
@@ -257,7 +258,7 @@ func (i *Issuer) CheckProtected(t TB, h http.Handler, route string, need ...stri
 	if probe := serve(h, newRequest(t, route, "Bearer "+ref)); probe.status == http.StatusUnauthorized {
 		rows = append(rows, row{"a reference token, on a route that takes JWTs only", newRequest(t, route, "Bearer "+ref), ref, invalid})
 	} else {
-		otherRef := i.ReferenceToken(t, otherScope(need))
+		otherRef := i.ReferenceToken(t, i.otherScope(need))
 		rows = append(rows,
 			row{"a valid reference token with the scope", newRequest(t, route, "Bearer "+ref), ref, passes},
 			row{"a revoked reference token", newRequest(t, route, "Bearer "+i.RevokedReferenceToken(t, need...)), "", invalid},

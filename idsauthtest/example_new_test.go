@@ -1,6 +1,7 @@
 package idsauthtest_test
 
 import (
+	"context"
 	"fmt"
 	"net/http/httptest"
 
@@ -19,13 +20,14 @@ func ExampleIssuer_CheckProtectedDPoP() {
 	t := &printer{}
 	defer t.close()
 	iss := idsauthtest.NewIssuer(t)
-	dpop, err := middleware.NewDPoP(middleware.DPoPConfig{PublicURL: "https://api.example.test"})
+	cfg := middleware.DPoPConfig{PublicURL: "https://api.example.test"}
+	dpop, err := middleware.NewDPoP(cfg)
 	if err != nil {
 		panic(err)
 	}
 	h := alice.New(middleware.RequireBearerWithConfig(iss.Validator(), middleware.BearerConfig{DPoP: dpop}),
 		middleware.RequireScope(scope.AdminWebAPI)).ThenFunc(listUsers)
-	iss.CheckProtectedDPoP(t, h, "https://api.example.test", "GET /webapi/api/v3/demo/Admin/Users", scope.AdminWebAPI)
+	iss.CheckProtectedDPoP(t, h, cfg, "GET /webapi/api/v3/demo/Admin/Users", scope.AdminWebAPI) // the route's own DPoPConfig
 	iss.CheckProtected(t, h, "GET /webapi/api/v3/demo/Admin/Users", scope.AdminWebAPI)
 	fmt.Println("checked")
 	// Output: checked
@@ -61,4 +63,21 @@ func ExampleCheckTokenEndpoint() {
 	idsauthtest.CheckTokenEndpoint(t, iss.TokenURL(), "c", "s", issuer.ProfileIdentityServer)
 	fmt.Println("checked")
 	// Output: checked
+}
+
+// A service with scopes of its own names them: the kit's issuer grants
+// them, and CheckProtected runs every case on a route that needs one.
+func ExampleWithScopes() {
+	t := &printer{}
+	defer t.close()
+	iss := idsauthtest.NewIssuer(t, idsauthtest.WithScopes("orders.read", "orders.write"))
+	h := alice.New(middleware.RequireBearer(middleware.JWTOrReference(iss.Validator(), iss.Introspector())),
+		middleware.RequireScope("orders.read")).ThenFunc(listUsers)
+	iss.CheckProtected(t, h, "GET /orders", "orders.read")
+	tok, err := iss.Config("orders.read").Token(context.Background())
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(tok.TokenType, "token for orders.read")
+	// Output: Bearer token for orders.read
 }

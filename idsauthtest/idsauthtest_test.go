@@ -230,10 +230,12 @@ func TestMintedTokensAreRefusedForTheirReason(t *testing.T) {
 	}
 }
 
-// TestCheckProtectedDPoP: a route that takes DPoP passes every DPoP case;
-// a route configured with another public URL than the one it is called
-// by, and one that takes proofs of an hour's age, are each reported on
-// their case.
+// TestCheckProtectedDPoP: a route that takes DPoP passes every DPoP case
+// of its mode (both schemes, DPoP alone, nonces required), checked with
+// its own DPoPConfig; a route configured otherwise than the checker is
+// told (another public URL, proofs of an hour's age, DPoP alone where
+// both are said, both where DPoP alone is said, no nonce where one is
+// said) is reported on the case that shows it.
 func TestCheckProtectedDPoP(t *testing.T) {
 	iss := idsauthtest.NewIssuer(t)
 	const public = "https://api.example.test"
@@ -244,26 +246,41 @@ func TestCheckProtectedDPoP(t *testing.T) {
 		}
 		return alice.New(middleware.RequireBearerWithConfig(v, middleware.BearerConfig{DPoP: dpoptest.New(t, d)}), middleware.RequireScope(scope.AdminWebAPI)).Then(ok)
 	}
-	rec := &recorder{TB: t}
-	iss.CheckProtectedDPoP(rec, chain(iss.Validator(), middleware.DPoPConfig{}), public, route, scope.AdminWebAPI)
-	if len(rec.errs) > 0 {
-		t.Errorf("the library's own chain was reported:\n%s", rec.report())
+	nonceKey := []byte("0123456789abcdef0123456789abcdef")
+	for name, cfg := range map[string]middleware.DPoPConfig{
+		"both schemes":            {PublicURL: public},
+		"DPoP alone (Required)":   {PublicURL: public, Required: true},
+		"nonces required":         {PublicURL: public, RequireNonce: true, NonceKey: nonceKey},
+		"DPoP alone, with nonces": {PublicURL: public, Required: true, RequireNonce: true, NonceKey: nonceKey},
+		"proofs of two minutes":   {PublicURL: public, ProofMaxAge: 2 * time.Minute},
+		"proofs of an hour":       {PublicURL: public, ProofMaxAge: time.Hour},
+	} {
+		rec := &recorder{TB: t}
+		iss.CheckProtectedDPoP(rec, chain(iss.Validator(), cfg), cfg, route, scope.AdminWebAPI)
+		if len(rec.errs) > 0 {
+			t.Errorf("%s: the library's own chain was reported:\n%s", name, rec.report())
+		}
 	}
 	// The same chain passes the bearer cases too.
-	rec = &recorder{TB: t}
+	rec := &recorder{TB: t}
 	iss.CheckProtected(rec, chain(iss.Validator(), middleware.DPoPConfig{}), route, scope.AdminWebAPI)
 	if len(rec.errs) > 0 {
 		t.Errorf("the bearer cases of a chain that takes both:\n%s", rec.report())
 	}
+	both, alone := middleware.DPoPConfig{PublicURL: public}, middleware.DPoPConfig{PublicURL: public, Required: true}
 	for name, c := range map[string]struct {
 		h    http.Handler
+		said middleware.DPoPConfig
 		want string
 	}{
-		"another public URL": {chain(iss.Validator(), middleware.DPoPConfig{PublicURL: "https://elsewhere.test"}), "a bound token with a fresh proof: status 401"},
-		"proofs an hour old": {chain(iss.Validator(), middleware.DPoPConfig{ProofMaxAge: time.Hour}), "a proof ten minutes old: status 200, want 401"},
+		"another public URL":             {chain(iss.Validator(), middleware.DPoPConfig{PublicURL: "https://elsewhere.test"}), both, "a bound token with a fresh proof: status 401"},
+		"proofs an hour old":             {chain(iss.Validator(), middleware.DPoPConfig{ProofMaxAge: time.Hour}), both, "a proof ten minutes old: status 200, want 401"},
+		"DPoP alone, said to take both":  {chain(iss.Validator(), alone), both, "no bare Bearer challenge, where Bearer is accepted too"},
+		"both, said to take DPoP alone":  {chain(iss.Validator(), both), alone, "offers Bearer, where DPoP alone is accepted"},
+		"no nonce, said to require them": {chain(iss.Validator(), both), middleware.DPoPConfig{PublicURL: public, RequireNonce: true}, "a proof without the server's nonce: status 200, want 401"},
 	} {
 		rec := &recorder{TB: t}
-		iss.CheckProtectedDPoP(rec, c.h, public, route, scope.AdminWebAPI)
+		iss.CheckProtectedDPoP(rec, c.h, c.said, route, scope.AdminWebAPI)
 		if !strings.Contains(rec.report(), c.want) {
 			t.Errorf("%s: not reported: %q\nreport:\n%s", name, c.want, rec.report())
 		}

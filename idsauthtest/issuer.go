@@ -32,8 +32,8 @@ type TB interface {
 }
 
 // Issuer is a real idsauth issuer on an httptest.Server, mounted at
-// /ids, with one registered client allowed every scope. NewIssuer closes
-// it when the test ends.
+// /ids, with one registered client allowed every scope: the product's
+// two, and those of WithScopes. NewIssuer closes it when the test ends.
 type Issuer struct {
 	*issuer.Issuer
 
@@ -50,11 +50,12 @@ type Issuer struct {
 	refSecret string // the secret of the reference-token client
 	dpop      *clientauth.Signer
 	dpopJKT   string
+	own       []string // WithScopes' scopes
 }
 
 // The issuer's other registrations: a client whose tokens are reference
 // tokens, and the API resource that introspects them. Both have every
-// scope.
+// scope, as the registered client has.
 const (
 	referenceClient = "test-reference-client"
 	testAPI         = "test-api"
@@ -66,6 +67,7 @@ type Option func(*options)
 type options struct {
 	alg      string
 	lifetime time.Duration
+	scopes   []string // beside the product's
 }
 
 // WithAlgorithm makes the issuer sign with alg: "ES256" (the default),
@@ -76,9 +78,22 @@ func WithAlgorithm(alg string) Option { return func(o *options) { o.alg = alg } 
 // one hour.
 func WithLifetime(d time.Duration) Option { return func(o *options) { o.lifetime = d } }
 
+// WithScopes makes the issuer know scopes of your own beside the
+// product's two (issuer.Config.Scopes), and allows them to its clients
+// and its API resource: a service with scopes of its own gets its tokens
+// from the token endpoint (Config, ReferenceToken) as from Token, and
+// its routes through CheckProtected, whose token without the route's
+// scope then has another of them, or one of the product's. Each is a
+// scope name of RFC 6749 §3.3; NewIssuer fails the test on one that is
+// not, or that differs from one of the product's only in case.
+func WithScopes(scopes ...string) Option {
+	return func(o *options) { o.scopes = append(o.scopes, scopes...) }
+}
+
 // NewIssuer starts an issuer on a loopback httptest.Server, with a fresh
 // signing key and one client ("test-client", a random secret) allowed
-// every scope. It is closed with t.Cleanup.
+// every scope (the product's, and those of WithScopes). It is closed with
+// t.Cleanup.
 func NewIssuer(t TB, opts ...Option) *Issuer {
 	t.Helper()
 	o := options{alg: "ES256", lifetime: time.Hour}
@@ -97,14 +112,16 @@ func NewIssuer(t TB, opts ...Option) *Issuer {
 	_, apiHash := secret.Generate() // introspection is in process: nobody needs the API's secret
 	url := srv.URL + "/ids"
 	lifetime := int(o.lifetime / time.Second)
+	all := append(scope.All(), o.scopes...)
 	iss, err := issuer.New(&issuer.Config{
 		Issuer: url,
 		Keys:   []issuer.KeyConfig{{Key: k.Private, Alg: k.Alg}},
+		Scopes: o.scopes,
 		Clients: []issuer.ClientConfig{
-			{ClientID: "test-client", SecretHashes: []string{hash.String()}, Scopes: scope.All(), AccessTokenLifetime: lifetime},
-			{ClientID: referenceClient, SecretHashes: []string{refHash.String()}, Scopes: scope.All(), AccessTokenLifetime: lifetime, AccessTokenType: "reference"},
+			{ClientID: "test-client", SecretHashes: []string{hash.String()}, Scopes: all, AccessTokenLifetime: lifetime},
+			{ClientID: referenceClient, SecretHashes: []string{refHash.String()}, Scopes: all, AccessTokenLifetime: lifetime, AccessTokenType: "reference"},
 		},
-		APIResources: []issuer.APIResourceConfig{{Name: testAPI, SecretHashes: []string{apiHash.String()}, Scopes: scope.All()}},
+		APIResources: []issuer.APIResourceConfig{{Name: testAPI, SecretHashes: []string{apiHash.String()}, Scopes: all}},
 	})
 	if err != nil {
 		t.Fatalf("idsauthtest: %v", err)
@@ -114,7 +131,7 @@ func NewIssuer(t TB, opts ...Option) *Issuer {
 	if err != nil {
 		t.Fatalf("idsauthtest: %v", err)
 	}
-	return &Issuer{Issuer: iss, Server: srv, ClientID: "test-client", ClientSecret: plain, Audience: url + "/resources", key: k, refSecret: refPlain, dpop: prover, dpopJKT: jkt}
+	return &Issuer{Issuer: iss, Server: srv, ClientID: "test-client", ClientSecret: plain, Audience: url + "/resources", key: k, refSecret: refPlain, dpop: prover, dpopJKT: jkt, own: o.scopes}
 }
 
 // Config returns a clientcredentials.Config for the registered client,

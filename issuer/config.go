@@ -48,6 +48,10 @@ type Config struct {
 	// fails.
 	Clients []ClientConfig `json:"clients"`
 
+	// Scopes are scopes of your own that clients and API resources may
+	// hold beside the product's two (scope.All()); see checkOwnScopes.
+	Scopes []string `json:"scopes,omitempty"`
+
 	// Profile is how the token endpoint answers and shapes its tokens:
 	// "rfc" (RFC 6749 §5.2 and RFC 9068, the default) or "identityserver",
 	// as the product's IdentityServer 7.4 does, so that its existing
@@ -521,9 +525,13 @@ func (c *Config) check() (*state, error) {
 	if err != nil {
 		return nil, fieldErr("limits.nat64Prefixes", "%v", err)
 	}
+	own, err := checkOwnScopes(d.Scopes)
+	if err != nil {
+		return nil, err
+	}
 	clients := make(map[string]*client, len(d.Clients))
 	for i, cc := range d.Clients {
-		cl, err := cc.compile(fmt.Sprintf("clients[%d]", i))
+		cl, err := cc.compile(fmt.Sprintf("clients[%d]", i), own)
 		if err != nil {
 			return nil, err
 		}
@@ -535,7 +543,7 @@ func (c *Config) check() (*state, error) {
 	apis := make(map[string]*apiResource, len(d.APIResources))
 	var apiOrder []*apiResource
 	for i, ac := range d.APIResources {
-		api, err := ac.compile(fmt.Sprintf("apiResources[%d]", i))
+		api, err := ac.compile(fmt.Sprintf("apiResources[%d]", i), own)
 		if err != nil {
 			return nil, err
 		}
@@ -684,20 +692,6 @@ func (l Limits) check() error {
 	return nil
 }
 
-// The values of ScopeWhenOmitted.
-const (
-	scopeRefuse = "refuse"
-	scopeAll    = "all"
-)
-
-func checkScopeWhenOmitted(field, v string) error {
-	switch v {
-	case scopeRefuse, scopeAll:
-		return nil
-	}
-	return fieldErr(field, `want "refuse" or "all", got %q`, v)
-}
-
 func (a AssertionConfig) check() error {
 	switch {
 	case a.MaxLifetimeSeconds < 0:
@@ -768,7 +762,7 @@ type client struct {
 }
 
 // compile checks a client whose defaults are applied; f names it.
-func (cc ClientConfig) compile(f string) (*client, error) {
+func (cc ClientConfig) compile(f string, own scope.Set) (*client, error) {
 	if cc.ClientID == "" {
 		return nil, fieldErr(f+".clientId", "empty")
 	}
@@ -809,8 +803,8 @@ func (cc ClientConfig) compile(f string) (*client, error) {
 		return nil, fieldErr(f+".scopes", "at least one scope is required")
 	}
 	for i, s := range cc.Scopes {
-		if !scope.Known(s) {
-			return nil, fieldErr(fmt.Sprintf("%s.scopes[%d]", f, i), "unknown scope %q (known: %v)", s, scope.All())
+		if !scope.Known(s) && !own.Has(s) {
+			return nil, fieldErr(fmt.Sprintf("%s.scopes[%d]", f, i), "unknown scope %q (known: %v)", s, knownScopes(own))
 		}
 	}
 	cl.scopes = scope.NewSet(cc.Scopes...)
@@ -897,7 +891,7 @@ type apiResource struct {
 }
 
 // compile checks an API resource; f names it.
-func (ac APIResourceConfig) compile(f string) (*apiResource, error) {
+func (ac APIResourceConfig) compile(f string, own scope.Set) (*apiResource, error) {
 	if ac.Name == "" {
 		return nil, fieldErr(f+".name", "empty")
 	}
@@ -929,8 +923,8 @@ func (ac APIResourceConfig) compile(f string) (*apiResource, error) {
 		return nil, fieldErr(f+".scopes", "at least one scope is required")
 	}
 	for i, s := range ac.Scopes {
-		if !scope.Known(s) {
-			return nil, fieldErr(fmt.Sprintf("%s.scopes[%d]", f, i), "unknown scope %q (known: %v)", s, scope.All())
+		if !scope.Known(s) && !own.Has(s) {
+			return nil, fieldErr(fmt.Sprintf("%s.scopes[%d]", f, i), "unknown scope %q (known: %v)", s, knownScopes(own))
 		}
 	}
 	return &apiResource{client: cl, name: ac.Name, scopes: scope.NewSet(ac.Scopes...)}, nil

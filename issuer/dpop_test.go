@@ -114,7 +114,7 @@ func TestDPoPBoundTokens(t *testing.T) {
 		t.Fatalf("introspection of a bound JWT: %s", in.raw)
 	}
 	d := do(t, mustRequest(t, http.MethodGet, s.issuerURL()+"/.well-known/openid-configuration"))
-	if algs, _ := d.body["dpop_signing_alg_values_supported"].([]any); len(algs) != 4 {
+	if algs, _ := d.body["dpop_signing_alg_values_supported"].([]any); len(algs) != 5 || algs[4] != "Ed25519" {
 		t.Fatalf("discovery: %s", d.raw)
 	}
 	for _, field := range []string{"token_endpoint_auth_methods_supported", "introspection_endpoint_auth_methods_supported", "revocation_endpoint_auth_methods_supported"} {

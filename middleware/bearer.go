@@ -52,12 +52,16 @@ type BearerConfig struct {
 	// DPoPConfig). Give every route the same one.
 	DPoP *DPoP
 
-	// ResourceMetadataURL, when set, is the URL of the API's protected
-	// resource metadata (RFC 9728; ResourceMetadata.URL gives it), named
-	// as resource_metadata in every challenge of RequireBearer and the
-	// RequireScope after it, so that a client learns from a 401 where to
-	// read which issuer and scopes the API takes.
-	ResourceMetadataURL string
+	// ResourceMetadata, when set, is the API's protected resource
+	// metadata (RFC 9728), whose Handler you serve: every challenge of
+	// RequireBearer and the RequireScope after it names, as
+	// resource_metadata, the document of the URL the client called (the
+	// path of the request line, on Resource's scheme and host), whose
+	// "resource" is that URL, as RFC 9728 §3.3 requires; so that a client
+	// learns from a 401 which issuer and scopes the API takes. A request
+	// outside Resource gets no resource_metadata. RequireBearerWithConfig
+	// panics when Resource is not a URL ResourceMetadata.Handler accepts.
+	ResourceMetadata *ResourceMetadata
 }
 
 // RequireBearer returns middleware that admits a request only with a valid
@@ -94,7 +98,13 @@ func RequireBearer(v TokenValidator) func(http.Handler) http.Handler {
 // each scheme accepted.
 func RequireBearerWithConfig(v TokenValidator, cfg BearerConfig) func(http.Handler) http.Handler {
 	o := newResponder(cfg.Realm, DefaultRealm, observe.Rejected, cfg.Observer, cfg.OnReject, cfg.Logger)
-	o.metadata = cfg.ResourceMetadataURL
+	if cfg.ResourceMetadata != nil {
+		docs, err := cfg.ResourceMetadata.documents()
+		if err != nil {
+			panic(err.Error())
+		}
+		o.metadata = docs
+	}
 	d := cfg.DPoP.checker()
 	if d != nil {
 		o.withDPoPResponder()

@@ -97,7 +97,8 @@ var (
 	// use_dpop_nonce, with the nonce in DPoP-Nonce.
 	ErrDPoPNonce = errors.New("DPoP proof lacks the nonce")
 	// ErrDPoPKey: the proof is by another key than the token is bound
-	// to. 401 invalid_dpop_proof.
+	// to. 401 invalid_dpop_proof, described as every other refused proof
+	// is: "invalid DPoP proof: key is not the token's".
 	ErrDPoPKey = errors.New("DPoP proof key is not the token's")
 	// ErrUnboundToken: a token presented with DPoP is bound to no key. 401
 	// invalid_token.
@@ -244,8 +245,8 @@ var dpopAlgs = strings.Join(dpop.Algs, " ")
 // accepted: a bare challenge for each scheme accepted (RFC 9449 §7.1).
 func (o *responder) challengeBoth(w http.ResponseWriter, r *http.Request, reason error, bearerToo bool) {
 	if bearerToo {
-		w.Header().Add("WWW-Authenticate", o.challengeOf("Bearer", oauthwire.Error{}))
+		w.Header().Add("WWW-Authenticate", o.challengeOf(r, "Bearer", oauthwire.Error{}))
 	}
-	w.Header().Add("WWW-Authenticate", o.challengeOf("DPoP", oauthwire.Error{}))
+	w.Header().Add("WWW-Authenticate", o.challengeOf(r, "DPoP", oauthwire.Error{}))
 	o.answerChallenge(w, r, reason)
 }

@@ -2,21 +2,33 @@ package middleware_test
 
 import (
 	"context"
+	"crypto"
 	"crypto/ecdsa"
+	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/rsa"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
+
 	"github.com/idsauth/idsauth/internal/clientauth"
 	"github.com/idsauth/idsauth/internal/dpoptest"
+	"github.com/idsauth/idsauth/internal/jwktest"
+	"github.com/idsauth/idsauth/internal/keys"
 	"github.com/idsauth/idsauth/issuer"
 	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/scope"
@@ -202,7 +214,7 @@ func TestDPoPEachCheckFailsAlone(t *testing.T) {
 		if r.status != 401 || len(r.challenge) != 1 || !strings.HasPrefix(r.challenge[0], scheme+" ") || !strings.Contains(r.challenge[0], `error="`+c.code+`"`) || !strings.Contains(r.body, `"error":"`+c.code+`"`) {
 			t.Errorf("%s: %d %q %s", c.name, r.status, r.challenge, r.body)
 		}
-		if scheme == "DPoP" && !strings.Contains(r.challenge[0], `algs="ES256 RS256 PS256 EdDSA"`) {
+		if scheme == "DPoP" && !strings.Contains(r.challenge[0], `algs="ES256 RS256 PS256 EdDSA Ed25519"`) {
 			t.Errorf("%s: the DPoP challenge lists no algs: %q", c.name, r.challenge)
 		}
 		if strings.Contains(r.body, tok) || strings.Contains(strings.Join(r.challenge, ""), tok[:20]) {
@@ -221,13 +233,13 @@ func TestDPoPEachCheckFailsAlone(t *testing.T) {
 func TestDPoPChallenges(t *testing.T) {
 	w := newDPoPWorld(t, middleware.DPoPConfig{})
 	r := dcall(t, w.adminURL, "")
-	if r.status != 401 || len(r.challenge) != 2 || r.challenge[0] != `Bearer realm="idsauth"` || r.challenge[1] != `DPoP realm="idsauth", algs="ES256 RS256 PS256 EdDSA"` {
+	if r.status != 401 || len(r.challenge) != 2 || r.challenge[0] != `Bearer realm="idsauth"` || r.challenge[1] != `DPoP realm="idsauth", algs="ES256 RS256 PS256 EdDSA Ed25519"` {
 		t.Fatalf("both: %d %q", r.status, r.challenge)
 	}
 	only := newDPoPWorld(t, middleware.DPoPConfig{Required: true})
 	for _, authz := range []string{"", "Bearer " + only.token(t, "c", nil, scope.AdminWebAPI)} {
 		r := dcall(t, only.adminURL, authz)
-		if r.status != 401 || len(r.challenge) != 1 || r.challenge[0] != `DPoP realm="idsauth", algs="ES256 RS256 PS256 EdDSA"` {
+		if r.status != 401 || len(r.challenge) != 1 || r.challenge[0] != `DPoP realm="idsauth", algs="ES256 RS256 PS256 EdDSA Ed25519"` {
 			t.Fatalf("DPoP only, %q: %d %q", authz, r.status, r.challenge)
 		}
 	}
@@ -368,4 +380,154 @@ func TestDPoPRedTeamFixes(t *testing.T) {
 	if r := dcall(t, api.URL+"/api/admin", "DPoP "+tok, proof(t, w.key, "GET", api.URL+"/admin", tok, "", time.Now())); r.status != 401 {
 		t.Fatalf("a proof for the stripped path: %d", r.status)
 	}
+}
+
+// TestDPoPAdvertisesWhatItAccepts: the proof algorithms RequireBearer
+// accepts, tried name by name with a key that fits each and a token bound
+// to it, are exactly DPoPAlgorithms, the algs of a DPoP challenge and the
+// issuer's dpop_signing_alg_values_supported: one list, Ed25519 (RFC
+// 9864) in it.
+func TestDPoPAdvertisesWhatItAccepts(t *testing.T) {
+	signing := jwktest.NewKey(t, "ES256")
+	v := newValidator(t, middleware.ValidatorConfig{Issuer: iss, Keys: newCountingKeys(signing)})
+	api := httptest.NewServer(nil)
+	defer api.Close()
+	api.Config.Handler = middleware.RequireBearerWithConfig(v, middleware.BearerConfig{DPoP: dpoptest.New(t, middleware.DPoPConfig{PublicURL: api.URL})})(http.NotFoundHandler())
+	ec256, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ec384, _ := ecdsa.GenerateKey(elliptic.P384(), rand.Reader)
+	rsaKey, _ := rsa.GenerateKey(rand.Reader, 2048)
+	_, edKey, _ := ed25519.GenerateKey(rand.Reader)
+	var accepted []string
+	for _, c := range []struct {
+		alg    string
+		method jwt.SigningMethod
+		key    crypto.Signer
+	}{
+		{"ES256", jwt.SigningMethodES256, ec256},
+		{"ES384", jwt.SigningMethodES384, ec384},
+		{"RS256", jwt.SigningMethodRS256, rsaKey},
+		{"RS512", jwt.SigningMethodRS512, rsaKey},
+		{"PS256", jwt.SigningMethodPS256, rsaKey},
+		{"EdDSA", jwt.SigningMethodEdDSA, edKey},
+		{"Ed25519", jwt.SigningMethodEdDSA, edKey},
+	} {
+		jkt, err := keys.Thumbprint(c.key.Public())
+		if err != nil {
+			t.Fatal(err)
+		}
+		claims := jwktest.Claims(iss, scope.AdminWebAPI, time.Hour)
+		claims["cnf"] = map[string]string{"jkt": jkt}
+		tok := jwktest.Sign(t, signing, nil, claims)
+		if r := dcall(t, api.URL+"/x", "DPoP "+tok, proofAs(t, c.alg, c.method, c.key, "GET", api.URL+"/x", tok)); r.status == 404 {
+			accepted = append(accepted, c.alg)
+		} else if r.status != 401 {
+			t.Fatalf("%s: %d %q", c.alg, r.status, r.challenge)
+		}
+	}
+	want := strings.Join(middleware.DPoPAlgorithms(), " ")
+	if strings.Join(accepted, " ") != want || !slices.Contains(accepted, "Ed25519") {
+		t.Fatalf("accepted %q, DPoPAlgorithms %q", accepted, want)
+	}
+	if r := dcall(t, api.URL+"/x", ""); len(r.challenge) != 2 || !strings.Contains(r.challenge[1], `algs="`+want+`"`) {
+		t.Fatalf("the challenge: %q, want algs=%q", r.challenge, want)
+	}
+	w := newDPoPWorld(t, middleware.DPoPConfig{})
+	resp, err := http.Get(w.iss.URL() + "/.well-known/openid-configuration")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var doc struct {
+		Algs []string `json:"dpop_signing_alg_values_supported"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil || strings.Join(doc.Algs, " ") != want {
+		t.Fatalf("discovery: %q %v, want %q", doc.Algs, err, want)
+	}
+}
+
+// proofAs is a DPoP proof whose header names alg, signed by key with
+// method.
+func proofAs(t *testing.T, alg string, method jwt.SigningMethod, key crypto.Signer, htm, htu, token string) string {
+	t.Helper()
+	jwk, err := keys.PublicJWKOf(key.Public())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := sha256.Sum256([]byte(token))
+	tok := jwt.NewWithClaims(method, jwt.MapClaims{"jti": rand.Text(), "htm": htm, "htu": htu, "iat": time.Now().Unix(), "ath": base64.RawURLEncoding.EncodeToString(h[:])})
+	tok.Header["alg"], tok.Header["typ"], tok.Header["jwk"] = alg, "dpop+jwt", jwk
+	s, err := tok.SignedString(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestDPoPDescriptionsAreTheContracts: every refused proof is described
+// on the wire, in the challenge and the JSON body alike, as
+// docs/CONTRACT.md §1.1 lists it: "invalid DPoP proof: " and a check the
+// contract names, a proof by another key than the token's included.
+func TestDPoPDescriptionsAreTheContracts(t *testing.T) {
+	raw, err := os.ReadFile("../docs/CONTRACT.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	contract := strings.Join(strings.Fields(string(raw)), " ")
+	w := newDPoPWorld(t, middleware.DPoPConfig{})
+	tok := w.token(t, "c", w.key, scope.AdminWebAPI)
+	k2, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	other, _ := clientauth.NewSigner(k2, "", "")
+	now := time.Now()
+	used := proof(t, w.key, "GET", w.adminURL, tok, "", now)
+	if r := dcall(t, w.adminURL, "DPoP "+tok, used); r.status != 200 {
+		t.Fatalf("control: %d %q", r.status, r.challenge)
+	}
+	for name, proofs := range map[string][]string{
+		"another key":  {proof(t, other, "GET", w.adminURL, tok, "", now)},
+		"no proof":     nil,
+		"two proofs":   {proof(t, w.key, "GET", w.adminURL, tok, "", now), proof(t, w.key, "GET", w.adminURL, tok, "", now)},
+		"replayed":     {used},
+		"wrong htm":    {proof(t, w.key, "POST", w.adminURL, tok, "", now)},
+		"wrong htu":    {proof(t, w.key, "GET", w.api.URL+"/connect", tok, "", now)},
+		"too old":      {proof(t, w.key, "GET", w.adminURL, tok, "", now.Add(-2*time.Minute))},
+		"no ath":       {proof(t, w.key, "GET", w.adminURL, "", "", now)},
+		"not a JWT":    {"x.y"},
+		"typ JWT":      {proofTyp(t, w.key, "JWT", w.adminURL, tok)},
+		"alg HS256":    {"eyJhbGciOiJIUzI1NiIsInR5cCI6ImRwb3Arand0In0.e30.c2ln"},
+		"a bad header": {"eyJhbGciOiJFUzI1NiIsInR5cCI6ImRwb3Arand0In0.e30.c2ln"},
+	} {
+		r := dcall(t, w.adminURL, "DPoP "+tok, proofs...)
+		var body struct {
+			Error       string `json:"error"`
+			Description string `json:"error_description"`
+		}
+		if err := json.Unmarshal([]byte(r.body), &body); err != nil || r.status != 401 || body.Error != "invalid_dpop_proof" {
+			t.Errorf("%s: %d %s", name, r.status, r.body)
+			continue
+		}
+		if len(r.challenge) != 1 || !strings.Contains(r.challenge[0], `error_description="`+body.Description+`"`) {
+			t.Errorf("%s: the challenge %q does not say %q", name, r.challenge, body.Description)
+		}
+		which, ok := strings.CutPrefix(body.Description, "invalid DPoP proof: ")
+		which = regexp.MustCompile(`^[0-9]+ DPoP headers`).ReplaceAllString(which, "<n> DPoP headers")
+		if !ok || !strings.Contains(contract, "`"+which+"`") {
+			t.Errorf("%s: %q is not among docs/CONTRACT.md §1.1's descriptions", name, body.Description)
+		}
+		if name == "another key" && body.Description != "invalid DPoP proof: key is not the token's" {
+			t.Errorf("another key: %q", body.Description)
+		}
+	}
+}
+
+// proofTyp is a proof by key for a GET of htu with the header's typ set
+// to typ.
+func proofTyp(t *testing.T, key *clientauth.Signer, typ, htu, token string) string {
+	t.Helper()
+	p := proof(t, key, "GET", htu, token, "", time.Now())
+	parts := strings.Split(p, ".")
+	h, _ := base64.RawURLEncoding.DecodeString(parts[0])
+	var m map[string]any
+	_ = json.Unmarshal(h, &m)
+	m["typ"] = typ
+	return jwktest.Segment(m) + "." + parts[1] + "." + parts[2]
 }

@@ -15,12 +15,16 @@ import (
 // What error_description says for each is fixed apart from their Go text,
 // and never holds any part of the token.
 var (
-	ErrTooLarge        = errors.New("token is too large")
-	ErrMalformed       = errors.New("token is malformed")
-	ErrAlgorithm       = keyerr.ErrAlgorithm // "token signing algorithm not allowed"
-	ErrCritical        = errors.New("token has critical header parameters that are not supported")
-	ErrType            = errors.New("token type is not an access token")
-	ErrUnknownKey      = keyerr.ErrUnknownKey      // "unknown signing key"
+	ErrTooLarge   = errors.New("token is too large")
+	ErrMalformed  = errors.New("token is malformed")
+	ErrAlgorithm  = keyerr.ErrAlgorithm // "token signing algorithm not allowed"
+	ErrCritical   = errors.New("token has critical header parameters that are not supported")
+	ErrType       = errors.New("token type is not an access token")
+	ErrUnknownKey = keyerr.ErrUnknownKey // "unknown signing key"
+	// ErrAmbiguousKey: the token names no key ("kid") and more than
+	// MaxKeysPerToken of the issuer's keys fit its alg, so that none is
+	// tried. errors.Is(ErrAmbiguousKey, ErrUnknownKey) holds.
+	ErrAmbiguousKey    = fmt.Errorf("%w: the token names no key and more than two fit it", ErrUnknownKey)
 	ErrKeysUnavailable = keyerr.ErrKeysUnavailable // "signing keys unavailable"
 	ErrSignature       = errors.New("signature invalid")
 	ErrExpired         = errors.New("token expired")
@@ -51,6 +55,7 @@ var reasons = []struct {
 	{ErrAlgorithm, "algorithm", "token signing algorithm not allowed", ""},
 	{ErrCritical, "critical_header", "token has critical header parameters that are not supported", ""},
 	{ErrType, "type", "token type is not an access token", ""},
+	{ErrAmbiguousKey, "ambiguous_key", "token names no signing key (kid) and more than two fit it", ""},
 	{ErrUnknownKey, "unknown_key", "unknown signing key", ""},
 	{ErrKeysUnavailable, "keys_unavailable", "signing keys unavailable", ""},
 	{ErrSignature, "signature", "signature invalid", ""},
@@ -64,7 +69,7 @@ var reasons = []struct {
 	{ErrScopeClaim, "scope_claim", "token scope claim is neither a string nor an array of strings", ""},
 	{ErrBoundToken, "bound_token", "token is bound to a key", ""},
 	{ErrInactive, "inactive", "token is not active", ""},
-	{ErrDPoPKey, "dpop_key", "DPoP proof key is not the token's", ""},
+	{ErrDPoPKey, "dpop_key", "invalid DPoP proof: key is not the token's", ""},
 	{ErrDPoPNonce, "dpop_nonce", "DPoP proof lacks the nonce", ""},
 	{ErrDPoPProof, "dpop_proof", "invalid DPoP proof", ""},
 	{ErrUnboundToken, "not_bound", "token is not bound to a key", ""},

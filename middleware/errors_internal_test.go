@@ -13,7 +13,7 @@ var snakeCase = regexp.MustCompile(`^[a-z]+(_[a-z]+)*$`)
 // cannot hide a reason behind a wider one.
 func TestReasonsTable(t *testing.T) {
 	all := []error{
-		ErrTooLarge, ErrMalformed, ErrAlgorithm, ErrCritical, ErrType, ErrUnknownKey,
+		ErrTooLarge, ErrMalformed, ErrAlgorithm, ErrCritical, ErrType, ErrAmbiguousKey, ErrUnknownKey,
 		ErrKeysUnavailable, ErrSignature, ErrExpired, ErrNotYetValid, ErrIssuedInFuture,
 		ErrMissingClaim, ErrIssuer, ErrAudience, ErrScopeClaim, ErrScopeName, ErrBoundToken,
 		ErrInactive, ErrIntrospectionUnavailable, ErrDPoPKey, ErrDPoPNonce, ErrDPoPProof, ErrUnboundToken,

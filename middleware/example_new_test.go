@@ -6,6 +6,7 @@ import (
 	"log"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 
 	"golang.org/x/oauth2/clientcredentials"
 
@@ -71,29 +72,22 @@ func ExampleNewDPoP() {
 	// Output:
 	// 401
 	// Bearer realm="idsauth"
-	// DPoP realm="idsauth", algs="ES256 RS256 PS256 EdDSA"
+	// DPoP realm="idsauth", algs="ES256 RS256 PS256 EdDSA Ed25519"
 }
 
-// The metadata of RFC 9728 is published where the RFC puts it, and every
-// challenge names it.
+// The metadata of RFC 9728 is published where the RFC puts it, one
+// document per URL of the API, and every challenge names the document of
+// the URL called, whose "resource" is that URL (RFC 9728 §3.3).
 func ExampleResourceMetadata() {
 	md := middleware.ResourceMetadata{
 		Resource:             "https://docs.example.com/webapi",
 		AuthorizationServers: []string{"https://docs.example.com/ids"},
 		ScopesSupported:      scope.All(),
 	}
-	url, err := md.URL()
+	h, err := md.Handler() // mount it at "/.well-known/oauth-protected-resource/"
 	if err != nil {
 		log.Fatal(err)
 	}
-	h, err := md.Handler()
-	if err != nil {
-		log.Fatal(err)
-	}
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, url, nil))
-	fmt.Println(url)
-	fmt.Print(rec.Body)
 
 	ids, iss := exampleIssuer()
 	defer ids.Close()
@@ -101,12 +95,18 @@ func ExampleResourceMetadata() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	protect := middleware.RequireBearerWithConfig(v, middleware.BearerConfig{ResourceMetadataURL: url})
+	protect := middleware.RequireBearerWithConfig(v, middleware.BearerConfig{ResourceMetadata: &md})
+	rec := httptest.NewRecorder()
+	protect(http.NotFoundHandler()).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "https://docs.example.com/webapi/api/v3/demo/Admin/Users", nil))
+	challenge := rec.Header().Get("WWW-Authenticate")
+	fmt.Println(challenge)
+
+	_, url, _ := strings.Cut(challenge, `resource_metadata="`)
+	url = strings.TrimSuffix(url, `"`)
 	rec = httptest.NewRecorder()
-	protect(http.NotFoundHandler()).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/webapi/x", nil))
-	fmt.Println(rec.Header().Get("WWW-Authenticate"))
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, url, nil))
+	fmt.Print(rec.Body)
 	// Output:
-	// https://docs.example.com/.well-known/oauth-protected-resource/webapi
-	// {"resource":"https://docs.example.com/webapi","authorization_servers":["https://docs.example.com/ids"],"scopes_supported":["pd_AdminWebApi","pd_ConnectWebApi"],"bearer_methods_supported":["header"]}
-	// Bearer realm="idsauth", resource_metadata="https://docs.example.com/.well-known/oauth-protected-resource/webapi"
+	// Bearer realm="idsauth", resource_metadata="https://docs.example.com/.well-known/oauth-protected-resource/webapi/api/v3/demo/Admin/Users"
+	// {"resource":"https://docs.example.com/webapi/api/v3/demo/Admin/Users","authorization_servers":["https://docs.example.com/ids"],"scopes_supported":["pd_AdminWebApi","pd_ConnectWebApi"],"bearer_methods_supported":["header"]}
 }

@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/idsauth/idsauth/internal/clientauth"
@@ -72,9 +71,9 @@ type LocalIntrospector interface {
 	IntrospectToken(ctx context.Context, api, token string) ([]byte, error)
 }
 
-// IntrospectorConfig configures an Introspector. Issuer and ClientID are
-// required, and so is Audience unless AnyAudience; so is a credential
-// (ClientSecret or Key) unless Local is set.
+// IntrospectorConfig configures an Introspector. Issuer is required, and
+// so is Audience unless AnyAudience; so are ClientID and a credential
+// (ClientSecret or Key) unless Local or Unauthenticated is set.
 type IntrospectorConfig struct {
 	// Issuer is the issuer whose tokens are introspected: an answer's
 	// "iss", when it has one, must be it. When Endpoint and Local are
@@ -101,9 +100,27 @@ type IntrospectorConfig struct {
 	// nothing goes on the wire and no credential is needed. It cannot be
 	// combined with Endpoint, ClientSecret, Key or HTTPClient.
 	Local LocalIntrospector
+	// Unauthenticated calls an endpoint that takes no client
+	// authentication, such as ORY Hydra's admin introspection
+	// (/admin/oauth2/introspect) on a private network: no Authorization
+	// header and no secret or assertion in the form; ClientID, when set,
+	// is sent as client_id (RFC 6749 §2.3's "none"). It must be said:
+	// without it, a config with neither ClientSecret nor Key is refused,
+	// and it cannot be combined with them or with Local. The answers are
+	// trusted as they come, so the way to the endpoint must be one nobody
+	// else can answer on: TLS to it, or a network of your own.
+	Unauthenticated bool
 
 	// Audience and AnyAudience: as in ValidatorConfig. An answer's "aud"
 	// must hold one of Audience.
+	//
+	// It is also what refuses a refresh token where the endpoint's answer
+	// does not say what kind of token it describes (an answer that says so
+	// is checked: see Introspector). panva's oidc-provider and Spring
+	// Authorization Server leave "token_type" out of a refresh token's
+	// answer, and both give it no "aud": Audience refuses it, AnyAudience
+	// lets it through as an access token. With Authlib, the answer is
+	// what the server's own code writes.
 	Audience    []string
 	AnyAudience bool
 
@@ -158,8 +175,11 @@ type IntrospectorConfig struct {
 // one token share one call. The answer's claims are checked as a JWT's
 // are (exp, nbf, iat with leeway, aud, no cnf, the scope claim), so that
 // both kinds of token give the same Claims and the same 401 and 403
-// answers. A call that fails refuses the token with
-// ErrIntrospectionUnavailable.
+// answers. An active answer that says it is about another kind of token
+// than an access token (a refresh token: ORY Hydra's "token_use",
+// IdentityServer's and RFC 8693's names in "token_type", Keycloak's
+// "typ") is refused with ErrType: a refresh token lives for weeks. A
+// call that fails refuses the token with ErrIntrospectionUnavailable.
 //
 // [RFC 7662]: https://www.rfc-editor.org/rfc/rfc7662
 type Introspector struct {
@@ -168,6 +188,7 @@ type Introspector struct {
 	endpoint string
 	clientID string
 	secret   string
+	noAuth   bool // Unauthenticated
 	signer   *clientauth.Signer
 	local    LocalIntrospector
 	client   *http.Client
@@ -188,14 +209,16 @@ func NewIntrospector(ctx context.Context, cfg IntrospectorConfig) (*Introspector
 	switch {
 	case cfg.Issuer == "":
 		return nil, errors.New("middleware: IntrospectorConfig.Issuer is required")
-	case cfg.ClientID == "":
+	case cfg.ClientID == "" && !cfg.Unauthenticated:
 		return nil, errors.New("middleware: IntrospectorConfig.ClientID is required (the API's name at the issuer)")
 	case len(cfg.Audience) == 0 && !cfg.AnyAudience:
 		return nil, errors.New("middleware: IntrospectorConfig.Audience is required (or set AnyAudience)")
 	case len(cfg.Audience) > 0 && cfg.AnyAudience:
 		return nil, errors.New("middleware: IntrospectorConfig: set Audience or AnyAudience, not both")
-	case cfg.Local == nil && cfg.ClientSecret == "" && cfg.Key == nil:
-		return nil, errors.New("middleware: IntrospectorConfig needs ClientSecret or Key (or Local)")
+	case cfg.Unauthenticated && (cfg.ClientSecret != "" || cfg.Key != nil || cfg.Local != nil):
+		return nil, errors.New("middleware: IntrospectorConfig: Unauthenticated sends no credential: ClientSecret, Key and Local do not apply")
+	case cfg.Local == nil && cfg.ClientSecret == "" && cfg.Key == nil && !cfg.Unauthenticated:
+		return nil, errors.New("middleware: IntrospectorConfig needs ClientSecret or Key (or Local; or Unauthenticated, for an endpoint that takes no client authentication)")
 	case cfg.ClientSecret != "" && cfg.Key != nil:
 		return nil, errors.New("middleware: IntrospectorConfig: set ClientSecret or Key, not both")
 	case cfg.Local != nil && (cfg.Endpoint != "" || cfg.ClientSecret != "" || cfg.Key != nil || cfg.HTTPClient != nil):
@@ -209,6 +232,7 @@ func NewIntrospector(ctx context.Context, cfg IntrospectorConfig) (*Introspector
 		endpoint: cfg.Endpoint,
 		clientID: cfg.ClientID,
 		secret:   cfg.ClientSecret,
+		noAuth:   cfg.Unauthenticated,
 		local:    cfg.Local,
 		timeout:  cfg.FetchTimeout,
 		maxToken: cmp.Or(cfg.MaxTokenLength, MaxIntrospectedTokenLength),
@@ -347,6 +371,9 @@ func (in *Introspector) call(ctx context.Context, token string) (*Claims, error)
 		}
 		return nil, ErrInactive
 	}
+	if !describesAccessToken(raw) {
+		return nil, ErrType // a refresh token, say; not cached: a retry costs a call, as an unknown token's first does
+	}
 	if _, ok := raw["iss"]; !ok {
 		raw["iss"], _ = json.Marshal(in.from.issuer) // RFC 7662 makes it optional: the one asked
 	}
@@ -366,7 +393,12 @@ func (in *Introspector) ask(ctx context.Context, token string) ([]byte, error) {
 		return in.local.IntrospectToken(ctx, in.clientID, token)
 	}
 	form := url.Values{"token": {token}, "token_type_hint": {"access_token"}}
-	if in.signer != nil {
+	switch {
+	case in.noAuth:
+		if in.clientID != "" {
+			form.Set("client_id", in.clientID)
+		}
+	case in.signer != nil:
 		// Its audience is the issuer, which IdentityServer and this
 		// module's issuer accept at every endpoint.
 		assertion, err := in.signer.Assertion(in.clientID, in.from.issuer, time.Now())
@@ -383,7 +415,7 @@ func (in *Introspector) ask(ctx context.Context, token string) ([]byte, error) {
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Accept", "application/json")
-	if in.signer == nil {
+	if in.signer == nil && !in.noAuth {
 		req.SetBasicAuth(url.QueryEscape(in.clientID), url.QueryEscape(in.secret)) // RFC 6749 §2.3.1
 	}
 	resp, err := in.client.Do(req)
@@ -413,56 +445,6 @@ func (in *Introspector) log(ctx context.Context, what string, err error) {
 		attrs = append(attrs, slog.String("error", err.Error()))
 	}
 	in.logger.LogAttrs(ctx, slog.LevelWarn, "idsauth: token introspection: "+what, attrs...)
-}
-
-// waiting reports how many callers wait for the call about token, for
-// tests: a count, so that they need not guess at timing.
-func (f *flights) waiting(token string) int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if fl, ok := f.m[token]; ok {
-		return fl.waiters
-	}
-	return 0
-}
-
-// flights collapses concurrent calls about one token into one.
-type flights struct {
-	mu sync.Mutex
-	m  map[string]*flight
-}
-
-type flight struct {
-	done    chan struct{}
-	claims  *Claims
-	err     error
-	waiters int // callers who joined it; under flights.mu
-}
-
-// do calls fn once for every caller about token that arrives while a
-// call is under way; they all get its result.
-func (f *flights) do(token string, fn func() (*Claims, error)) (*Claims, error) {
-	f.mu.Lock()
-	if f.m == nil {
-		f.m = make(map[string]*flight)
-	}
-	if fl, ok := f.m[token]; ok {
-		fl.waiters++
-		f.mu.Unlock()
-		<-fl.done
-		return fl.claims, fl.err
-	}
-	fl := &flight{done: make(chan struct{})}
-	f.m[token] = fl
-	f.mu.Unlock()
-	defer func() {
-		f.mu.Lock()
-		delete(f.m, token)
-		f.mu.Unlock()
-		close(fl.done)
-	}()
-	fl.claims, fl.err = fn()
-	return fl.claims, fl.err
 }
 
 // JWTOrReference returns a TokenValidator that accepts both kinds of

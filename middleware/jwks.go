@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -32,6 +33,26 @@ import (
 type jwksSource struct {
 	kf    keyfunc.Keyfunc
 	store *versionedStorage
+
+	// kidless holds, for the key set of one version, what a token without
+	// kid gets for each alg, so that such a token, which anyone can
+	// forge, costs no walk through the set: only the first lookup per alg
+	// after each change walks it.
+	kidless   atomic.Pointer[kidlessKeys]
+	kidlessMu sync.Mutex // serializes the walks
+}
+
+// kidlessKeys is what a token without kid gets, by alg, from the key set
+// of one version: at most MaxKeysPerToken+1 keys (enough to tell that
+// there are too many), or the error.
+type kidlessKeys struct {
+	version uint64
+	byAlg   map[string]kidlessAnswer
+}
+
+type kidlessAnswer struct {
+	keys []crypto.PublicKey
+	err  error
 }
 
 func newJWKSSource(ctx context.Context, client *http.Client, jwksURL string, cfg ValidatorConfig) (*jwksSource, error) {
@@ -109,6 +130,41 @@ func (s *unknownKIDStorage) KeyRead(ctx context.Context, kid string) (jwkset.JWK
 // token's, "EdDSA" and "Ed25519" being one. A kid not in the local copy
 // fetches the JWKS again, as the unknown-kid limit allows.
 func (s *jwksSource) VerificationKeys(ctx context.Context, kid, alg string) ([]crypto.PublicKey, error) {
+	if kid == "" {
+		return s.withoutKID(ctx, alg)
+	}
+	return s.lookup(ctx, kid, alg)
+}
+
+// withoutKID is lookup for a token without kid, answered from kidless
+// while the key set has not changed.
+func (s *jwksSource) withoutKID(ctx context.Context, alg string) ([]crypto.PublicKey, error) {
+	version := s.store.version.Load() // before the keys: a change after it makes the answer stale
+	if m := s.kidless.Load(); m != nil && m.version == version {
+		if a, ok := m.byAlg[alg]; ok {
+			return a.keys, a.err
+		}
+	}
+	s.kidlessMu.Lock()
+	defer s.kidlessMu.Unlock()
+	m := s.kidless.Load()
+	if m == nil || m.version != version {
+		m = &kidlessKeys{version: version}
+	} else if a, ok := m.byAlg[alg]; ok {
+		return a.keys, a.err
+	}
+	ks, err := s.lookup(ctx, "", alg)
+	ks = ks[:min(len(ks), MaxKeysPerToken+1)]
+	next := &kidlessKeys{version: version, byAlg: maps.Clone(m.byAlg)}
+	if next.byAlg == nil {
+		next.byAlg = make(map[string]kidlessAnswer)
+	}
+	next.byAlg[alg] = kidlessAnswer{ks, err} // algs on the validator's allow-list only: a few
+	s.kidless.Store(next)
+	return ks, err
+}
+
+func (s *jwksSource) lookup(ctx context.Context, kid, alg string) ([]crypto.PublicKey, error) {
 	ks, err := s.keys(ctx, kid, alg)
 	var other otherEdDSAName
 	if errors.As(err, &other) {

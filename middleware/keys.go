@@ -19,6 +19,8 @@ import (
 type KeySource interface {
 	// VerificationKeys returns the keys that may verify a token signed
 	// with alg whose header names kid, or every such key when kid is "".
+	// The validator checks at most MaxKeysPerToken of them: a token
+	// offered more is refused with ErrAmbiguousKey, unchecked.
 	// It fails with ErrUnknownKey when there is none, ErrAlgorithm when
 	// the key named kid is for another algorithm, and ErrKeysUnavailable
 	// when the source has no keys at all; any other error counts as

@@ -1,6 +1,7 @@
 package middleware
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -13,14 +14,28 @@ import (
 // ResourceMetadata is an OAuth 2.0 protected resource metadata document
 // ([RFC 9728]): how to call an API, which issuer's tokens it takes, for
 // which scopes, and whether they must be DPoP-bound. A client finds it
-// from the 401 itself (BearerConfig.ResourceMetadata names its URL in
-// every challenge).
+// from the 401 itself: BearerConfig.ResourceMetadata names, in every
+// challenge, the document of the very URL the client called.
+//
+// RFC 9728 §3.3 lets a client use a document found through a challenge
+// only if its "resource" is identical to the URL it called, so one API
+// has one document per URL: Resource is the API's root, and Handler
+// serves, for the root and every URL under it, the document whose
+// "resource" is that URL, built for the request (nothing is kept per
+// URL), the other members alike. A route with path parameters, such as
+// /webapi/api/v3/{datasourceId}/Admin/Users, thus has a document for each
+// URL called, /webapi/api/v3/demo/Admin/Users among them. A URL's query is
+// not part of its resource identifier (RFC 8707 §2, RFC 9728 §1.2: it
+// should have none): a call with one is named the document of its URL
+// without it.
 //
 // [RFC 9728]: https://www.rfc-editor.org/rfc/rfc9728
 type ResourceMetadata struct {
-	// Resource is the API's identifier, an https (or http) URL without
-	// query or fragment, such as "https://api.example.com/webapi".
-	// Required.
+	// Resource is the API's root, an https (or http) URL without query
+	// or fragment, such as "https://api.example.com/webapi": the
+	// identifier of the document at URL, and the prefix of every URL whose
+	// document Handler serves. Its scheme and host are the ones clients
+	// call. Required.
 	Resource string `json:"resource"`
 	// AuthorizationServers are the issuers whose tokens it takes, such as
 	// "https://api.example.com/ids".
@@ -38,65 +53,110 @@ type ResourceMetadata struct {
 	DPoPBoundAccessTokensRequired bool `json:"dpop_bound_access_tokens_required,omitempty"`
 }
 
-// DPoPAlgorithms returns the DPoP proof algorithms RequireBearer accepts:
-// ES256, RS256, PS256 and EdDSA. Each call returns a new slice.
+// DPoPAlgorithms returns the DPoP proof algorithms RequireBearer accepts,
+// by the names a proof may give them: ES256, RS256, PS256, EdDSA and
+// Ed25519 (RFC 9864's name for EdDSA over an Ed25519 key). It is the list
+// a DPoP challenge's algs and the issuer's discovery advertise. Each call
+// returns a new slice.
 func DPoPAlgorithms() []string { return append([]string(nil), dpop.Algs...) }
 
 // wellKnown is RFC 9728's well-known URI suffix.
 const wellKnown = "/.well-known/oauth-protected-resource"
 
-// URL returns where the document is published (RFC 9728 §3.1): the
-// well-known path inserted between the resource's host and its path,
-// "https://api.example.com/.well-known/oauth-protected-resource/webapi"
+// URL returns where the document of Resource itself is published (RFC
+// 9728 §3.1): the well-known path inserted between the resource's host
+// and its path, "https://api.example.com/.well-known/oauth-protected-resource/webapi"
 // for "https://api.example.com/webapi".
 func (m ResourceMetadata) URL() (string, error) {
-	u, err := m.resource()
+	d, err := m.documents()
 	if err != nil {
 		return "", err
 	}
-	path := strings.TrimSuffix(u.EscapedPath(), "/")
-	return u.Scheme + "://" + u.Host + wellKnown + path, nil
+	return d.origin + wellKnown + d.path, nil
 }
 
-func (m ResourceMetadata) resource() (*url.URL, error) {
-	u, err := url.Parse(m.Resource)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-		return nil, fmt.Errorf("middleware: ResourceMetadata.Resource %q: want an http(s) URL without query or fragment", m.Resource)
-	}
-	return u, nil
-}
-
-// Handler returns an http.Handler that serves the document at its path
-// (see URL), and 404 elsewhere: mount it on the resource's host, at the
-// root ("/.well-known/oauth-protected-resource/" in a ServeMux), since
-// the RFC puts the document there whatever the resource's path. It fails
-// when Resource is not a URL the RFC allows.
+// Handler returns an http.Handler that serves, at the well-known URL of
+// Resource and of every URL under it (see URL), the document whose
+// "resource" is that URL, and 404 elsewhere: mount it on the resource's
+// host, at the root ("/.well-known/oauth-protected-resource/" in a
+// ServeMux), since the RFC puts the documents there whatever the
+// resource's path. The documents may be cached for an hour. It fails when
+// Resource is not a URL the RFC allows.
 func (m ResourceMetadata) Handler() (http.Handler, error) {
-	u, err := m.resource()
+	d, err := m.documents()
 	if err != nil {
 		return nil, err
 	}
+	return d, nil
+}
+
+// resourceDocuments is a ResourceMetadata prepared to serve the document
+// of any URL under its resource, and to name it in a challenge.
+type resourceDocuments struct {
+	origin string // the resource's scheme and host: "https://api.example.com"
+	path   string // its escaped path, as given: "/webapi", "" for none
+	under  string // the path URLs under it start with: "/webapi/", "/" for the root
+	// members is the document's JSON after "resource": every other
+	// member, and the closing brace.
+	members []byte
+}
+
+func (m ResourceMetadata) documents() (*resourceDocuments, error) {
+	u, err := url.Parse(m.Resource)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.User != nil {
+		return nil, fmt.Errorf("middleware: ResourceMetadata.Resource %q: want an http(s) URL without query or fragment", m.Resource)
+	}
+	d := &resourceDocuments{origin: u.Scheme + "://" + u.Host, path: u.EscapedPath()}
+	d.under = strings.TrimSuffix(d.path, "/") + "/"
 	if len(m.BearerMethodsSupported) == 0 {
 		m.BearerMethodsSupported = []string{"header"}
 	}
+	m.Resource = ""
 	body, err := json.Marshal(m)
 	if err != nil {
 		return nil, err
 	}
-	body = append(body, '\n')
-	path := wellKnown + strings.TrimSuffix(u.EscapedPath(), "/")
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.EscapedPath() != path {
-			http.NotFound(w, r)
-			return
-		}
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			w.Header().Set("Allow", "GET, HEAD")
-			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Cache-Control", "public, max-age=3600")
-		_, _ = w.Write(body)
-	}), nil
+	d.members = bytes.TrimPrefix(body, []byte(`{"resource":""`))
+	return d, nil
+}
+
+// covers reports whether the URL of the origin and path (escaped) is the
+// resource or under it. A path with a dot segment ("/webapi/../x") is
+// none: it would name one URL and mean another.
+func (d *resourceDocuments) covers(path string) bool {
+	if strings.Contains(path+"/", "/./") || strings.Contains(path+"/", "/../") {
+		return false
+	}
+	return path == d.path || path == strings.TrimSuffix(d.under, "/") || strings.HasPrefix(path, d.under)
+}
+
+// urlOf returns the well-known URL of the document of the URL the client
+// called, whose escaped path is path, or "" when that URL is not under
+// the resource.
+func (d *resourceDocuments) urlOf(path string) string {
+	if !d.covers(path) {
+		return ""
+	}
+	return d.origin + wellKnown + path
+}
+
+func (d *resourceDocuments) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	path, ok := strings.CutPrefix(r.URL.EscapedPath(), wellKnown)
+	if !ok || (path != "" && path[0] != '/') || !d.covers(path) || r.URL.RawQuery != "" || r.URL.ForceQuery {
+		http.NotFound(w, r)
+		return
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	resource, _ := json.Marshal(d.origin + path) // a string: cannot fail
+	body := make([]byte, 0, len(`{"resource":`)+len(resource)+len(d.members)+1)
+	body = append(append(append(append(body, `{"resource":`...), resource...), d.members...), '\n')
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "public, max-age=3600")
+	h.Set("X-Content-Type-Options", "nosniff") // it holds the path asked for
+	_, _ = w.Write(body)
 }

@@ -32,9 +32,9 @@ type responder struct {
 	scheme string
 	algs   string
 	dpop   *responder
-	// metadata is the URL of the protected resource's metadata (RFC 9728),
-	// named in every challenge; "" for none.
-	metadata string
+	// metadata names, in every challenge, the protected resource metadata
+	// (RFC 9728) of the URL called; nil for none.
+	metadata *resourceDocuments
 	kind     observe.Kind // of a rejection: Rejected, or SCIMRefused
 	// obs gets every event: the config's Observer, and the reject hook
 	// and the logger, which are observers too (see observers.go). Nil
@@ -91,14 +91,14 @@ func (o *responder) rejectWith(r *http.Request, err error, e observe.Event) {
 //
 // [RFC 6750]: https://www.rfc-editor.org/rfc/rfc6750
 func (o *responder) challenge(w http.ResponseWriter, r *http.Request, reason error) {
-	w.Header().Set("WWW-Authenticate", o.challengeOf("Bearer", oauthwire.Error{}))
+	w.Header().Set("WWW-Authenticate", o.challengeOf(r, "Bearer", oauthwire.Error{}))
 	o.answerChallenge(w, r, reason)
 }
 
-// challengeOf is the WWW-Authenticate challenge of scheme with e: the
-// realm, for DPoP the proof algorithms, and the resource metadata URL
-// when there is one.
-func (o *responder) challengeOf(scheme string, e oauthwire.Error) string {
+// challengeOf is the WWW-Authenticate challenge of scheme with e to r:
+// the realm, for DPoP the proof algorithms, and the URL of the resource
+// metadata of the URL r called when there is one.
+func (o *responder) challengeOf(r *http.Request, scheme string, e oauthwire.Error) string {
 	algs := ""
 	if scheme == "DPoP" {
 		algs = o.algs
@@ -106,7 +106,11 @@ func (o *responder) challengeOf(scheme string, e oauthwire.Error) string {
 			algs = dpopAlgs
 		}
 	}
-	return oauthwire.SchemeChallenge(scheme, o.realm, e, "algs", algs, "resource_metadata", o.metadata)
+	md := ""
+	if o.metadata != nil { // requestPath parses: only when it is needed
+		md = o.metadata.urlOf(requestPath(r))
+	}
+	return oauthwire.SchemeChallenge(scheme, o.realm, e, "algs", algs, "resource_metadata", md)
 }
 
 // answerChallenge reports and writes the answer to a request without a
@@ -124,6 +128,6 @@ func (o *responder) answerChallenge(w http.ResponseWriter, r *http.Request, reas
 // fail answers with an error in the challenge and the JSON body.
 func (o *responder) fail(w http.ResponseWriter, r *http.Request, status int, reason error, e oauthwire.Error) {
 	o.reject(r, status, reason)
-	w.Header().Set("WWW-Authenticate", o.challengeOf(o.scheme, e))
+	w.Header().Set("WWW-Authenticate", o.challengeOf(r, o.scheme, e))
 	oauthwire.WriteJSON(w, status, e)
 }

@@ -2,16 +2,15 @@ package middleware
 
 import (
 	"context"
-	"crypto"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
-	"github.com/golang-jwt/jwt/v5"
 	"golang.org/x/time/rate"
 
 	"github.com/idsauth/idsauth/internal/jws"
@@ -201,6 +200,7 @@ type Validator struct {
 	now         func() time.Time
 	cache       *tokenCache // nil when off, and when no issuer's keys have a version
 	observer    observe.Observer
+	checks      atomic.Uint64 // signature checks made: counted, for tests
 }
 
 // trustedIssuer is one issuer a Validator accepts, as NewValidator
@@ -330,16 +330,6 @@ func (cfg *ValidatorConfig) fetchTimeout() time.Duration {
 	return cfg.FetchTimeout
 }
 
-// signingMethod returns the golang-jwt method that verifies alg, or nil.
-// "Ed25519" (RFC 9864) is EdDSA over an Ed25519 key, the only EdDSA
-// golang-jwt has.
-func signingMethod(alg string) jwt.SigningMethod {
-	if alg == "Ed25519" {
-		return jwt.SigningMethodEdDSA
-	}
-	return jwt.GetSigningMethod(alg)
-}
-
 // Validate checks a raw access token, in this order: its size, its form,
 // its header (alg on the allow-list, typ, no crit), its issuer, its
 // signature, and only then its other claims: each registered claim of the
@@ -438,10 +428,16 @@ func (v *Validator) validate(ctx context.Context, token string, now time.Time) (
 	if err != nil {
 		return nil, nil, 0, keyError(err)
 	}
-	if len(keys) == 0 {
+	switch {
+	case len(keys) == 0:
 		return nil, nil, 0, ErrUnknownKey
+	case len(keys) > MaxKeysPerToken:
+		// A token without kid against a set with many keys of its alg:
+		// trying them all would let anyone make each forged token cost
+		// as many checks as the set holds.
+		return nil, nil, 0, ErrAmbiguousKey
 	}
-	if !verify(signingMethod(t.Alg), t.SigningInput, sig, keys) {
+	if !v.verify(signingMethod(t.Alg), t.SigningInput, sig, keys) {
 		return nil, nil, 0, ErrSignature
 	}
 	// Only now, with the signature good, are the claims but "iss" read.
@@ -463,51 +459,4 @@ func (v *Validator) chooseIssuer(raw claimSet) (*trustedIssuer, error) {
 		return nil, ErrIssuer
 	}
 	return t, nil
-}
-
-// verify reports whether sig signs signingInput under any of keys.
-func verify(method jwt.SigningMethod, signingInput string, sig []byte, keys []crypto.PublicKey) bool {
-	for _, k := range keys {
-		if method.Verify(signingInput, sig, k) == nil {
-			return true
-		}
-	}
-	return false
-}
-
-// checkHeader checks what the validator requires of a token's header:
-// an "alg" on the allow-list, no "crit", and a "typ" of an access token
-// (or none, unless RequireType).
-func (v *Validator) checkHeader(t *jws.Token) error {
-	if !v.allowed[t.Alg] {
-		return ErrAlgorithm
-	}
-	if t.Has("crit") {
-		return ErrCritical
-	}
-	typ, present, err := t.String("typ")
-	switch {
-	case !present:
-		if v.requireType {
-			return ErrType
-		}
-		return nil
-	case err != nil:
-		return ErrType
-	}
-	if !strings.EqualFold(typ, "at+jwt") && !strings.EqualFold(typ, "application/at+jwt") && !strings.EqualFold(typ, "JWT") {
-		return ErrType
-	}
-	return nil
-}
-
-// keyError turns a key source's failure into one of ours:
-// ErrKeysUnavailable or ErrAlgorithm when it says so, else ErrUnknownKey.
-func keyError(err error) error {
-	for _, r := range []error{ErrKeysUnavailable, ErrAlgorithm} {
-		if errors.Is(err, r) {
-			return r
-		}
-	}
-	return ErrUnknownKey
 }

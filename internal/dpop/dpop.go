@@ -23,9 +23,14 @@ import (
 	"github.com/idsauth/idsauth/internal/keys"
 )
 
-// Algs are the proof algorithms accepted: asymmetric only, as RFC 9449
-// §4.2 requires, in the order discovery lists them.
-var Algs = []string{"ES256", "RS256", "PS256", "EdDSA"}
+// Algs are the proof algorithms accepted, by the names a proof's "alg"
+// may give them: asymmetric only, as RFC 9449 §4.2 requires, in the order
+// discovery lists them. "Ed25519" is RFC 9864's fully-specified name for
+// EdDSA over an Ed25519 key, the only EdDSA accepted. It is the one list:
+// Verify accepts these names and no other, and every list a server
+// advertises (discovery, resource metadata, a challenge's algs) is this
+// one.
+var Algs = []string{"ES256", "RS256", "PS256", "EdDSA", "Ed25519"}
 
 // MaxProofLength bounds a proof: longer ones are refused before they are
 // decoded. A proof with a 4096-bit RSA key is about 1.5 KiB.
@@ -41,7 +46,7 @@ var (
 	ErrNonce   = errors.New("DPoP proof lacks the server's nonce")
 
 	ErrMalformed = invalid("not a JWT of the right form")
-	ErrType      = invalid(`typ is not "dpop+jwt"`)
+	ErrType      = invalid("typ is not dpop+jwt") // no quote: error_description may hold none (RFC 6749 §5.2)
 	ErrAlgorithm = invalid("alg is not an accepted asymmetric algorithm")
 	ErrKey       = invalid("jwk is missing, private, or not a usable public key for alg")
 	ErrSignature = invalid("signature invalid")
@@ -98,12 +103,12 @@ func Verify(proof string, c Check) (*Proof, error) {
 	if typ, _, err := t.String("typ"); err != nil || typ != "dpop+jwt" {
 		return nil, ErrType
 	}
-	alg := t.Alg
-	if alg == "Ed25519" { // RFC 9864's name
-		alg = "EdDSA"
-	}
-	if !accepted(alg) || t.Has("crit") {
+	if !accepted(t.Alg) || t.Has("crit") {
 		return nil, ErrAlgorithm
+	}
+	alg := t.Alg
+	if alg == "Ed25519" { // RFC 9864's name of what golang-jwt calls EdDSA
+		alg = "EdDSA"
 	}
 	rawJWK, ok := t.Header["jwk"]
 	if !ok {

@@ -1,0 +1,77 @@
+package middleware
+
+import (
+	"crypto"
+	"errors"
+	"strings"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/idsauth/idsauth/internal/jws"
+)
+
+// signingMethod returns the golang-jwt method that verifies alg, or nil.
+// "Ed25519" (RFC 9864) is EdDSA over an Ed25519 key, the only EdDSA
+// golang-jwt has.
+func signingMethod(alg string) jwt.SigningMethod {
+	if alg == "Ed25519" {
+		return jwt.SigningMethodEdDSA
+	}
+	return jwt.GetSigningMethod(alg)
+}
+
+// MaxKeysPerToken is the most signature checks one token costs: a token
+// for which the key source offers more keys than this (a token without
+// "kid" against a JWKS with several keys of its alg) is refused with
+// ErrAmbiguousKey before any check. Two lets a token without kid through
+// while its issuer rotates keys, the old one and the new one published
+// side by side.
+const MaxKeysPerToken = 2
+
+// verify reports whether sig signs signingInput under any of keys.
+func (v *Validator) verify(method jwt.SigningMethod, signingInput string, sig []byte, keys []crypto.PublicKey) bool {
+	for _, k := range keys {
+		v.checks.Add(1)
+		if method.Verify(signingInput, sig, k) == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// checkHeader checks what the validator requires of a token's header:
+// an "alg" on the allow-list, no "crit", and a "typ" of an access token
+// (or none, unless RequireType).
+func (v *Validator) checkHeader(t *jws.Token) error {
+	if !v.allowed[t.Alg] {
+		return ErrAlgorithm
+	}
+	if t.Has("crit") {
+		return ErrCritical
+	}
+	typ, present, err := t.String("typ")
+	switch {
+	case !present:
+		if v.requireType {
+			return ErrType
+		}
+		return nil
+	case err != nil:
+		return ErrType
+	}
+	if !strings.EqualFold(typ, "at+jwt") && !strings.EqualFold(typ, "application/at+jwt") && !strings.EqualFold(typ, "JWT") {
+		return ErrType
+	}
+	return nil
+}
+
+// keyError turns a key source's failure into one of ours:
+// ErrKeysUnavailable or ErrAlgorithm when it says so, else ErrUnknownKey.
+func keyError(err error) error {
+	for _, r := range []error{ErrKeysUnavailable, ErrAlgorithm} {
+		if errors.Is(err, r) {
+			return r
+		}
+	}
+	return ErrUnknownKey
+}
