@@ -37,7 +37,11 @@ func (iss *Issuer) dpopBinding(r *http.Request, st *state, cl *client, now time.
 		terr.nonce = st.nonces.At(now)
 		return "", terr
 	case err != nil:
-		return "", badRequest("invalid_dpop_proof", err.Error())
+		var f *dpop.Failure
+		if !errors.As(err, &f) {
+			return "", badRequest("invalid_dpop_proof", "invalid DPoP proof") // Verify returns none other
+		}
+		return "", badRequest("invalid_dpop_proof", "invalid DPoP proof: "+f.Check)
 	}
 	fresh, terr := iss.remember(r.Context(), dpopSubject(cl.id), p.JKT+" "+p.ID, p.Expires, now)
 	switch {

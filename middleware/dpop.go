@@ -174,7 +174,11 @@ func (d *dpopChecker) check(ctx context.Context, r *http.Request, token string, 
 	case errors.Is(err, dpop.ErrNonce):
 		return d.nonces.At(now), ErrDPoPNonce
 	case err != nil:
-		return "", proofFailure(strings.TrimPrefix(err.Error(), "invalid DPoP proof: "), err)
+		var f *dpop.Failure
+		if !errors.As(err, &f) {
+			return "", proofFailure("unreadable", err) // Verify returns none other
+		}
+		return "", proofFailure(f.Check, err)
 	case p.JKT != c.JKT:
 		return "", ErrDPoPKey
 	}

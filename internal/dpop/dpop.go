@@ -57,12 +57,16 @@ var (
 	ErrHash      = invalid("ath is not the hash of the access token")
 )
 
-func invalid(why string) error { return &reason{why} }
+func invalid(check string) error { return &Failure{Check: check} }
 
-type reason struct{ why string }
+// Failure is an ErrInvalid with the check the proof failed: every error
+// Verify returns but ErrNonce is one. Check is fixed text that names the
+// check and nothing of the proof, fit for an error_description; callers
+// read it with errors.As, never from Error's text.
+type Failure struct{ Check string }
 
-func (r *reason) Error() string        { return "invalid DPoP proof: " + r.why }
-func (r *reason) Is(target error) bool { return target == ErrInvalid }
+func (f *Failure) Error() string        { return "invalid DPoP proof: " + f.Check }
+func (f *Failure) Is(target error) bool { return target == ErrInvalid }
 
 // Check is what a proof must match.
 type Check struct {

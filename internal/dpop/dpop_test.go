@@ -252,3 +252,20 @@ func FuzzVerify(f *testing.F) {
 		}
 	})
 }
+
+// TestFailuresAreTyped: every refusal but the nonce's is a *Failure whose
+// Check names the check in fixed text, read with errors.As: no caller
+// reads an error's text to build the wire's.
+func TestFailuresAreTyped(t *testing.T) {
+	for _, err := range []error{dpop.ErrMalformed, dpop.ErrType, dpop.ErrAlgorithm, dpop.ErrKey, dpop.ErrSignature,
+		dpop.ErrClaims, dpop.ErrMethod, dpop.ErrURL, dpop.ErrIssuedAt, dpop.ErrHash} {
+		var f *dpop.Failure
+		if !errors.As(err, &f) || f.Check == "" || !errors.Is(err, dpop.ErrInvalid) || err.Error() != "invalid DPoP proof: "+f.Check {
+			t.Errorf("%v: not a Failure with its check", err)
+		}
+	}
+	var f *dpop.Failure
+	if errors.As(dpop.ErrNonce, &f) {
+		t.Error("ErrNonce is a Failure: it asks for a retry, it is no failed check")
+	}
+}
