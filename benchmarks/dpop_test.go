@@ -12,7 +12,6 @@ import (
 
 	"github.com/idsauth/idsauth/internal/clientauth"
 	"github.com/idsauth/idsauth/internal/dpop"
-	"github.com/idsauth/idsauth/internal/dpoptest"
 	"github.com/idsauth/idsauth/internal/jwktest"
 	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/scope"
@@ -39,7 +38,11 @@ func BenchmarkDPoP(b *testing.B) {
 		b.Fatal(err)
 	}
 	ok := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
-	h := middleware.RequireBearerWithConfig(v, middleware.BearerConfig{DPoP: dpoptest.New(b, middleware.DPoPConfig{PublicURL: public, ReplayBytes: 64 << 20})})(middleware.RequireScope(scope.AdminWebAPI)(ok))
+	dp, err := middleware.NewDPoP(middleware.DPoPConfig{PublicURL: public, ReplayBytes: 64 << 20})
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := middleware.RequireBearerWithConfig(v, middleware.BearerConfig{DPoP: dp})(middleware.RequireScope(scope.AdminWebAPI)(ok))
 	ck, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	signer, _ := clientauth.NewSigner(ck, "ES256", "")
 	jkt, _ := signer.JKT()

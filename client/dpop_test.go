@@ -15,7 +15,6 @@ import (
 	"testing"
 
 	"github.com/idsauth/idsauth/client"
-	"github.com/idsauth/idsauth/internal/dpoptest"
 	"github.com/idsauth/idsauth/internal/keys"
 	"github.com/idsauth/idsauth/issuer"
 	"github.com/idsauth/idsauth/middleware"
@@ -61,9 +60,11 @@ func newDPoPWorld(t *testing.T, nonces bool, tokenType string) *dpopWorld {
 	}
 	w.api = httptest.NewServer(nil)
 	t.Cleanup(w.api.Close)
-	protect := middleware.RequireBearerWithConfig(middleware.JWTOrReference(v, in), middleware.BearerConfig{
-		DPoP: dpoptest.New(t, middleware.DPoPConfig{Required: true, PublicURL: w.api.URL, RequireNonce: nonces}),
-	})
+	dp, err := middleware.NewDPoP(middleware.DPoPConfig{Required: true, PublicURL: w.api.URL, RequireNonce: nonces})
+	if err != nil {
+		t.Fatal(err)
+	}
+	protect := middleware.RequireBearerWithConfig(middleware.JWTOrReference(v, in), middleware.BearerConfig{DPoP: dp})
 	h := protect(middleware.RequireScope(scope.AdminWebAPI)(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		c, _ := middleware.ClaimsFrom(r.Context())
 		body, _ := io.ReadAll(r.Body)

@@ -18,7 +18,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/idsauth/idsauth/idsauthotel"
-	"github.com/idsauth/idsauth/internal/tenanttest"
 	"github.com/idsauth/idsauth/issuer"
 	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/observe"
@@ -79,7 +78,10 @@ func newWorld(t *testing.T) *world {
 	bearer := middleware.RequireBearerWithConfig(v, middleware.BearerConfig{Observer: obs})
 	mux.Handle("/admin", bearer(middleware.RequireScope(scope.AdminWebAPI)(ok)))
 	mux.Handle("/connect", bearer(middleware.RequireScope(scope.ConnectWebAPI)(ok)))
-	tenants := tenanttest.Of(t, "acme", secret.HashSHA256("acme-scim-token"))
+	tenants, err := middleware.NewTenants([]middleware.TenantConfig{{Tenant: "acme", TokenHashes: []string{secret.HashSHA256("acme-scim-token").String()}}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	mux.Handle("/scim/{tenant}/Users", middleware.SCIMAuthWithConfig(tenants, middleware.SCIMConfig{Observer: obs})(ok))
 	return w
 }

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/idsauth/idsauth/idsauthtest"
-	"github.com/idsauth/idsauth/internal/tenanttest"
 	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/scope"
 	"github.com/idsauth/idsauth/secret"
@@ -82,7 +81,10 @@ func TestCheckProtectedFindsEveryEcho(t *testing.T) {
 // TestCheckSCIMAtAnyPath: a SCIM route elsewhere than the contract's path
 // is checked as well (it got 16 failures like "no token: status 404").
 func TestCheckSCIMAtAnyPath(t *testing.T) {
-	tenants := tenanttest.Of(t, "acme", secret.HashSHA256("acme-token"))
+	tenants, err := middleware.NewTenants([]middleware.TenantConfig{{Tenant: "acme", TokenHashes: []string{secret.HashSHA256("acme-token").String()}}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /scim/v2/{tenant}/Users", middleware.SCIMAuth(tenants)(ok))
 	rec := &recorder{TB: t}

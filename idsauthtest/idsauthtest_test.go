@@ -16,8 +16,6 @@ import (
 
 	"github.com/idsauth/idsauth/client"
 	"github.com/idsauth/idsauth/idsauthtest"
-	"github.com/idsauth/idsauth/internal/dpoptest"
-	"github.com/idsauth/idsauth/internal/tenanttest"
 	"github.com/idsauth/idsauth/issuer"
 	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/scope"
@@ -154,7 +152,10 @@ func (d *dropHeader) WriteHeader(code int) {
 }
 
 func TestCheckSCIM(t *testing.T) {
-	tenants := tenanttest.Of(t, "acme", secret.HashSHA256("acme-token"))
+	tenants, err := middleware.NewTenants([]middleware.TenantConfig{{Tenant: "acme", TokenHashes: []string{secret.HashSHA256("acme-token").String()}}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /webapi/scim-api/v1/{tenant}/scim/Users", middleware.SCIMAuth(tenants)(ok))
 	rec := &recorder{TB: t}
@@ -244,7 +245,11 @@ func TestCheckProtectedDPoP(t *testing.T) {
 		if d.PublicURL == "" {
 			d.PublicURL = public
 		}
-		return alice.New(middleware.RequireBearerWithConfig(v, middleware.BearerConfig{DPoP: dpoptest.New(t, d)}), middleware.RequireScope(scope.AdminWebAPI)).Then(ok)
+		dp, err := middleware.NewDPoP(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return alice.New(middleware.RequireBearerWithConfig(v, middleware.BearerConfig{DPoP: dp}), middleware.RequireScope(scope.AdminWebAPI)).Then(ok)
 	}
 	nonceKey := []byte("0123456789abcdef0123456789abcdef")
 	for name, cfg := range map[string]middleware.DPoPConfig{

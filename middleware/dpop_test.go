@@ -26,7 +26,6 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/idsauth/idsauth/internal/clientauth"
-	"github.com/idsauth/idsauth/internal/dpoptest"
 	"github.com/idsauth/idsauth/internal/jwktest"
 	"github.com/idsauth/idsauth/internal/keys"
 	"github.com/idsauth/idsauth/issuer"
@@ -74,7 +73,7 @@ func newDPoPWorld(t *testing.T, dcfg middleware.DPoPConfig) *dpopWorld {
 	w.api.Start()
 	t.Cleanup(w.api.Close)
 	dcfg.PublicURL = w.api.URL
-	bearer := middleware.RequireBearerWithConfig(middleware.JWTOrReference(jv, in), middleware.BearerConfig{DPoP: dpoptest.New(t, dcfg)})
+	bearer := middleware.RequireBearerWithConfig(middleware.JWTOrReference(jv, in), middleware.BearerConfig{DPoP: newDPoP(t, dcfg)})
 	mux := http.NewServeMux()
 	handler := http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		c, _ := middleware.ClaimsFrom(r.Context())
@@ -322,7 +321,7 @@ func TestDPoPRedTeamFixes(t *testing.T) {
 	w := newDPoPWorld(t, middleware.DPoPConfig{})
 	lax := newValidator(t, middleware.ValidatorConfig{Issuer: w.iss.URL(), Keys: w.iss, AllowBoundTokens: true})
 	tok := w.token(t, "c", w.key, scope.AdminWebAPI)
-	h := middleware.RequireBearerWithConfig(lax, middleware.BearerConfig{DPoP: dpoptest.New(t, middleware.DPoPConfig{PublicURL: "https://api.test"})})(http.NotFoundHandler())
+	h := middleware.RequireBearerWithConfig(lax, middleware.BearerConfig{DPoP: newDPoP(t, middleware.DPoPConfig{PublicURL: "https://api.test"})})(http.NotFoundHandler())
 	req := httptest.NewRequest(http.MethodGet, "https://api.test/admin", nil)
 	req.Header.Set("Authorization", "Bearer "+tok)
 	rec := httptest.NewRecorder()
@@ -370,7 +369,7 @@ func TestDPoPRedTeamFixes(t *testing.T) {
 	v := newValidator(t, middleware.ValidatorConfig{Issuer: w.iss.URL(), Keys: w.iss})
 	api := httptest.NewServer(nil)
 	defer api.Close()
-	inner := middleware.RequireBearerWithConfig(v, middleware.BearerConfig{DPoP: dpoptest.New(t, middleware.DPoPConfig{PublicURL: api.URL})})(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	inner := middleware.RequireBearerWithConfig(v, middleware.BearerConfig{DPoP: newDPoP(t, middleware.DPoPConfig{PublicURL: api.URL})})(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	mux := http.NewServeMux()
 	mux.Handle("/api/", http.StripPrefix("/api", inner))
 	api.Config.Handler = mux
@@ -392,7 +391,7 @@ func TestDPoPAdvertisesWhatItAccepts(t *testing.T) {
 	v := newValidator(t, middleware.ValidatorConfig{Issuer: iss, Keys: newCountingKeys(signing)})
 	api := httptest.NewServer(nil)
 	defer api.Close()
-	api.Config.Handler = middleware.RequireBearerWithConfig(v, middleware.BearerConfig{DPoP: dpoptest.New(t, middleware.DPoPConfig{PublicURL: api.URL})})(http.NotFoundHandler())
+	api.Config.Handler = middleware.RequireBearerWithConfig(v, middleware.BearerConfig{DPoP: newDPoP(t, middleware.DPoPConfig{PublicURL: api.URL})})(http.NotFoundHandler())
 	ec256, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	ec384, _ := ecdsa.GenerateKey(elliptic.P384(), rand.Reader)
 	rsaKey, _ := rsa.GenerateKey(rand.Reader, 2048)

@@ -13,7 +13,6 @@ import (
 
 	"github.com/idsauth/idsauth/internal/jwktest"
 	"github.com/idsauth/idsauth/internal/keys"
-	"github.com/idsauth/idsauth/internal/tenanttest"
 	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/scope"
 	"github.com/idsauth/idsauth/secret"
@@ -68,7 +67,7 @@ func FuzzValidate(f *testing.F) {
 // right token on the right tenant passes; every refusal is the same answer.
 // The failure limits are set out of reach: they have tests of their own.
 func FuzzSCIMAuth(f *testing.F) {
-	tenants := tenanttest.Of(f, "acme", secret.HashSHA256("acme-token"))
+	tenants := tenantsOf(f, "acme", secret.HashSHA256("acme-token"))
 	h := middleware.SCIMAuthWithConfig(tenants, middleware.SCIMConfig{Tenant: func(r *http.Request) string { return r.Header.Get("X-Tenant") },
 		Limits: middleware.SCIMLimits{FailedAttemptsPerTenant: 1 << 30, FailedAttemptsPerAddress: 1 << 30}})(
 		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(299) }))

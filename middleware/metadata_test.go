@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/idsauth/idsauth/internal/dpoptest"
 	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/scope"
 )
@@ -76,7 +75,7 @@ func TestResourceMetadata(t *testing.T) {
 	}
 	iss := newRefIssuer(t)
 	v := newValidator(t, middleware.ValidatorConfig{Issuer: iss.issuerURL(), Keys: iss.iss})
-	protect := middleware.RequireBearerWithConfig(v, middleware.BearerConfig{ResourceMetadata: &md, DPoP: dpoptest.New(t, middleware.DPoPConfig{PublicURL: api.URL})})
+	protect := middleware.RequireBearerWithConfig(v, middleware.BearerConfig{ResourceMetadata: &md, DPoP: newDPoP(t, middleware.DPoPConfig{PublicURL: api.URL})})
 	mux := http.NewServeMux()
 	mux.Handle("/.well-known/oauth-protected-resource/", h)
 	mux.Handle("/webapi/api/v3/{datasourceId}/Connect/", protect(middleware.RequireScope(scope.ConnectWebAPI)(http.NotFoundHandler())))

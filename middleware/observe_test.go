@@ -13,7 +13,6 @@ import (
 
 	"github.com/idsauth/idsauth/internal/eventtest"
 	"github.com/idsauth/idsauth/internal/jwktest"
-	"github.com/idsauth/idsauth/internal/tenanttest"
 	"github.com/idsauth/idsauth/internal/testlog"
 	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/observe"
@@ -185,7 +184,7 @@ func TestEventsOfJWKSFetches(t *testing.T) {
 // when it is registered, with the limit that refused a 429; none holds a
 // token.
 func TestEventsOfSCIMAuth(t *testing.T) {
-	tenants := tenanttest.Of(t, "acme", secret.HashSHA256("acme-token"))
+	tenants := tenantsOf(t, "acme", secret.HashSHA256("acme-token"))
 	k := jwktest.NewKey(t, "ES256")
 	v, err := middleware.NewValidator(t.Context(), middleware.ValidatorConfig{Issuer: iss, AnyAudience: true, Keys: newCountingKeys(k)})
 	if err != nil {

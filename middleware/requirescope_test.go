@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/idsauth/idsauth/internal/jwktest"
-	"github.com/idsauth/idsauth/internal/tenanttest"
 	"github.com/idsauth/idsauth/internal/testlog"
 	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/scope"
@@ -28,7 +27,7 @@ func panicText(f func()) (msg string) {
 }
 
 func TestMisconfigurationPanicsAtConstruction(t *testing.T) {
-	tenants := tenanttest.From(t, nil)
+	tenants := tenantsFrom(t, nil)
 	cases := []struct {
 		name string
 		f    func()

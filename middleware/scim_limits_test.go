@@ -11,7 +11,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/idsauth/idsauth/internal/tenanttest"
 	"github.com/idsauth/idsauth/limit"
 	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/scimerr"
@@ -49,7 +48,7 @@ func wantSCIM429(t *testing.T, a answer) {
 // token from another address is still admitted, and so is a wrong token
 // from a third address (it is answered 401, not slowed).
 func TestSCIMAuthLimitsFailures(t *testing.T) {
-	tenants := tenanttest.Of(t, "acme", secret.HashSHA256("acme-token"))
+	tenants := tenantsOf(t, "acme", secret.HashSHA256("acme-token"))
 	srv := scimServer(t, tenants, middleware.SCIMConfig{Limits: middleware.SCIMLimits{
 		FailedAttemptsPerTenant: 5, FailedAttemptsPerAddress: 50, TrustedProxyHeader: "X-Forwarded-For",
 	}})
@@ -92,7 +91,7 @@ func TestSCIMAuthReservesBeforeVerifying(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tenants := tenanttest.Of(t, "acme", bc)
+	tenants := tenantsOf(t, "acme", bc)
 	v := secret.NewVerifier(secret.VerifierConfig{})
 	srv := scimServer(t, tenants, middleware.SCIMConfig{Limits: middleware.SCIMLimits{FailedAttemptsPerTenant: 5, Verifier: v}})
 	if v.Floor() <= 0 {
@@ -130,7 +129,7 @@ func TestSCIMAuthReservesBeforeVerifying(t *testing.T) {
 // split across both lock the address out at the tenant's budget, and the
 // tenant's right token from another address is admitted by either.
 func TestSCIMAuthReplicasShareAStore(t *testing.T) {
-	tenants := tenanttest.Of(t, "acme", secret.HashSHA256("acme-token"))
+	tenants := tenantsOf(t, "acme", secret.HashSHA256("acme-token"))
 	cfg := middleware.SCIMConfig{Limits: middleware.SCIMLimits{
 		FailedAttemptsPerTenant: 4, TrustedProxyHeader: "X-Forwarded-For", Store: limit.NewMemory(64 << 10),
 	}}
@@ -162,7 +161,7 @@ func (unavailable) Reserve(context.Context, limit.Request) (limit.Reservation, e
 // a 503 SCIM error with Retry-After, no token is checked, and the reject
 // hook is told why.
 func TestSCIMAuthUnavailableStoreRefusesWithoutVerifying(t *testing.T) {
-	tenants := tenanttest.Of(t, "acme", secret.HashSHA256("acme-token"))
+	tenants := tenantsOf(t, "acme", secret.HashSHA256("acme-token"))
 	v := secret.NewVerifier(secret.VerifierConfig{})
 	var reasons []error
 	srv := scimServer(t, tenants, middleware.SCIMConfig{

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/idsauth/idsauth/internal/jwktest"
-	"github.com/idsauth/idsauth/internal/tenanttest"
 	"github.com/idsauth/idsauth/internal/testlog"
 	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/scimerr"
@@ -75,7 +74,7 @@ func wantSCIM401(t *testing.T, a answer) {
 }
 
 func TestSCIMAuth(t *testing.T) {
-	tenants := tenanttest.From(t, map[string][]secret.Hash{
+	tenants := tenantsFrom(t, map[string][]secret.Hash{
 		"acme":   {secret.HashSHA256("acme-old"), secret.HashSHA256("acme-new")},
 		"globex": {secret.HashSHA256("globex-token")},
 	})
@@ -134,7 +133,7 @@ func TestSCIMAuthIdentityTokens(t *testing.T) {
 	k := jwktest.NewKey(t, "ES256")
 	jwks := jwktest.NewJWKS(t, k)
 	v := newValidator(t, middleware.ValidatorConfig{Issuer: jwks.Issuer()})
-	tenants := tenanttest.Of(t, "acme", secret.HashSHA256("acme-token"))
+	tenants := tenantsOf(t, "acme", secret.HashSHA256("acme-token"))
 	admin := jwktest.Sign(t, k, nil, jwktest.Claims(jwks.Issuer(), scope.AdminWebAPI, time.Hour))
 	connect := jwktest.Sign(t, k, nil, jwktest.Claims(jwks.Issuer(), scope.ConnectWebAPI, time.Hour))
 
@@ -159,7 +158,7 @@ func TestSCIMAuthIdentityTokens(t *testing.T) {
 }
 
 func TestSCIMAuthHookLogsNoToken(t *testing.T) {
-	tenants := tenanttest.Of(t, "acme", secret.HashSHA256("acme-token"))
+	tenants := tenantsOf(t, "acme", secret.HashSHA256("acme-token"))
 	logs, logger := testlog.New()
 	var reasons []error
 	srv := scimServer(t, tenants, middleware.SCIMConfig{Logger: logger,
@@ -216,7 +215,7 @@ func ExampleSCIMAuth() {
 }
 
 func TestSCIMAuthIdentityTokensNilClaimsFailClosed(t *testing.T) {
-	tenants := tenanttest.Of(t, "acme", secret.HashSHA256("acme-token"))
+	tenants := tenantsOf(t, "acme", secret.HashSHA256("acme-token"))
 	srv := scimServer(t, tenants, middleware.SCIMConfig{IdentityTokens: nilValidator{}, IdentityTokenScopes: []string{scope.AdminWebAPI}})
 	k := jwktest.NewKey(t, "ES256")
 	tok := jwktest.Sign(t, k, nil, jwktest.Claims(iss, scope.AdminWebAPI, time.Hour))

@@ -19,7 +19,6 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
-	"github.com/idsauth/idsauth/internal/tenanttest"
 	"github.com/idsauth/idsauth/issuer"
 	"github.com/idsauth/idsauth/limit"
 	"github.com/idsauth/idsauth/middleware"
@@ -312,7 +311,10 @@ func TestRedisDiesMidRun(t *testing.T) {
 // its right token from another address is admitted by either.
 func TestSCIMReplicasShareOneBudget(t *testing.T) {
 	srv := startRedis(t)
-	tenants := tenanttest.Of(t, "acme", secret.HashSHA256("acme-token"))
+	tenants, err := middleware.NewTenants([]middleware.TenantConfig{{Tenant: "acme", TokenHashes: []string{secret.HashSHA256("acme-token").String()}}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var urls []string
 	for range 2 {
 		cfg := middleware.SCIMConfig{Limits: middleware.SCIMLimits{
