@@ -13,6 +13,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"expvar"
 	"flag"
 	"fmt"
@@ -24,8 +25,6 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
-
-	"github.com/idsauth/idsauth/internal/serving"
 )
 
 func main() {
@@ -71,8 +70,16 @@ func run(ctx context.Context, addr, configFile, issuerURL, debugAddr string, log
 			logger.Warn(w, "issuer", svc.iss.URL(), "listen", ln.Addr().String())
 		}
 	}
-	srv := serving.NewServer(svc.routes(), logger)
-	serving.OnHangup(ctx, svc.reload)
+	srv := &http.Server{
+		Handler:           svc.routes(),
+		MaxHeaderBytes:    32 << 10, // a 16 KiB bearer token and ordinary headers; Go's default is 1 MiB
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	onHangup(ctx, svc.reload)
 
 	if debugAddr != "" {
 		dln, err := net.Listen("tcp", debugAddr)
@@ -93,7 +100,48 @@ func run(ctx context.Context, addr, configFile, issuerURL, debugAddr string, log
 	if debugAddr != "" {
 		fmt.Fprintf(banner, "\nEvent counters (Prometheus): http://%s/metrics\n", debugAddr)
 	}
-	return serving.Serve(ctx, srv, ln, nil, 30*time.Second, logger)
+	return serve(ctx, srv, ln, logger)
+}
+
+// onHangup calls reload for every SIGHUP until ctx ends, one at a time.
+func onHangup(ctx context.Context, reload func()) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	go func() {
+		defer signal.Stop(hup)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				reload()
+			}
+		}
+	}()
+}
+
+// serve serves srv on ln until ctx ends, then stops accepting and lets the
+// requests in flight finish, for 25 seconds at most: under the 30 a
+// container runtime or systemd waits before it kills the process.
+func serve(ctx context.Context, srv *http.Server, ln net.Listener, logger *slog.Logger) error {
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down: finishing the requests in flight")
+	shutdown, cancel := context.WithTimeout(context.Background(), 25*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdown); err != nil {
+		srv.Close()
+		return fmt.Errorf("requests still in flight were cut off: %w", err)
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
 }
 
 func printBanner(w io.Writer, base, issuerURL string, demo bool) {
