@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idsauth/idsauth/internal/jwktest"
+	"github.com/idsauth/idsauth/internal/testlog"
 	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/scope"
 )
@@ -342,5 +344,62 @@ func TestRedTeamIntrospectorSendsOnlyWhatItIsTold(t *testing.T) {
 	}
 	if n := targetCalls.Load(); n != 0 {
 		t.Errorf("the redirect's target got %d requests", n)
+	}
+}
+
+// TestRedTeamEndpointUserinfoIsACredential (finding F7, low): an
+// Endpoint (or a JWKSURL) written with userinfo, as for an endpoint
+// behind a proxy that takes Basic credentials
+// ("https://api:secret@hydra.internal/admin/oauth2/introspect"), is
+// logged as written on every failed call: the password reaches the log,
+// which no secret may. And with Unauthenticated, net/http turns that
+// userinfo into an Authorization: Basic header: the "no client
+// authentication" the config says is not what goes on the wire. Wanted:
+// NewIntrospector (and NewValidator for JWKSURL) refuses a URL with
+// userinfo, or at least the log line redacts it (url.URL.Redacted).
+func TestRedTeamEndpointUserinfoIsACredential(t *testing.T) {
+	skipFinding(t, "F7: an endpoint URL's userinfo reaches the log, and Unauthenticated sends it as Basic")
+	var authz atomic.Value
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		authz.Store(r.Header.Get("Authorization"))
+		http.Error(w, "down", http.StatusInternalServerError)
+	}))
+	t.Cleanup(srv.Close)
+	const password = "s3cr3t-userinfo-pass"
+	endpoint := strings.Replace(srv.URL, "http://", "http://api:"+password+"@", 1) + "/introspect"
+	logs, logger := testlog.New()
+	in, err := middleware.NewIntrospector(context.Background(), middleware.IntrospectorConfig{
+		Issuer: srv.URL, Endpoint: endpoint, Unauthenticated: true, Audience: []string{rawAudience}, Logger: logger,
+	})
+	if err != nil {
+		return // refused at construction: fixed
+	}
+	if _, err := in.Validate(context.Background(), "tok"); err == nil {
+		t.Fatal("validated")
+	}
+	if strings.Contains(logs.String(), password) {
+		t.Errorf("the log holds the endpoint's password: %s", logs.String())
+	}
+	if a, _ := authz.Load().(string); a != "" {
+		t.Errorf("an Unauthenticated Introspector sent Authorization: %q", a)
+	}
+
+	// The validator's JWKS refresh logs its URL likewise.
+	jlogs, jlogger := testlog.New()
+	k := jwktest.NewKey(t, "ES256")
+	j := jwktest.NewJWKS(t, k)
+	j.SetDown(true)
+	jwksURL := strings.Replace(j.JWKSURL(), "http://", "http://api:"+password+"@", 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	if _, err := middleware.NewValidator(ctx, middleware.ValidatorConfig{Issuer: j.Issuer(), JWKSURL: jwksURL, Audience: []string{"a"}, Logger: jlogger,
+		RefreshInterval: 10 * time.Millisecond}); err != nil {
+		return
+	}
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(jlogs.String(), "JWKS refresh failed") && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if strings.Contains(jlogs.String(), password) {
+		t.Errorf("the JWKS refresh's log holds the URL's password: %s", jlogs.String())
 	}
 }
