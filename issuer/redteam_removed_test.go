@@ -2,7 +2,6 @@ package issuer_test
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"slices"
 	"strings"
@@ -271,8 +270,6 @@ func TestRedTeamAudienceTakenFromAClient(t *testing.T) {
 			}
 			a := introspect(t, s, "admin-api", adminAPISec, tok)
 			if a.raw != inactiveAnswer {
-				var got struct{ Aud []string }
-				_ = json.Unmarshal([]byte(a.raw), &got)
 				t.Errorf("after %s was taken from the client, its token for it still introspects %s", ordersAPI, a.raw)
 			}
 		})
@@ -326,5 +323,29 @@ func TestRedTeamIntrospectionInFlightAcrossAReload(t *testing.T) {
 	close(g.release) // the reload has returned: the answer comes after it
 	if a := <-done; a.raw != inactiveAnswer {
 		t.Fatalf("an introspection answered after the reload that removed the client: %s", a.raw)
+	}
+}
+
+// TestRedTeamRequireDPoPTurnedOn (finding F1, the same gap): a reload that
+// turns requireDPoP on for a client (its bearer tokens leaked, say)
+// leaves the bearer tokens it was issued before active at introspection,
+// token_type Bearer, until their exp: stillIssued asks whether the
+// client would still be issued a token of that kind (reference or JWT),
+// not whether it would still be issued one unbound. Wanted: a token
+// without cnf of a client that now requires DPoP is inactive, as one of
+// the wrong kind is.
+func TestRedTeamRequireDPoPTurnedOn(t *testing.T) {
+	skipFinding(t, "F1: requireDPoP turned on leaves the client's bearer tokens active")
+	s := newServer(t, withTwoScopeAPIs)
+	for _, c := range []struct{ client, pass string }{{"ref-both", refSecret}, {"connect", connectSecret}} {
+		tok := tokenFor(t, s, c.client, c.pass, "scope", scope.AdminWebAPI)
+		reload(t, s, func(cfg *issuer.Config) {
+			i := slices.IndexFunc(cfg.Clients, func(cc issuer.ClientConfig) bool { return cc.ClientID == c.client })
+			cfg.Clients[i].RequireDPoP = true
+		})
+		if a := introspect(t, s, "both-api", bothAPISec, tok); a.raw != inactiveAnswer {
+			t.Errorf("%s's bearer token, after requireDPoP was turned on: %s", c.client, a.raw)
+		}
+		reload(t, s, nil)
 	}
 }
