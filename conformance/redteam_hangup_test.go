@@ -1,0 +1,103 @@
+package conformance
+
+import (
+	"bufio"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/idsauth/idsauth/internal/redistest"
+)
+
+// skipFinding skips a test of an open red-team finding unless
+// IDSAUTH_REDTEAM_FINDINGS is set; whoever fixes the finding removes it.
+func skipFinding(t *testing.T, finding string) {
+	t.Helper()
+	if os.Getenv("IDSAUTH_REDTEAM_FINDINGS") == "" {
+		t.Skip("open red-team finding (set IDSAUTH_REDTEAM_FINDINGS=1 to see it fail): " + finding)
+	}
+}
+
+// TestRedTeamServeHangupDuringTheDrain (finding F8): serve handles SIGHUP
+// only from the moment it starts listening until a stop begins
+// (serving.OnHangup stops listening for it when the context ends). Go's
+// default for SIGHUP is to end the process. So a SIGHUP during the drain
+// (a configuration push that meets a rolling restart) kills serve at
+// once: the requests in flight that the drain promised to finish are cut
+// off, and the exit is "signal: hangup", neither 0 nor 1. Wanted: SIGHUP
+// is caught (and ignored, or logged) for the life of the process, from
+// before the configuration is read to the end of the drain.
+func TestRedTeamServeHangupDuringTheDrain(t *testing.T) {
+	skipFinding(t, "F8: a SIGHUP during the drain (or the start) ends serve at once")
+	d := newDeployment(t, "reporting")
+	r := start(t, nil, "-addr", "127.0.0.1:0", "-ops-addr", "127.0.0.1:0", "-config", filepath.Join(d.dir, "idsauth.json"))
+	finish := halfRequest(t, r.base, "grant_type=client_credentials&scope=pd_AdminWebApi&client_id=reporting&client_secret="+d.secrets["reporting"])
+	waitInFlight(t, r, 1)
+	r.signal(t, syscall.SIGTERM)
+	r.waitLog(t, "shutting down")
+	r.signal(t, syscall.SIGHUP)
+	if status, err := finish(); err != nil || status != http.StatusOK {
+		t.Errorf("the request in flight, after a SIGHUP during the drain: %d %v, want 200", status, err)
+	}
+	if err := r.cmd.Wait(); err != nil {
+		t.Errorf("the process exited with %v, want 0", err)
+	}
+}
+
+// TestRedTeamServeHangupDuringTheStart (finding F8): while serve waits at
+// start for its token store's Redis (up to five seconds when Redis hangs:
+// a paused redis-server here), a SIGHUP ends it, where it would have
+// started (with a warning) once the wait ran out.
+func TestRedTeamServeHangupDuringTheStart(t *testing.T) {
+	skipFinding(t, "F8: a SIGHUP during the start ends serve at once")
+	srv := redistest.Start(t)
+	_, path := referenceDeployment(t, srv.Addr, map[string]any{"allowNoPersistence": true})
+	srv.Pause(t)
+	t.Cleanup(func() { srv.Resume(t) })
+	cmd := exec.Command(binary, "serve", "-addr", "127.0.0.1:0", "-ops-addr", "off", "-config", path)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	var mu sync.Mutex
+	var lines []string
+	listening := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			mu.Lock()
+			lines = append(lines, sc.Text())
+			mu.Unlock()
+			if strings.Contains(sc.Text(), "identity service listening") {
+				close(listening)
+			}
+		}
+	}()
+	// The process is waiting for Redis (its start bound is five seconds):
+	// let it get there, then send the signal an operator's reload would.
+	time.Sleep(500 * time.Millisecond)
+	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case <-listening:
+	case err := <-exited:
+		mu.Lock()
+		defer mu.Unlock()
+		t.Fatalf("a SIGHUP during the start ended serve: %v\n%s", err, strings.Join(lines, "\n"))
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve neither started nor exited")
+	}
+}

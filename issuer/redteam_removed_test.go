@@ -1,0 +1,351 @@
+package issuer_test
+
+import (
+	"context"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/idsauth/idsauth/issuer"
+	"github.com/idsauth/idsauth/scope"
+	"github.com/idsauth/idsauth/secret"
+	"github.com/idsauth/idsauth/tokenstore"
+)
+
+// The red-team pass over issue 32, item 1: what a reload takes from a
+// client must be gone from every introspection answer. These tests try
+// the ways around it; each is a regression guard (it passes), except the
+// ones behind findings (see skipFinding), which assert the secure
+// behaviour and fail today.
+
+// skipFinding skips a test that demonstrates an open finding of the
+// red-team pass unless IDSAUTH_REDTEAM_FINDINGS is set: it asserts what
+// should hold, and fails until the finding is fixed. Whoever fixes it
+// removes the call.
+func skipFinding(t *testing.T, finding string) {
+	t.Helper()
+	if os.Getenv("IDSAUTH_REDTEAM_FINDINGS") == "" {
+		t.Skip("open red-team finding (set IDSAUTH_REDTEAM_FINDINGS=1 to see it fail): " + finding)
+	}
+}
+
+const inactiveAnswer = `{"active":false}` + "\n"
+
+// tokenFor asks for a token with Basic credentials and the form kv, and
+// returns its access_token, failing the test on anything but 200.
+func tokenFor(t *testing.T, s *server, id, pass string, kv ...string) string {
+	t.Helper()
+	a := post(t, s.tokenURL(), formType, form(append([]string{"grant_type", "client_credentials"}, kv...)...), "Authorization", basic(id, pass))
+	tok, _ := a.body["access_token"].(string)
+	if a.status != 200 || tok == "" {
+		t.Fatalf("token for %q: %d %s", id, a.status, a.raw)
+	}
+	return tok
+}
+
+// reload applies edit to a fresh configuration of s (withTwoScopeAPIs
+// first) and reloads it.
+func reload(t *testing.T, s *server, edit func(*issuer.Config)) {
+	t.Helper()
+	cfg := testConfig(s.issuerURL())
+	withTwoScopeAPIs(cfg)
+	if edit != nil {
+		edit(cfg)
+	}
+	if err := s.iss.Reload(cfg); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRedTeamClientIDVariantsDoNotInherit: a client removed while one
+// whose ID differs from it only in case, or only in its Unicode form
+// (NFC "Café" against NFD "Cafe\u0301"), is added with the same secret
+// and scopes, leaves its tokens ended: the grant names the client byte
+// for byte, and no variant picks them up, reference tokens and JWTs
+// alike, at every API.
+func TestRedTeamClientIDVariantsDoNotInherit(t *testing.T) {
+	const nfc, nfd, upper = "Caf\u00e9", "Cafe\u0301", "CAF\u00c9"
+	both := []string{scope.ConnectWebAPI, scope.AdminWebAPI}
+	client := func(id, kind string) issuer.ClientConfig {
+		return issuer.ClientConfig{ClientID: id, SecretHashes: []string{secret.HashSHA256(refSecret).String()}, Scopes: both, AccessTokenType: kind}
+	}
+	for _, kind := range []string{"reference", "jwt"} {
+		t.Run(kind, func(t *testing.T) {
+			s := newServer(t, func(c *issuer.Config) { withTwoScopeAPIs(c); c.Clients = append(c.Clients, client(nfc, kind)) })
+			tok := tokenFor(t, s, nfc, refSecret, "scope", strings.Join(both, " "))
+			if a := introspect(t, s, "both-api", bothAPISec, tok); a.body["active"] != true || a.body["client_id"] != nfc {
+				t.Fatalf("before the reload: %s", a.raw)
+			}
+			reload(t, s, func(c *issuer.Config) { c.Clients = append(c.Clients, client(nfd, kind), client(upper, kind)) })
+			for api, pass := range apiSecrets {
+				if a := introspect(t, s, api, pass, tok); a.raw != inactiveAnswer {
+					t.Errorf("%s, after %q was removed and %q and %q added: %s", api, nfc, nfd, upper, a.raw)
+				}
+			}
+		})
+	}
+}
+
+// TestRedTeamIdentityServerProfileEndsRemovedClients: under the
+// identityserver profile (scope an array, no sub, aud the API resources'
+// names), a removed client's JWTs and reference tokens are inactive, and
+// a scope taken leaves only the other in the answer.
+func TestRedTeamIdentityServerProfileEndsRemovedClients(t *testing.T) {
+	both := []string{scope.ConnectWebAPI, scope.AdminWebAPI}
+	for _, c := range []struct {
+		name, client string
+		edit         func(*issuer.ClientConfig) // nil removes the client
+		want         string                     // both-api's scope after; "" inactive
+	}{
+		{"removed, JWT", "connect", nil, ""},
+		{"removed, reference", "ref-both", nil, ""},
+		{"a scope taken, JWT", "connect", func(cc *issuer.ClientConfig) { cc.Scopes = []string{scope.AdminWebAPI} }, scope.AdminWebAPI},
+		{"a scope taken, reference", "ref-both", func(cc *issuer.ClientConfig) { cc.Scopes = []string{scope.ConnectWebAPI} }, scope.ConnectWebAPI},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			profile := func(cfg *issuer.Config) { withTwoScopeAPIs(cfg); cfg.Profile = issuer.ProfileIdentityServer }
+			s := newServer(t, profile)
+			pass := map[string]string{"connect": connectSecret, "ref-both": refSecret}[c.client]
+			tok := tokenFor(t, s, c.client, pass, "scope", strings.Join(both, " "))
+			if a := introspect(t, s, "both-api", bothAPISec, tok); a.body["active"] != true || !sameScopes(a.body["scope"], strings.Join(both, " ")) {
+				t.Fatalf("before: %s", a.raw)
+			}
+			reload(t, s, func(cfg *issuer.Config) {
+				cfg.Profile = issuer.ProfileIdentityServer
+				i := slices.IndexFunc(cfg.Clients, func(cc issuer.ClientConfig) bool { return cc.ClientID == c.client })
+				if c.edit == nil {
+					cfg.Clients = slices.Delete(cfg.Clients, i, i+1)
+				} else {
+					c.edit(&cfg.Clients[i])
+				}
+			})
+			a := introspect(t, s, "both-api", bothAPISec, tok)
+			switch {
+			case c.want == "" && a.raw != inactiveAnswer:
+				t.Errorf("after: %s, want exactly inactive", a.raw)
+			case c.want != "" && (a.body["active"] != true || a.body["scope"] != c.want):
+				t.Errorf("after: %s, want active with %q alone", a.raw, c.want)
+			}
+		})
+	}
+}
+
+// TestRedTeamKeyRemovedAtTheSameReload: a JWT signed by a key the reload
+// removes is inactive even though its client stays; one signed by a key
+// the reload keeps is inactive once its client is removed; the same
+// reload doing both leaves nothing active.
+func TestRedTeamKeyRemovedAtTheSameReload(t *testing.T) {
+	k1, k2 := generate("ES256"), generate("ES256")
+	withKeys := func(ks ...issuer.KeyConfig) func(*issuer.Config) {
+		return func(c *issuer.Config) { c.EphemeralKey, c.Keys = false, ks }
+	}
+	for _, c := range []struct {
+		name         string
+		keys         []issuer.KeyConfig
+		removeClient bool
+	}{
+		{"signing key removed, client kept", []issuer.KeyConfig{{Key: k2.Private}}, false},
+		{"signing key kept (no longer first), client removed", []issuer.KeyConfig{{Key: k2.Private}, {Key: k1.Private}}, true},
+		{"both at once", []issuer.KeyConfig{{Key: k2.Private}}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := newServer(t, func(cfg *issuer.Config) { withTwoScopeAPIs(cfg); withKeys(issuer.KeyConfig{Key: k1.Private})(cfg) })
+			tok := tokenFor(t, s, "connect", connectSecret, "scope", scope.AdminWebAPI)
+			reload(t, s, func(cfg *issuer.Config) {
+				withKeys(c.keys...)(cfg)
+				if c.removeClient {
+					cfg.Clients = slices.DeleteFunc(cfg.Clients, func(cc issuer.ClientConfig) bool { return cc.ClientID == "connect" })
+				}
+			})
+			if a := introspect(t, s, "both-api", bothAPISec, tok); a.raw != inactiveAnswer {
+				t.Errorf("%s", a.raw)
+			}
+		})
+	}
+}
+
+// TestRedTeamOtherAPIsLearnNothing: a token of a client, asked about by an
+// API resource that owns none of its scopes, is exactly inactive before
+// and after a reload; one that shares a scope is told of that scope
+// alone, and of nothing after the client lost it.
+func TestRedTeamOtherAPIsLearnNothing(t *testing.T) {
+	s := newServer(t, withTwoScopeAPIs)
+	for _, tok := range []string{
+		tokenFor(t, s, "ref", refSecret, "scope", scope.AdminWebAPI),
+		tokenFor(t, s, "admin", adminSecret, "scope", scope.AdminWebAPI),
+	} {
+		if a := introspect(t, s, "connect-api", connectAPISec, tok); a.raw != inactiveAnswer {
+			t.Errorf("connect-api about a token of %s alone: %s", scope.AdminWebAPI, a.raw)
+		}
+	}
+	tok := tokenFor(t, s, "ref-both", refSecret, "scope", scope.ConnectWebAPI+" "+scope.AdminWebAPI)
+	if a := introspect(t, s, "connect-api", connectAPISec, tok); a.body["scope"] != scope.ConnectWebAPI {
+		t.Errorf("connect-api: %s, want %s alone", a.raw, scope.ConnectWebAPI)
+	}
+	reload(t, s, func(c *issuer.Config) {
+		i := slices.IndexFunc(c.Clients, func(cc issuer.ClientConfig) bool { return cc.ClientID == "ref-both" })
+		c.Clients[i].Scopes = []string{scope.AdminWebAPI}
+	})
+	if a := introspect(t, s, "connect-api", connectAPISec, tok); a.raw != inactiveAnswer {
+		t.Errorf("connect-api after the client lost %s: %s", scope.ConnectWebAPI, a.raw)
+	}
+}
+
+// TestRedTeamReloadUnderIntrospectionLoad: while workers introspect a
+// removed-to-be client's reference token and JWT in a loop, a reload
+// removes it; every introspection that starts once the reload has
+// returned (and each worker has finished the one it was in) answers
+// exactly inactive, however many there are.
+func TestRedTeamReloadUnderIntrospectionLoad(t *testing.T) {
+	s := newServer(t, withTwoScopeAPIs)
+	ref := tokenFor(t, s, "ref-both", refSecret, "scope", scope.AdminWebAPI)
+	jwt := tokenFor(t, s, "connect", connectSecret, "scope", scope.AdminWebAPI)
+	var after atomic.Bool
+	var checked, active atomic.Int64
+	var mu sync.Mutex
+	var seen []string
+	l := startLoad(4, func() {
+		counting := after.Load()
+		for _, tok := range []string{ref, jwt} {
+			raw, err := s.iss.IntrospectToken(context.Background(), "both-api", tok)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if counting {
+				checked.Add(1)
+				if string(raw) != inactiveAnswer {
+					active.Add(1)
+					mu.Lock()
+					seen = append(seen, string(raw))
+					mu.Unlock()
+				}
+			}
+		}
+	})
+	l.settle()
+	reload(t, s, func(c *issuer.Config) {
+		c.Clients = slices.DeleteFunc(c.Clients, func(cc issuer.ClientConfig) bool { return cc.ClientID == "ref-both" || cc.ClientID == "connect" })
+	})
+	l.settle() // every worker finished the introspection it was in
+	after.Store(true)
+	l.settle()
+	l.settle()
+	l.end()
+	if checked.Load() == 0 || active.Load() != 0 {
+		t.Fatalf("%d of %d introspections after the reload answered active: %v", active.Load(), checked.Load(), seen)
+	}
+}
+
+// TestRedTeamAudienceTakenFromAClient (finding F1): a reload that takes
+// an audience from a client (it may no longer ask for resource
+// https://api.example/orders) leaves its reference tokens and JWTs for
+// that resource active at introspection, aud and all, for up to their
+// lifetime (a day at most). Scopes are filtered by the client's current
+// registration (answer), audiences are not. Wanted: a token whose aud
+// holds a resource the client may no longer ask for is inactive (or its
+// aud filtered, and inactive when nothing is left).
+func TestRedTeamAudienceTakenFromAClient(t *testing.T) {
+	skipFinding(t, "F1: an audience taken from a client stays in its tokens' introspection answers")
+	for _, kind := range []string{"reference", "jwt"} {
+		t.Run(kind, func(t *testing.T) {
+			aud := func(c *issuer.Config, auds ...string) {
+				withTwoScopeAPIs(c)
+				c.Clients = append(c.Clients, issuer.ClientConfig{ClientID: "multi", SecretHashes: []string{secret.HashSHA256("multi-secret").String()},
+					Scopes: []string{scope.AdminWebAPI}, AccessTokenType: kind, Audience: auds})
+			}
+			s := newServer(t, func(c *issuer.Config) { aud(c, ordersAPI, billingAPI) })
+			tok := tokenFor(t, s, "multi", "multi-secret", "scope", scope.AdminWebAPI, "resource", ordersAPI)
+			if a := introspect(t, s, "admin-api", adminAPISec, tok); a.body["active"] != true {
+				t.Fatalf("before: %s", a.raw)
+			}
+			cfg := testConfig(s.issuerURL())
+			aud(cfg, billingAPI) // ordersAPI taken
+			if err := s.iss.Reload(cfg); err != nil {
+				t.Fatal(err)
+			}
+			a := introspect(t, s, "admin-api", adminAPISec, tok)
+			if a.raw != inactiveAnswer {
+				t.Errorf("after %s was taken from the client, its token for it still introspects %s", ordersAPI, a.raw)
+			}
+		})
+	}
+}
+
+// gatedStore is a tokenstore.Memory whose Get, once armed, tells the test
+// it was entered and waits for the test to let it answer: a store that
+// answers slowly (Redis within its 150 ms bound), at a moment the test
+// chooses.
+type gatedStore struct {
+	*tokenstore.Memory
+	armed   atomic.Bool
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (g *gatedStore) Get(ctx context.Context, k tokenstore.Key, now time.Time) (tokenstore.Grant, bool, error) {
+	if g.armed.CompareAndSwap(true, false) {
+		close(g.entered)
+		<-g.release
+	}
+	return g.Memory.Get(ctx, k, now)
+}
+
+// TestRedTeamIntrospectionInFlightAcrossAReload (finding F2,
+// informational): an introspection that authenticated before a reload
+// that removes the client, and whose store look-up answers after the
+// reload returned, answers active with the removed client's scopes: it
+// decides on the configuration it started with. The window is one
+// request (a store call, at most 150 ms with Redis, plus the API's
+// authentication, which a bcrypt hash and the failure floor can make
+// long), and an Introspector may then cache the answer for CacheMaxAge.
+// Reload's godoc promises the change only for requests that start after
+// it returns, so this is within the letter of the contract; SECURITY.md
+// says a token ends "once that replica has reloaded". Wanted: answer
+// reads the clients of the configuration current when it decides
+// (iss.current() after the look-up), not the one of the request's start.
+func TestRedTeamIntrospectionInFlightAcrossAReload(t *testing.T) {
+	skipFinding(t, "F2: an introspection in flight across a reload answers by the configuration it started with")
+	g := &gatedStore{Memory: tokenstore.NewMemory(0), entered: make(chan struct{}), release: make(chan struct{})}
+	s := newServer(t, withTwoScopeAPIs, issuer.WithTokenStore(g))
+	tok := tokenFor(t, s, "ref-both", refSecret, "scope", scope.AdminWebAPI)
+	g.armed.Store(true)
+	done := make(chan answer, 1)
+	go func() { done <- introspect(t, s, "both-api", bothAPISec, tok) }()
+	<-g.entered
+	reload(t, s, func(c *issuer.Config) {
+		c.Clients = slices.DeleteFunc(c.Clients, func(cc issuer.ClientConfig) bool { return cc.ClientID == "ref-both" })
+	})
+	close(g.release) // the reload has returned: the answer comes after it
+	if a := <-done; a.raw != inactiveAnswer {
+		t.Fatalf("an introspection answered after the reload that removed the client: %s", a.raw)
+	}
+}
+
+// TestRedTeamRequireDPoPTurnedOn (finding F1, the same gap): a reload that
+// turns requireDPoP on for a client (its bearer tokens leaked, say)
+// leaves the bearer tokens it was issued before active at introspection,
+// token_type Bearer, until their exp: stillIssued asks whether the
+// client would still be issued a token of that kind (reference or JWT),
+// not whether it would still be issued one unbound. Wanted: a token
+// without cnf of a client that now requires DPoP is inactive, as one of
+// the wrong kind is.
+func TestRedTeamRequireDPoPTurnedOn(t *testing.T) {
+	skipFinding(t, "F1: requireDPoP turned on leaves the client's bearer tokens active")
+	s := newServer(t, withTwoScopeAPIs)
+	for _, c := range []struct{ client, pass string }{{"ref-both", refSecret}, {"connect", connectSecret}} {
+		tok := tokenFor(t, s, c.client, c.pass, "scope", scope.AdminWebAPI)
+		reload(t, s, func(cfg *issuer.Config) {
+			i := slices.IndexFunc(cfg.Clients, func(cc issuer.ClientConfig) bool { return cc.ClientID == c.client })
+			cfg.Clients[i].RequireDPoP = true
+		})
+		if a := introspect(t, s, "both-api", bothAPISec, tok); a.raw != inactiveAnswer {
+			t.Errorf("%s's bearer token, after requireDPoP was turned on: %s", c.client, a.raw)
+		}
+		reload(t, s, nil)
+	}
+}
