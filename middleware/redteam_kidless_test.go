@@ -15,7 +15,6 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/idsauth/idsauth/internal/clientauth"
-	"github.com/idsauth/idsauth/internal/dpoptest"
 	"github.com/idsauth/idsauth/internal/jwktest"
 	"github.com/idsauth/idsauth/internal/keys"
 	"github.com/idsauth/idsauth/issuer"
@@ -280,7 +279,7 @@ func TestRedTeamForgedTokensOnTheOtherPaths(t *testing.T) {
 	api := httptest.NewUnstartedServer(nil)
 	api.Start()
 	t.Cleanup(api.Close)
-	api.Config.Handler = middleware.RequireBearerWithConfig(v, middleware.BearerConfig{DPoP: dpoptest.New(t, middleware.DPoPConfig{PublicURL: api.URL})})(
+	api.Config.Handler = middleware.RequireBearerWithConfig(v, middleware.BearerConfig{DPoP: newDPoP(t, middleware.DPoPConfig{PublicURL: api.URL})})(
 		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "in") }))
 	forged := jwktest.Sign(t, jwktest.NewKey(t, "ES256"), map[string]any{"kid": k.KID},
 		jwktest.With(jwktest.Claims(j.Issuer(), scope.AdminWebAPI, time.Hour), "cnf", map[string]string{"jkt": jkt}))
