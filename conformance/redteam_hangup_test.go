@@ -3,7 +3,6 @@ package conformance
 import (
 	"bufio"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -15,26 +14,13 @@ import (
 	"github.com/idsauth/idsauth/internal/redistest"
 )
 
-// skipFinding skips a test of an open red-team finding unless
-// IDSAUTH_REDTEAM_FINDINGS is set; whoever fixes the finding removes it.
-func skipFinding(t *testing.T, finding string) {
-	t.Helper()
-	if os.Getenv("IDSAUTH_REDTEAM_FINDINGS") == "" {
-		t.Skip("open red-team finding (set IDSAUTH_REDTEAM_FINDINGS=1 to see it fail): " + finding)
-	}
-}
-
-// TestRedTeamServeHangupDuringTheDrain (finding F8): serve handles SIGHUP
-// only from the moment it starts listening until a stop begins
-// (serving.OnHangup stops listening for it when the context ends). Go's
-// default for SIGHUP is to end the process. So a SIGHUP during the drain
-// (a configuration push that meets a rolling restart) kills serve at
-// once: the requests in flight that the drain promised to finish are cut
-// off, and the exit is "signal: hangup", neither 0 nor 1. Wanted: SIGHUP
-// is caught (and ignored, or logged) for the life of the process, from
-// before the configuration is read to the end of the drain.
+// TestRedTeamServeHangupDuringTheDrain (finding F8, fixed): Go's default
+// for SIGHUP is to end the process, and serve caught it only while it
+// served, so a SIGHUP during the drain (a configuration push that meets a
+// rolling restart) cut off the requests the drain promised to finish.
+// SIGHUP is now caught for the command's whole life, and ignored (with a
+// log line) while it starts or stops.
 func TestRedTeamServeHangupDuringTheDrain(t *testing.T) {
-	skipFinding(t, "F8: a SIGHUP during the drain (or the start) ends serve at once")
 	d := newDeployment(t, "reporting")
 	r := start(t, nil, "-addr", "127.0.0.1:0", "-ops-addr", "127.0.0.1:0", "-config", filepath.Join(d.dir, "idsauth.json"))
 	finish := halfRequest(t, r.base, "grant_type=client_credentials&scope=pd_AdminWebApi&client_id=reporting&client_secret="+d.secrets["reporting"])
@@ -50,12 +36,11 @@ func TestRedTeamServeHangupDuringTheDrain(t *testing.T) {
 	}
 }
 
-// TestRedTeamServeHangupDuringTheStart (finding F8): while serve waits at
-// start for its token store's Redis (up to five seconds when Redis hangs:
-// a paused redis-server here), a SIGHUP ends it, where it would have
-// started (with a warning) once the wait ran out.
+// TestRedTeamServeHangupDuringTheStart (finding F8, fixed): while serve
+// waits at start for its token store's Redis (up to five seconds when
+// Redis hangs: a paused redis-server here), a SIGHUP does not end it: it
+// starts (with a warning) once the wait runs out.
 func TestRedTeamServeHangupDuringTheStart(t *testing.T) {
-	skipFinding(t, "F8: a SIGHUP during the start ends serve at once")
 	srv := redistest.Start(t)
 	_, path := referenceDeployment(t, srv.Addr, map[string]any{"allowNoPersistence": true})
 	srv.Pause(t)

@@ -88,7 +88,13 @@ func serve(ctx context.Context, e env, args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	return runServe(ctx, f, logger, e)
+	// SIGHUP is caught for the command's whole life, not only while it
+	// serves: Go's default for it ends the process, and a configuration
+	// push that meets a start or a stop must not cut requests off.
+	hangups := make(chan os.Signal, 1)
+	signal.Notify(hangups, syscall.SIGHUP)
+	defer signal.Stop(hangups)
+	return runServe(ctx, f, logger, e, hangups)
 }
 
 // fromEnv sets every flag not given on the command line from its
@@ -151,8 +157,11 @@ type server struct {
 	version, revision, goVers string
 }
 
-func runServe(ctx context.Context, f serveFlags, logger *slog.Logger, e env) error {
+func runServe(ctx context.Context, f serveFlags, logger *slog.Logger, e env, hangups <-chan os.Signal) error {
 	s := &server{file: f.config, metrics: metrics.New(), logger: logger}
+	done := make(chan struct{})
+	defer close(done)
+	go s.onHangups(done, hangups)
 	s.version, s.revision, s.goVers = buildInfo()
 	cfg, err := loadServeConfig(f.config)
 	if err != nil {
@@ -214,7 +223,6 @@ func runServe(ctx context.Context, f serveFlags, logger *slog.Logger, e env) err
 		logger.Info("operations endpoints", slog.String("addr", oln.Addr().String()),
 			slog.String("paths", "/healthz /readyz /metrics"))
 	}
-	serving.OnHangup(ctx, s.reload)
 	srv := serving.NewServer(mux, logger)
 	scheme, tlsConfig := "http", (*tls.Config)(nil)
 	if s.cert != nil {
@@ -240,6 +248,23 @@ func runServe(ctx context.Context, f serveFlags, logger *slog.Logger, e env) err
 	logger.Info("identity service listening", slog.String("addr", scheme+"://"+ln.Addr().String()),
 		slog.String("issuer", s.iss.URL()), slog.String("mount", mount), slog.String("version", s.version))
 	return serving.Serve(serveCtx, srv, ln, tlsConfig, f.drain, logger)
+}
+
+// onHangups takes every SIGHUP until done closes: a reload while the
+// service is ready, a log line while it starts or stops.
+func (s *server) onHangups(done <-chan struct{}, hangups <-chan os.Signal) {
+	for {
+		select {
+		case <-done:
+			return
+		case <-hangups:
+			if !s.ready.Load() {
+				s.logger.Warn("SIGHUP ignored: the service is starting or stopping; nothing is reloaded")
+				continue
+			}
+			s.reload()
+		}
+	}
 }
 
 // mountPath is the pattern that mounts the issuer at its URL's path.

@@ -95,24 +95,6 @@ func (c *Certificate) TLSConfig() *tls.Config {
 	}
 }
 
-// OnHangup calls reload for every SIGHUP until ctx ends, one call at a
-// time.
-func OnHangup(ctx context.Context, reload func()) {
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	go func() {
-		defer signal.Stop(hup)
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-hup:
-				reload()
-			}
-		}
-	}()
-}
-
 // Serve serves srv on ln (with TLS when tlsConfig is not nil) until ctx
 // ends, then shuts it down: it stops accepting, lets the requests in
 // flight finish for at most drain (DefaultDrainTimeout when zero), then
