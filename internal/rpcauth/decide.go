@@ -59,6 +59,28 @@ type Refusal struct {
 	Kind    Kind
 	Message string
 	Reason  string
+	scope   string // InsufficientScope: the scopes the method needs, space-separated
+}
+
+// Challenge is the WWW-Authenticate value of the refusal, for a protocol
+// whose refusals are HTTP answers (Connect's 401, 403 and 400; RFC 7235
+// §3.1 wants one on every 401): a bare Bearer challenge for no token,
+// with error= and the reason for the others (RFC 6750 §3), and scope=
+// for the scope refusal. Reasons and scopes hold no quote or backslash.
+func (r *Refusal) Challenge(realm string) string {
+	c := `Bearer realm="` + realm + `"`
+	switch r.Kind {
+	case BadRequest:
+		c += `, error="invalid_request", error_description="` + r.Reason + `"`
+	case InvalidToken:
+		c += `, error="invalid_token", error_description="` + r.Reason + `"`
+	case InsufficientScope:
+		c += `, error="insufficient_scope"`
+		if r.scope != "" {
+			c += `, scope="` + r.scope + `"`
+		}
+	}
+	return c
 }
 
 var (

@@ -116,15 +116,17 @@ func newRule(who, field string, scopes []string) (*rule, error) {
 		}
 	}
 	scopes = append([]string(nil), scopes...)
+	need := strings.Join(scopes, " ")
 	return &rule{scopes: scopes, refusal: &Refusal{
-		Kind: InsufficientScope, Message: insufficientScopePrefix + strings.Join(scopes, " "), Reason: "insufficient_scope",
+		Kind: InsufficientScope, Message: insufficientScopePrefix + need, Reason: "insufficient_scope", scope: need,
 	}}, nil
 }
 
-// checkScope refuses a name no token can carry, or a known scope misspelt
-// in case (scope names are case-sensitive: it would never match).
+// checkScope refuses a name no token can carry (RFC 6749 §3.3: printable
+// ASCII but space, '"' and '\'), or a known scope misspelt in case (scope
+// names are case-sensitive: it would never match).
 func checkScope(s string) error {
-	if s == "" || strings.ContainsFunc(s, unicode.IsSpace) {
+	if s == "" || strings.ContainsFunc(s, func(r rune) bool { return r <= ' ' || r > '~' || r == '"' || r == '\\' }) {
 		return fmt.Errorf("%q is not a scope name", s)
 	}
 	for _, known := range scope.All() {

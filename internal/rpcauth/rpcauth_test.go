@@ -25,6 +25,8 @@ func TestNewPolicyRefusesBadSettings(t *testing.T) {
 		{"empty default scopes", rpcauth.Config{DefaultScopes: []string{}}, "DefaultScopes: no scope"},
 		{"a scope misspelt in case", rpcauth.Config{Scopes: map[string][]string{"/pkg.Service/Method": {"pd_AdminWebAPI"}}}, "only in case"},
 		{"a scope with a space", rpcauth.Config{DefaultScopes: []string{"a b"}}, "not a scope name"},
+		{"a scope with a quote", rpcauth.Config{DefaultScopes: []string{`a"b`}}, "not a scope name"},
+		{"a scope with a backslash", rpcauth.Config{DefaultScopes: []string{`a\b`}}, "not a scope name"},
 		{"a method both public and scoped", rpcauth.Config{Public: []string{"/pkg.Service/Method"}, Scopes: map[string][]string{"/pkg.Service/Method": admin}}, "named twice"},
 		{"health public twice", rpcauth.Config{PublicHealth: true, Public: []string{rpcauth.HealthService}}, "named twice"},
 	}
@@ -118,5 +120,28 @@ func TestLoopback(t *testing.T) {
 func TestIsInvalidToken(t *testing.T) {
 	if !rpcauth.IsInvalidToken("invalid_token: expired") || rpcauth.IsInvalidToken(rpcauth.NoTokenMessage) || rpcauth.IsInvalidToken("insufficient_scope: x") {
 		t.Error("IsInvalidToken tells the messages apart wrongly")
+	}
+}
+
+// TestChallenge: the WWW-Authenticate of each refusal, as RFC 6750 §3
+// writes it: bare for no token.
+func TestChallenge(t *testing.T) {
+	p, err := rpcauth.NewPolicy("x", rpcauth.Config{DefaultScopes: []string{scope.AdminWebAPI, scope.ConnectWebAPI}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for authz, want := range map[string]string{
+		"":           `Bearer realm="r"`,
+		"Bearer a b": `Bearer realm="r", error="invalid_request", error_description="reason"`,
+		"Bearer x,y": `Bearer realm="r", error="insufficient_scope", scope="pd_AdminWebApi pd_ConnectWebApi"`,
+	} {
+		var values []string
+		if authz != "" {
+			values = []string{authz}
+		}
+		_, ref := p.Decide(context.Background(), "/a.B/C", values, scopesOnly{})
+		if ref == nil || ref.Challenge("r") != want {
+			t.Errorf("%q: %+v, want the challenge %s", authz, ref, want)
+		}
 	}
 }
