@@ -58,7 +58,7 @@ type Config struct {
 // safe for concurrent use.
 type Interceptor struct {
 	policy *rpcauth.Policy
-	tokens tokens
+	tokens rpcauth.Validator // tokens, boxed once
 }
 
 var _ connect.Interceptor = (*Interceptor)(nil)

@@ -60,7 +60,7 @@ type Config struct {
 // its interceptors. Make one with New; it is safe for concurrent use.
 type Interceptor struct {
 	policy *rpcauth.Policy
-	tokens tokens
+	tokens rpcauth.Validator // tokens, boxed once
 }
 
 // New checks cfg and returns its interceptors. A setting that could never
