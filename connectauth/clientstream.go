@@ -78,8 +78,11 @@ func (s *clientConn) CloseResponse() error { return s.current().CloseResponse() 
 func (s *clientConn) Send(m any) error {
 	s.mu.Lock()
 	cur := s.cur
-	if s.sent == 0 {
+	switch s.sent {
+	case 0:
 		s.first = m
+	case 1:
+		s.first = nil // a second message: no retry now, nothing to keep
 	}
 	s.sent++
 	first := s.sent == 1
@@ -118,7 +121,7 @@ func (s *clientConn) Receive(m any) error {
 func (s *clientConn) markReceived(err error) {
 	if err == nil {
 		s.mu.Lock()
-		s.received = true
+		s.received, s.first = true, nil
 		s.mu.Unlock()
 	}
 }

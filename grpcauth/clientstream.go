@@ -57,8 +57,11 @@ func (s *clientStream) Context() context.Context     { return s.current().Contex
 func (s *clientStream) SendMsg(m any) error {
 	s.mu.Lock()
 	cur := s.cur
-	if s.sent == 0 {
+	switch s.sent {
+	case 0:
 		s.first = m
+	case 1:
+		s.first = nil // a second message: no retry now, nothing to keep
 	}
 	s.sent++
 	first := s.sent == 1
@@ -83,7 +86,7 @@ func (s *clientStream) RecvMsg(m any) error {
 	err := cur.RecvMsg(m)
 	if err == nil {
 		s.mu.Lock()
-		s.received = true
+		s.received, s.first = true, nil
 		s.mu.Unlock()
 		return nil
 	}
@@ -97,7 +100,7 @@ func (s *clientStream) RecvMsg(m any) error {
 	err = next.RecvMsg(m)
 	if err == nil {
 		s.mu.Lock()
-		s.received = true
+		s.received, s.first = true, nil
 		s.mu.Unlock()
 	}
 	return err
