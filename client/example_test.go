@@ -121,3 +121,39 @@ func ExampleConfig_TokenSource() {
 	hc := oauth2.NewClient(context.Background(), ts)
 	_ = hc
 }
+
+// Tokens is for a caller that sends the token itself and reads the answer:
+// on invalid_token it drops the token it sent and retries once with a new
+// one, never the same. The gRPC and Connect modules
+// (github.com/idsauth/idsauth/grpcauth, .../connectauth) do this for you.
+func ExampleConfig_Tokens() {
+	base := startExampleService()
+	defer base.Close()
+	cfg := client.Config{ClientID: "demo-admin", ClientSecret: "demo-admin-secret", BaseURL: base.URL, Scopes: []string{scope.AdminWebAPI}}
+	ctx := context.Background()
+	toks := cfg.Tokens(ctx)
+
+	call := func(token string) int {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base.URL+"/webapi/api/v3/demo/Admin/Users", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			log.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	tok, err := toks.Token(ctx)
+	if err != nil {
+		log.Fatal(err) // a *client.TokenError
+	}
+	status := call(tok.AccessToken)
+	if status == http.StatusUnauthorized { // with error="invalid_token"
+		toks.Drop(tok.AccessToken)
+		if fresh, err := toks.Token(ctx); err == nil && fresh.AccessToken != tok.AccessToken {
+			status = call(fresh.AccessToken)
+		}
+	}
+	fmt.Println(status)
+	// Output: 200
+}

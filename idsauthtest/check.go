@@ -1,15 +1,14 @@
 package idsauthtest
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
-	"strconv"
 	"strings"
 
+	"github.com/idsauth/idsauth/internal/tokenecho"
 	"github.com/idsauth/idsauth/scope"
 )
 
@@ -100,66 +99,14 @@ func (p *problems) refusal(a answer, token string) {
 }
 
 // echoes reports an answer (its headers or body; net/http writes the
-// status line's text itself) that holds any part of the token: the start
-// or end of any of its three segments, its header or payload decoded, or
-// a claim or header value a token carries that nothing else would: its
-// jti, sub, client_id and kid.
+// status line's text itself) that holds any part of the token (see
+// tokenecho.Parts).
 func echoes(p *problems, a answer, token string) {
 	var h strings.Builder
 	_ = a.header.Write(&h)
-	answerText := h.String() + "\n" + a.body
-	for _, part := range tokenParts(token) {
-		if strings.Contains(answerText, part.text) {
-			p.addf("the answer echoes the token's %s", part.name)
-			return
-		}
+	if part := tokenecho.Find(h.String()+"\n"+a.body, token); part != "" {
+		p.addf("the answer echoes the token's %s", part)
 	}
-}
-
-type tokenPart struct{ name, text string }
-
-// tokenParts are the pieces of token an answer must not hold: each long
-// enough (8 characters or more) that finding it is no accident.
-func tokenParts(token string) []tokenPart {
-	var parts []tokenPart
-	add := func(name, text string) {
-		if len(text) >= 8 {
-			parts = append(parts, tokenPart{name, text})
-		}
-	}
-	segs := strings.Split(token, ".")
-	names := []string{"header", "payload", "signature"}
-	for i, s := range segs {
-		name := "segment"
-		if i < len(names) && len(segs) == 3 {
-			name = names[i]
-		}
-		const n = 16
-		if len(s) > n {
-			add(name+" (its start)", s[:n])
-			add(name+" (its end)", s[len(s)-n:])
-		} else {
-			add(name, s)
-		}
-		if i > 1 {
-			continue
-		}
-		raw, err := base64.RawURLEncoding.DecodeString(s)
-		if err != nil {
-			continue
-		}
-		var fields map[string]any
-		if json.Unmarshal(raw, &fields) != nil {
-			continue
-		}
-		add(name+" decoded", string(raw))
-		for _, k := range []string{"jti", "sub", "client_id", "kid"} {
-			if v, ok := fields[k].(string); ok {
-				add(k+" "+strconv.Quote(v), v)
-			}
-		}
-	}
-	return parts
 }
 
 // otherScope returns a scope the issuer knows that is none of need: one

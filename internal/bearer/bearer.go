@@ -32,7 +32,13 @@ func Token(r *http.Request) (string, error) {
 // scheme Bearer or, when dpop is set, DPoP (RFC 9449 §7.1), and whether
 // it was DPoP; any other scheme is ErrMissing. The rules are Token's.
 func Parse(r *http.Request, dpop bool) (token string, isDPoP bool, _ error) {
-	values := r.Header.Values("Authorization")
+	return FromValues(r.Header.Values("Authorization"), dpop)
+}
+
+// FromValues is Parse for the values of an Authorization header however
+// they came: a gRPC call's "authorization" metadata, a Connect request's
+// header. The rules are Token's.
+func FromValues(values []string, dpop bool) (token string, isDPoP bool, _ error) {
 	switch len(values) {
 	case 0:
 		return "", false, ErrMissing

@@ -17,11 +17,12 @@ import (
 	"golang.org/x/mod/zip"
 )
 
-// TestPublishedModulesInstall publishes the three modules at the version
+// TestPublishedModulesInstall publishes the modules at the version
 // of CHANGELOG.md's newest release into a file-based module proxy, then, in
 // a fresh module outside the repository, with no replace directive, gets
 // each of them, builds and runs a program that imports middleware, issuer,
-// client, redisstore and idsauthotel (testdata/consumer), and installs and
+// client, redisstore, idsauthotel, grpcauth and connectauth
+// (testdata/consumer), and installs and
 // runs the idsauth command at that version, as the README tells users to.
 //
 // It fails when a published go.mod requires a version of another that is
@@ -105,6 +106,10 @@ metric idsauth.rejections: 1
 spans idsauth.token: 1
 spans idsauth.validate: 1
 redisstore without Redis: decided in memory: true
+grpc without a token: Unauthenticated "no bearer token"
+grpc with client's token: "reporting"
+connect without a token: unauthenticated "no bearer token"
+connect with client's token: "reporting"
 `
 		if got != want {
 			t.Errorf("the consumer printed:\n%s\nwant:\n%s", got, want)

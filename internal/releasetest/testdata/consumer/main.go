@@ -2,8 +2,10 @@
 // user builds one: an issuer whose failure budgets are kept in Redis (by
 // redisstore) and whose events are OpenTelemetry metrics and spans (by
 // idsauthotel), an Admin API route behind middleware, and a caller with
-// client. TestPublishedModulesInstall builds it in a fresh module, against
-// the modules in a file-based proxy.
+// client; a gRPC service behind grpcauth and a Connect handler behind
+// connectauth, called with and without the client's token.
+// TestPublishedModulesInstall builds it in a fresh module, against the
+// modules in a file-based proxy.
 //
 // The Redis it is given does not listen, so redisstore falls back to
 // budgets in memory (FailOpen): nothing outside the process is needed.
@@ -12,6 +14,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -21,13 +24,22 @@ import (
 	"os"
 	"strings"
 
+	"connectrpc.com/connect"
 	"github.com/redis/go-redis/v9"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/idsauth/idsauth/client"
+	"github.com/idsauth/idsauth/connectauth"
+	"github.com/idsauth/idsauth/grpcauth"
 	"github.com/idsauth/idsauth/idsauthotel"
 	"github.com/idsauth/idsauth/issuer"
 	"github.com/idsauth/idsauth/middleware"
@@ -145,6 +157,97 @@ func run(out io.Writer) error {
 		return fmt.Errorf("redisstore reached a Redis that does not listen: %+v", st)
 	}
 	fmt.Fprintf(out, "redisstore without Redis: decided in memory: %t\n", st.Fallback > 0)
+
+	if err := callGRPC(ctx, out, v, cfg); err != nil {
+		return err
+	}
+	return callConnect(ctx, out, v, cfg)
+}
+
+// callGRPC serves the health service behind grpcauth on loopback and
+// calls it without a token, then with the client's.
+func callGRPC(ctx context.Context, out io.Writer, v middleware.TokenValidator, cfg client.Config) error {
+	auth, err := grpcauth.New(grpcauth.Config{Validator: v, DefaultScopes: []string{scope.AdminWebAPI}})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	who := make(chan string, 1)
+	srv := grpc.NewServer(append(auth.ServerOptions(), grpc.ChainUnaryInterceptor(
+		func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+			if c, ok := middleware.ClaimsFrom(ctx); ok {
+				who <- c.ClientID
+			}
+			return h(ctx, req)
+		}))...)
+	healthpb.RegisterHealthServer(srv, health.NewServer())
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Stop()
+
+	plain, err := grpc.NewClient("passthrough:///"+ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return err
+	}
+	defer plain.Close()
+	_, err = healthpb.NewHealthClient(plain).Check(ctx, &healthpb.HealthCheckRequest{})
+	st := status.Convert(err)
+	fmt.Fprintf(out, "grpc without a token: %s %q\n", st.Code(), st.Message())
+
+	creds, err := grpcauth.NewCredentials(ctx, grpcauth.ClientConfig{Tokens: &cfg, InsecureLoopback: true})
+	if err != nil {
+		return err
+	}
+	conn, err := grpc.NewClient("passthrough:///"+ln.Addr().String(), append(creds.DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if _, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{}); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "grpc with client's token: %q\n", <-who)
+	return nil
+}
+
+// callConnect serves a Connect procedure behind connectauth and calls it
+// without a token, then with the client's.
+func callConnect(ctx context.Context, out io.Writer, v middleware.TokenValidator, cfg client.Config) error {
+	auth, err := connectauth.New(connectauth.Config{Validator: v, DefaultScopes: []string{scope.AdminWebAPI}})
+	if err != nil {
+		return err
+	}
+	const procedure = "/consumer.v1.WhoService/Who"
+	mux := http.NewServeMux()
+	mux.Handle(procedure, connect.NewUnaryHandler(procedure,
+		func(ctx context.Context, _ *connect.Request[wrapperspb.StringValue]) (*connect.Response[wrapperspb.StringValue], error) {
+			c, _ := middleware.ClaimsFrom(ctx)
+			return connect.NewResponse(wrapperspb.String(c.ClientID)), nil
+		}, connect.WithInterceptors(auth)))
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+
+	plain := connect.NewClient[wrapperspb.StringValue, wrapperspb.StringValue](http.DefaultClient, srv.URL+procedure)
+	_, err = plain.CallUnary(ctx, connect.NewRequest(wrapperspb.String("")))
+	var ce *connect.Error
+	if !errors.As(err, &ce) {
+		return fmt.Errorf("connect without a token: %v", err)
+	}
+	fmt.Fprintf(out, "connect without a token: %s %q\n", ce.Code(), ce.Message())
+
+	cfg.Origins = []string{srv.URL}
+	ic, err := connectauth.NewClientInterceptor(ctx, connectauth.ClientConfig{Tokens: &cfg, InsecureLoopback: true})
+	if err != nil {
+		return err
+	}
+	authed := connect.NewClient[wrapperspb.StringValue, wrapperspb.StringValue](http.DefaultClient, srv.URL+procedure, connect.WithInterceptors(ic))
+	resp, err := authed.CallUnary(ctx, connect.NewRequest(wrapperspb.String("")))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "connect with client's token: %q\n", resp.Msg.GetValue())
 	return nil
 }
 

@@ -1,0 +1,35 @@
+// Package connectauth protects Connect handlers with idsauth's contract
+// ([the contract] §1 and its Connect table), and makes a Connect client
+// send the client's tokens: the same validators, scopes and refusals as
+// grpcauth, as a connect.Interceptor.
+//
+// The handler side checks every call, unary and streaming, before the
+// handler runs: the token comes from the Authorization header (the Bearer
+// scheme, one header, no space inside the token), the procedure's scopes
+// from a table of procedure names with a default; a procedure the table
+// names nowhere is refused (fail closed). The validated claims are in the
+// handler's context, read by the HTTP side's accessor,
+// middleware.ClaimsFrom.
+//
+//	auth, err := connectauth.New(connectauth.Config{
+//		Validator:     v, // a *middleware.Validator
+//		DefaultScopes: []string{scope.AdminWebAPI},
+//	})
+//	mux.Handle(greetv1connect.NewGreetServiceHandler(svc, connect.WithInterceptors(auth)))
+//
+// The answers, with Connect's codes: no token, CodeUnauthenticated "no
+// bearer token"; a token that fails validation, CodeUnauthenticated
+// "invalid_token: <reason>"; two Authorization headers or a space inside
+// the token, CodeInvalidArgument "invalid_request: <reason>"; a token
+// without the scope, CodePermissionDenied "insufficient_scope: <scopes>".
+// Each carries the RFC 6750 WWW-Authenticate challenge in its metadata,
+// which the Connect protocol sends as a header of its 401, 400 or 403. No
+// message holds any part of a token.
+//
+// The client side is ClientInterceptor: it adds the client's token to
+// the calls to the service's origins, and retries a call once with a new
+// token when the handler answers "invalid_token", as
+// client.Config.Client does for HTTP.
+//
+// [the contract]: https://github.com/idsauth/idsauth/blob/main/docs/CONTRACT.md
+package connectauth

@@ -1,0 +1,134 @@
+package connectauth
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+
+	"connectrpc.com/connect"
+
+	"github.com/idsauth/idsauth/internal/rpcauth"
+	"github.com/idsauth/idsauth/middleware"
+)
+
+// Config says how a handler's calls are checked. Every procedure is named
+// here, as public or with its scopes, or takes DefaultScopes; without
+// DefaultScopes, a procedure named nowhere is refused to every caller, so
+// that a procedure added later stays closed until someone decides who may
+// call it.
+type Config struct {
+	// Validator checks each token: a *middleware.Validator (JWTs), a
+	// *middleware.Introspector (reference tokens), or
+	// middleware.JWTOrReference of both, as for an HTTP route. Required.
+	Validator middleware.TokenValidator
+
+	// Scopes maps a procedure, "/package.Service/Method", or a whole
+	// service, "/package.Service/", to the scopes a call needs: any one of
+	// them admits it. A procedure's own entry comes before its service's.
+	// Each list holds at least one scope.
+	Scopes map[string][]string
+
+	// DefaultScopes are the scopes of a procedure that neither Scopes nor
+	// Public names. Nil refuses such a procedure with
+	// CodePermissionDenied, whatever the token (fail closed).
+	DefaultScopes []string
+
+	// Public are procedures or whole services served without a token: the
+	// interceptor passes their calls untouched (no claims in the
+	// context). Nil means none.
+	Public []string
+	// PublicHealth serves the gRPC health checking service
+	// (grpc.health.v1.Health, connectrpc.com/grpchealth) without a token.
+	// False checks it like any other service.
+	PublicHealth bool
+	// PublicReflection serves server reflection (grpc.reflection.v1 and
+	// v1alpha, connectrpc.com/grpcreflect) without a token. It tells
+	// anyone the service's whole API. False checks it like any other.
+	PublicReflection bool
+
+	// Logger logs every refused call at Info level: the procedure, the
+	// code and the reason (a fixed code such as "expired"), never the
+	// token. Nil logs nothing.
+	Logger *slog.Logger
+}
+
+// Interceptor checks the calls of Connect handlers: give it to
+// connect.WithInterceptors. It checks handler calls only (a client's
+// calls pass untouched: see ClientInterceptor). Make one with New; it is
+// safe for concurrent use.
+type Interceptor struct {
+	policy *rpcauth.Policy
+	tokens rpcauth.Validator // tokens, boxed once
+}
+
+var _ connect.Interceptor = (*Interceptor)(nil)
+
+// New checks cfg and returns its interceptor. A setting that could never
+// do what it says is an error: a name that is not a procedure or a
+// service, a procedure without scopes, a scope that no token can carry or
+// that differs from a known one only in case, a procedure both public and
+// scoped.
+func New(cfg Config) (*Interceptor, error) {
+	if cfg.Validator == nil {
+		return nil, errors.New("connectauth.Config.Validator is nil")
+	}
+	p, err := rpcauth.NewPolicy("connectauth.Config", rpcauth.Config{
+		Scopes: cfg.Scopes, DefaultScopes: cfg.DefaultScopes,
+		Public: cfg.Public, PublicHealth: cfg.PublicHealth, PublicReflection: cfg.PublicReflection,
+		Logger: cfg.Logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Interceptor{policy: p, tokens: tokens{cfg.Validator}}, nil
+}
+
+// WrapUnary checks a unary call and gives the handler a context with the
+// token's claims (middleware.ClaimsFrom), or answers the refusal.
+func (i *Interceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
+	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+		if req.Spec().IsClient {
+			return next(ctx, req)
+		}
+		ctx, ref := i.policy.Decide(ctx, req.Spec().Procedure, req.Header().Values("Authorization"), i.tokens)
+		if ref != nil {
+			return nil, refusal(ref)
+		}
+		return next(ctx, req)
+	}
+}
+
+// WrapStreamingClient leaves a client's streams alone.
+func (i *Interceptor) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
+	return next
+}
+
+// WrapStreamingHandler checks a streaming call before the handler runs,
+// and gives the handler a context with the token's claims, or answers the
+// refusal.
+func (i *Interceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
+	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
+		ctx, ref := i.policy.Decide(ctx, conn.Spec().Procedure, conn.RequestHeader().Values("Authorization"), i.tokens)
+		if ref != nil {
+			return refusal(ref)
+		}
+		return next(ctx, conn)
+	}
+}
+
+// refusal is a refusal's error, with its challenge and, as every HTTP
+// refusal of the contract, Cache-Control: no-store (a Connect GET may be
+// cached).
+func refusal(r *rpcauth.Refusal) error {
+	code := connect.CodeUnauthenticated
+	switch r.Kind {
+	case rpcauth.BadRequest:
+		code = connect.CodeInvalidArgument
+	case rpcauth.InsufficientScope:
+		code = connect.CodePermissionDenied
+	}
+	err := connect.NewError(code, errors.New(r.Message))
+	err.Meta().Set("WWW-Authenticate", r.Challenge(realm))
+	err.Meta().Set("Cache-Control", "no-store")
+	return err
+}

@@ -1,0 +1,27 @@
+module github.com/idsauth/idsauth/grpcauth
+
+go 1.25.0
+
+require (
+	github.com/idsauth/idsauth v0.1.0
+	google.golang.org/grpc v1.84.0
+)
+
+require (
+	github.com/MicahParks/jwkset v0.11.3 // indirect
+	github.com/MicahParks/keyfunc/v3 v3.9.0 // indirect
+	github.com/golang-jwt/jwt/v5 v5.3.1 // indirect
+	golang.org/x/crypto v0.55.0 // indirect
+	golang.org/x/net v0.58.0 // indirect
+	golang.org/x/oauth2 v0.36.0 // indirect
+	golang.org/x/sys v0.47.0 // indirect
+	golang.org/x/text v0.41.0 // indirect
+	golang.org/x/time v0.15.0 // indirect
+	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1 // indirect
+	google.golang.org/protobuf v1.36.12 // indirect
+)
+
+// Inside the repository the root module is the working tree. A build of
+// this module as a dependency ignores the replace and takes the version
+// required above, which must be tagged first (RELEASING.md).
+replace github.com/idsauth/idsauth => ../

@@ -1,0 +1,136 @@
+package grpcauth
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/idsauth/idsauth/internal/rpcauth"
+	"github.com/idsauth/idsauth/middleware"
+)
+
+// Config says how a server's calls are checked. Every method the server
+// serves is named here, as public or with its scopes, or takes
+// DefaultScopes; without DefaultScopes, a method named nowhere is refused
+// to every caller, so that a method added to the service later stays
+// closed until someone decides who may call it.
+type Config struct {
+	// Validator checks each token: a *middleware.Validator (JWTs), a
+	// *middleware.Introspector (reference tokens), or
+	// middleware.JWTOrReference of both, as for an HTTP route. Required.
+	Validator middleware.TokenValidator
+
+	// Scopes maps a full method name, "/package.Service/Method", or a
+	// whole service, "/package.Service/", to the scopes a call needs: any
+	// one of them admits it. A method's own entry comes before its
+	// service's. Each list holds at least one scope.
+	Scopes map[string][]string
+
+	// DefaultScopes are the scopes of a method that neither Scopes nor
+	// Public names. Nil refuses such a method with
+	// codes.PermissionDenied, whatever the token (fail closed).
+	DefaultScopes []string
+
+	// Public are full method names or whole services served without a
+	// token: the interceptors pass their calls untouched (no claims in
+	// the context). Nil means none.
+	Public []string
+	// PublicHealth serves the health checking service
+	// (grpc.health.v1.Health) without a token, for load balancers and
+	// orchestrators. False checks it like any other service.
+	PublicHealth bool
+	// PublicReflection serves server reflection (grpc.reflection.v1 and
+	// v1alpha), which tools such as grpcurl use to learn the methods,
+	// without a token. It tells anyone the service's whole API. False
+	// checks it like any other service.
+	PublicReflection bool
+
+	// Logger logs every refused call at Info level: the method, the code
+	// and the reason (a fixed code such as "expired"), never the token.
+	// Nil logs nothing.
+	Logger *slog.Logger
+}
+
+// Interceptor checks the calls of a gRPC server: Unary and Stream are
+// its interceptors. Make one with New; it is safe for concurrent use.
+type Interceptor struct {
+	policy *rpcauth.Policy
+	tokens rpcauth.Validator // tokens, boxed once
+}
+
+// New checks cfg and returns its interceptors. A setting that could never
+// do what it says is an error: a name that is not a full method name or
+// a service, a method without scopes, a scope that no token can carry or
+// that differs from a known one only in case, a method both public and
+// scoped.
+func New(cfg Config) (*Interceptor, error) {
+	if cfg.Validator == nil {
+		return nil, errors.New("grpcauth.Config.Validator is nil")
+	}
+	p, err := rpcauth.NewPolicy("grpcauth.Config", rpcauth.Config{
+		Scopes: cfg.Scopes, DefaultScopes: cfg.DefaultScopes,
+		Public: cfg.Public, PublicHealth: cfg.PublicHealth, PublicReflection: cfg.PublicReflection,
+		Logger: cfg.Logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Interceptor{policy: p, tokens: tokens{cfg.Validator}}, nil
+}
+
+// ServerOptions are the options that install both interceptors, chained
+// after any installed before them: grpc.NewServer(auth.ServerOptions()...).
+func (i *Interceptor) ServerOptions() []grpc.ServerOption {
+	return []grpc.ServerOption{grpc.ChainUnaryInterceptor(i.Unary), grpc.ChainStreamInterceptor(i.Stream)}
+}
+
+// Unary is the grpc.UnaryServerInterceptor: it checks the call and gives
+// the handler a context with the token's claims (middleware.ClaimsFrom),
+// or answers the refusal.
+func (i *Interceptor) Unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	ctx, ref := i.policy.Decide(ctx, info.FullMethod, metadata.ValueFromIncomingContext(ctx, "authorization"), i.tokens)
+	if ref != nil {
+		return nil, refusal(ref)
+	}
+	return handler(ctx, req)
+}
+
+// Stream is the grpc.StreamServerInterceptor: it checks the call before
+// the handler runs, and gives the handler a stream whose Context carries
+// the token's claims, or answers the refusal.
+func (i *Interceptor) Stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	ctx := ss.Context()
+	next, ref := i.policy.Decide(ctx, info.FullMethod, metadata.ValueFromIncomingContext(ctx, "authorization"), i.tokens)
+	if ref != nil {
+		return refusal(ref)
+	}
+	if next == ctx { // a public method
+		return handler(srv, ss)
+	}
+	return handler(srv, &serverStream{ServerStream: ss, ctx: next})
+}
+
+// serverStream is a stream whose Context carries the claims.
+type serverStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (s *serverStream) Context() context.Context { return s.ctx }
+
+// refusal is a refusal's status.
+func refusal(r *rpcauth.Refusal) error {
+	code := codes.Unauthenticated
+	switch r.Kind {
+	case rpcauth.BadRequest:
+		code = codes.InvalidArgument
+	case rpcauth.InsufficientScope:
+		code = codes.PermissionDenied
+	}
+	return status.Error(code, r.Message)
+}

@@ -1,0 +1,149 @@
+package rpcauth
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+
+	"github.com/idsauth/idsauth/internal/bearer"
+	"github.com/idsauth/idsauth/scope"
+)
+
+// Kind is what a refusal is, as both protocols name their codes.
+type Kind int
+
+const (
+	// NoToken: no authorization value, another scheme, or "Bearer" with
+	// nothing after it (HTTP: 401 with a bare challenge).
+	NoToken Kind = iota + 1
+	// BadRequest: two authorization values, or a space inside the token
+	// (HTTP: 400 invalid_request).
+	BadRequest
+	// InvalidToken: a token that fails validation (HTTP: 401
+	// invalid_token).
+	InvalidToken
+	// InsufficientScope: a valid token without the method's scope, or a
+	// method the configuration names nowhere (HTTP: 403
+	// insufficient_scope).
+	InsufficientScope
+)
+
+// String is the code's name in gRPC's and Connect's status lists.
+func (k Kind) String() string {
+	switch k {
+	case NoToken, InvalidToken:
+		return "unauthenticated"
+	case BadRequest:
+		return "invalid_argument"
+	case InsufficientScope:
+		return "permission_denied"
+	}
+	return "unknown"
+}
+
+// The messages of the refusals. Clients match them (InvalidTokenPrefix
+// is what a client retries on), so, like the HTTP side's descriptions,
+// they never change; none holds any part of a token.
+const (
+	NoTokenMessage          = "no bearer token"
+	InvalidTokenPrefix      = "invalid_token: "
+	invalidRequestPrefix    = "invalid_request: "
+	insufficientScopePrefix = "insufficient_scope: "
+	NotConfiguredMessage    = insufficientScopePrefix + "no scope grants this method"
+)
+
+// Refusal is a call refused: its code, its fixed message, and the reason
+// code for a log line.
+type Refusal struct {
+	Kind    Kind
+	Message string
+	Reason  string
+	scope   string // InsufficientScope: the scopes the method needs, space-separated
+}
+
+// Challenge is the WWW-Authenticate value of the refusal, for a protocol
+// whose refusals are HTTP answers (Connect's 401, 403 and 400; RFC 7235
+// §3.1 wants one on every 401): a bare Bearer challenge for no token,
+// with error= and the reason for the others (RFC 6750 §3), and scope=
+// for the scope refusal. Reasons and scopes hold no quote or backslash.
+func (r *Refusal) Challenge(realm string) string {
+	c := `Bearer realm="` + realm + `"`
+	switch r.Kind {
+	case BadRequest:
+		c += `, error="invalid_request", error_description="` + r.Reason + `"`
+	case InvalidToken:
+		c += `, error="invalid_token", error_description="` + r.Reason + `"`
+	case InsufficientScope:
+		c += `, error="insufficient_scope"`
+		if r.scope != "" {
+			c += `, scope="` + r.scope + `"`
+		}
+	}
+	return c
+}
+
+var (
+	noToken       = &Refusal{Kind: NoToken, Message: NoTokenMessage, Reason: "no_token"}
+	notConfigured = &Refusal{Kind: InsufficientScope, Message: NotConfiguredMessage, Reason: "not_configured"}
+)
+
+// IsInvalidToken reports whether a refusal's message (an Unauthenticated
+// status's) says the token failed validation: the answer a client
+// retries once with a new token.
+func IsInvalidToken(message string) bool {
+	return strings.HasPrefix(message, InvalidTokenPrefix)
+}
+
+// Validator is the token-checking package as a module adapts it: the one
+// place where that package's names are used.
+type Validator interface {
+	// Validate checks token and returns the context the handler gets
+	// (carrying the claims, for the HTTP side's accessor) and the token's
+	// scopes; or the error of the refusal.
+	Validate(ctx context.Context, token string) (context.Context, scope.Set, error)
+	// Reason returns the fixed code of a refusal's error, for its
+	// message and the log: "expired", "multiple_headers", ...
+	Reason(err error) string
+}
+
+// Decide decides a call of method whose authorization values are authz,
+// in the contract's order: a public method passes untouched; then the
+// token's form, its validation, the method's scope. It returns the
+// handler's context, or the refusal (logged when the policy has a
+// logger).
+func (p *Policy) Decide(ctx context.Context, method string, authz []string, v Validator) (context.Context, *Refusal) {
+	r := p.lookup(method)
+	if r != nil && r.public {
+		return ctx, nil
+	}
+	ctx, ref := p.decide(ctx, r, authz, v)
+	if ref != nil && p.logger != nil {
+		p.logger.LogAttrs(ctx, slog.LevelInfo, "idsauth: call refused",
+			slog.String("method", method), slog.String("code", ref.Kind.String()), slog.String("reason", ref.Reason))
+	}
+	return ctx, ref
+}
+
+func (p *Policy) decide(ctx context.Context, r *rule, authz []string, v Validator) (context.Context, *Refusal) {
+	tok, _, err := bearer.FromValues(authz, false)
+	switch {
+	case errors.Is(err, bearer.ErrMissing):
+		return ctx, noToken
+	case err != nil:
+		reason := v.Reason(err)
+		return ctx, &Refusal{Kind: BadRequest, Message: invalidRequestPrefix + reason, Reason: reason}
+	}
+	next, scopes, err := v.Validate(ctx, tok)
+	if err != nil {
+		reason := v.Reason(err)
+		return ctx, &Refusal{Kind: InvalidToken, Message: InvalidTokenPrefix + reason, Reason: reason}
+	}
+	switch {
+	case r == nil:
+		return ctx, notConfigured
+	case !scopes.HasAny(r.scopes...):
+		return ctx, r.refusal
+	}
+	return next, nil
+}
