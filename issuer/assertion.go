@@ -340,31 +340,31 @@ func hasAssertion(form *tokenForm) bool {
 // An API resource authenticates so at the introspection endpoint: lookup
 // finds who is asking (st.client, st.api), whose ID subject turns into
 // the failure budgets' and the replay cache's subject.
-func (iss *Issuer) assertionClient(r *http.Request, form *tokenForm, st *state, who *attempt, now time.Time, lookup func(id string) *client, subject func(id string) string) (*client, *tokenError) {
-	if terr := assertionForm(r, form); terr != nil {
-		return nil, terr
+func (iss *Issuer) assertionClient(r *http.Request, form *tokenForm, st *state, who *attempt, now time.Time, lookup func(id string) *client, subject func(id string) string) (*client, refusal) {
+	if no := assertionForm(r, form); no.refused() {
+		return nil, no
 	}
 	a := parseAssertion(form.get(assertionParam))
 	id := form.get(clientIDParam)
 	if !form.has(clientIDParam) && a != nil {
 		id = a.sub
 	}
-	if terr := checkLengths(id, ""); terr != nil {
-		return nil, terr
+	if no := checkLengths(id, ""); no.refused() {
+		return nil, no
 	}
 	cl := lookup(id)
 	if cl != nil {
 		who.client = cl.id
 	}
-	res, terr := iss.reserve(r, st, subject(id), who.addr, now)
-	if terr != nil {
-		return nil, terr
+	res, no := iss.reserve(r, st, subject(id), who.addr, now)
+	if no.refused() {
+		return nil, no
 	}
 	start := time.Now()
-	fail := func(why string) (*client, *tokenError) {
+	fail := func(why string) (*client, refusal) {
 		res.Failed()
 		st.verifier.HoldFailure(r.Context(), start)
-		return nil, &tokenError{status: http.StatusUnauthorized, code: "invalid_client", desc: "client authentication failed", why: why}
+		return nil, refusal{id: badCredentials, why: why}
 	}
 	switch {
 	case a == nil:
@@ -378,16 +378,16 @@ func (iss *Issuer) assertionClient(r *http.Request, form *tokenForm, st *state, 
 	if why != "" {
 		return fail(why)
 	}
-	fresh, terr := iss.remember(r.Context(), subject(id), jti, until, now)
+	fresh, no := iss.remember(r.Context(), subject(id), jti, until, now)
 	switch {
-	case terr != nil:
+	case no.refused():
 		res.Succeeded() // the key was right: nothing to charge
-		return nil, terr
+		return nil, no
 	case !fresh:
 		return fail("assertion jti already used")
 	}
 	res.Succeeded()
-	return cl, nil
+	return cl, refusal{}
 }
 
 // clientByID returns the registered client id, or nil.
@@ -414,52 +414,50 @@ func (iss *Issuer) sharedReplays() limit.ReplayStore {
 // it is a limit.ReplayStore (shared by the replicas), else in the issuer's
 // own cache. It reports whether the jti is fresh, or why no token may be
 // issued now: no room to remember it, or a store that cannot answer.
-func (iss *Issuer) remember(ctx context.Context, id, jti string, until, now time.Time) (bool, *tokenError) {
+func (iss *Issuer) remember(ctx context.Context, id, jti string, until, now time.Time) (bool, refusal) {
 	rs := iss.sharedReplays()
 	if rs == nil {
 		fresh, full := iss.replays.Add(id, jti, until, now)
 		if fresh && full > 0 {
 			return false, replayFull(full, "the assertion replay cache is full (clientAssertions.replayCacheBytes)")
 		}
-		return fresh, nil
+		return fresh, refusal{}
 	}
 	// Each replica accepts an assertion until exp plus the leeway by its
 	// own clock; the shared store keeps the jti a leeway longer, so that
 	// replicas whose clocks differ by up to that much still refuse it.
 	fresh, err := rs.Remember(ctx, limit.Replay{Subject: id, ID: jti, Until: until.Add(assertionLeeway), Now: now})
-	var no *limit.Refusal
+	var full *limit.Refusal
 	switch {
 	case err == nil:
-		return fresh, nil
-	case errors.As(err, &no):
-		return false, replayFull(no.RetryAfter, "the limiter store has no room to remember the assertion's jti")
+		return fresh, refusal{}
+	case errors.As(err, &full):
+		return false, replayFull(full.RetryAfter, "the limiter store has no room to remember the assertion's jti")
 	}
 	iss.logger.Error("idsauth issuer: the limiter store cannot remember an assertion's jti", slog.String("error", err.Error()))
-	return false, &tokenError{status: http.StatusServiceUnavailable, code: "temporarily_unavailable", desc: "the token endpoint cannot check assertion replays now; try again shortly",
-		retry: int(limit.UnavailableRetryAfter / time.Second), why: "the limiter store cannot remember the assertion's jti"}
+	return false, refusal{id: replaysDown, why: "the limiter store cannot remember the assertion's jti"}
 }
 
-func replayFull(wait time.Duration, why string) *tokenError {
-	return &tokenError{status: http.StatusTooManyRequests, code: "slow_down", desc: "too many assertions to remember; try again later",
-		retry: max(1, int((wait+time.Second-1)/time.Second)), why: why}
+func replayFull(wait time.Duration, why string) refusal {
+	return refusal{id: replaysFull, retry: max(1, int((wait+time.Second-1)/time.Second)), why: why}
 }
 
 // assertionForm checks the parameters of a private_key_jwt request: the
 // assertion type, an assertion within its bound, and no second method.
-func assertionForm(r *http.Request, form *tokenForm) *tokenError {
+func assertionForm(r *http.Request, form *tokenForm) refusal {
 	authz := r.Header.Values("Authorization")
 	switch {
 	case len(authz) > 1:
-		return badRequest("invalid_request", "more than one Authorization header")
+		return refuse(twoAuthorizations)
 	case len(authz) == 1 && len(authz[0]) >= 6 && strings.EqualFold(authz[0][:6], "Basic "),
 		form.has(clientSecretParam):
-		return badRequest("invalid_request", "a client secret and a client assertion in one request: use one method")
+		return refuse(assertionAndSecret)
 	case form.get(assertionTypeParam) != ClientAssertionType:
-		return badRequest("invalid_request", "client_assertion_type must be "+ClientAssertionType)
+		return refuse(assertionType)
 	case form.get(assertionParam) == "":
-		return badRequest("invalid_request", "client_assertion is missing")
+		return refuse(assertionMissing)
 	case len(form.get(assertionParam)) > MaxAssertionLength:
-		return badRequest("invalid_request", "client_assertion longer than "+strconv.Itoa(MaxAssertionLength)+" bytes")
+		return refuse(assertionTooLong)
 	}
-	return nil
+	return refusal{}
 }

@@ -581,6 +581,7 @@ func (c *Config) check() (*state, error) {
 		scopeArray:     d.ScopeFormat == "array",
 		cacheHeader:    "public, max-age=" + strconv.Itoa(d.JWKSMaxAgeSeconds),
 		limits:         l,
+		maxBodyText:    strconv.FormatInt(l.MaxBodyBytes, 10),
 		addrs:          clientip.Resolver{Header: l.TrustedProxyHeader, Trusted: trusted, NAT64: nat64},
 		budget:         budget,
 		limiterCfg:     limiterConfig{budget: budget, bytes: l.LimiterMaxBytes},

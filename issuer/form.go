@@ -6,7 +6,6 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -69,7 +68,7 @@ func (f *tokenForm) has(p param) bool { return f.given[p] }
 // maxParams bounds a form's parameters, as url.ParseQuery bounds them.
 const maxParams = 10000
 
-var notAForm = badRequest("invalid_request", "request body is not a valid form")
+var notAForm = refuse(malformedForm)
 
 // parseForm parses an application/x-www-form-urlencoded body into f,
 // which is empty, as url.ParseQuery does (pairs split on "&", a ";"
@@ -78,7 +77,7 @@ var notAForm = badRequest("invalid_request", "request body is not a valid form")
 // is spelled. A parameter the
 // endpoint does not read is otherwise ignored (RFC 6749 §3.2), without
 // building a map of every parameter.
-func parseForm(body string, f *tokenForm) *tokenError {
+func parseForm(body string, f *tokenForm) refusal {
 	if strings.Count(body, "&") >= maxParams {
 		return notAForm
 	}
@@ -119,9 +118,9 @@ func parseForm(body string, f *tokenForm) *tokenError {
 		}
 	}
 	if isRepeated {
-		return badRequest("invalid_request", "parameter "+oauthwire.Clean(repeated)+" given more than once")
+		return refuseWith(paramTwice, oauthwire.Clean(repeated))
 	}
-	return nil
+	return refusal{}
 }
 
 // unescape is url.QueryUnescape, which returns s itself when it holds
@@ -136,12 +135,12 @@ func unescape(s string) (string, error) {
 // readForm reads the form body into f, which is empty: the right content
 // type, within the size bound, each parameter but resource (RFC 8707) at
 // most once. The caller's f can live on its stack.
-func readForm(w http.ResponseWriter, r *http.Request, maxBytes int64, f *tokenForm) *tokenError {
+func readForm(w http.ResponseWriter, r *http.Request, st *state, f *tokenForm) refusal {
 	const formType = "application/x-www-form-urlencoded"
 	if ct := r.Header.Get("Content-Type"); ct != formType { // the usual one needs no parsing
 		mt, _, err := mime.ParseMediaType(ct)
 		if err != nil || mt != formType {
-			return badRequest("invalid_request", "Content-Type must be application/x-www-form-urlencoded")
+			return refuse(notForm)
 		}
 	}
 	bp := bodies.get()
@@ -149,6 +148,7 @@ func readForm(w http.ResponseWriter, r *http.Request, maxBytes int64, f *tokenFo
 	// A declared length is what net/http's body reader gives, no more:
 	// within the bound, the body needs no other limit.
 	var in io.Reader = r.Body
+	maxBytes := st.limits.MaxBodyBytes
 	if r.ContentLength < 0 || r.ContentLength > maxBytes {
 		in = http.MaxBytesReader(w, r.Body, maxBytes)
 	}
@@ -157,9 +157,9 @@ func readForm(w http.ResponseWriter, r *http.Request, maxBytes int64, f *tokenFo
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			return badRequest("invalid_request", "request body larger than "+strconv.FormatInt(maxBytes, 10)+" bytes")
+			return refuseWith(bodyTooLarge, st.maxBodyText)
 		}
-		return badRequest("invalid_request", "request body could not be read")
+		return refuse(bodyUnreadable)
 	}
 	return parseForm(string(body), f)
 }

@@ -105,6 +105,7 @@ type state struct {
 	discovery      []byte
 	cacheHeader    string
 	limits         Limits
+	maxBodyText    string // limits.MaxBodyBytes, for its refusal
 	addrs          clientip.Resolver
 	budget         limit.Budget
 	repeats        *limiter.Repeats // secrets that failed; this configuration's, for a reload may make one right

@@ -28,7 +28,7 @@ const referenceBytes = 32
 // token store keeps under its SHA-256. A store that is full or cannot
 // answer issues nothing: 503 temporarily_unavailable, and the log says
 // why.
-func (iss *Issuer) grantReference(ctx context.Context, st *state, cl *client, granted, aud []string, now time.Time, jkt string) (*[]byte, *tokenError) {
+func (iss *Issuer) grantReference(ctx context.Context, st *state, cl *client, granted, aud []string, now time.Time, jkt string) (*[]byte, refusal) {
 	var raw [referenceBytes]byte
 	_, _ = rand.Read(raw[:]) // never fails (crypto/rand)
 	token := base64.RawURLEncoding.EncodeToString(raw[:])
@@ -56,7 +56,7 @@ func (iss *Issuer) grantReference(ctx context.Context, st *state, cl *client, gr
 		if last := iss.storeLogged.Load(); now.UnixNano()-last >= int64(10*time.Second) && iss.storeLogged.CompareAndSwap(last, now.UnixNano()) {
 			iss.logger.Error("idsauth issuer: no reference token issued: "+why, slog.String("client_id", cl.id), slog.String("error", err.Error()))
 		}
-		return nil, &tokenError{status: http.StatusServiceUnavailable, code: "temporarily_unavailable", desc: "no token can be issued now; try again shortly", retry: 1, why: why}
+		return nil, refusal{id: storeRefused, why: why}
 	}
 	body, err := json.Marshal(struct {
 		AccessToken string `json:"access_token"`
@@ -65,11 +65,11 @@ func (iss *Issuer) grantReference(ctx context.Context, st *state, cl *client, gr
 		Scope       string `json:"scope"`
 	}{token, tokenType(jkt), int64(cl.lifetime / time.Second), strings.Join(granted, " ")})
 	if err != nil {
-		return nil, &tokenError{status: http.StatusInternalServerError, code: "server_error", desc: "the answer could not be written"}
+		return nil, refuse(answerFailed)
 	}
 	answer := answers.get()
 	*answer = append(append((*answer)[:0], body...), '\n')
-	return answer, nil
+	return answer, refusal{}
 }
 
 // apiSubject is the failure limiter's subject for an API resource's
@@ -118,20 +118,20 @@ var inactive = []byte(`{"active":false}` + "\n")
 func (iss *Issuer) introspect(w http.ResponseWriter, r *http.Request, st *state) {
 	start := time.Now()
 	who := attempt{endpoint: "introspection"}
-	api, form, terr := iss.authenticateAPI(w, r, st, &who)
-	if terr == nil && !form.has(tokenParam) {
-		terr = badRequest("invalid_request", "token is missing")
+	api, form, no := iss.authenticateAPI(w, r, st, &who)
+	if !no.refused() && !form.has(tokenParam) {
+		no = refuse(tokenMissing)
 	}
-	if terr != nil {
-		iss.refuse(w, terr)
-		iss.refused(r, terr, who, time.Since(start))
+	if no.refused() {
+		a := no.answer(false)
+		a.write(w)
+		iss.refused(r, no, a, who, time.Since(start))
 		return
 	}
 	body, err := iss.answer(r.Context(), st, api, form.get(tokenParam))
 	if err != nil {
 		iss.logger.Error("idsauth issuer: introspection: the reference token store cannot answer", slog.String("api", api.name), slog.String("error", err.Error()))
-		terr := &tokenError{status: http.StatusServiceUnavailable, code: "temporarily_unavailable", desc: "the token cannot be checked now; try again shortly", retry: 1}
-		iss.refuse(w, terr)
+		refuse(introspectDown).answer(false).write(w)
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")
@@ -229,17 +229,17 @@ func unixOrZero(t time.Time) int64 {
 
 // authenticateAPI reads an introspection request and authenticates its
 // API resource by its secret, as the token endpoint does a client's.
-func (iss *Issuer) authenticateAPI(w http.ResponseWriter, r *http.Request, st *state, who *attempt) (*apiResource, *tokenForm, *tokenError) {
+func (iss *Issuer) authenticateAPI(w http.ResponseWriter, r *http.Request, st *state, who *attempt) (*apiResource, *tokenForm, refusal) {
 	form := &tokenForm{}
-	if terr := postForm(w, r, st, "introspection", form); terr != nil {
-		return nil, nil, terr
+	if no := postForm(w, r, st, "introspection", form); no.refused() {
+		return nil, nil, no
 	}
-	cl, terr := iss.authenticate(r, form, st, who, iss.now(), st.apiByID, apiSubject, nil)
+	cl, no := iss.authenticate(r, form, st, who, iss.now(), st.apiByID, apiSubject, refusal{})
 	who.api, who.client = who.client, "" // a registered API's name, for the log alone
-	if terr != nil {
-		return nil, nil, terr
+	if no.refused() {
+		return nil, nil, no
 	}
-	return st.apis[cl.id], form, nil
+	return st.apis[cl.id], form, refusal{}
 }
 
 // lookup returns the grant of a live token: a reference token's from the
@@ -319,35 +319,35 @@ func (iss *Issuer) jwtGrant(ctx context.Context, st *state, token string, now ti
 func (iss *Issuer) revoke(w http.ResponseWriter, r *http.Request, st *state) {
 	start := time.Now()
 	who := attempt{endpoint: "revocation"}
-	terr := iss.revokeToken(w, r, st, &who)
-	if terr != nil {
-		iss.refuse(w, terr)
-		iss.refused(r, terr, who, time.Since(start))
+	if no := iss.revokeToken(w, r, st, &who); no.refused() {
+		a := no.answer(false)
+		a.write(w)
+		iss.refused(r, no, a, who, time.Since(start))
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
 }
 
-func (iss *Issuer) revokeToken(w http.ResponseWriter, r *http.Request, st *state, who *attempt) *tokenError {
+func (iss *Issuer) revokeToken(w http.ResponseWriter, r *http.Request, st *state, who *attempt) refusal {
 	form := &tokenForm{}
-	if terr := postForm(w, r, st, "revocation", form); terr != nil {
-		return terr
+	if no := postForm(w, r, st, "revocation", form); no.refused() {
+		return no
 	}
-	cl, terr := iss.authenticate(r, form, st, who, iss.now(), st.clientByID, sameID, nil)
-	if terr != nil {
-		return terr
+	cl, no := iss.authenticate(r, form, st, who, iss.now(), st.clientByID, sameID, refusal{})
+	if no.refused() {
+		return no
 	}
 	if !form.has(tokenParam) {
-		return badRequest("invalid_request", "token is missing")
+		return refuse(tokenMissing)
 	}
 	token := form.get(tokenParam)
 	if looksLikeJWT(token) || len(token) > MaxAssertionLength {
-		return nil // a JWT: nothing to revoke
+		return refusal{} // a JWT: nothing to revoke
 	}
 	if _, err := iss.tokens.Revoke(r.Context(), tokenstore.KeyOf(token), cl.id); err != nil {
 		iss.logger.Error("idsauth issuer: revocation: the reference token store cannot answer", slog.String("client_id", cl.id), slog.String("error", err.Error()))
-		return &tokenError{status: http.StatusServiceUnavailable, code: "temporarily_unavailable", desc: "the token cannot be revoked now; try again shortly", retry: 1}
+		return refuse(revokeDown)
 	}
-	return nil
+	return refusal{}
 }

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -16,18 +15,6 @@ import (
 	"github.com/idsauth/idsauth/limit"
 	"github.com/idsauth/idsauth/secret"
 )
-
-// tokenError is a failed token request: the answer and, for the log, why.
-type tokenError struct {
-	status int
-	code   string
-	desc   string
-	basic  bool        // answer with a Basic challenge
-	nonce  string      // a DPoP-Nonce to send (use_dpop_nonce)
-	retry  int         // Retry-After seconds
-	limit  limit.Limit // the budget that refused it, for the log
-	why    string      // for the log, when it says more than desc
-}
 
 // attempt is who asked, for the events and the refusal log: the client
 // ID only when it is registered (an unregistered one is attacker's text),
@@ -40,25 +27,19 @@ type attempt struct {
 	api      string // the registered API resource asking, at introspection
 }
 
-func badRequest(code, desc string) *tokenError {
-	return &tokenError{status: http.StatusBadRequest, code: code, desc: desc}
-}
-
 // token serves the token endpoint (CONTRACT.md §2).
 func (iss *Issuer) token(w http.ResponseWriter, r *http.Request, st *state) {
 	start := time.Now()
 	var who attempt
-	answer, err := iss.issue(w, r, st, &who)
-	if err != nil && st.identityServer {
-		err = asIdentityServer(err)
-	}
-	if err != nil {
-		iss.refuse(w, err)
-		iss.refused(r, err, who, time.Since(start))
+	body, no := iss.issue(w, r, st, &who)
+	if no.refused() {
+		a := no.answer(st.identityServer)
+		a.write(w)
+		iss.refused(r, no, a, who, time.Since(start))
 		return
 	}
-	oauthwire.WriteBody(w, http.StatusOK, *answer) // which keeps none of it
-	answers.put(answer)
+	oauthwire.WriteBody(w, http.StatusOK, *body) // which keeps none of it
+	answers.put(body)
 	iss.issued(r, who, time.Since(start))
 }
 
@@ -86,18 +67,18 @@ func (st *state) appendAnswer(b []byte, cl *client, granted, aud []string, now t
 // bearerType begins every tokenStart's answerEnd.
 const bearerType = `","token_type":"Bearer"`
 
-func (iss *Issuer) issue(w http.ResponseWriter, r *http.Request, st *state, who *attempt) (*[]byte, *tokenError) {
+func (iss *Issuer) issue(w http.ResponseWriter, r *http.Request, st *state, who *attempt) (*[]byte, refusal) {
 	form := &tokenForm{}
-	if terr := postForm(w, r, st, "token", form); terr != nil {
-		return nil, terr
+	if no := postForm(w, r, st, "token", form); no.refused() {
+		return nil, no
 	}
 	grant := form.get(grantTypeParam)
 	switch grant {
 	case "":
-		return nil, badRequest("invalid_request", descNoGrantType)
+		return nil, refuse(noGrantType)
 	case "client_credentials":
 	default:
-		return nil, badRequest("unsupported_grant_type", "only client_credentials is supported")
+		return nil, refuse(otherGrant)
 	}
 
 	// The token's times and the key that signs it come from one reading
@@ -105,13 +86,13 @@ func (iss *Issuer) issue(w http.ResponseWriter, r *http.Request, st *state, who 
 	// and its key must not sign a token issued after its last instant.
 	now := iss.now()
 	st = st.at(now)
-	var longScope *tokenError // answered once the credentials are read, before any is checked
+	var longScope refusal // answered once the credentials are read, before any is checked
 	if tooLong(form.get(scopeParam), MaxScopeLength) {
-		longScope = badRequest("invalid_request", "scope longer than "+strconv.Itoa(MaxScopeLength)+" characters")
+		longScope = refuse(scopeTooLong)
 	}
-	cl, terr := iss.authenticate(r, form, st, who, now, st.clientByID, sameID, longScope)
-	if terr != nil {
-		return nil, terr
+	cl, no := iss.authenticate(r, form, st, who, now, st.clientByID, sameID, longScope)
+	if no.refused() {
+		return nil, no
 	}
 	return iss.grant(r, form, st, cl, now, who)
 }
@@ -119,12 +100,11 @@ func (iss *Issuer) issue(w http.ResponseWriter, r *http.Request, st *state, who 
 // postForm reads into form, empty, the form of a request to the issuer's
 // endpoint named what, which takes POST only. The caller's form stays on
 // its stack: the token endpoint allocates none.
-func postForm(w http.ResponseWriter, r *http.Request, st *state, what string, form *tokenForm) *tokenError {
+func postForm(w http.ResponseWriter, r *http.Request, st *state, what string, form *tokenForm) refusal {
 	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		return &tokenError{status: http.StatusMethodNotAllowed, code: "invalid_request", desc: "the " + what + " endpoint takes POST only"}
+		return refuseWith(notPost, what)
 	}
-	return readForm(w, r, st.limits.MaxBodyBytes, form)
+	return readForm(w, r, st, form)
 }
 
 // authenticate finds who is asking, by a signed assertion or a secret,
@@ -133,19 +113,19 @@ func postForm(w http.ResponseWriter, r *http.Request, st *state, what string, fo
 // st.apiByID and apiSubject. pending, when not nil, is answered once the
 // credentials are read and before any is checked. It is the one
 // authentication of the token, introspection and revocation endpoints.
-func (iss *Issuer) authenticate(r *http.Request, form *tokenForm, st *state, who *attempt, now time.Time, lookup func(id string) *client, subject func(id string) string, pending *tokenError) (*client, *tokenError) {
+func (iss *Issuer) authenticate(r *http.Request, form *tokenForm, st *state, who *attempt, now time.Time, lookup func(id string) *client, subject func(id string) string, pending refusal) (*client, refusal) {
 	if hasAssertion(form) {
-		if pending != nil {
+		if pending.refused() {
 			return nil, pending
 		}
 		who.addr = st.addrs.Addr(r)
 		return iss.assertionClient(r, form, st, who, now, lookup, subject)
 	}
-	id, pass, basic, terr := credentials(r, form)
-	if terr != nil {
-		return nil, terr
+	id, pass, basic, no := credentials(r, form)
+	if no.refused() {
+		return nil, no
 	}
-	if pending != nil {
+	if pending.refused() {
 		return nil, pending
 	}
 	cl := lookup(id)
@@ -155,16 +135,16 @@ func (iss *Issuer) authenticate(r *http.Request, form *tokenForm, st *state, who
 		who.client = cl.id
 		hashes = cl.hashes
 	}
-	if terr := iss.checkSecret(r, st, subject(id), hashes, pass, basic, who.addr, now); terr != nil {
-		return nil, terr
+	if no := iss.checkSecret(r, st, subject(id), hashes, pass, basic, who.addr, now); no.refused() {
+		return nil, no
 	}
-	return cl, nil
+	return cl, refusal{}
 }
 
 // checkSecret checks pass against the hashes of subject id (none for an
 // unknown one), charging a failure to the budgets of id and addr (see
 // Limits): the one check of a secret at every endpoint.
-func (iss *Issuer) checkSecret(r *http.Request, st *state, id string, hashes []secret.Hash, pass string, basic bool, addr string, now time.Time) *tokenError {
+func (iss *Issuer) checkSecret(r *http.Request, st *state, id string, hashes []secret.Hash, pass string, basic bool, addr string, now time.Time) refusal {
 	start := time.Now()
 	// Hashed for the table only when this client failed from this
 	// address within the window: a right secret computes no HMAC.
@@ -179,9 +159,10 @@ func (iss *Issuer) checkSecret(r *http.Request, st *state, id string, hashes []s
 		st.verifier.HoldFailure(r.Context(), start)
 		return wrongSecret(basic, "the same secret already failed from this address; not charged again")
 	}
-	res, terr := iss.reserve(r, st, id, addr, now)
-	if terr != nil {
-		return terr
+	res, no := iss.reserve(r, st, id, addr, now)
+	if no.refused() {
+		no.basic = basic
+		return no
 	}
 	if !st.verifier.Verify(r.Context(), hashes, pass) {
 		res.Failed()
@@ -194,7 +175,7 @@ func (iss *Issuer) checkSecret(r *http.Request, st *state, id string, hashes []s
 		return wrongSecret(basic, "")
 	}
 	res.Succeeded()
-	return nil
+	return refusal{}
 }
 
 // repeatBytes is the memory of the table in which the token endpoint
@@ -214,71 +195,32 @@ func (iss *Issuer) checkSecret(r *http.Request, st *state, id string, hashes []s
 // times per window.
 const repeatBytes = 64 << 10
 
-// The descriptions of the answers that the identityserver profile
-// changes (asIdentityServer).
-const (
-	descNoGrantType   = "grant_type is missing"
-	descNoCredentials = "no client credentials"
-	descTwoDPoP       = "more than one DPoP header"
-	descRequireDPoP   = "this client must send a DPoP proof"
-)
-
-// asIdentityServer turns a token error into IdentityServer 7.4's answer
-// to the same request (CONTRACT.md §2.1): every error is 400 with no
-// WWW-Authenticate, invalid_client without a description; no credentials
-// at all is invalid_request, no grant_type unsupported_grant_type; the
-// DPoP header errors say what IdentityServer says. The failure limits'
-// 429 and 503, which IdentityServer does not have, stay.
-func asIdentityServer(e *tokenError) *tokenError {
-	out := *e
-	out.basic = false
-	if out.why == "" {
-		out.why = e.desc // the log keeps our reason
-	}
-	switch {
-	case e.status == http.StatusTooManyRequests || e.status == http.StatusServiceUnavailable || e.status == http.StatusMethodNotAllowed:
-		return &out
-	case e.code == "invalid_client" && e.desc == descNoCredentials:
-		out.code, out.desc = "invalid_request", ""
-	case e.code == "invalid_client":
-		out.desc = ""
-	case e.code == "invalid_request" && e.desc == descNoGrantType:
-		out.code, out.desc = "unsupported_grant_type", ""
-	case e.code == "invalid_dpop_proof" && e.desc == descTwoDPoP:
-		out.code, out.desc = "invalid_request", "Too many DPoP headers provided."
-	case e.code == "invalid_request" && e.desc == descRequireDPoP:
-		out.desc = "Client requires DPoP and a DPoP header value was not provided."
-	}
-	out.status = http.StatusBadRequest
-	return &out
-}
-
 // wrongSecret is the answer to an unknown client or a wrong secret; why
 // is for the log.
-func wrongSecret(basic bool, why string) *tokenError {
-	return &tokenError{status: http.StatusUnauthorized, code: "invalid_client", desc: "client authentication failed", basic: basic, why: why}
+func wrongSecret(basic bool, why string) refusal {
+	return refusal{id: badCredentials, basic: basic, why: why}
 }
 
 // grant issues the token an authenticated client asked for.
-func (iss *Issuer) grant(r *http.Request, form *tokenForm, st *state, cl *client, now time.Time, who *attempt) (*[]byte, *tokenError) {
+func (iss *Issuer) grant(r *http.Request, form *tokenForm, st *state, cl *client, now time.Time, who *attempt) (*[]byte, refusal) {
 	if !cl.clientCreds {
-		return nil, badRequest("unauthorized_client", "the client may not use client_credentials")
+		return nil, refuse(unauthorizedClient)
 	}
-	granted, terr := grantScopes(form.get(scopeParam), cl)
-	if terr != nil {
-		return nil, terr
+	granted, no := grantScopes(form.get(scopeParam), cl)
+	if no.refused() {
+		return nil, no
 	}
-	aud, terr := st.targetAudience(form.resource, cl)
-	if terr != nil {
-		return nil, terr
+	aud, no := st.targetAudience(form.resource, cl)
+	if no.refused() {
+		return nil, no
 	}
 	if cl.apiAud && len(form.resource) == 0 && len(granted) != len(cl.scopeList) {
 		aud = apiAudience(st.apiOrder, granted) // the API resources of the scopes granted
 	}
 	who.scopes = granted
-	jkt, terr := iss.dpopBinding(r, st, cl, now)
-	if terr != nil {
-		return nil, terr
+	jkt, no := iss.dpopBinding(r, st, cl, now)
+	if no.refused() {
+		return nil, no
 	}
 	if cl.reference {
 		return iss.grantReference(r.Context(), st, cl, granted, aud, now, jkt)
@@ -288,26 +230,26 @@ func (iss *Issuer) grant(r *http.Request, form *tokenForm, st *state, cl *client
 	if err != nil {
 		answers.put(answer)
 		iss.logger.Error("idsauth issuer: cannot sign a token", slog.String("error", err.Error()))
-		return nil, &tokenError{status: http.StatusInternalServerError, code: "server_error", desc: "the token could not be signed"}
+		return nil, refuse(signFailed)
 	}
 	*answer = b
-	return answer, nil
+	return answer, refusal{}
 }
 
 // reserve takes one failure from the budgets of client id and addr before
 // its credentials are checked (see Limits): a 429 when a budget is spent,
 // a 503 when the limiter's store cannot answer.
-func (iss *Issuer) reserve(r *http.Request, st *state, id, addr string, now time.Time) (limit.Reservation, *tokenError) {
+func (iss *Issuer) reserve(r *http.Request, st *state, id, addr string, now time.Time) (limit.Reservation, refusal) {
 	res, err := st.limiter.Reserve(r.Context(), limit.Request{Subject: id, Address: addr, Budget: st.budget, Now: now})
 	if err == nil {
-		return res, nil
+		return res, refusal{}
 	}
-	var no *limit.Refusal
-	if errors.As(err, &no) {
-		return nil, &tokenError{status: http.StatusTooManyRequests, code: "slow_down", desc: "too many failed attempts; try again later", retry: no.RetryAfterSeconds(), limit: no.Limit}
+	var spent *limit.Refusal
+	if errors.As(err, &spent) {
+		return nil, refusal{id: tooManyFailures, retry: spent.RetryAfterSeconds(), limit: spent.Limit}
 	}
 	iss.logger.Error("idsauth issuer: the failure limiter's store cannot answer", slog.String("error", err.Error()))
-	return nil, &tokenError{status: http.StatusServiceUnavailable, code: "temporarily_unavailable", desc: "the token endpoint cannot check failed attempts now; try again shortly", retry: int(limit.UnavailableRetryAfter / time.Second)}
+	return nil, refuse(limiterDown)
 }
 
 // credentials returns the client's ID and secret, from HTTP Basic (whose
@@ -317,10 +259,10 @@ func (iss *Issuer) reserve(r *http.Request, st *state, id, addr string, now time
 // client_id repeated in the body is one method, as requests-oauthlib sends
 // it and IdentityServer accepts it. Over-long values are refused here,
 // before anything is remembered of them.
-func credentials(r *http.Request, form *tokenForm) (id, pass string, basic bool, _ *tokenError) {
+func credentials(r *http.Request, form *tokenForm) (id, pass string, basic bool, _ refusal) {
 	authz := r.Header.Values("Authorization")
 	if len(authz) > 1 {
-		return "", "", false, badRequest("invalid_request", "more than one Authorization header")
+		return "", "", false, refuse(twoAuthorizations)
 	}
 	if len(authz) == 1 && len(authz[0]) >= 6 && strings.EqualFold(authz[0][:6], "Basic ") {
 		u, p, ok := basicAuth(authz[0][6:])
@@ -331,24 +273,24 @@ func credentials(r *http.Request, form *tokenForm) (id, pass string, basic bool,
 			ok = err1 == nil && err2 == nil
 		}
 		if !ok || u == "" {
-			return "", "", true, &tokenError{status: http.StatusUnauthorized, code: "invalid_client", desc: "malformed Basic credentials", basic: true}
+			return "", "", true, refusal{id: malformedBasic, basic: true}
 		}
 		if form.has(clientSecretParam) || (form.has(clientIDParam) && form.get(clientIDParam) != u) {
-			return "", "", false, badRequest("invalid_request", "client credentials given both in the Authorization header and in the body")
+			return "", "", false, refuse(twoMethods)
 		}
-		if terr := checkLengths(u, p); terr != nil {
-			return "", "", false, terr
+		if no := checkLengths(u, p); no.refused() {
+			return "", "", false, no
 		}
-		return u, p, true, nil
+		return u, p, true, refusal{}
 	}
 	if !form.has(clientIDParam) {
-		return "", "", false, &tokenError{status: http.StatusUnauthorized, code: "invalid_client", desc: descNoCredentials}
+		return "", "", false, refuse(noCredentials)
 	}
 	id, pass = form.get(clientIDParam), form.get(clientSecretParam)
-	if terr := checkLengths(id, pass); terr != nil {
-		return "", "", false, terr
+	if no := checkLengths(id, pass); no.refused() {
+		return "", "", false, no
 	}
-	return id, pass, false, nil
+	return id, pass, false, refusal{}
 }
 
 // basicAuth decodes the credentials of an Authorization header's Basic
@@ -378,14 +320,14 @@ func basicAuth(encoded string) (user, pass string, ok bool) {
 
 // checkLengths refuses a client ID or secret longer than any the issuer
 // accepts in its configuration.
-func checkLengths(id, pass string) *tokenError {
+func checkLengths(id, pass string) refusal {
 	if tooLong(id, MaxClientIDLength) {
-		return badRequest("invalid_request", "client_id longer than "+strconv.Itoa(MaxClientIDLength)+" characters")
+		return refuse(clientIDTooLong)
 	}
 	if tooLong(pass, MaxSecretLength) {
-		return badRequest("invalid_request", "client_secret longer than "+strconv.Itoa(MaxSecretLength)+" characters")
+		return refuse(secretTooLong)
 	}
-	return nil
+	return refusal{}
 }
 
 // tooLong reports whether s has more than n characters, counting them
@@ -396,14 +338,14 @@ func tooLong(s string, n int) bool {
 
 // grantScopes checks the requested scopes against the client's and returns
 // them in the order asked, without duplicates.
-func grantScopes(requested string, cl *client) ([]string, *tokenError) {
+func grantScopes(requested string, cl *client) ([]string, refusal) {
 	var one []string // the first scope asked for, from the client's set
 	many := false
 	for s := range strings.FieldsSeq(requested) {
 		i, ok := slices.BinarySearch(cl.scopes, s)
 		switch {
 		case !ok:
-			return nil, badRequest("invalid_scope", "scope not allowed for this client")
+			return nil, refuse(scopeNotAllowed)
 		case one == nil:
 			one = cl.scopes[i : i+1 : i+1] // shared, and never written to
 		default:
@@ -412,11 +354,11 @@ func grantScopes(requested string, cl *client) ([]string, *tokenError) {
 	}
 	switch {
 	case one == nil && cl.allScopes:
-		return cl.scopeList, nil // IdentityServer's default
+		return cl.scopeList, refusal{} // IdentityServer's default
 	case one == nil:
-		return nil, badRequest("invalid_scope", "scope is missing")
+		return nil, refuse(scopeMissing)
 	case !many:
-		return one, nil
+		return one, refusal{}
 	}
 	var granted []string
 	for s := range strings.FieldsSeq(requested) {
@@ -424,46 +366,31 @@ func grantScopes(requested string, cl *client) ([]string, *tokenError) {
 			granted = append(granted, s)
 		}
 	}
-	return granted, nil
+	return granted, refusal{}
 }
 
 // targetAudience returns the audience of the token: the client's, or
 // exactly the resources asked for (RFC 8707 §2), each an absolute URI
 // without a fragment that is one of the client's audiences.
-func (st *state) targetAudience(resources []string, cl *client) ([]string, *tokenError) {
+func (st *state) targetAudience(resources []string, cl *client) ([]string, refusal) {
 	if len(resources) == 0 {
-		return cl.audience, nil
+		return cl.audience, refusal{}
 	}
 	if len(resources) > 1 && st.identityServer {
-		return nil, badRequest("invalid_target", "Multiple resource indicators not supported on token endpoint.")
+		return nil, refuse(twoResources)
 	}
 	aud := make([]string, 0, len(resources))
 	for _, res := range resources {
 		u, err := url.Parse(res)
 		if err != nil || !u.IsAbs() || strings.Contains(res, "#") {
-			return nil, badRequest("invalid_target", "resource must be an absolute URI without a fragment")
+			return nil, refuse(resourceMalformed)
 		}
 		if !slices.Contains(cl.audience, res) {
-			return nil, badRequest("invalid_target", "resource not allowed for this client")
+			return nil, refuse(resourceNotAllowed)
 		}
 		if !slices.Contains(aud, res) {
 			aud = append(aud, res)
 		}
 	}
-	return aud, nil
-}
-
-// refuse writes a token endpoint error.
-func (iss *Issuer) refuse(w http.ResponseWriter, e *tokenError) {
-	h := w.Header()
-	if e.basic {
-		h.Set("WWW-Authenticate", `Basic realm="`+oauthwire.Realm+`", charset="UTF-8"`)
-	}
-	if e.retry > 0 {
-		h.Set("Retry-After", strconv.Itoa(e.retry))
-	}
-	if e.nonce != "" {
-		h.Set("DPoP-Nonce", e.nonce)
-	}
-	oauthwire.WriteJSON(w, e.status, oauthwire.Error{Code: e.code, Description: e.desc})
+	return aud, refusal{}
 }
