@@ -20,8 +20,8 @@ const dpopLeeway = 5 * time.Second
 // unless the client requires DPoP. The proof is checked after the client
 // authenticated, so that only a registered client's requests cost a
 // signature check and a place in the replay memory.
-func (iss *Issuer) dpopBinding(r *http.Request, st *state, cl *client, now time.Time) (string, refusal) {
-	proofs := r.Header["Dpop"] // canonical: Values would allocate to canonicalize "DPoP"
+func (iss *Issuer) dpopBinding(q *request, cl *client) (string, refusal) {
+	st, now, proofs := q.st, q.now, q.proofs
 	switch {
 	case len(proofs) == 0 && cl.requireDPoP:
 		return "", refuse(dpopRequired)
@@ -41,7 +41,7 @@ func (iss *Issuer) dpopBinding(r *http.Request, st *state, cl *client, now time.
 		}
 		return "", refuseWith(dpopInvalid, f.Check)
 	}
-	fresh, no := iss.remember(r.Context(), dpopSubject(cl.id), p.JKT+" "+p.ID, p.Expires, now)
+	fresh, no := iss.remember(q, dpopSubject(cl.id), p.JKT+" "+p.ID, p.Expires)
 	switch {
 	case no.refused():
 		return "", no

@@ -28,7 +28,8 @@ const referenceBytes = 32
 // token store keeps under its SHA-256. A store that is full or cannot
 // answer issues nothing: 503 temporarily_unavailable, and the log says
 // why.
-func (iss *Issuer) grantReference(ctx context.Context, st *state, cl *client, granted, aud []string, now time.Time, jkt string) (*[]byte, refusal) {
+func (iss *Issuer) grantReference(q *request, cl *client, granted, aud []string, jkt string) (*[]byte, refusal) {
+	now := q.now
 	var raw [referenceBytes]byte
 	_, _ = rand.Read(raw[:]) // never fails (crypto/rand)
 	token := base64.RawURLEncoding.EncodeToString(raw[:])
@@ -42,7 +43,7 @@ func (iss *Issuer) grantReference(ctx context.Context, st *state, cl *client, gr
 		ID:        string(appendJTI(nil)),
 		JKT:       jkt,
 	}
-	if err := iss.tokens.Put(ctx, tokenstore.KeyOf(token), g); err != nil {
+	if err := iss.tokens.Put(q.ctx, tokenstore.KeyOf(token), g); err != nil {
 		why := "the reference token store cannot answer"
 		switch {
 		case errors.Is(err, tokenstore.ErrClientFull):
@@ -71,11 +72,6 @@ func (iss *Issuer) grantReference(ctx context.Context, st *state, cl *client, gr
 	*answer = append(append((*answer)[:0], body...), '\n')
 	return answer, refusal{}
 }
-
-// apiSubject is the failure limiter's subject for an API resource's
-// name: apart from the clients', so that an API and a client of one name
-// spend separate budgets.
-func apiSubject(name string) string { return "\x00api:" + name }
 
 // introspection is the answer for an active token (RFC 7662 §2.2).
 type introspection struct {
@@ -117,25 +113,42 @@ var inactive = []byte(`{"active":false}` + "\n")
 // scopes, and then only of those scopes.
 func (iss *Issuer) introspect(w http.ResponseWriter, r *http.Request, st *state) {
 	start := time.Now()
-	who := attempt{endpoint: "introspection"}
-	api, form, no := iss.authenticateAPI(w, r, st, &who)
-	if !no.refused() && !form.has(tokenParam) {
-		no = refuse(tokenMissing)
-	}
+	q := request{endpoint: introspectionEndpoint}
+	api, no := iss.introspector(w, r, st, &q)
 	if no.refused() {
-		a := no.answer(false)
+		a := q.answer(no)
 		a.write(w)
-		iss.refused(r, no, a, who, time.Since(start))
+		iss.refused(r, no, a, q.who, time.Since(start))
 		return
 	}
-	body, err := iss.answer(r.Context(), st, api, form.get(tokenParam))
+	body, err := iss.answer(q.ctx, st, api, q.form.get(tokenParam))
 	if err != nil {
 		iss.logger.Error("idsauth issuer: introspection: the reference token store cannot answer", slog.String("api", api.name), slog.String("error", err.Error()))
-		refuse(introspectDown).answer(false).write(w)
+		q.answer(refuse(introspectDown)).write(w)
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	oauthwire.WriteBody(w, http.StatusOK, body)
+}
+
+// introspector reads an introspection request and authenticates its API
+// resource, as the token endpoint does a client.
+func (iss *Issuer) introspector(w http.ResponseWriter, r *http.Request, st *state, q *request) (*apiResource, refusal) {
+	if no := q.read(w, r, st, iss.now()); no.refused() {
+		return nil, no
+	}
+	if q.unusable.refused() {
+		return nil, q.unusable
+	}
+	cl, no := iss.authenticate(q)
+	q.who.api, q.who.client = q.who.client, "" // a registered API's name, for the log alone
+	if no.refused() {
+		return nil, no
+	}
+	if !q.form.has(tokenParam) {
+		return nil, refuse(tokenMissing)
+	}
+	return st.apis[cl.id], refusal{}
 }
 
 // IntrospectToken answers, in the same process, what the introspection
@@ -227,21 +240,6 @@ func unixOrZero(t time.Time) int64 {
 	return t.Unix()
 }
 
-// authenticateAPI reads an introspection request and authenticates its
-// API resource by its secret, as the token endpoint does a client's.
-func (iss *Issuer) authenticateAPI(w http.ResponseWriter, r *http.Request, st *state, who *attempt) (*apiResource, *tokenForm, refusal) {
-	form := &tokenForm{}
-	if no := postForm(w, r, st, "introspection", form); no.refused() {
-		return nil, nil, no
-	}
-	cl, no := iss.authenticate(r, form, st, who, iss.now(), st.apiByID, apiSubject, refusal{})
-	who.api, who.client = who.client, "" // a registered API's name, for the log alone
-	if no.refused() {
-		return nil, nil, no
-	}
-	return st.apis[cl.id], form, refusal{}
-}
-
 // lookup returns the grant of a live token: a reference token's from the
 // store, a JWT's from its claims once one of the issuer's published keys
 // has verified it.
@@ -318,34 +316,36 @@ func (iss *Issuer) jwtGrant(ctx context.Context, st *state, token string, now ti
 // validator checks a JWT without asking the issuer).
 func (iss *Issuer) revoke(w http.ResponseWriter, r *http.Request, st *state) {
 	start := time.Now()
-	who := attempt{endpoint: "revocation"}
-	if no := iss.revokeToken(w, r, st, &who); no.refused() {
-		a := no.answer(false)
+	q := request{endpoint: revocationEndpoint}
+	if no := iss.revokeToken(w, r, st, &q); no.refused() {
+		a := q.answer(no)
 		a.write(w)
-		iss.refused(r, no, a, who, time.Since(start))
+		iss.refused(r, no, a, q.who, time.Since(start))
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
 }
 
-func (iss *Issuer) revokeToken(w http.ResponseWriter, r *http.Request, st *state, who *attempt) refusal {
-	form := &tokenForm{}
-	if no := postForm(w, r, st, "revocation", form); no.refused() {
+func (iss *Issuer) revokeToken(w http.ResponseWriter, r *http.Request, st *state, q *request) refusal {
+	if no := q.read(w, r, st, iss.now()); no.refused() {
 		return no
 	}
-	cl, no := iss.authenticate(r, form, st, who, iss.now(), st.clientByID, sameID, refusal{})
+	if q.unusable.refused() {
+		return q.unusable
+	}
+	cl, no := iss.authenticate(q)
 	if no.refused() {
 		return no
 	}
-	if !form.has(tokenParam) {
+	if !q.form.has(tokenParam) {
 		return refuse(tokenMissing)
 	}
-	token := form.get(tokenParam)
+	token := q.form.get(tokenParam)
 	if looksLikeJWT(token) || len(token) > MaxAssertionLength {
 		return refusal{} // a JWT: nothing to revoke
 	}
-	if _, err := iss.tokens.Revoke(r.Context(), tokenstore.KeyOf(token), cl.id); err != nil {
+	if _, err := iss.tokens.Revoke(q.ctx, tokenstore.KeyOf(token), cl.id); err != nil {
 		iss.logger.Error("idsauth issuer: revocation: the reference token store cannot answer", slog.String("client_id", cl.id), slog.String("error", err.Error()))
 		return refuse(revokeDown)
 	}

@@ -141,7 +141,6 @@ var refusals = [numRefusals]row{
 type refusal struct {
 	id    refusalID
 	arg   string      // the description's argument, when it has one
-	basic bool        // the client used Basic: a 401 challenges it (RFC 6749 §5.2)
 	retry int         // Retry-After seconds, when computed for this request
 	nonce string      // a DPoP-Nonce to send
 	limit limit.Limit // the budget that refused it, for the events
@@ -166,14 +165,16 @@ type answer struct {
 
 // answer is how the endpoint answers no; identityServer is the
 // identityserver profile at the token endpoint (introspection and
-// revocation answer as RFC 7662 and RFC 7009 say under both). Its rule
+// revocation answer as RFC 7662 and RFC 7009 say under both), and basic
+// says the client used Basic, which a 401 challenges (RFC 6749 §5.2),
+// unless the profile says otherwise. Its rule
 // is IdentityServer's TokenErrorHttpWriter: every error 400 but the
 // failure limits' 429 and 503, which IdentityServer does not have, and a
 // method's 405; no WWW-Authenticate; invalid_client without a
 // description. A row's ids says what the rule does not.
-func (no refusal) answer(identityServer bool) answer {
+func (no refusal) answer(identityServer, basic bool) answer {
 	r := &refusals[no.id]
-	a := answer{status: r.status, wire: r.wire, arg: no.arg, challenge: no.basic && r.status == http.StatusUnauthorized, retry: r.retry, nonce: no.nonce}
+	a := answer{status: r.status, wire: r.wire, arg: no.arg, challenge: basic && r.status == http.StatusUnauthorized, retry: r.retry, nonce: no.nonce}
 	if no.retry > 0 {
 		a.retry = no.retry
 	}

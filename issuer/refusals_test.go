@@ -19,7 +19,7 @@ func TestRefusalTable(t *testing.T) {
 		}
 		for _, ids := range []bool{false, true} {
 			no := refuseWith(id, `a "quoted" <arg>`)
-			a := no.answer(ids)
+			a := no.answer(ids, true)
 			want, err := json.Marshal(oauthwire.Error{Code: a.code, Description: strings.Replace(a.desc, "%s", no.arg, 1)})
 			if err != nil {
 				t.Fatal(err)
@@ -38,9 +38,9 @@ func TestRefusalsAllocateNothing(t *testing.T) {
 	buf := make([]byte, 0, 1024)
 	for id := notRefused + 1; id < numRefusals; id++ {
 		for _, ids := range []bool{false, true} {
-			no := refusal{id: id, arg: "x", basic: true, retry: 3}
+			no := refusal{id: id, arg: "x", retry: 3}
 			if n := testing.AllocsPerRun(100, func() {
-				a := no.answer(ids)
+				a := no.answer(ids, true)
 				buf = a.appendBody(buf[:0])
 			}); n != 0 {
 				t.Errorf("refusal %d (identityserver %v): %v allocations", id, ids, n)
