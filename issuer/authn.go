@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/idsauth/idsauth/internal/limiter"
 	"github.com/idsauth/idsauth/limit"
 	"github.com/idsauth/idsauth/secret"
 )
@@ -25,7 +24,7 @@ func (iss *Issuer) authenticate(q *request) (*client, refusal) {
 		q.who.client = cl.id
 	}
 	start := time.Now()
-	var repeat limiter.Attempt
+	var repeat repeatAttempt
 	if !q.asserted {
 		// Hashed for the table only when this client failed from this
 		// address within the window: a right secret computes no HMAC.

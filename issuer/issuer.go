@@ -21,7 +21,6 @@ import (
 	"github.com/idsauth/idsauth/internal/dpop"
 	"github.com/idsauth/idsauth/internal/keyerr"
 	"github.com/idsauth/idsauth/internal/keys"
-	"github.com/idsauth/idsauth/internal/limiter"
 	"github.com/idsauth/idsauth/internal/replay"
 	"github.com/idsauth/idsauth/limit"
 	"github.com/idsauth/idsauth/observe"
@@ -108,7 +107,7 @@ type state struct {
 	maxBodyText    string // limits.MaxBodyBytes, for its refusal
 	addrs          clientip.Resolver
 	budget         limit.Budget
-	repeats        *limiter.Repeats // secrets that failed; this configuration's, for a reload may make one right
+	repeats        *repeatTable // secrets that failed; this configuration's, for a reload may make one right
 	// Kept across reloads while their settings stay.
 	limiterCfg  limiterConfig
 	limiter     limit.Store
@@ -242,7 +241,7 @@ func (iss *Issuer) Reload(cfg *Config) error {
 	default:
 		st.limiter = limit.NewMemory(st.limiterCfg.bytes)
 	}
-	st.repeats = limiter.NewRepeats(repeatBytes)
+	st.repeats = newRepeatTable(repeatBytes)
 	switch {
 	case iss.verifier != nil:
 		st.verifier = iss.verifier

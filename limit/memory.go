@@ -5,7 +5,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/idsauth/idsauth/internal/limiter"
 	"github.com/idsauth/idsauth/internal/replay"
 )
 
@@ -39,7 +38,7 @@ const DefaultMemoryBytes = 1 << 20
 // has not expired is never forgotten: when its set is full, Remember
 // refuses.
 type Memory struct {
-	l *limiter.Limiter
+	l *limiter
 
 	replayBytes int
 	replayOnce  sync.Once
@@ -49,12 +48,12 @@ type Memory struct {
 // NewMemory returns a Memory whose tables hold maxBytes, rounded down to a
 // power of two; at least 128.
 func NewMemory(maxBytes int) *Memory {
-	return &Memory{l: limiter.New(maxBytes), replayBytes: max(4<<10, maxBytes/4)}
+	return &Memory{l: newLimiter(maxBytes), replayBytes: max(4<<10, maxBytes/4)}
 }
 
 // Bytes is the memory of m's budgets, fixed at NewMemory; Remember's table
 // is ReplayBytes more.
-func (m *Memory) Bytes() int { return m.l.Bytes() }
+func (m *Memory) Bytes() int { return m.l.bytes() }
 
 // ReplayBytes is the memory of Remember's table (16 bytes an ID), fixed at
 // NewMemory and allocated at the first Remember.
@@ -87,16 +86,9 @@ func (m *Memory) Reserve(_ context.Context, r Request) (Reservation, error) {
 	if r.Now.IsZero() {
 		r.Now = time.Now()
 	}
-	res, no := m.l.Reserve(limiter.Budget{PerSubject: r.Budget.PerSubject, PerAddress: r.Budget.PerAddress, Window: r.Budget.Window}, r.Subject, r.Address, r.Now)
+	res, no := m.l.reserve(r.Budget, r.Subject, r.Address, r.Now)
 	if res == nil {
-		return nil, &Refusal{Limit: limitOf(no.Limit), RetryAfter: no.RetryAfter}
+		return nil, &no
 	}
 	return res, nil
-}
-
-func limitOf(l limiter.Limit) Limit {
-	if l == limiter.LimitAddress {
-		return Address
-	}
-	return SubjectAddress
 }
