@@ -566,11 +566,11 @@ func (c *Config) check() (*state, error) {
 	if err != nil {
 		return nil, err
 	}
-	budget := limit.Budget{
-		PerSubject: l.FailedAttemptsPerClient,
-		PerAddress: l.FailedAttemptsPerAddress,
-		Window:     time.Duration(l.FailureWindowSeconds) * time.Second,
-	}
+	budget := limit.Config{
+		FailedAttemptsPerSubject: l.FailedAttemptsPerClient,
+		FailedAttemptsPerAddress: l.FailedAttemptsPerAddress,
+		FailureWindow:            time.Duration(l.FailureWindowSeconds) * time.Second,
+	}.Budget()
 	return &state{
 		issuer:         d.Issuer,
 		prefix:         strings.TrimSuffix(u.Path, "/"),

@@ -12,7 +12,7 @@ import (
 
 func ExampleNewMemory() {
 	store := limit.NewMemory(1 << 20) // pass to issuer.WithLimiterStore or SCIMLimits.Store
-	budget := limit.Budget{PerSubject: 10, PerAddress: 2, Window: time.Minute}
+	budget := limit.Budget{PerSubject: 10, PerAddress: 2, Window: time.Minute, Trust: 24 * time.Hour}
 	for range 3 {
 		res, err := store.Reserve(context.Background(), limit.Request{Subject: "payroll", Address: "203.0.113.9", Budget: budget, Now: time.Now()})
 		var no *limit.Refusal
@@ -48,7 +48,7 @@ func (c *counting) Reserve(ctx context.Context, r limit.Request) (limit.Reservat
 
 func ExampleStore() {
 	store := &counting{Store: limit.NewMemory(64 << 10)}
-	budget := limit.Budget{PerSubject: 1, PerAddress: 100, Window: time.Minute}
+	budget := limit.Budget{PerSubject: 1, PerAddress: 100, Window: time.Minute, Trust: 24 * time.Hour}
 	for _, addr := range []string{"203.0.113.9", "203.0.113.9", "198.51.100.7"} {
 		res, err := store.Reserve(context.Background(), limit.Request{Subject: "payroll", Address: addr, Budget: budget, Now: time.Now()})
 		if err != nil {

@@ -105,7 +105,7 @@ type reservation struct {
 // Reserve takes one failure from the budgets b of subject and addr at now,
 // before a secret is verified. It refuses when addr's budget is spent; or
 // when the subject's is, unless addr is trusted for the subject (it gave
-// the right secret within GoodFor and has not failed since) or has not
+// the right secret within b.Trust and has not failed since) or has not
 // failed for it within the window and there is room to remember that it
 // now tries. Room matters: pair marks that still mean something are never
 // forgotten to make room, so an attacker with more addresses than the
@@ -117,7 +117,7 @@ func (l *limiter) reserve(b Budget, subject, addr string, now time.Time) (*reser
 		window:      window,
 		subjectStep: subjectStep,
 		addressStep: addressStep,
-		trust:       GoodFor,
+		trust:       b.Trust,
 	}
 	r.address, r.subject, r.pair = l.keys(subject, addr)
 	l.mu.Lock()
@@ -152,7 +152,7 @@ func (l *limiter) reserve(b Budget, subject, addr string, now time.Time) (*reser
 }
 
 // Succeeded gives the reservation back: the secret was right, so nothing
-// is charged, and the address is trusted for the subject for GoodFor.
+// is charged, and the address is trusted for the subject for its trust.
 func (r *reservation) Succeeded() {
 	r.l.mu.Lock()
 	defer r.l.mu.Unlock()

@@ -22,7 +22,7 @@ func (l testLimiter) Reserve(subject, addr string, now time.Time) (*reservation,
 }
 
 func newTestLimiter(perSubject, perAddress, maxBytes int) testLimiter {
-	return testLimiter{newLimiter(maxBytes), Budget{PerSubject: perSubject, PerAddress: perAddress, Window: time.Minute}}
+	return testLimiter{newLimiter(maxBytes), Budget{PerSubject: perSubject, PerAddress: perAddress, Window: time.Minute, Trust: trustFor}}
 }
 
 func newTest(perSubject, perAddress int) testLimiter {
@@ -163,8 +163,37 @@ func TestTrustedAddressSkipsTheSpentBudget(t *testing.T) {
 	if r, no := l.Reserve("payroll", "198.51.100.7", t0); r != nil || no.Limit != SubjectAddress {
 		t.Fatalf("a trusted address that failed is still trusted: %v %+v", r, no)
 	}
-	if r, _ := l.Reserve("payroll", "198.51.100.7", t0.Add(GoodFor+2*time.Minute)); r == nil {
+	if r, _ := l.Reserve("payroll", "198.51.100.7", t0.Add(trustFor+2*time.Minute)); r == nil {
 		t.Fatal("refused once everything has refilled")
+	}
+}
+
+// TestTrustLastsTheBudgetsTrust: an address is trusted for as long as
+// the budget's Trust says, no longer: within it, with the subject's
+// budget spent, it may have several requests in flight; past it, it is an
+// address like another, which may try once.
+func TestTrustLastsTheBudgetsTrust(t *testing.T) {
+	l := newTest(1, 100)
+	l.budget.Trust = time.Hour
+	r, _ := l.Reserve("payroll", "198.51.100.7", t0)
+	r.Succeeded()
+	inFlight := func(at time.Time) int {
+		spent, _ := l.Reserve("payroll", "203.0.113.9", at)
+		spent.Failed()
+		n := 0
+		for range 2 {
+			if r, _ := l.Reserve("payroll", "198.51.100.7", at); r != nil {
+				n++
+				defer r.Succeeded()
+			}
+		}
+		return n
+	}
+	if n := inFlight(t0.Add(59 * time.Minute)); n != 2 {
+		t.Fatalf("within the trust, %d of 2 requests in flight admitted", n)
+	}
+	if n := inFlight(t0.Add(2 * time.Hour)); n != 1 {
+		t.Fatalf("past the trust, %d of 2 requests in flight admitted, want 1", n)
 	}
 }
 

@@ -46,8 +46,11 @@ type Memory struct {
 }
 
 // NewMemory returns a Memory whose tables hold maxBytes, rounded down to a
-// power of two; at least 128.
+// power of two; at least 128. Zero means 1 MiB.
 func NewMemory(maxBytes int) *Memory {
+	if maxBytes == 0 {
+		maxBytes = DefaultMemoryBytes
+	}
 	return &Memory{l: newLimiter(maxBytes), replayBytes: max(4<<10, maxBytes/4)}
 }
 
@@ -78,7 +81,7 @@ func (m *Memory) Remember(_ context.Context, r Replay) (bool, error) {
 var _ ReplayStore = (*Memory)(nil)
 
 // Reserve implements Store at r.Now (zero: time.Now); ctx is not used.
-// Its only errors are a *Refusal, and ErrBudget.
+// Its only errors are a *Refusal, and Budget.Check's.
 func (m *Memory) Reserve(_ context.Context, r Request) (Reservation, error) {
 	if err := r.Budget.Check(); err != nil {
 		return nil, err

@@ -69,7 +69,7 @@ func TestMemoryRememberIsFixedInBytes(t *testing.T) {
 func TestMemoryTakesTheBudgetOfEachRequest(t *testing.T) {
 	m := limit.NewMemory(64 << 10)
 	now := time.Unix(1_800_000_000, 0)
-	req := limit.Request{Subject: "payroll", Address: "198.51.100.7", Now: now, Budget: limit.Budget{PerSubject: 100, PerAddress: 2, Window: time.Minute}}
+	req := limit.Request{Subject: "payroll", Address: "198.51.100.7", Now: now, Budget: limit.Budget{PerSubject: 100, PerAddress: 2, Window: time.Minute, Trust: 24 * time.Hour}}
 	for range 2 {
 		res, err := m.Reserve(context.Background(), req)
 		if err != nil {
@@ -106,7 +106,7 @@ func TestRefusalIsAnError(t *testing.T) {
 // would ever refill.)
 func TestMemoryZeroNowIsNow(t *testing.T) {
 	m := limit.NewMemory(limit.DefaultMemoryBytes)
-	b := limit.Budget{PerSubject: 100, PerAddress: 1, Window: 20 * time.Millisecond}
+	b := limit.Budget{PerSubject: 100, PerAddress: 1, Window: 20 * time.Millisecond, Trust: 24 * time.Hour}
 	reserve := func() (limit.Reservation, error) {
 		return m.Reserve(context.Background(), limit.Request{Subject: "payroll", Address: "198.51.100.7", Budget: b})
 	}

@@ -160,18 +160,14 @@ func newSCIMGuard(l SCIMLimits, tenants TenantStore, tenantOf func(*http.Request
 		}
 		return v
 	}
-	window := l.FailureWindow
-	if window <= 0 {
-		window = time.Minute
-	}
 	g := &scimGuard{
 		tenant:  tenantOf,
 		limiter: l.Store,
-		budget: limit.Budget{
-			PerSubject: def(l.FailedAttemptsPerTenant, 10),
-			PerAddress: def(l.FailedAttemptsPerAddress, 100),
-			Window:     window,
-		},
+		budget: limit.Config{
+			FailedAttemptsPerSubject: l.FailedAttemptsPerTenant,
+			FailedAttemptsPerAddress: l.FailedAttemptsPerAddress,
+			FailureWindow:            l.FailureWindow,
+		}.Budget(),
 		verifier: l.Verifier,
 		addrs:    clientip.Resolver{Header: l.TrustedProxyHeader, Trusted: l.TrustedProxies, NAT64: l.NAT64Prefixes},
 	}

@@ -283,6 +283,7 @@ func (s *Store) reserve(ctx context.Context, r limit.Request) (limit.Reservation
 		window:      max(1, window),
 		subjectStep: max(1, window/int64(r.Budget.PerSubject)),
 		addressStep: max(1, window/int64(r.Budget.PerAddress)),
+		trust:       max(1, r.Budget.Trust.Microseconds()),
 	}
 	keys := [4]string{res.keys[0], res.keys[1], res.keys[2], s.clock}
 	v, err := s.run(ctx, reserve, keys[:], res.window, res.subjectStep, res.addressStep)
@@ -370,6 +371,7 @@ type reservation struct {
 	now                       int64 // the store's clock at Reserve, in microseconds
 	window                    int64 // in microseconds, as the steps
 	subjectStep, addressStep  int64
+	trust                     int64 // in microseconds
 	good, tookSubject, closed bool
 }
 
@@ -378,7 +380,7 @@ func (r *reservation) Succeeded() {
 	if r.tookSubject {
 		sstep = r.subjectStep
 	}
-	r.settle(succeeded, r.now, r.addressStep, sstep, limit.GoodFor.Microseconds())
+	r.settle(succeeded, r.now, r.addressStep, sstep, r.trust)
 }
 
 func (r *reservation) Failed() {
