@@ -8,12 +8,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/justinas/alice"
 
-	"github.com/idsauth/idsauth/internal/clientip"
 	"github.com/idsauth/idsauth/issuer"
+	"github.com/idsauth/idsauth/limit"
 	"github.com/idsauth/idsauth/metrics"
 	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/scimerr"
@@ -59,11 +58,7 @@ func newService(ctx context.Context, src configSource, logger *slog.Logger) (*se
 		return nil, err
 	}
 	m := metrics.New()
-	l := cfg.Limits
-	secrets := secret.NewVerifier(secret.VerifierConfig{
-		MaxConcurrentSlow: l.MaxConcurrentSlowHashes,
-		FailureFloor:      time.Duration(l.FailureFloorMillis) * time.Millisecond,
-	})
+	secrets := secret.NewVerifier(cfg.Verifier)
 	iss, err := issuer.New(&cfg.Config, issuer.WithLogger(logger), issuer.WithVerifier(secrets), issuer.WithObserver(m))
 	if err != nil {
 		return nil, err
@@ -183,17 +178,15 @@ func origin(u string) string {
 // one file sets both: the same budgets, with a tenant in place of a client,
 // and the same trusted proxy, checked by the issuer's Verifier v. They are
 // read at start; a reload does not change them.
-func scimLimits(l issuer.Limits, v *secret.Verifier) middleware.SCIMLimits {
-	trusted, _ := clientip.ParsePrefixes(l.TrustedProxies) // checked by the issuer
-	nat64, _ := clientip.ParseNAT64(l.NAT64Prefixes)
+func scimLimits(l limit.Config, v *secret.Verifier) middleware.SCIMLimits {
 	return middleware.SCIMLimits{
-		FailedAttemptsPerTenant:  l.FailedAttemptsPerClient,
+		FailedAttemptsPerTenant:  l.FailedAttemptsPerSubject,
 		FailedAttemptsPerAddress: l.FailedAttemptsPerAddress,
-		FailureWindow:            time.Duration(l.FailureWindowSeconds) * time.Second,
-		LimiterMaxBytes:          l.LimiterMaxBytes,
+		FailureWindow:            l.FailureWindow,
+		LimiterMaxBytes:          l.MemoryBytes,
 		TrustedProxyHeader:       l.TrustedProxyHeader,
-		TrustedProxies:           trusted,
-		NAT64Prefixes:            nat64,
+		TrustedProxies:           l.TrustedProxies,
+		NAT64Prefixes:            l.NAT64Prefixes,
 		Verifier:                 v,
 	}
 }

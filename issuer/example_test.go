@@ -119,12 +119,13 @@ func ExampleIssuer_Reload() {
 // expired; the new one is published ahead of its signAt for validators to
 // fetch it. Every replica switches at the same instants, without a reload.
 func ExampleIssuer_KeySchedule() {
+	june1 := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
 	cfg := &issuer.Config{
 		Issuer: "https://host/ids",
 		Dir:    "testdata",
 		Keys: []issuer.KeyConfig{
-			{File: "example-es256.pem", RetireAt: "2026-06-01T02:00:00Z"},
-			{File: "example-ed25519.pem", PublishAt: "2026-05-31T00:00:00Z", SignAt: "2026-06-01T00:00:00Z"},
+			{File: "example-es256.pem", RetireAt: june1.Add(2 * time.Hour)},
+			{File: "example-ed25519.pem", PublishAt: june1.Add(-24 * time.Hour), SignAt: june1},
 		},
 		Clients: []issuer.ClientConfig{{
 			ClientID:     "reporting",

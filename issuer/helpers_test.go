@@ -63,7 +63,7 @@ func testConfig(issuerURL string) *issuer.Config {
 		EphemeralKey: true,
 		Clients: []issuer.ClientConfig{
 			{ClientID: "admin", SecretHashes: []string{secret.HashSHA256(adminSecret).String()}, Scopes: []string{scope.AdminWebAPI}},
-			{ClientID: "connect", SecretHashes: []string{secret.HashSHA256(connectSecret).String()}, Scopes: []string{scope.ConnectWebAPI, scope.AdminWebAPI}, AccessTokenLifetime: 600},
+			{ClientID: "connect", SecretHashes: []string{secret.HashSHA256(connectSecret).String()}, Scopes: []string{scope.ConnectWebAPI, scope.AdminWebAPI}, AccessTokenLifetime: 600 * time.Second},
 			{ClientID: "codeonly", SecretHashes: []string{secret.HashSHA256("x").String()}, GrantTypes: []string{"authorization_code"}, Scopes: []string{scope.AdminWebAPI}},
 		},
 	}

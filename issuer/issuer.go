@@ -103,8 +103,8 @@ type state struct {
 	scopeArray     bool
 	discovery      []byte
 	cacheHeader    string
-	limits         Limits
-	maxBodyText    string // limits.MaxBodyBytes, for its refusal
+	maxBody        int64  // Config.MaxBodyBytes
+	maxBodyText    string // the same, for its refusal
 	addrs          clientip.Resolver
 	budget         limit.Budget
 	repeats        *repeatTable // secrets that failed; this configuration's, for a reload may make one right

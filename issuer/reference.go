@@ -248,7 +248,7 @@ func (iss *Issuer) lookup(ctx context.Context, st *state, token string, now time
 		g, ok := iss.jwtGrant(ctx, st, token, now)
 		return g, ok, nil
 	}
-	if len(token) > MaxAssertionLength {
+	if len(token) > maxAssertionLength {
 		return tokenstore.Grant{}, false, nil
 	}
 	return iss.tokens.Get(ctx, tokenstore.KeyOf(token), now)
@@ -342,7 +342,7 @@ func (iss *Issuer) revokeToken(w http.ResponseWriter, r *http.Request, st *state
 		return refuse(tokenMissing)
 	}
 	token := q.form.get(tokenParam)
-	if looksLikeJWT(token) || len(token) > MaxAssertionLength {
+	if looksLikeJWT(token) || len(token) > maxAssertionLength {
 		return refusal{} // a JWT: nothing to revoke
 	}
 	if _, err := iss.tokens.Revoke(q.ctx, tokenstore.KeyOf(token), cl.id); err != nil {

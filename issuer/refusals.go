@@ -28,12 +28,12 @@ const (
 	malformedBasic     // Basic credentials that cannot be decoded
 	twoMethods         // Basic, and credentials in the body too
 	noCredentials      // neither Basic nor a client_id
-	clientIDTooLong    // over MaxClientIDLength
-	secretTooLong      // over MaxSecretLength
+	clientIDTooLong    // over maxClientIDLength
+	secretTooLong      // over maxSecretLength
 	assertionAndSecret // a client assertion beside a secret
 	assertionType      // a client_assertion_type other than RFC 7523's
 	assertionMissing   // client_assertion_type without client_assertion
-	assertionTooLong   // over MaxAssertionLength
+	assertionTooLong   // over maxAssertionLength
 
 	// Authenticating (every endpoint).
 	badCredentials  // an unknown client, a wrong secret, a failed assertion
@@ -45,7 +45,7 @@ const (
 	// The token request.
 	noGrantType        // grant_type missing or empty
 	otherGrant         // a grant other than client_credentials
-	scopeTooLong       // over MaxScopeLength
+	scopeTooLong       // over maxScopeLength
 	unauthorizedClient // a client without client_credentials
 	scopeNotAllowed    // a scope the client may not have
 	scopeMissing       // no scope, for a client that must name one
@@ -100,12 +100,12 @@ var refusals = [numRefusals]row{
 	malformedBasic:     {status: 401, wire: wire{"invalid_client", "malformed Basic credentials"}},
 	twoMethods:         {status: 400, wire: wire{"invalid_request", "client credentials given both in the Authorization header and in the body"}},
 	noCredentials:      {status: 401, wire: wire{"invalid_client", "no client credentials"}, ids: &wire{"invalid_request", ""}},
-	clientIDTooLong:    {status: 400, wire: wire{"invalid_request", "client_id longer than " + strconv.Itoa(MaxClientIDLength) + " characters"}},
-	secretTooLong:      {status: 400, wire: wire{"invalid_request", "client_secret longer than " + strconv.Itoa(MaxSecretLength) + " characters"}},
+	clientIDTooLong:    {status: 400, wire: wire{"invalid_request", "client_id longer than " + strconv.Itoa(maxClientIDLength) + " characters"}},
+	secretTooLong:      {status: 400, wire: wire{"invalid_request", "client_secret longer than " + strconv.Itoa(maxSecretLength) + " characters"}},
 	assertionAndSecret: {status: 400, wire: wire{"invalid_request", "a client secret and a client assertion in one request: use one method"}},
 	assertionType:      {status: 400, wire: wire{"invalid_request", "client_assertion_type must be " + ClientAssertionType}},
 	assertionMissing:   {status: 400, wire: wire{"invalid_request", "client_assertion is missing"}},
-	assertionTooLong:   {status: 400, wire: wire{"invalid_request", "client_assertion longer than " + strconv.Itoa(MaxAssertionLength) + " bytes"}},
+	assertionTooLong:   {status: 400, wire: wire{"invalid_request", "client_assertion longer than " + strconv.Itoa(maxAssertionLength) + " bytes"}},
 
 	badCredentials:  {status: 401, wire: wire{"invalid_client", "client authentication failed"}},
 	tooManyFailures: {status: 429, wire: wire{"slow_down", "too many failed attempts; try again later"}},
@@ -115,7 +115,7 @@ var refusals = [numRefusals]row{
 
 	noGrantType:        {status: 400, wire: wire{"invalid_request", "grant_type is missing"}, ids: &wire{"unsupported_grant_type", ""}},
 	otherGrant:         {status: 400, wire: wire{"unsupported_grant_type", "only client_credentials is supported"}},
-	scopeTooLong:       {status: 400, wire: wire{"invalid_request", "scope longer than " + strconv.Itoa(MaxScopeLength) + " characters"}},
+	scopeTooLong:       {status: 400, wire: wire{"invalid_request", "scope longer than " + strconv.Itoa(maxScopeLength) + " characters"}},
 	unauthorizedClient: {status: 400, wire: wire{"unauthorized_client", "the client may not use client_credentials"}},
 	scopeNotAllowed:    {status: 400, wire: wire{"invalid_scope", "scope not allowed for this client"}},
 	scopeMissing:       {status: 400, wire: wire{"invalid_scope", "scope is missing"}},

@@ -137,7 +137,7 @@ func TestRefusalsGolden(t *testing.T) {
 		var out strings.Builder
 		for _, c := range goldenCases() {
 			fmt.Fprintf(&out, "### %s\n", c.name)
-			cfg, err := issuer.ParseConfig([]byte(goldenConfig(profile, jwk, c.config)), "testdata")
+			cfg, err := issuer.ParseConfig([]byte(goldenConfig(profile, jwk, c.config)), "testdata", nil)
 			if err != nil {
 				t.Fatalf("%s: %v", c.name, err)
 			}

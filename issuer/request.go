@@ -136,7 +136,7 @@ func (q *request) readAssertion(r *http.Request) refusal {
 		return refuse(assertionType)
 	case form.get(assertionParam) == "":
 		return refuse(assertionMissing)
-	case len(form.get(assertionParam)) > MaxAssertionLength:
+	case len(form.get(assertionParam)) > maxAssertionLength:
 		return refuse(assertionTooLong)
 	}
 	q.assertion = parseAssertion(form.get(assertionParam))
@@ -181,10 +181,10 @@ func basicAuth(encoded string) (user, pass string, ok bool) {
 // checkLengths refuses a client ID or secret longer than any the issuer
 // accepts in its configuration.
 func checkLengths(id, pass string) refusal {
-	if tooLong(id, MaxClientIDLength) {
+	if tooLong(id, maxClientIDLength) {
 		return refuse(clientIDTooLong)
 	}
-	if tooLong(pass, MaxSecretLength) {
+	if tooLong(pass, maxSecretLength) {
 		return refuse(secretTooLong)
 	}
 	return refusal{}
@@ -332,7 +332,7 @@ func readForm(w http.ResponseWriter, r *http.Request, st *state, f *tokenForm) r
 	// A declared length is what net/http's body reader gives, no more:
 	// within the bound, the body needs no other limit.
 	var in io.Reader = r.Body
-	maxBytes := st.limits.MaxBodyBytes
+	maxBytes := st.maxBody
 	if r.ContentLength < 0 || r.ContentLength > maxBytes {
 		in = http.MaxBytesReader(w, r.Body, maxBytes)
 	}

@@ -21,7 +21,7 @@ import (
 func TestReplicasWithOneStoreShareOneBudget(t *testing.T) {
 	store := limit.NewMemory(64 << 10)
 	limits := func(c *issuer.Config) {
-		c.Limits = issuer.Limits{FailedAttemptsPerClient: 4, FailedAttemptsPerAddress: 50, TrustedProxyHeader: "X-Forwarded-For"}
+		c.Limits = limit.Config{FailedAttemptsPerSubject: 4, FailedAttemptsPerAddress: 50, TrustedProxyHeader: "X-Forwarded-For"}
 	}
 	replicas := []*server{newServer(t, limits, issuer.WithLimiterStore(store)), newServer(t, limits, issuer.WithLimiterStore(store))}
 	var statuses []int
@@ -149,7 +149,7 @@ func TestStoreThatCannotRememberIssuesNothing(t *testing.T) {
 		{"unavailable", fmt.Errorf("%w: down for the test", limit.ErrUnavailable), 503, "temporarily_unavailable", "1"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			s := newServer(t, func(cfg *issuer.Config) { withMachineClients(cfg); cfg.Limits.FailedAttemptsPerClient = 2 },
+			s := newServer(t, func(cfg *issuer.Config) { withMachineClients(cfg); cfg.Limits.FailedAttemptsPerSubject = 2 },
 				issuer.WithLimiterStore(cannotRemember{limit.NewMemory(64 << 10), c.err}))
 			for range 4 {
 				as := assertionForm(assertionFor(t, signerKey(), "signer", s.tokenURL(), nil, nil), "scope", scope.AdminWebAPI)

@@ -60,7 +60,7 @@ func (iss *Issuer) issue(w http.ResponseWriter, r *http.Request, st *state, q *r
 	// after what is wrong with a secret's credentials, before what is
 	// wrong with an assertion's.
 	no := q.unusable
-	if tooLong(q.form.get(scopeParam), MaxScopeLength) && (q.asserted || !no.refused()) {
+	if tooLong(q.form.get(scopeParam), maxScopeLength) && (q.asserted || !no.refused()) {
 		no = refuse(scopeTooLong)
 	}
 	if no.refused() {

@@ -23,7 +23,7 @@ import (
 func TestTokenEndpoint(t *testing.T) {
 	s := newServer(t, func(c *issuer.Config) {
 		withMachineClients(c)
-		c.Limits.FailedAttemptsPerClient = 1000 // the rows fail often for signer
+		c.Limits.FailedAttemptsPerSubject = 1000 // the rows fail often for signer
 	})
 	tu := s.tokenURL()
 	signer, attacker := signerKey(), jwktest.NewKey(t, "ES256")

@@ -76,8 +76,8 @@ file and the field. Run it before sending the issuer SIGHUP.`)
 		profile = issuer.ProfileRFC
 	}
 	fmt.Fprintf(w, "%s: ok\n\nissuer  %s\ntoken   %s\njwks    %s\nprofile %s\n", fs.Arg(0), iss.URL(), iss.TokenURL(), iss.JWKSURL(), profile)
-	if cfg.DPoP.RequireNonce || cfg.DPoP.ProofMaxAgeSeconds != 0 {
-		age := cfg.DPoP.ProofMaxAgeSeconds
+	if cfg.DPoP.RequireNonce || cfg.DPoP.ProofMaxAge != 0 {
+		age := int(cfg.DPoP.ProofMaxAge / time.Second)
 		if age == 0 {
 			age = 60
 		}
@@ -96,7 +96,7 @@ file and the field. Run it before sending the issuer SIGHUP.`)
 	clients := slices.Clone(cfg.Clients)
 	slices.SortFunc(clients, func(a, b issuer.ClientConfig) int { return strings.Compare(a.ClientID, b.ClientID) })
 	for _, c := range clients {
-		lifetime := c.AccessTokenLifetime
+		lifetime := int(c.AccessTokenLifetime / time.Second)
 		if lifetime == 0 {
 			lifetime = 3600
 		}
