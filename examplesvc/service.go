@@ -12,7 +12,6 @@ import (
 	"github.com/justinas/alice"
 
 	"github.com/idsauth/idsauth/issuer"
-	"github.com/idsauth/idsauth/limit"
 	"github.com/idsauth/idsauth/metrics"
 	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/scimerr"
@@ -135,7 +134,7 @@ func (s *service) routes() http.Handler {
 	admin := bearer.Append(middleware.RequireFamily(scope.Admin))
 	connect := bearer.Append(middleware.RequireFamily(scope.Connect))
 	session := bearer.Append(middleware.RequireFamily(scope.ConnectSession))
-	scim := alice.New(middleware.SCIMAuthWithConfig(s.tenants, middleware.SCIMConfig{Logger: s.logger, Observer: s.metrics, Limits: scimLimits(s.current.Limits, s.secrets)}))
+	scim := alice.New(middleware.SCIMAuthWithConfig(s.tenants, middleware.SCIMConfig{Logger: s.logger, Observer: s.metrics, Limits: s.current.Limits, Verifier: s.secrets}))
 
 	mux := http.NewServeMux()
 	mux.Handle("/ids/", s.iss)
@@ -172,23 +171,6 @@ func origin(u string) string {
 		return u
 	}
 	return p.Scheme + "://" + p.Host
-}
-
-// scimLimits are SCIMAuth's failure limits, taken from the issuer's so that
-// one file sets both: the same budgets, with a tenant in place of a client,
-// and the same trusted proxy, checked by the issuer's Verifier v. They are
-// read at start; a reload does not change them.
-func scimLimits(l limit.Config, v *secret.Verifier) middleware.SCIMLimits {
-	return middleware.SCIMLimits{
-		FailedAttemptsPerTenant:  l.FailedAttemptsPerSubject,
-		FailedAttemptsPerAddress: l.FailedAttemptsPerAddress,
-		FailureWindow:            l.FailureWindow,
-		LimiterMaxBytes:          l.MemoryBytes,
-		TrustedProxyHeader:       l.TrustedProxyHeader,
-		TrustedProxies:           l.TrustedProxies,
-		NAT64Prefixes:            l.NAT64Prefixes,
-		Verifier:                 v,
-	}
 }
 
 // reload reads the configuration again and applies it to the issuer and

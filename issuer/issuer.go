@@ -215,12 +215,12 @@ func New(cfg *Config, opts ...Option) (*Issuer, error) {
 // nothing changes. The failure limiter's memory of failed
 // attempts is kept while the limits stay the same; the jtis of used
 // client assertions are always kept until they expire, whatever the new
-// clientAssertions.replayCacheBytes.
+// ClientAssertions.ReplayCacheBytes.
 //
 // To rotate the signing key without a failed request, in one reload: give
-// the current key a retireAt, and add the new key with a publishAt, and a
-// signAt at least validatorRefreshSeconds + jwksMaxAgeSeconds later (see
-// KeyConfig for the rules). Without times, in three: add the new key
+// the current key a RetireAt, and add the new key with a PublishAt, and a
+// SignAt at least ValidatorRefresh + JWKSMaxAge later (see KeyConfig for
+// the rules). Without times, in three: add the new key
 // after the current one and reload (it is published); once validators
 // have fetched the JWKS again, move it first and reload (it signs); once
 // the old key's last token has expired, remove it and reload.

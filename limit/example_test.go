@@ -11,7 +11,7 @@ import (
 )
 
 func ExampleNewMemory() {
-	store := limit.NewMemory(1 << 20) // pass to issuer.WithLimiterStore or SCIMLimits.Store
+	store := limit.NewMemory(1 << 20) // pass to issuer.WithLimiterStore or SCIMConfig.Store
 	budget := limit.Budget{PerSubject: 10, PerAddress: 2, Window: time.Minute, Trust: 24 * time.Hour}
 	for range 3 {
 		res, err := store.Reserve(context.Background(), limit.Request{Subject: "payroll", Address: "203.0.113.9", Budget: budget, Now: time.Now()})

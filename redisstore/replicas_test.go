@@ -317,10 +317,10 @@ func TestSCIMReplicasShareOneBudget(t *testing.T) {
 	}
 	var urls []string
 	for range 2 {
-		cfg := middleware.SCIMConfig{Limits: middleware.SCIMLimits{
-			FailedAttemptsPerTenant: 4, TrustedProxyHeader: "X-Forwarded-For",
-			Store: redisstore.New(srv.client(t), redisstore.Options{Prefix: "idsauth:scim:"}),
-		}}
+		cfg := middleware.SCIMConfig{
+			Limits: limit.Config{FailedAttemptsPerSubject: 4, TrustedProxyHeader: "X-Forwarded-For"},
+			Store:  redisstore.New(srv.client(t), redisstore.Options{Prefix: "idsauth:scim:"}),
+		}
 		mux := http.NewServeMux()
 		mux.Handle("GET /scim/{tenant}/Users", middleware.SCIMAuthWithConfig(tenants, cfg)(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})))
 		s := httptest.NewServer(mux)
