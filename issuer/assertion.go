@@ -23,11 +23,11 @@ import (
 	"github.com/idsauth/idsauth/internal/keys"
 )
 
-// ClientAssertionType is the client_assertion_type of a private_key_jwt
+// assertionTypeJWT is the client_assertion_type of a private_key_jwt
 // token request ([RFC 7523] §2.2).
 //
 // [RFC 7523]: https://www.rfc-editor.org/rfc/rfc7523
-const ClientAssertionType = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+const assertionTypeJWT = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 
 // assertionLeeway is the clock skew allowed for an assertion's exp, nbf
 // and iat: the validator's default (CONTRACT.md §1).

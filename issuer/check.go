@@ -38,7 +38,7 @@ func (c *Config) check() (*state, error) {
 	}
 	d := c.withDefaults()
 	switch d.Profile {
-	case ProfileRFC, ProfileIdentityServer:
+	case profileRFC, profileIdentityServer:
 	default:
 		return nil, fieldErr("profile", `want "rfc" or "identityserver", got %q`, c.Profile)
 	}
@@ -79,7 +79,7 @@ func (c *Config) check() (*state, error) {
 	l := d.Limits
 	st.issuer = d.Issuer
 	st.prefix = strings.TrimSuffix(u.Path, "/")
-	st.identityServer = d.Profile == ProfileIdentityServer
+	st.identityServer = d.Profile == profileIdentityServer
 	st.scopeArray = d.ScopeFormat == "array"
 	st.cacheHeader = "public, max-age=" + strconv.FormatInt(int64(d.JWKSMaxAge/time.Second), 10)
 	st.maxBody, st.maxBodyText = d.MaxBodyBytes, strconv.FormatInt(d.MaxBodyBytes, 10)
@@ -109,9 +109,9 @@ func (c Config) withDefaults() Config {
 	}
 	c.Issuer = strings.TrimSuffix(c.Issuer, "/")
 	if c.Profile == "" {
-		c.Profile = ProfileRFC
+		c.Profile = profileRFC
 	}
-	ids := c.Profile == ProfileIdentityServer
+	ids := c.Profile == profileIdentityServer
 	if c.ScopeFormat == "" {
 		c.ScopeFormat = map[bool]string{true: "array", false: "string"}[ids]
 	}

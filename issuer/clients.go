@@ -50,7 +50,7 @@ func (d Config) compileClients(c *Config, own scope.Set) (*state, error) {
 		st.apis[api.name] = api
 		st.apiOrder = append(st.apiOrder, api)
 	}
-	if d.Profile == ProfileIdentityServer && len(st.apiOrder) > 0 {
+	if d.Profile == profileIdentityServer && len(st.apiOrder) > 0 {
 		// As IdentityServer: a client without an audience of its own gets
 		// the names of the API resources of its scopes.
 		for _, cc := range c.Clients {

@@ -229,8 +229,8 @@ type ClientClaim struct {
 
 // The profiles of Config.Profile.
 const (
-	ProfileRFC            = "rfc"            // RFC 6749 §5.2 and RFC 9068: the default
-	ProfileIdentityServer = "identityserver" // IdentityServer 7.4's answers and tokens
+	profileRFC            = "rfc"            // RFC 6749 §5.2 and RFC 9068: the default
+	profileIdentityServer = "identityserver" // IdentityServer 7.4's answers and tokens
 )
 
 // DPoPConfig bounds the DPoP proofs of token requests, in the words of

@@ -135,7 +135,7 @@ func assertionFor(t testing.TB, k *keys.Key, client, tokenURL string, claims, he
 
 // assertionForm is a private_key_jwt token request's body, kv added.
 func assertionForm(assertion string, kv ...string) string {
-	return form(append([]string{"grant_type", "client_credentials", "client_assertion_type", issuer.ClientAssertionType, "client_assertion", assertion}, kv...)...)
+	return form(append([]string{"grant_type", "client_credentials", "client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer", "client_assertion", assertion}, kv...)...)
 }
 
 type server struct {

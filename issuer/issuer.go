@@ -197,7 +197,7 @@ func New(cfg *Config, opts ...Option) (*Issuer, error) {
 		opt(iss)
 	}
 	if iss.tokens == nil {
-		iss.tokens = tokenstore.NewMemory(0)
+		iss.tokens = &tokenstore.Memory{}
 	}
 	iss.issuedTo = iss.observer
 	iss.observer = observe.Multi(iss.observer, refusalLog{iss.logger})
@@ -239,7 +239,7 @@ func (iss *Issuer) Reload(cfg *Config) error {
 	case old != nil && old.limiterCfg == st.limiterCfg:
 		st.limiter = old.limiter
 	default:
-		st.limiter = limit.NewMemory(st.limiterCfg.bytes)
+		st.limiter = &limit.Memory{MaxBytes: st.limiterCfg.bytes}
 	}
 	st.repeats = newRepeatTable(repeatBytes)
 	switch {

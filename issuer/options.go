@@ -110,7 +110,7 @@ func WithLimiterStore(s limit.Store) Option {
 // AccessTokenType "reference") in s, for the issuer's life: a store shared
 // by the replicas (redisstore) lets any of them introspect or revoke a
 // token another one issued. Without it the issuer keeps them in a
-// tokenstore.Memory of tokenstore.DefaultMemoryBytes; when the store is
+// tokenstore.Memory of its own (64 MiB); when the store is
 // full, or cannot answer, no reference token is issued (503
 // temporarily_unavailable) and none is forgotten.
 func WithTokenStore(s tokenstore.Store) Option {

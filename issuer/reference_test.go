@@ -196,7 +196,7 @@ func TestIntrospectionRefusals(t *testing.T) {
 // logged once however often it asks), the other clients still get theirs,
 // and no live token is forgotten.
 func TestReferenceStoreFull(t *testing.T) {
-	store := tokenstore.NewMemory(8 << 10)
+	store := &tokenstore.Memory{MaxBytes: 8 << 10}
 	s := newServer(t, withReference, issuer.WithTokenStore(store))
 	ask := func(id string) answer {
 		return post(t, s.tokenURL(), formType, form("grant_type", "client_credentials", "scope", scope.AdminWebAPI), "Authorization", basic(id, refSecret))

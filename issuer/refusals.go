@@ -103,15 +103,15 @@ var refusals = [numRefusals]row{
 	clientIDTooLong:    {status: 400, wire: wire{"invalid_request", "client_id longer than " + strconv.Itoa(maxClientIDLength) + " characters"}},
 	secretTooLong:      {status: 400, wire: wire{"invalid_request", "client_secret longer than " + strconv.Itoa(maxSecretLength) + " characters"}},
 	assertionAndSecret: {status: 400, wire: wire{"invalid_request", "a client secret and a client assertion in one request: use one method"}},
-	assertionType:      {status: 400, wire: wire{"invalid_request", "client_assertion_type must be " + ClientAssertionType}},
+	assertionType:      {status: 400, wire: wire{"invalid_request", "client_assertion_type must be " + assertionTypeJWT}},
 	assertionMissing:   {status: 400, wire: wire{"invalid_request", "client_assertion is missing"}},
 	assertionTooLong:   {status: 400, wire: wire{"invalid_request", "client_assertion longer than " + strconv.Itoa(maxAssertionLength) + " bytes"}},
 
 	badCredentials:  {status: 401, wire: wire{"invalid_client", "client authentication failed"}},
 	tooManyFailures: {status: 429, wire: wire{"slow_down", "too many failed attempts; try again later"}},
-	limiterDown:     {status: 503, wire: wire{"temporarily_unavailable", "the token endpoint cannot check failed attempts now; try again shortly"}, retry: int(limit.UnavailableRetryAfter.Seconds())},
+	limiterDown:     {status: 503, wire: wire{"temporarily_unavailable", "the token endpoint cannot check failed attempts now; try again shortly"}, retry: 1},
 	replaysFull:     {status: 429, wire: wire{"slow_down", "too many assertions to remember; try again later"}},
-	replaysDown:     {status: 503, wire: wire{"temporarily_unavailable", "the token endpoint cannot check assertion replays now; try again shortly"}, retry: int(limit.UnavailableRetryAfter.Seconds())},
+	replaysDown:     {status: 503, wire: wire{"temporarily_unavailable", "the token endpoint cannot check assertion replays now; try again shortly"}, retry: 1},
 
 	noGrantType:        {status: 400, wire: wire{"invalid_request", "grant_type is missing"}, ids: &wire{"unsupported_grant_type", ""}},
 	otherGrant:         {status: 400, wire: wire{"unsupported_grant_type", "only client_credentials is supported"}},

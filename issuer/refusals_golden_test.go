@@ -399,7 +399,7 @@ func goldenCases() []goldenCase {
 		add(ep+": an assertion of another type", "", nil, func(g *golden) []goldenRequest {
 			return []goldenRequest{{endpoint: ep, body: ask(ep, "client_assertion_type", "urn:other", "client_assertion", g.assertion(signed, nil))}}
 		})
-		add(ep+": an assertion type alone", "", nil, one(goldenRequest{endpoint: ep, body: ask(ep, "client_assertion_type", issuer.ClientAssertionType)}))
+		add(ep+": an assertion type alone", "", nil, one(goldenRequest{endpoint: ep, body: ask(ep, "client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer")}))
 		add(ep+": an assertion alone", "", nil, func(g *golden) []goldenRequest {
 			return []goldenRequest{{endpoint: ep, body: ask(ep, "client_assertion", g.assertion(signed, nil))}}
 		})
@@ -438,12 +438,12 @@ func goldenCases() []goldenCase {
 			}
 		})
 		add(ep+": an assertion whose jti the store has no room for", "", func() []issuer.Option {
-			return []issuer.Option{issuer.WithLimiterStore(cannotRemember{limit.NewMemory(64 << 10), &limit.Refusal{Limit: limit.Replays, RetryAfter: 90 * time.Second}})}
+			return []issuer.Option{issuer.WithLimiterStore(cannotRemember{&limit.Memory{MaxBytes: 64 << 10}, &limit.Refusal{Limit: limit.Replays, RetryAfter: 90 * time.Second}})}
 		}, func(g *golden) []goldenRequest {
 			return []goldenRequest{{endpoint: ep, body: assertionAsk(ep, g.assertion(signed, nil))}}
 		})
 		add(ep+": an assertion whose jti the store cannot remember", "", func() []issuer.Option {
-			return []issuer.Option{issuer.WithLimiterStore(cannotRemember{limit.NewMemory(64 << 10), fmt.Errorf("%w: down for the test", limit.ErrUnavailable)})}
+			return []issuer.Option{issuer.WithLimiterStore(cannotRemember{&limit.Memory{MaxBytes: 64 << 10}, fmt.Errorf("%w: down for the test", limit.ErrUnavailable)})}
 		}, func(g *golden) []goldenRequest {
 			return []goldenRequest{{endpoint: ep, body: assertionAsk(ep, g.assertion(signed, nil))}}
 		})
@@ -465,7 +465,7 @@ func goldenCases() []goldenCase {
 	add("token: a scope too long and Basic that is not base64", "", nil, tok(form("grant_type", "client_credentials", "scope", longScope), "Authorization", "Basic !!!"))
 	add("token: a scope too long and a wrong secret", "", nil, tok(form("grant_type", "client_credentials", "scope", longScope), "Authorization", basic("admin", "wrong")))
 	add("token: a scope too long and an assertion", "", nil, func(g *golden) []goldenRequest {
-		return []goldenRequest{{endpoint: "token", body: form("grant_type", "client_credentials", "scope", longScope, "client_assertion_type", issuer.ClientAssertionType, "client_assertion", g.assertion("signer", nil))}}
+		return []goldenRequest{{endpoint: "token", body: form("grant_type", "client_credentials", "scope", longScope, "client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer", "client_assertion", g.assertion("signer", nil))}}
 	})
 	add("token: a scope too long and an assertion type alone", "", nil, tok(form("grant_type", "client_credentials", "scope", longScope, "client_assertion_type", "urn:other")))
 	add("token: a client without client_credentials", "", nil, tok(tokenAsk(), "Authorization", basic("codeonly", goldenSecret)))
@@ -506,12 +506,12 @@ func goldenCases() []goldenCase {
 		return []goldenRequest{{endpoint: "token", body: tokenAsk(), header: append(auth, "DPoP", g.proof("POST", goldenNow, "made-up"))}}
 	})
 	add("token: a DPoP proof whose jti the store cannot remember", "", func() []issuer.Option {
-		return []issuer.Option{issuer.WithLimiterStore(cannotRemember{limit.NewMemory(64 << 10), fmt.Errorf("%w: down for the test", limit.ErrUnavailable)})}
+		return []issuer.Option{issuer.WithLimiterStore(cannotRemember{&limit.Memory{MaxBytes: 64 << 10}, fmt.Errorf("%w: down for the test", limit.ErrUnavailable)})}
 	}, func(g *golden) []goldenRequest {
 		return []goldenRequest{{endpoint: "token", body: tokenAsk(), header: append(auth, "DPoP", g.proof("POST", goldenNow, ""))}}
 	})
 	add("token: a DPoP proof whose jti the store has no room for", "", func() []issuer.Option {
-		return []issuer.Option{issuer.WithLimiterStore(cannotRemember{limit.NewMemory(64 << 10), &limit.Refusal{Limit: limit.Replays, RetryAfter: 30 * time.Second}})}
+		return []issuer.Option{issuer.WithLimiterStore(cannotRemember{&limit.Memory{MaxBytes: 64 << 10}, &limit.Refusal{Limit: limit.Replays, RetryAfter: 30 * time.Second}})}
 	}, func(g *golden) []goldenRequest {
 		return []goldenRequest{{endpoint: "token", body: tokenAsk(), header: append(auth, "DPoP", g.proof("POST", goldenNow, ""))}}
 	})
@@ -519,7 +519,7 @@ func goldenCases() []goldenCase {
 		return []issuer.Option{issuer.WithTokenStore(failingTokens{})}
 	}, tok(tokenAsk(), "Authorization", basic("ref", goldenSecret)))
 	add("token: a reference token the store has no room for", "", func() []issuer.Option {
-		return []issuer.Option{issuer.WithTokenStore(tokenstore.NewMemory(1))}
+		return []issuer.Option{issuer.WithTokenStore(&tokenstore.Memory{MaxBytes: 1})}
 	}, tok(tokenAsk(), "Authorization", basic("ref", goldenSecret)))
 
 	// Introspection's and revocation's own.
@@ -543,5 +543,5 @@ func goldenCases() []goldenCase {
 
 // assertionAsk is a private_key_jwt request's form at endpoint, kv added.
 func assertionAsk(endpoint, assertion string, kv ...string) string {
-	return ask(endpoint, append([]string{"client_assertion_type", issuer.ClientAssertionType, "client_assertion", assertion}, kv...)...)
+	return ask(endpoint, append([]string{"client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer", "client_assertion", assertion}, kv...)...)
 }

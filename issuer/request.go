@@ -132,7 +132,7 @@ func (q *request) readAssertion(r *http.Request) refusal {
 	case len(authz) == 1 && len(authz[0]) >= 6 && strings.EqualFold(authz[0][:6], "Basic "),
 		form.has(clientSecretParam):
 		return refuse(assertionAndSecret)
-	case form.get(assertionTypeParam) != ClientAssertionType:
+	case form.get(assertionTypeParam) != assertionTypeJWT:
 		return refuse(assertionType)
 	case form.get(assertionParam) == "":
 		return refuse(assertionMissing)

@@ -31,7 +31,7 @@
 //     stepped back: then the store's time carries on from where it was,
 //     running ahead of the readings by the step. Memory counts a reading
 //     that has a monotonic clock reading (time.Now's) on it, which no step
-//     moves; one without is a step when it is more than SteppedBack
+//     moves; one without is a step when it is more than a minute
 //     behind. The Redis store reads Redis's TIME in one atomic script, so
 //     any reading behind is a step. So a clock stepped back by an hour
 //     neither refuses everyone who asked in the hour it repeats for the
@@ -93,7 +93,7 @@ type Request struct {
 	// they agree. Every caller of one store that uses Now must read the
 	// same clock: time.Now, whose monotonic reading no step of the wall
 	// clock moves, or one clock of their own; two clocks more than
-	// SteppedBack apart would each take the other's readings for steps.
+	// a minute apart would each take the other's readings for steps.
 	Now time.Time
 }
 
@@ -124,12 +124,12 @@ func (b Budget) Check() error {
 	return nil
 }
 
-// SteppedBack is how far behind the latest time Memory gave a reading
+// steppedBack is how far behind the latest time Memory gave a reading
 // without a monotonic clock reading must be for Memory to take the wall
 // clock as stepped back (see the rules above): far more than one reading
 // lags another while requests wait. A lag taken for a step would move the
 // clock ahead, and refill budgets early.
-const SteppedBack = time.Minute
+const steppedBack = time.Minute
 
 // Limit names the budget that refused a request.
 type Limit string
@@ -163,9 +163,5 @@ func (r *Refusal) RetryAfterSeconds() int {
 // ErrUnavailable is wrapped by a Store's error when it cannot decide (its
 // backend is down or too slow) and refuses the attempt: the issuer answers
 // 503 temporarily_unavailable, SCIMAuth a 503 SCIM error, both with
-// Retry-After: UnavailableRetryAfter, and no secret is verified.
+// Retry-After: 1, and no secret is verified.
 var ErrUnavailable = errors.New("limit: the failure limiter's store cannot answer")
-
-// UnavailableRetryAfter is the Retry-After of an answer refused because
-// the store could not answer.
-const UnavailableRetryAfter = time.Second

@@ -30,7 +30,7 @@ const (
 // Each budget is a GCRA bucket (a token bucket stored as one timestamp)
 // that refills evenly over the window. The buckets and the pair marks
 // live in two set-associative tables of fixed size: keys are hashed with
-// per-process random seeds to 64 bits, entries are EntryBytes each, and
+// per-process random seeds to 64 bits, entries are entryBytes each, and
 // when a set is full the entry holding the least information (the one
 // that frees up soonest) is replaced, so a flood of new keys forgets
 // single failures before it forgets a locked-out key. A pair mark that
@@ -56,7 +56,7 @@ type table struct {
 }
 
 func newTable(bytes int) table {
-	sets := max(1, bytes/(EntryBytes*ways))
+	sets := max(1, bytes/(entryBytes*ways))
 	sets = 1 << (bits.Len(uint(sets)) - 1) // a power of two, at most asked
 	return table{entries: make([]entry, sets*ways), setMask: uint64(sets - 1)}
 }
@@ -83,7 +83,7 @@ func newLimiter(maxBytes int) *limiter {
 // bytes is the memory the tables hold, fixed at newLimiter: at most the
 // maxBytes asked, and at least 128.
 func (l *limiter) bytes() int {
-	return (len(l.buckets.entries) + len(l.pairs.entries)) * EntryBytes
+	return (len(l.buckets.entries) + len(l.pairs.entries)) * entryBytes
 }
 
 // reservation is a budget taken for one verification: a Memory's
@@ -202,7 +202,7 @@ const maxSpan = 100 * 365 * 24 * time.Hour
 //     it counts as that time.
 //   - A reading without one (a clock of the caller's, or time.Now after
 //     UTC, In or Truncate) behind the latest time given by less than
-//     SteppedBack counts as that time; further behind, the wall clock was
+//     steppedBack counts as that time; further behind, the wall clock was
 //     stepped back (by NTP, say), and the limiter's clock carries on from
 //     where it was, running ahead of such readings by the step from then
 //     on. Monotonic readings never run ahead: a caller of each kind on one
@@ -211,7 +211,7 @@ const maxSpan = 100 * 365 * 24 * time.Hour
 // A clock stepped back by an hour so neither refuses, for the hour,
 // everyone who asked in the hour it repeats, nor forgives a spent budget.
 // Every caller of one limiter must read the same clock: two clocks more
-// than SteppedBack apart, taking turns, would move it on at every turn.
+// than steppedBack apart, taking turns, would move it on at every turn.
 func (l *limiter) clock(reading time.Time) int64 {
 	d := reading.Sub(l.start)
 	if d < -maxSpan || d > maxSpan {
@@ -224,7 +224,7 @@ func (l *limiter) clock(reading time.Time) int64 {
 		now += l.ahead // a monotonic reading was never stepped back
 	}
 	if behind := l.latest - now; behind > 0 {
-		if !monotonic && behind > int64(SteppedBack) {
+		if !monotonic && behind > int64(steppedBack) {
 			l.ahead = min(l.ahead+behind, int64(maxSpan))
 		}
 		now = l.latest

@@ -238,7 +238,7 @@ func TestMemoryIsFixedAndLockoutsSurviveFloods(t *testing.T) {
 			r.Failed()
 		}
 	}
-	if n := len(l.buckets.entries) + len(l.pairs.entries); n*EntryBytes != 64<<10 {
+	if n := len(l.buckets.entries) + len(l.pairs.entries); n*entryBytes != 64<<10 {
 		t.Fatalf("tables grew to %d entries", n)
 	}
 	if r, no := l.Reserve("payroll", "203.0.113.9", t0); r != nil || no.Limit != Address {
@@ -408,7 +408,7 @@ func TestMonotonicReadingIsNoStep(t *testing.T) {
 	// The same without one: a step of about 2 min (give or take the
 	// nanoseconds between the wall and monotonic readings).
 	l.Reserve("payroll", "198.51.100.1", now.Round(0).Add(-2*time.Minute))
-	if l.ahead <= int64(SteppedBack) {
+	if l.ahead <= int64(steppedBack) {
 		t.Fatalf("a reading two minutes behind, without a monotonic reading, moved the clock %v ahead, want a step", time.Duration(l.ahead))
 	}
 }

@@ -130,7 +130,7 @@ func newSCIMGuard(cfg SCIMConfig, tenants TenantStore, tenantOf func(*http.Reque
 		addrs:    clientip.Resolver{Header: l.TrustedProxyHeader, Trusted: l.TrustedProxies, NAT64: l.NAT64Prefixes},
 	}
 	if g.limiter == nil {
-		g.limiter = limit.NewMemory(max(0, l.MemoryBytes))
+		g.limiter = &limit.Memory{MaxBytes: max(0, l.MemoryBytes)}
 	}
 	if g.verifier == nil {
 		g.verifier = secret.NewVerifier(secret.VerifierConfig{})
@@ -228,7 +228,7 @@ func (g *scimGuard) check(w http.ResponseWriter, r *http.Request, o *responder, 
 			return checkAnswered, ""
 		}
 		o.reject(r, http.StatusServiceUnavailable, err)
-		w.Header().Set("Retry-After", strconv.Itoa(int(limit.UnavailableRetryAfter/time.Second)))
+		w.Header().Set("Retry-After", "1") // limit.ErrUnavailable
 		scimerr.Write(w, scimerr.New(http.StatusServiceUnavailable, "Failed attempts cannot be checked now; try again shortly"))
 		return checkAnswered, ""
 	}

@@ -132,7 +132,7 @@ func TestSCIMAuthReplicasShareAStore(t *testing.T) {
 	tenants := tenantsOf(t, "acme", secret.HashSHA256("acme-token"))
 	cfg := middleware.SCIMConfig{Limits: limit.Config{
 		FailedAttemptsPerSubject: 4, TrustedProxyHeader: "X-Forwarded-For",
-	}, Store: limit.NewMemory(64 << 10)}
+	}, Store: &limit.Memory{MaxBytes: 64 << 10}}
 	replicas := []*httptest.Server{scimServer(t, tenants, cfg), scimServer(t, tenants, cfg)}
 	for i := range 8 {
 		a := callFrom(t, scimURL(replicas[i%2], "acme"), "Bearer guess", "203.0.113.9")

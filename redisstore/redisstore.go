@@ -91,7 +91,7 @@ type Options struct {
 	// value is FailOpen.
 	OnUnavailable FailureMode
 	// FallbackMaxBytes is the memory of FailOpen's limit.Memory. Zero
-	// means limit.DefaultMemoryBytes. Its budgets are allocated at New,
+	// means 1 MiB. Its budgets are allocated at New,
 	// so that a failure of Redis never waits for an allocation; its table
 	// of jtis (a quarter more) at the first Remember that falls back.
 	FallbackMaxBytes int
@@ -160,11 +160,8 @@ func New(rdb redis.Scripter, o Options) *Store {
 	}
 	s.calls = newCalls(s.timeout)
 	if s.mode == FailOpen {
-		n := o.FallbackMaxBytes
-		if n <= 0 {
-			n = limit.DefaultMemoryBytes
-		}
-		s.fallback = limit.NewMemory(n)
+		s.fallback = &limit.Memory{MaxBytes: max(0, o.FallbackMaxBytes)}
+		s.fallback.Bytes() // its budgets, made now: a failure of Redis waits for no allocation
 	}
 	return s
 }

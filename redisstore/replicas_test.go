@@ -161,7 +161,7 @@ func (r *replica) post(t *testing.T, form url.Values, authz, addr string) (int, 
 func (r *replica) tokenBy(t *testing.T, assertion, addr string) (int, string) {
 	t.Helper()
 	return r.post(t, url.Values{"grant_type": {"client_credentials"}, "scope": {scope.AdminWebAPI},
-		"client_assertion_type": {issuer.ClientAssertionType}, "client_assertion": {assertion}}, "", addr)
+		"client_assertion_type": {"urn:ietf:params:oauth:client-assertion-type:jwt-bearer"}, "client_assertion": {assertion}}, "", addr)
 }
 
 // Two issuers on one Redis enforce one budget per client and one per

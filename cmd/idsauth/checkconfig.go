@@ -73,7 +73,7 @@ file and the field. Run it before sending the issuer SIGHUP.`)
 	w := e.stdout
 	profile := cfg.Profile
 	if profile == "" {
-		profile = issuer.ProfileRFC
+		profile = "rfc"
 	}
 	fmt.Fprintf(w, "%s: ok\n\nissuer  %s\ntoken   %s\njwks    %s\nprofile %s\n", fs.Arg(0), iss.URL(), iss.TokenURL(), iss.JWKSURL(), profile)
 	if cfg.DPoP.RequireNonce || cfg.DPoP.ProofMaxAge != 0 {
@@ -102,7 +102,7 @@ file and the field. Run it before sending the issuer SIGHUP.`)
 		}
 		aud := strings.Join(c.Audience, " ")
 		switch {
-		case aud == "" && profile == issuer.ProfileIdentityServer && len(cfg.APIResources) > 0:
+		case aud == "" && profile == "identityserver" && len(cfg.APIResources) > 0:
 			aud = "the API resources of the scopes granted (identityserver profile)"
 		case aud == "":
 			aud = iss.URL() + "/resources (default)"
