@@ -1,7 +1,8 @@
-// Package limit is the failure limiter's store: where the issuer's token
-// endpoint and middleware.SCIMAuth keep the budgets of failed
-// authentications ([the contract] §2 and §4). Memory, the default, keeps them
-// in one process; a Store of your own, such as the Redis store of the
+// Package limit holds the failure limits of the issuer's token endpoint and
+// of middleware.SCIMAuth ([the contract] §2 and §4): Config, one type for
+// both, sets the budgets of failed authentications and how a client's
+// address is found; a Store keeps the budgets. Memory, the default, keeps
+// them in one process; a Store of your own, such as the Redis store of the
 // module github.com/idsauth/idsauth/redisstore, lets several replicas
 // enforce one budget.
 //
