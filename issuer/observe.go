@@ -22,18 +22,18 @@ func WithObserver(o observe.Observer) Option {
 	}
 }
 
-// issued reports a token issued.
-func (iss *Issuer) issued(r *http.Request, who attempt, d time.Duration) {
+// observeIssued reports a token issued.
+func (iss *Issuer) observeIssued(r *http.Request, who attempt, d time.Duration) {
 	if iss.issuedTo == nil {
 		return
 	}
 	iss.issuedTo.Observe(r.Context(), observe.Event{Kind: observe.TokenIssued, ClientID: who.client, Scopes: who.scopes, Duration: d})
 }
 
-// refused reports a refused token request: one event, to every observer.
+// observeRefusal reports a refused token request: one event, to every observer.
 // The refusal log also finds the error_description and the address in
 // the event's context, where no other observer can read them.
-func (iss *Issuer) refused(r *http.Request, no refusal, a answer, who attempt, d time.Duration) {
+func (iss *Issuer) observeRefusal(r *http.Request, no refusal, a answer, who attempt, d time.Duration) {
 	ev := observe.Event{Kind: observe.TokenRefused, Reason: a.code, Status: a.status, ClientID: who.client, Duration: d}
 	switch no.limit {
 	case limit.Address:

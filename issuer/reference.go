@@ -118,7 +118,7 @@ func (iss *Issuer) introspect(w http.ResponseWriter, r *http.Request, st *state)
 	if no.refused() {
 		a := q.answer(no)
 		a.write(w)
-		iss.refused(r, no, a, q.who, time.Since(start))
+		iss.observeRefusal(r, no, a, q.who, time.Since(start))
 		return
 	}
 	body, err := iss.answer(q.ctx, st, api, q.form.get(tokenParam))
@@ -320,7 +320,7 @@ func (iss *Issuer) revoke(w http.ResponseWriter, r *http.Request, st *state) {
 	if no := iss.revokeToken(w, r, st, &q); no.refused() {
 		a := q.answer(no)
 		a.write(w)
-		iss.refused(r, no, a, q.who, time.Since(start))
+		iss.observeRefusal(r, no, a, q.who, time.Since(start))
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")

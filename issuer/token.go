@@ -32,12 +32,12 @@ func (iss *Issuer) token(w http.ResponseWriter, r *http.Request, st *state) {
 	if no.refused() {
 		a := q.answer(no)
 		a.write(w)
-		iss.refused(r, no, a, q.who, time.Since(start))
+		iss.observeRefusal(r, no, a, q.who, time.Since(start))
 		return
 	}
 	oauthwire.WriteBody(w, http.StatusOK, *body) // which keeps none of it
 	answers.put(body)
-	iss.issued(r, q.who, time.Since(start))
+	iss.observeIssued(r, q.who, time.Since(start))
 }
 
 // issue answers a token request: a token for a client_credentials grant.
