@@ -98,7 +98,7 @@ func (m *Memory) Reserve(_ context.Context, r Request) (Reservation, error) {
 	}
 	res, no := m.tables().reserve(r.Budget, r.Subject, r.Address, r.Now)
 	if res == nil {
-		return nil, &no
+		return nil, &Refusal{Limit: no.Limit, RetryAfter: no.RetryAfter} // only a refusal allocates one
 	}
 	return res, nil
 }

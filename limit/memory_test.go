@@ -130,3 +130,20 @@ func TestMemoryZeroNowIsNow(t *testing.T) {
 		}
 	}
 }
+
+// TestReserveAllocatesOnlyItsReservation: a reservation that is granted
+// costs the Reservation it returns, nothing more; only a refusal makes a
+// *Refusal (the token endpoint's allocations are counted: see benchmarks).
+func TestReserveAllocatesOnlyItsReservation(t *testing.T) {
+	m := &limit.Memory{}
+	req := limit.Request{Subject: "payroll", Address: "198.51.100.7", Budget: limit.Config{}.Budget(), Now: time.Unix(1_800_000_000, 0)}
+	if n := testing.AllocsPerRun(100, func() {
+		res, err := m.Reserve(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Succeeded()
+	}); n != 1 {
+		t.Errorf("a granted reservation made %v allocations, want 1", n)
+	}
+}
