@@ -16,7 +16,7 @@ import (
 // Limits), given back when it succeeds; an unknown client costs the work
 // of a wrong secret, or of a wrong key, and a failure is held to the
 // failure floor.
-func (iss *Issuer) authenticate(q *request) (*client, refusal) {
+func (iss *Issuer) authenticate(q *request) (*client, *refusal) {
 	st := q.st
 	cl, subject := q.principal()
 	q.who.addr = q.addr
@@ -37,11 +37,11 @@ func (iss *Issuer) authenticate(q *request) (*client, refusal) {
 			// turn among the bcrypt checks: repeats cost nothing to send,
 			// and a turn costs the callers behind it their wait.
 			st.verifier.HoldFailure(q.ctx, start)
-			return nil, refusal{id: badCredentials, why: "the same secret already failed from this address; not charged again"}
+			return nil, &refusal{id: badCredentials, why: "the same secret already failed from this address; not charged again"}
 		}
 	}
 	res, no := iss.reserve(q, subject)
-	if no.refused() {
+	if no != nil {
 		return nil, no
 	}
 	if !q.asserted {
@@ -61,25 +61,25 @@ func (iss *Issuer) authenticate(q *request) (*client, refusal) {
 			return nil, refuse(badCredentials)
 		}
 		res.Succeeded()
-		return cl, refusal{}
+		return cl, nil
 	}
 	start = time.Now()
 	jti, until, why := st.checkAssertion(q.assertion, q.id, cl, q.now)
 	if why == "" {
 		fresh, no := iss.remember(q, subject, jti, until)
-		if no.refused() {
+		if no != nil {
 			res.Succeeded() // the key was right: nothing to charge
 			return nil, no
 		}
 		if fresh {
 			res.Succeeded()
-			return cl, refusal{}
+			return cl, nil
 		}
 		why = "assertion jti already used"
 	}
 	res.Failed()
 	st.verifier.HoldFailure(q.ctx, start)
-	return nil, refusal{id: badCredentials, why: why}
+	return nil, &refusal{id: badCredentials, why: why}
 }
 
 // principal returns the client that q's credentials name or, at
@@ -125,14 +125,14 @@ const repeatBytes = 64 << 10
 // reserve takes one failure from the budgets of subject and q's address
 // before its credentials are checked (see Limits): a 429 when a budget is
 // spent, a 503 when the limiter's store cannot answer.
-func (iss *Issuer) reserve(q *request, subject string) (limit.Reservation, refusal) {
+func (iss *Issuer) reserve(q *request, subject string) (limit.Reservation, *refusal) {
 	res, err := q.st.limiter.Reserve(q.ctx, limit.Request{Subject: subject, Address: q.addr, Budget: q.st.budget, Now: q.now})
 	if err == nil {
-		return res, refusal{}
+		return res, nil
 	}
 	var spent *limit.Refusal
 	if errors.As(err, &spent) {
-		return nil, refusal{id: tooManyFailures, retry: spent.RetryAfterSeconds(), limit: spent.Limit}
+		return nil, &refusal{id: tooManyFailures, retry: spent.RetryAfterSeconds(), limit: spent.Limit}
 	}
 	iss.logger.Error("idsauth issuer: the failure limiter's store cannot answer", slog.String("error", err.Error()))
 	return nil, refuse(limiterDown)
@@ -143,14 +143,14 @@ func (iss *Issuer) reserve(q *request, subject string) (limit.Reservation, refus
 // limit.ReplayStore (shared by the replicas), else in the issuer's own
 // cache. It reports whether the ID is fresh, or why no token may be
 // issued now: no room to remember it, or a store that cannot answer.
-func (iss *Issuer) remember(q *request, subject, id string, until time.Time) (bool, refusal) {
+func (iss *Issuer) remember(q *request, subject, id string, until time.Time) (bool, *refusal) {
 	rs := iss.sharedReplays()
 	if rs == nil {
 		fresh, full := iss.replays.Add(subject, id, until, q.now)
 		if fresh && full > 0 {
 			return false, replayFull(full, "the assertion replay cache is full (clientAssertions.replayCacheBytes)")
 		}
-		return fresh, refusal{}
+		return fresh, nil
 	}
 	// Each replica accepts an assertion until exp plus the leeway by its
 	// own clock; the shared store keeps the jti a leeway longer, so that
@@ -159,16 +159,16 @@ func (iss *Issuer) remember(q *request, subject, id string, until time.Time) (bo
 	var full *limit.Refusal
 	switch {
 	case err == nil:
-		return fresh, refusal{}
+		return fresh, nil
 	case errors.As(err, &full):
 		return false, replayFull(full.RetryAfter, "the limiter store has no room to remember the assertion's jti")
 	}
 	iss.logger.Error("idsauth issuer: the limiter store cannot remember an assertion's jti", slog.String("error", err.Error()))
-	return false, refusal{id: replaysDown, why: "the limiter store cannot remember the assertion's jti"}
+	return false, &refusal{id: replaysDown, why: "the limiter store cannot remember the assertion's jti"}
 }
 
-func replayFull(wait time.Duration, why string) refusal {
-	return refusal{id: replaysFull, retry: max(1, int((wait+time.Second-1)/time.Second)), why: why}
+func replayFull(wait time.Duration, why string) *refusal {
+	return &refusal{id: replaysFull, retry: max(1, int((wait+time.Second-1)/time.Second)), why: why}
 }
 
 // sharedReplays is the limiter store when it remembers jtis too.

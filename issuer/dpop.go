@@ -20,20 +20,20 @@ const dpopLeeway = 5 * time.Second
 // unless the client requires DPoP. The proof is checked after the client
 // authenticated, so that only a registered client's requests cost a
 // signature check and a place in the replay memory.
-func (iss *Issuer) dpopBinding(q *request, cl *client) (string, refusal) {
+func (iss *Issuer) dpopBinding(q *request, cl *client) (string, *refusal) {
 	st, now, proofs := q.st, q.now, q.proofs
 	switch {
 	case len(proofs) == 0 && cl.requireDPoP:
 		return "", refuse(dpopRequired)
 	case len(proofs) == 0:
-		return "", refusal{}
+		return "", nil
 	case len(proofs) > 1:
 		return "", refuse(twoDPoP)
 	}
 	p, err := dpop.Verify(proofs[0], dpop.Check{Method: http.MethodPost, URL: st.issuer + tokenPath, Nonces: st.nonces, Now: now, Window: st.dpopWindow, Leeway: dpopLeeway})
 	switch {
 	case errors.Is(err, dpop.ErrNonce):
-		return "", refusal{id: dpopNonce, nonce: st.nonces.At(now)}
+		return "", &refusal{id: dpopNonce, nonce: st.nonces.At(now)}
 	case err != nil:
 		var f *dpop.Failure
 		if !errors.As(err, &f) {
@@ -43,12 +43,12 @@ func (iss *Issuer) dpopBinding(q *request, cl *client) (string, refusal) {
 	}
 	fresh, no := iss.remember(q, dpopSubject(cl.id), p.JKT+" "+p.ID, p.Expires)
 	switch {
-	case no.refused():
+	case no != nil:
 		return "", no
 	case !fresh:
 		return "", refuseWith(dpopInvalid, "its jti was already used")
 	}
-	return p.JKT, refusal{}
+	return p.JKT, nil
 }
 
 // dpopSubject is the replay memory's subject for the proofs of client

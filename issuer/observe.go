@@ -33,7 +33,7 @@ func (iss *Issuer) observeIssued(r *http.Request, who attempt, d time.Duration) 
 // observeRefusal reports a refused token request: one event, to every observer.
 // The refusal log also finds the error_description and the address in
 // the event's context, where no other observer can read them.
-func (iss *Issuer) observeRefusal(r *http.Request, no refusal, a answer, who attempt, d time.Duration) {
+func (iss *Issuer) observeRefusal(r *http.Request, no *refusal, a answer, who attempt, d time.Duration) {
 	ev := observe.Event{Kind: observe.TokenRefused, Reason: a.code, Status: a.status, ClientID: who.client, Duration: d}
 	switch no.limit {
 	case limit.Address:
@@ -48,10 +48,10 @@ func (iss *Issuer) observeRefusal(r *http.Request, no refusal, a answer, who att
 // refusalNote is what the refusal log sees beyond the event: why, and an
 // address, which an event never holds.
 type refusalNote struct {
-	no       refusal // its description (rfc's, whatever the profile) or the log's own more precise reason
-	addr     string  // as the limiter keys it; "" before the credentials were read
-	endpoint string  // "introspection" or "revocation"; "" for the token endpoint
-	api      string  // the registered API resource that asked, at introspection
+	no       *refusal // its description (rfc's, whatever the profile) or the log's own more precise reason
+	addr     string   // as the limiter keys it; "" before the credentials were read
+	endpoint string   // "introspection" or "revocation"; "" for the token endpoint
+	api      string   // the registered API resource that asked, at introspection
 }
 
 type refusalKey struct{}

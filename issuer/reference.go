@@ -28,7 +28,7 @@ const referenceBytes = 32
 // token store keeps under its SHA-256. A store that is full or cannot
 // answer issues nothing: 503 temporarily_unavailable, and the log says
 // why.
-func (iss *Issuer) grantReference(q *request, cl *client, granted, aud []string, jkt string) (*[]byte, refusal) {
+func (iss *Issuer) grantReference(q *request, cl *client, granted, aud []string, jkt string) (*[]byte, *refusal) {
 	now := q.now
 	var raw [referenceBytes]byte
 	_, _ = rand.Read(raw[:]) // never fails (crypto/rand)
@@ -57,7 +57,7 @@ func (iss *Issuer) grantReference(q *request, cl *client, granted, aud []string,
 		if last := iss.storeLogged.Load(); now.UnixNano()-last >= int64(10*time.Second) && iss.storeLogged.CompareAndSwap(last, now.UnixNano()) {
 			iss.logger.Error("idsauth issuer: no reference token issued: "+why, slog.String("client_id", cl.id), slog.String("error", err.Error()))
 		}
-		return nil, refusal{id: storeRefused, why: why}
+		return nil, &refusal{id: storeRefused, why: why}
 	}
 	body, err := json.Marshal(struct {
 		AccessToken string `json:"access_token"`
@@ -70,7 +70,7 @@ func (iss *Issuer) grantReference(q *request, cl *client, granted, aud []string,
 	}
 	answer := answers.get()
 	*answer = append(append((*answer)[:0], body...), '\n')
-	return answer, refusal{}
+	return answer, nil
 }
 
 // introspection is the answer for an active token (RFC 7662 §2.2).
@@ -115,7 +115,7 @@ func (iss *Issuer) introspect(w http.ResponseWriter, r *http.Request, st *state)
 	start := time.Now()
 	q := request{endpoint: introspectionEndpoint}
 	api, no := iss.introspector(w, r, st, &q)
-	if no.refused() {
+	if no != nil {
 		a := q.answer(no)
 		a.write(w)
 		iss.observeRefusal(r, no, a, q.who, time.Since(start))
@@ -133,22 +133,22 @@ func (iss *Issuer) introspect(w http.ResponseWriter, r *http.Request, st *state)
 
 // introspector reads an introspection request and authenticates its API
 // resource, as the token endpoint does a client.
-func (iss *Issuer) introspector(w http.ResponseWriter, r *http.Request, st *state, q *request) (*apiResource, refusal) {
-	if no := q.read(w, r, st, iss.now()); no.refused() {
+func (iss *Issuer) introspector(w http.ResponseWriter, r *http.Request, st *state, q *request) (*apiResource, *refusal) {
+	if no := q.read(w, r, st, iss.now()); no != nil {
 		return nil, no
 	}
-	if q.unusable.refused() {
+	if q.unusable != nil {
 		return nil, q.unusable
 	}
 	cl, no := iss.authenticate(q)
 	q.who.api, q.who.client = q.who.client, "" // a registered API's name, for the log alone
-	if no.refused() {
+	if no != nil {
 		return nil, no
 	}
 	if !q.form.has(tokenParam) {
 		return nil, refuse(tokenMissing)
 	}
-	return st.apis[cl.id], refusal{}
+	return st.apis[cl.id], nil
 }
 
 // IntrospectToken answers, in the same process, what the introspection
@@ -317,7 +317,7 @@ func (iss *Issuer) jwtGrant(ctx context.Context, st *state, token string, now ti
 func (iss *Issuer) revoke(w http.ResponseWriter, r *http.Request, st *state) {
 	start := time.Now()
 	q := request{endpoint: revocationEndpoint}
-	if no := iss.revokeToken(w, r, st, &q); no.refused() {
+	if no := iss.revokeToken(w, r, st, &q); no != nil {
 		a := q.answer(no)
 		a.write(w)
 		iss.observeRefusal(r, no, a, q.who, time.Since(start))
@@ -327,15 +327,15 @@ func (iss *Issuer) revoke(w http.ResponseWriter, r *http.Request, st *state) {
 	w.WriteHeader(http.StatusOK)
 }
 
-func (iss *Issuer) revokeToken(w http.ResponseWriter, r *http.Request, st *state, q *request) refusal {
-	if no := q.read(w, r, st, iss.now()); no.refused() {
+func (iss *Issuer) revokeToken(w http.ResponseWriter, r *http.Request, st *state, q *request) *refusal {
+	if no := q.read(w, r, st, iss.now()); no != nil {
 		return no
 	}
-	if q.unusable.refused() {
+	if q.unusable != nil {
 		return q.unusable
 	}
 	cl, no := iss.authenticate(q)
-	if no.refused() {
+	if no != nil {
 		return no
 	}
 	if !q.form.has(tokenParam) {
@@ -343,11 +343,11 @@ func (iss *Issuer) revokeToken(w http.ResponseWriter, r *http.Request, st *state
 	}
 	token := q.form.get(tokenParam)
 	if looksLikeJWT(token) || len(token) > maxAssertionLength {
-		return refusal{} // a JWT: nothing to revoke
+		return nil // a JWT: nothing to revoke
 	}
 	if _, err := iss.tokens.Revoke(q.ctx, tokenstore.KeyOf(token), cl.id); err != nil {
 		iss.logger.Error("idsauth issuer: revocation: the reference token store cannot answer", slog.String("client_id", cl.id), slog.String("error", err.Error()))
 		return refuse(revokeDown)
 	}
-	return refusal{}
+	return nil
 }

@@ -15,7 +15,7 @@ import (
 type refusalID uint8
 
 const (
-	notRefused refusalID = iota
+	notRefused refusalID = iota // no row: a nil *refusal is none
 
 	// Reading the request (every endpoint).
 	notPost            // the method
@@ -137,7 +137,10 @@ var refusals = [numRefusals]row{
 }
 
 // refusal is one refused request: its row, and what this request adds to
-// it. The zero refusal is none.
+// it. A function that may refuse returns a *refusal, nil for none, as it
+// would an error: the way through stays a word wide. A refusal of its row
+// alone is one of plain's, shared and never written to; one that carries
+// more is made for its request.
 type refusal struct {
 	id    refusalID
 	arg   string      // the description's argument, when it has one
@@ -147,11 +150,19 @@ type refusal struct {
 	why   string      // for the log, when it says more than the description
 }
 
-func refuse(id refusalID) refusal                 { return refusal{id: id} }
-func refuseWith(id refusalID, arg string) refusal { return refusal{id: id, arg: arg} }
+// plain holds the refusal of each row alone.
+var plain = func() (p [numRefusals]refusal) {
+	for id := range p {
+		p[id].id = refusalID(id)
+	}
+	return p
+}()
 
-// refused reports whether there is a refusal.
-func (no refusal) refused() bool { return no.id != notRefused }
+// refuse is the refusal of row id alone.
+func refuse(id refusalID) *refusal { return &plain[id] }
+
+// refuseWith is the refusal of row id with its description's argument.
+func refuseWith(id refusalID, arg string) *refusal { return &refusal{id: id, arg: arg} }
 
 // answer is a refusal as one profile writes it.
 type answer struct {
@@ -172,7 +183,7 @@ type answer struct {
 // failure limits' 429 and 503, which IdentityServer does not have, and a
 // method's 405; no WWW-Authenticate; invalid_client without a
 // description. A row's ids says what the rule does not.
-func (no refusal) answer(identityServer, basic bool) answer {
+func (no *refusal) answer(identityServer, basic bool) answer {
 	r := &refusals[no.id]
 	a := answer{status: r.status, wire: r.wire, arg: no.arg, challenge: basic && r.status == http.StatusUnauthorized, retry: r.retry, nonce: no.nonce}
 	if no.retry > 0 {
@@ -197,7 +208,7 @@ func (no refusal) answer(identityServer, basic bool) answer {
 }
 
 // description is the rfc profile's description of no, for the log.
-func (no refusal) description() string {
+func (no *refusal) description() string {
 	if no.why != "" {
 		return no.why
 	}

@@ -38,7 +38,7 @@ func TestRefusalsAllocateNothing(t *testing.T) {
 	buf := make([]byte, 0, 1024)
 	for id := notRefused + 1; id < numRefusals; id++ {
 		for _, ids := range []bool{false, true} {
-			no := refusal{id: id, arg: "x", retry: 3}
+			no := &refusal{id: id, arg: "x", retry: 3}
 			if n := testing.AllocsPerRun(100, func() {
 				a := no.answer(ids, true)
 				buf = a.appendBody(buf[:0])

@@ -45,7 +45,7 @@ type request struct {
 	basic     bool       // the credentials came in an Authorization: Basic header
 	asserted  bool       // a client assertion, not a secret
 	assertion *assertion // the assertion decoded; nil when it is no signed JWT
-	unusable  refusal    // why the credentials cannot be checked, when they cannot
+	unusable  *refusal   // why the credentials cannot be checked, when they cannot
 
 	who attempt // for the events and the log
 }
@@ -55,13 +55,13 @@ type request struct {
 // what is wrong with the method or the form; what is wrong with the
 // credentials is kept in q.unusable, for the endpoint to answer in its
 // turn.
-func (q *request) read(w http.ResponseWriter, r *http.Request, st *state, now time.Time) refusal {
+func (q *request) read(w http.ResponseWriter, r *http.Request, st *state, now time.Time) *refusal {
 	q.ctx, q.st, q.now = r.Context(), st, now
 	q.who.endpoint = q.endpoint
 	if r.Method != http.MethodPost {
 		return refuseWith(notPost, q.endpoint)
 	}
-	if no := readForm(w, r, st, &q.form); no.refused() {
+	if no := readForm(w, r, st, &q.form); no != nil {
 		return no
 	}
 	if hasAssertion(&q.form) {
@@ -72,13 +72,13 @@ func (q *request) read(w http.ResponseWriter, r *http.Request, st *state, now ti
 	}
 	q.addr = st.addrs.Addr(r)
 	q.proofs = r.Header["Dpop"] // canonical: Values would allocate to canonicalize "DPoP"
-	return refusal{}
+	return nil
 }
 
 // answer is how the endpoint answers no: under the identityserver
 // profile at the token endpoint, as IdentityServer does; a 401 to a
 // client that used Basic challenges it.
-func (q *request) answer(no refusal) answer {
+func (q *request) answer(no *refusal) answer {
 	return no.answer(q.endpoint == tokenEndpoint && q.st.identityServer, q.basic)
 }
 
@@ -89,7 +89,7 @@ func (q *request) answer(no refusal) answer {
 // client_id repeated in the body is one method, as requests-oauthlib sends
 // it and IdentityServer accepts it. Over-long values are refused here,
 // before anything is remembered of them.
-func (q *request) readSecret(r *http.Request) refusal {
+func (q *request) readSecret(r *http.Request) *refusal {
 	authz := r.Header.Values("Authorization")
 	if len(authz) > 1 {
 		return refuse(twoAuthorizations)
@@ -123,7 +123,7 @@ func (q *request) readSecret(r *http.Request) refusal {
 // readAssertion reads a private_key_jwt request's credentials: the
 // assertion type, an assertion within its bound, no second method, and
 // the client's ID (client_id, else the assertion's sub) within its bound.
-func (q *request) readAssertion(r *http.Request) refusal {
+func (q *request) readAssertion(r *http.Request) *refusal {
 	authz := r.Header.Values("Authorization")
 	form := &q.form
 	switch {
@@ -180,14 +180,14 @@ func basicAuth(encoded string) (user, pass string, ok bool) {
 
 // checkLengths refuses a client ID or secret longer than any the issuer
 // accepts in its configuration.
-func checkLengths(id, pass string) refusal {
+func checkLengths(id, pass string) *refusal {
 	if tooLong(id, maxClientIDLength) {
 		return refuse(clientIDTooLong)
 	}
 	if tooLong(pass, maxSecretLength) {
 		return refuse(secretTooLong)
 	}
-	return refusal{}
+	return nil
 }
 
 // tooLong reports whether s has more than n characters, counting them
@@ -261,7 +261,7 @@ var notAForm = refuse(malformedForm)
 // is spelled. A parameter the
 // endpoint does not read is otherwise ignored (RFC 6749 §3.2), without
 // building a map of every parameter.
-func parseForm(body string, f *tokenForm) refusal {
+func parseForm(body string, f *tokenForm) *refusal {
 	if strings.Count(body, "&") >= maxParams {
 		return notAForm
 	}
@@ -304,7 +304,7 @@ func parseForm(body string, f *tokenForm) refusal {
 	if isRepeated {
 		return refuseWith(paramTwice, oauthwire.Clean(repeated))
 	}
-	return refusal{}
+	return nil
 }
 
 // unescape is url.QueryUnescape, which returns s itself when it holds
@@ -319,7 +319,7 @@ func unescape(s string) (string, error) {
 // readForm reads the form body into f, which is empty: the right content
 // type, within the size bound, each parameter but resource (RFC 8707) at
 // most once. The caller's f can live on its stack.
-func readForm(w http.ResponseWriter, r *http.Request, st *state, f *tokenForm) refusal {
+func readForm(w http.ResponseWriter, r *http.Request, st *state, f *tokenForm) *refusal {
 	const formType = "application/x-www-form-urlencoded"
 	if ct := r.Header.Get("Content-Type"); ct != formType { // the usual one needs no parsing
 		mt, _, err := mime.ParseMediaType(ct)

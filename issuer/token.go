@@ -29,7 +29,7 @@ func (iss *Issuer) token(w http.ResponseWriter, r *http.Request, st *state) {
 	start := time.Now()
 	q := request{endpoint: tokenEndpoint}
 	body, no := iss.issue(w, r, st, &q)
-	if no.refused() {
+	if no != nil {
 		a := q.answer(no)
 		a.write(w)
 		iss.observeRefusal(r, no, a, q.who, time.Since(start))
@@ -44,9 +44,9 @@ func (iss *Issuer) token(w http.ResponseWriter, r *http.Request, st *state) {
 // The token's times and the key that signs it come from one reading of
 // the clock: the span that ServeHTTP found may have ended since, and its
 // key must not sign a token issued after its last instant.
-func (iss *Issuer) issue(w http.ResponseWriter, r *http.Request, st *state, q *request) (*[]byte, refusal) {
+func (iss *Issuer) issue(w http.ResponseWriter, r *http.Request, st *state, q *request) (*[]byte, *refusal) {
 	now := iss.now()
-	if no := q.read(w, r, st.at(now), now); no.refused() {
+	if no := q.read(w, r, st.at(now), now); no != nil {
 		return nil, no
 	}
 	switch q.form.get(grantTypeParam) {
@@ -60,14 +60,14 @@ func (iss *Issuer) issue(w http.ResponseWriter, r *http.Request, st *state, q *r
 	// after what is wrong with a secret's credentials, before what is
 	// wrong with an assertion's.
 	no := q.unusable
-	if tooLong(q.form.get(scopeParam), maxScopeLength) && (q.asserted || !no.refused()) {
+	if tooLong(q.form.get(scopeParam), maxScopeLength) && (q.asserted || no == nil) {
 		no = refuse(scopeTooLong)
 	}
-	if no.refused() {
+	if no != nil {
 		return nil, no
 	}
 	cl, no := iss.authenticate(q)
-	if no.refused() {
+	if no != nil {
 		return nil, no
 	}
 	return iss.grant(q, cl)
@@ -98,17 +98,17 @@ func (st *state) appendAnswer(b []byte, cl *client, granted, aud []string, now t
 const bearerType = `","token_type":"Bearer"`
 
 // grant issues the token an authenticated client asked for.
-func (iss *Issuer) grant(q *request, cl *client) (*[]byte, refusal) {
+func (iss *Issuer) grant(q *request, cl *client) (*[]byte, *refusal) {
 	st := q.st
 	if !cl.clientCreds {
 		return nil, refuse(unauthorizedClient)
 	}
 	granted, no := grantScopes(q.form.get(scopeParam), cl)
-	if no.refused() {
+	if no != nil {
 		return nil, no
 	}
 	aud, no := st.targetAudience(q.form.resource, cl)
-	if no.refused() {
+	if no != nil {
 		return nil, no
 	}
 	if cl.apiAud && len(q.form.resource) == 0 && len(granted) != len(cl.scopeList) {
@@ -116,7 +116,7 @@ func (iss *Issuer) grant(q *request, cl *client) (*[]byte, refusal) {
 	}
 	q.who.scopes = granted
 	jkt, no := iss.dpopBinding(q, cl)
-	if no.refused() {
+	if no != nil {
 		return nil, no
 	}
 	if cl.reference {
@@ -130,12 +130,12 @@ func (iss *Issuer) grant(q *request, cl *client) (*[]byte, refusal) {
 		return nil, refuse(signFailed)
 	}
 	*answer = b
-	return answer, refusal{}
+	return answer, nil
 }
 
 // grantScopes checks the requested scopes against the client's and returns
 // them in the order asked, without duplicates.
-func grantScopes(requested string, cl *client) ([]string, refusal) {
+func grantScopes(requested string, cl *client) ([]string, *refusal) {
 	var one []string // the first scope asked for, from the client's set
 	many := false
 	for s := range strings.FieldsSeq(requested) {
@@ -151,11 +151,11 @@ func grantScopes(requested string, cl *client) ([]string, refusal) {
 	}
 	switch {
 	case one == nil && cl.allScopes:
-		return cl.scopeList, refusal{} // IdentityServer's default
+		return cl.scopeList, nil // IdentityServer's default
 	case one == nil:
 		return nil, refuse(scopeMissing)
 	case !many:
-		return one, refusal{}
+		return one, nil
 	}
 	var granted []string
 	for s := range strings.FieldsSeq(requested) {
@@ -163,15 +163,15 @@ func grantScopes(requested string, cl *client) ([]string, refusal) {
 			granted = append(granted, s)
 		}
 	}
-	return granted, refusal{}
+	return granted, nil
 }
 
 // targetAudience returns the audience of the token: the client's, or
 // exactly the resources asked for (RFC 8707 §2), each an absolute URI
 // without a fragment that is one of the client's audiences.
-func (st *state) targetAudience(resources []string, cl *client) ([]string, refusal) {
+func (st *state) targetAudience(resources []string, cl *client) ([]string, *refusal) {
 	if len(resources) == 0 {
-		return cl.audience, refusal{}
+		return cl.audience, nil
 	}
 	if len(resources) > 1 && st.identityServer {
 		return nil, refuse(twoResources)
@@ -189,5 +189,5 @@ func (st *state) targetAudience(resources []string, cl *client) ([]string, refus
 			aud = append(aud, res)
 		}
 	}
-	return aud, refusal{}
+	return aud, nil
 }
