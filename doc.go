@@ -19,7 +19,9 @@
 //     contract's cases against your handlers.
 //
 // Beside them: scope (the scope names and claim), scimerr (SCIM error
-// bodies), secret (hashed secrets), limit (where failure budgets live) and
+// bodies), secret (hashed secrets), limit (failure limits, for the issuer and
+// SCIMAuth alike, and where their budgets live), tokenstore (where reference
+// tokens live) and
 // observe (events for metrics and logs). The modules
 // github.com/idsauth/idsauth/redisstore and
 // github.com/idsauth/idsauth/idsauthotel keep the shared store on Redis and

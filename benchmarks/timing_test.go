@@ -12,6 +12,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/idsauth/idsauth/issuer"
+	"github.com/idsauth/idsauth/limit"
 	"github.com/idsauth/idsauth/scope"
 	"github.com/idsauth/idsauth/secret"
 )
@@ -51,7 +52,7 @@ func BenchmarkFailureTiming(b *testing.B) {
 					{ClientID: "rotated", SecretHashes: []string{h("old"), h("new")}, Scopes: []string{scope.AdminWebAPI}},
 				},
 				// Out of reach: the limiter is not what is measured.
-				Limits: issuer.Limits{FailedAttemptsPerClient: 1 << 30, FailedAttemptsPerAddress: 1 << 30},
+				Limits: limit.Config{FailedAttemptsPerSubject: 1 << 30, FailedAttemptsPerAddress: 1 << 30},
 			})
 			if err != nil {
 				b.Fatal(err)

@@ -20,6 +20,7 @@ import (
 	"github.com/idsauth/idsauth/client"
 	"github.com/idsauth/idsauth/internal/keys"
 	"github.com/idsauth/idsauth/issuer"
+	"github.com/idsauth/idsauth/limit"
 	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/scope"
 	"github.com/idsauth/idsauth/secret"
@@ -46,7 +47,7 @@ func newWorld(t *testing.T, lifetime int, validator func(iss *issuer.Issuer) mid
 		Keys:   []issuer.KeyConfig{{Key: newKey(t)}},
 		Clients: []issuer.ClientConfig{{
 			ClientID: "reporting", SecretHashes: []string{secret.HashSHA256("s3cret").String()},
-			Scopes: []string{scope.AdminWebAPI}, AccessTokenLifetime: lifetime,
+			Scopes: []string{scope.AdminWebAPI}, AccessTokenLifetime: time.Duration(lifetime) * time.Second,
 		}},
 	}
 	iss, err := issuer.New(w.cfg)
@@ -324,7 +325,7 @@ func TestTokenEndpointErrorsAreTyped(t *testing.T) {
 		}
 	})
 	t.Run("slow_down carries Retry-After", func(t *testing.T) {
-		w.cfg.Limits = issuer.Limits{FailedAttemptsPerClient: 1, FailedAttemptsPerAddress: 1000, FailureWindowSeconds: 600}
+		w.cfg.Limits = limit.Config{FailedAttemptsPerSubject: 1, FailedAttemptsPerAddress: 1000, FailureWindow: 10 * time.Minute}
 		w.cfg.Clients = append(w.cfg.Clients, issuer.ClientConfig{ClientID: "locked", SecretHashes: []string{secret.HashSHA256("x").String()}, Scopes: []string{scope.AdminWebAPI}})
 		if err := w.iss.Reload(w.cfg); err != nil {
 			t.Fatal(err)

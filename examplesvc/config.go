@@ -21,7 +21,7 @@ var defaultConfig []byte
 // that one reload updates both.
 type fileConfig struct {
 	issuer.Config
-	SCIMTenants []middleware.TenantConfig `json:"scimTenants,omitempty"`
+	SCIMTenants []middleware.TenantConfig // the file's scimTenants
 }
 
 // configSource is where the configuration comes from.
@@ -48,15 +48,16 @@ func (s configSource) load() (*fileConfig, error) {
 		}
 		dir = filepath.Dir(s.file)
 	}
-	var c fileConfig
-	if err := issuer.DecodeConfig(data, &c); err != nil {
+	var tenants []middleware.TenantConfig
+	cfg, err := issuer.ParseConfig(data, dir, map[string]any{"scimTenants": &tenants})
+	if err != nil {
 		return nil, err
 	}
-	c.Dir = dir
+	c := &fileConfig{Config: *cfg, SCIMTenants: tenants}
 	if s.issuer != "" {
 		c.Issuer = s.issuer
 	}
-	return &c, nil
+	return c, nil
 }
 
 // tenants checks the SCIM tenants and returns a store of them.

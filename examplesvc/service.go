@@ -8,11 +8,9 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/justinas/alice"
 
-	"github.com/idsauth/idsauth/internal/clientip"
 	"github.com/idsauth/idsauth/issuer"
 	"github.com/idsauth/idsauth/metrics"
 	"github.com/idsauth/idsauth/middleware"
@@ -59,11 +57,7 @@ func newService(ctx context.Context, src configSource, logger *slog.Logger) (*se
 		return nil, err
 	}
 	m := metrics.New()
-	l := cfg.Limits
-	secrets := secret.NewVerifier(secret.VerifierConfig{
-		MaxConcurrentSlow: l.MaxConcurrentSlowHashes,
-		FailureFloor:      time.Duration(l.FailureFloorMillis) * time.Millisecond,
-	})
+	secrets := secret.NewVerifier(cfg.Verifier)
 	iss, err := issuer.New(&cfg.Config, issuer.WithLogger(logger), issuer.WithVerifier(secrets), issuer.WithObserver(m))
 	if err != nil {
 		return nil, err
@@ -140,7 +134,7 @@ func (s *service) routes() http.Handler {
 	admin := bearer.Append(middleware.RequireFamily(scope.Admin))
 	connect := bearer.Append(middleware.RequireFamily(scope.Connect))
 	session := bearer.Append(middleware.RequireFamily(scope.ConnectSession))
-	scim := alice.New(middleware.SCIMAuthWithConfig(s.tenants, middleware.SCIMConfig{Logger: s.logger, Observer: s.metrics, Limits: scimLimits(s.current.Limits, s.secrets)}))
+	scim := alice.New(middleware.SCIMAuthWithConfig(s.tenants, middleware.SCIMConfig{Logger: s.logger, Observer: s.metrics, Limits: s.current.Limits, Verifier: s.secrets}))
 
 	mux := http.NewServeMux()
 	mux.Handle("/ids/", s.iss)
@@ -177,25 +171,6 @@ func origin(u string) string {
 		return u
 	}
 	return p.Scheme + "://" + p.Host
-}
-
-// scimLimits are SCIMAuth's failure limits, taken from the issuer's so that
-// one file sets both: the same budgets, with a tenant in place of a client,
-// and the same trusted proxy, checked by the issuer's Verifier v. They are
-// read at start; a reload does not change them.
-func scimLimits(l issuer.Limits, v *secret.Verifier) middleware.SCIMLimits {
-	trusted, _ := clientip.ParsePrefixes(l.TrustedProxies) // checked by the issuer
-	nat64, _ := clientip.ParseNAT64(l.NAT64Prefixes)
-	return middleware.SCIMLimits{
-		FailedAttemptsPerTenant:  l.FailedAttemptsPerClient,
-		FailedAttemptsPerAddress: l.FailedAttemptsPerAddress,
-		FailureWindow:            time.Duration(l.FailureWindowSeconds) * time.Second,
-		LimiterMaxBytes:          l.LimiterMaxBytes,
-		TrustedProxyHeader:       l.TrustedProxyHeader,
-		TrustedProxies:           trusted,
-		NAT64Prefixes:            nat64,
-		Verifier:                 v,
-	}
 }
 
 // reload reads the configuration again and applies it to the issuer and

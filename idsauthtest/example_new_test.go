@@ -53,14 +53,14 @@ func ExampleCheckTokenEndpoint() {
 	srv := httptest.NewServer(nil)
 	defer srv.Close()
 	iss, err := issuer.New(&issuer.Config{
-		Issuer: srv.URL + "/ids", EphemeralKey: true, Profile: issuer.ProfileIdentityServer,
+		Issuer: srv.URL + "/ids", EphemeralKey: true, Profile: "identityserver",
 		Clients: []issuer.ClientConfig{{ClientID: "c", SecretHashes: []string{secret.HashSHA256("s").String()}, Scopes: []string{scope.AdminWebAPI}}},
 	})
 	if err != nil {
 		panic(err)
 	}
 	srv.Config.Handler = iss
-	idsauthtest.CheckTokenEndpoint(t, iss.TokenURL(), "c", "s", issuer.ProfileIdentityServer)
+	idsauthtest.CheckTokenEndpoint(t, iss.TokenURL(), "c", "s", "identityserver")
 	fmt.Println("checked")
 	// Output: checked
 }

@@ -295,7 +295,7 @@ func TestCheckProtectedDPoP(t *testing.T) {
 // TestCheckTokenEndpoint: this issuer passes its own profile's checks
 // under each profile, and fails the other's on the rows they differ in.
 func TestCheckTokenEndpoint(t *testing.T) {
-	for _, profile := range []string{issuer.ProfileRFC, issuer.ProfileIdentityServer} {
+	for _, profile := range []string{"rfc", "identityserver"} {
 		srv := httptest.NewServer(nil)
 		t.Cleanup(srv.Close)
 		iss, err := issuer.New(&issuer.Config{
@@ -311,7 +311,7 @@ func TestCheckTokenEndpoint(t *testing.T) {
 		if len(rec.errs) > 0 {
 			t.Errorf("%s under its own profile:\n%s", profile, rec.report())
 		}
-		other := map[string]string{issuer.ProfileRFC: issuer.ProfileIdentityServer, issuer.ProfileIdentityServer: issuer.ProfileRFC}[profile]
+		other := map[string]string{"rfc": "identityserver", "identityserver": "rfc"}[profile]
 		rec = &recorder{TB: t}
 		idsauthtest.CheckTokenEndpoint(rec, iss.TokenURL(), "c", "s", other)
 		for _, row := range []string{"an unknown client", "a wrong secret", "no client credentials", "no grant_type", "two resources", "no scope"} {

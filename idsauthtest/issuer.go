@@ -111,7 +111,7 @@ func NewIssuer(t TB, opts ...Option) *Issuer {
 	refPlain, refHash := secret.Generate()
 	_, apiHash := secret.Generate() // introspection is in process: nobody needs the API's secret
 	url := srv.URL + "/ids"
-	lifetime := int(o.lifetime / time.Second)
+	lifetime := o.lifetime
 	all := append(scope.All(), o.scopes...)
 	iss, err := issuer.New(&issuer.Config{
 		Issuer: url,

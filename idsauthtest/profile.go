@@ -8,8 +8,6 @@ import (
 	"net/url"
 	"strings"
 	"time"
-
-	"github.com/idsauth/idsauth/issuer"
 )
 
 // multipleResources is IdentityServer's error_description for a token
@@ -27,15 +25,15 @@ const multipleResources = "Multiple resource indicators not supported on token e
 // a registered client's, allowed pd_AdminWebApi and client_credentials;
 // the two resources asked for are of nobody's. Run it against your own
 // deployment to see whether its clients can tell it from the product's
-// IdentityServer. profile is issuer.ProfileRFC or
-// issuer.ProfileIdentityServer. It sends the client's secret wrong once:
+// IdentityServer. profile is "rfc" or "identityserver" (the issuer's
+// Config.Profile). It sends the client's secret wrong once:
 // on a live deployment, that is one failure on the client's budget.
 func CheckTokenEndpoint(t TB, tokenURL, clientID, secret, profile string) {
 	t.Helper()
-	if profile != issuer.ProfileRFC && profile != issuer.ProfileIdentityServer {
-		t.Fatalf("idsauthtest: CheckTokenEndpoint: profile %q: want %q or %q", profile, issuer.ProfileRFC, issuer.ProfileIdentityServer)
+	if profile != "rfc" && profile != "identityserver" {
+		t.Fatalf(`idsauthtest: CheckTokenEndpoint: profile %q: want "rfc" or "identityserver"`, profile)
 	}
-	ids := profile == issuer.ProfileIdentityServer
+	ids := profile == "identityserver"
 	basic := func(id, pass string) string {
 		return "Basic " + base64.StdEncoding.EncodeToString([]byte(url.QueryEscape(id)+":"+url.QueryEscape(pass)))
 	}

@@ -11,8 +11,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/idsauth/idsauth/issuer"
+	"github.com/idsauth/idsauth/limit"
 	"github.com/idsauth/idsauth/scope"
 	"github.com/idsauth/idsauth/secret"
 )
@@ -36,7 +38,7 @@ func TestFailuresDoNotGrowMemory(t *testing.T) {
 		t.Skip("1,000 requests with 200 KiB client IDs and 10,000 more: run without -short")
 	}
 	s := newServer(t, func(c *issuer.Config) {
-		c.Limits = issuer.Limits{TrustedProxyHeader: "X-Forwarded-For", FailedAttemptsPerAddress: 1 << 20}
+		c.Limits = limit.Config{TrustedProxyHeader: "X-Forwarded-For", FailedAttemptsPerAddress: 1 << 20}
 	}, issuer.WithLogger(slog.New(slog.DiscardHandler))) // the test's log buffer would be what grows
 	if got := issuer.LimiterBytes(s.iss); got != 1<<20 {
 		t.Fatalf("limiter holds %d bytes, want the default 1 MiB", got)
@@ -67,7 +69,7 @@ func TestFailuresDoNotGrowMemory(t *testing.T) {
 			t.Fatalf("a 200 KiB client ID got %d %v", a.status, a.body)
 		}
 	}
-	maxLen := strings.Repeat("y", issuer.MaxClientIDLength-6)
+	maxLen := strings.Repeat("y", 100-6)
 	for i := range 10_000 {
 		if a := try(fmt.Sprintf("%s%06d", maxLen, i), fmt.Sprint("10.1.", i/256%256, ".", i%256)); a.status != 401 && a.status != 400 {
 			t.Fatalf("attempt %d: %d %v", i, a.status, a.body)
@@ -88,7 +90,8 @@ func TestConcurrentGuessesAreVerifiedAtMostTheBudget(t *testing.T) {
 	human := humanClient(t)
 	s := newServer(t, func(c *issuer.Config) {
 		c.Clients = append(c.Clients, human)
-		c.Limits = issuer.Limits{FailedAttemptsPerClient: budget, FailureFloorMillis: -1}
+		c.Limits = limit.Config{FailedAttemptsPerSubject: budget}
+		c.Verifier.FailureFloor = -1 // none
 	})
 	before := issuer.VerifierCounts(s.iss)
 	statuses := make(chan int, 64)
@@ -137,9 +140,9 @@ func TestEveryFailureDoesTheSameWork(t *testing.T) {
 				c.Clients = append(c.Clients,
 					issuer.ClientConfig{ClientID: "single", SecretHashes: hashes[0], Scopes: []string{scope.AdminWebAPI}},
 					issuer.ClientConfig{ClientID: "rotated", SecretHashes: hashes[1], Scopes: []string{scope.AdminWebAPI}})
-				c.Limits = issuer.Limits{FailureFloorMillis: 1}
+				c.Verifier.FailureFloor = time.Millisecond
 				if kind == "bcrypt" {
-					c.Limits.FailureFloorMillis = 0 // automatic
+					c.Verifier.FailureFloor = 0 // automatic
 				}
 			})
 			work := map[string]secret.Counts{}
@@ -173,7 +176,7 @@ func TestEveryFailureDoesTheSameWork(t *testing.T) {
 // refused it.
 func TestRefusalLogNamesWho(t *testing.T) {
 	s := newServer(t, func(c *issuer.Config) {
-		c.Limits = issuer.Limits{FailedAttemptsPerClient: 1, TrustedProxyHeader: "X-Forwarded-For"}
+		c.Limits = limit.Config{FailedAttemptsPerSubject: 1, TrustedProxyHeader: "X-Forwarded-For"}
 	})
 	for i := range 2 {
 		post(t, s.tokenURL(), formType, form("grant_type", "client_credentials", "client_id", "admin", "client_secret", fmt.Sprint("hunter2-", i), "scope", scope.AdminWebAPI), "X-Forwarded-For", "203.0.113.9:4711")
@@ -208,7 +211,7 @@ func TestEndedRequestsAreCharged(t *testing.T) {
 	}
 	s := newServer(t, func(c *issuer.Config) {
 		c.Clients = append(c.Clients, issuer.ClientConfig{ClientID: "rotating", SecretHashes: hashes, Scopes: []string{scope.AdminWebAPI}})
-		c.Limits = issuer.Limits{FailedAttemptsPerClient: 3}
+		c.Limits = limit.Config{FailedAttemptsPerSubject: 3}
 	})
 	ended, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -233,7 +236,7 @@ func TestSharedVerifier(t *testing.T) {
 	shared := secret.NewVerifier(secret.VerifierConfig{MaxConcurrentSlow: 1})
 	s := newServer(t, func(c *issuer.Config) {
 		c.Clients = append(c.Clients, human)
-		c.Limits = issuer.Limits{MaxConcurrentSlowHashes: 8}
+		c.Verifier.MaxConcurrentSlow = 8
 	}, issuer.WithVerifier(shared))
 	if shared.Floor() <= 0 {
 		t.Fatal("the shared verifier was not primed with the clients' bcrypt hash")

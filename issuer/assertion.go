@@ -1,7 +1,6 @@
 package issuer
 
 import (
-	"context"
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/ed25519"
@@ -10,29 +9,25 @@ import (
 	"crypto/rsa"
 	"errors"
 	"fmt"
-	"log/slog"
 	"maps"
 	"math/big"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/idsauth/idsauth/internal/jws"
 	"github.com/idsauth/idsauth/internal/keys"
-	"github.com/idsauth/idsauth/limit"
 )
 
-// ClientAssertionType is the client_assertion_type of a private_key_jwt
+// assertionTypeJWT is the client_assertion_type of a private_key_jwt
 // token request ([RFC 7523] §2.2).
 //
 // [RFC 7523]: https://www.rfc-editor.org/rfc/rfc7523
-const ClientAssertionType = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+const assertionTypeJWT = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 
 // assertionLeeway is the clock skew allowed for an assertion's exp, nbf
 // and iat: the validator's default (CONTRACT.md §1).
@@ -326,140 +321,20 @@ func (st *state) checkClaims(a *assertion, id string, now time.Time) (until time
 	return exp.Add(assertionLeeway), jti, ""
 }
 
-// hasAssertion reports whether the request authenticates with a client
-// assertion.
-func hasAssertion(form *tokenForm) bool {
-	return form.has(assertionParam) || form.has(assertionTypeParam)
-}
-
-// assertionClient authenticates a private_key_jwt request and returns its
-// client. Like a secret, every failure is reserved from the failure
-// budgets before anything is verified, charged, held to the failure
-// floor, and answered 401 invalid_client "client authentication failed".
-//
-// An API resource authenticates so at the introspection endpoint: lookup
-// finds who is asking (st.client, st.api), whose ID subject turns into
-// the failure budgets' and the replay cache's subject.
-func (iss *Issuer) assertionClient(r *http.Request, form *tokenForm, st *state, who *attempt, now time.Time, lookup func(id string) *client, subject func(id string) string) (*client, *tokenError) {
-	if terr := assertionForm(r, form); terr != nil {
-		return nil, terr
-	}
-	a := parseAssertion(form.get(assertionParam))
-	id := form.get(clientIDParam)
-	if !form.has(clientIDParam) && a != nil {
-		id = a.sub
-	}
-	if terr := checkLengths(id, ""); terr != nil {
-		return nil, terr
-	}
-	cl := lookup(id)
-	if cl != nil {
-		who.client = cl.id
-	}
-	res, terr := iss.reserve(r, st, subject(id), who.addr, now)
-	if terr != nil {
-		return nil, terr
-	}
-	start := time.Now()
-	fail := func(why string) (*client, *tokenError) {
-		res.Failed()
-		st.verifier.HoldFailure(r.Context(), start)
-		return nil, &tokenError{status: http.StatusUnauthorized, code: "invalid_client", desc: "client authentication failed", why: why}
-	}
+// checkAssertion checks a, the assertion of a request for client id,
+// whose registration is cl (nil: none), at now: its signature against
+// cl's keys, padded to the work of any client's (see verify), then its
+// claims. It returns the jti to remember until until, or why the
+// assertion is refused.
+func (st *state) checkAssertion(a *assertion, id string, cl *client, now time.Time) (jti string, until time.Time, why string) {
 	switch {
 	case a == nil:
-		return fail("client_assertion is not a signed JWT")
+		return "", until, "client_assertion is not a signed JWT"
 	case a.sub != id:
-		return fail("client_id differs from the assertion's sub")
+		return "", until, "client_id differs from the assertion's sub"
 	case !st.verify(a, cl) || cl == nil:
-		return fail("assertion signature invalid, or no key of the client for its alg")
+		return "", until, "assertion signature invalid, or no key of the client for its alg"
 	}
-	until, jti, why := st.checkClaims(a, id, now)
-	if why != "" {
-		return fail(why)
-	}
-	fresh, terr := iss.remember(r.Context(), subject(id), jti, until, now)
-	switch {
-	case terr != nil:
-		res.Succeeded() // the key was right: nothing to charge
-		return nil, terr
-	case !fresh:
-		return fail("assertion jti already used")
-	}
-	res.Succeeded()
-	return cl, nil
-}
-
-// clientByID returns the registered client id, or nil.
-func (st *state) clientByID(id string) *client { return st.clients[id] }
-
-// apiByID returns the credentials of the API resource id, or nil.
-func (st *state) apiByID(id string) *client {
-	if a := st.apis[id]; a != nil {
-		return a.client
-	}
-	return nil
-}
-
-// sameID is a client's subject in the failure budgets: its ID.
-func sameID(id string) string { return id }
-
-// sharedReplays is the limiter store when it remembers jtis too.
-func (iss *Issuer) sharedReplays() limit.ReplayStore {
-	rs, _ := iss.store.(limit.ReplayStore)
-	return rs
-}
-
-// remember records client id's jti until until, in the limiter store when
-// it is a limit.ReplayStore (shared by the replicas), else in the issuer's
-// own cache. It reports whether the jti is fresh, or why no token may be
-// issued now: no room to remember it, or a store that cannot answer.
-func (iss *Issuer) remember(ctx context.Context, id, jti string, until, now time.Time) (bool, *tokenError) {
-	rs := iss.sharedReplays()
-	if rs == nil {
-		fresh, full := iss.replays.Add(id, jti, until, now)
-		if fresh && full > 0 {
-			return false, replayFull(full, "the assertion replay cache is full (clientAssertions.replayCacheBytes)")
-		}
-		return fresh, nil
-	}
-	// Each replica accepts an assertion until exp plus the leeway by its
-	// own clock; the shared store keeps the jti a leeway longer, so that
-	// replicas whose clocks differ by up to that much still refuse it.
-	fresh, err := rs.Remember(ctx, limit.Replay{Subject: id, ID: jti, Until: until.Add(assertionLeeway), Now: now})
-	var no *limit.Refusal
-	switch {
-	case err == nil:
-		return fresh, nil
-	case errors.As(err, &no):
-		return false, replayFull(no.RetryAfter, "the limiter store has no room to remember the assertion's jti")
-	}
-	iss.logger.Error("idsauth issuer: the limiter store cannot remember an assertion's jti", slog.String("error", err.Error()))
-	return false, &tokenError{status: http.StatusServiceUnavailable, code: "temporarily_unavailable", desc: "the token endpoint cannot check assertion replays now; try again shortly",
-		retry: int(limit.UnavailableRetryAfter / time.Second), why: "the limiter store cannot remember the assertion's jti"}
-}
-
-func replayFull(wait time.Duration, why string) *tokenError {
-	return &tokenError{status: http.StatusTooManyRequests, code: "slow_down", desc: "too many assertions to remember; try again later",
-		retry: max(1, int((wait+time.Second-1)/time.Second)), why: why}
-}
-
-// assertionForm checks the parameters of a private_key_jwt request: the
-// assertion type, an assertion within its bound, and no second method.
-func assertionForm(r *http.Request, form *tokenForm) *tokenError {
-	authz := r.Header.Values("Authorization")
-	switch {
-	case len(authz) > 1:
-		return badRequest("invalid_request", "more than one Authorization header")
-	case len(authz) == 1 && len(authz[0]) >= 6 && strings.EqualFold(authz[0][:6], "Basic "),
-		form.has(clientSecretParam):
-		return badRequest("invalid_request", "a client secret and a client assertion in one request: use one method")
-	case form.get(assertionTypeParam) != ClientAssertionType:
-		return badRequest("invalid_request", "client_assertion_type must be "+ClientAssertionType)
-	case form.get(assertionParam) == "":
-		return badRequest("invalid_request", "client_assertion is missing")
-	case len(form.get(assertionParam)) > MaxAssertionLength:
-		return badRequest("invalid_request", "client_assertion longer than "+strconv.Itoa(MaxAssertionLength)+" bytes")
-	}
-	return nil
+	until, jti, why = st.checkClaims(a, id, now)
+	return jti, until, why
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/idsauth/idsauth/internal/jwktest"
 	"github.com/idsauth/idsauth/issuer"
+	"github.com/idsauth/idsauth/limit"
 	"github.com/idsauth/idsauth/scope"
 )
 
@@ -24,7 +25,7 @@ func TestAssertionFailuresAreCharged(t *testing.T) {
 	const budget = 3
 	s := newServer(t, func(c *issuer.Config) {
 		withMachineClients(c)
-		c.Limits = issuer.Limits{FailedAttemptsPerClient: budget, TrustedProxyHeader: "X-Forwarded-For"}
+		c.Limits = limit.Config{FailedAttemptsPerSubject: budget, TrustedProxyHeader: "X-Forwarded-For"}
 	})
 	attacker := jwktest.NewKey(t, "ES256")
 	counts := map[int]int{}
@@ -58,7 +59,7 @@ func TestAssertionFailuresAreHeldToTheFloor(t *testing.T) {
 	const floor = 60 * time.Millisecond
 	s := newServer(t, func(c *issuer.Config) {
 		withMachineClients(c)
-		c.Limits = issuer.Limits{FailureFloorMillis: int(floor / time.Millisecond)}
+		c.Verifier.FailureFloor = floor
 	})
 	attacker := jwktest.NewKey(t, "ES256")
 	for _, client := range []string{"signer", "nobody"} {
@@ -79,7 +80,7 @@ func TestAssertionFailuresAreHeldToTheFloor(t *testing.T) {
 func TestReplayCacheIsFixedInBytes(t *testing.T) {
 	s := newServer(t, func(c *issuer.Config) {
 		withMachineClients(c)
-		c.Limits = issuer.Limits{FailedAttemptsPerClient: 1 << 20, FailedAttemptsPerAddress: 1 << 20}
+		c.Limits = limit.Config{FailedAttemptsPerSubject: 1 << 20, FailedAttemptsPerAddress: 1 << 20}
 		c.ClientAssertions.ReplayCacheBytes = 4096
 	})
 	if got := issuer.ReplayBytes(s.iss); got != 4096 {
@@ -124,7 +125,7 @@ func TestReplayCacheIsFixedInBytes(t *testing.T) {
 // refused after it, whether the reload keeps the cache's size or changes
 // it.
 func TestReplayIsRefusedAcrossReloads(t *testing.T) {
-	edit := func(c *issuer.Config) { withMachineClients(c); c.Limits.FailedAttemptsPerClient = 100 }
+	edit := func(c *issuer.Config) { withMachineClients(c); c.Limits.FailedAttemptsPerSubject = 100 }
 	s := newServer(t, edit)
 	for _, size := range []int{0, 64 << 10, 8 << 10} {
 		as := assertionForm(assertionFor(t, signerKey(), "signer", s.tokenURL(), nil, nil), "scope", scope.AdminWebAPI)
@@ -154,7 +155,7 @@ func TestShrinkingReloadForgetsNoLiveJTI(t *testing.T) {
 	clock := newClock(t0)
 	edit := func(c *issuer.Config) {
 		withMachineClients(c)
-		c.Limits.FailedAttemptsPerClient, c.Limits.FailedAttemptsPerAddress = 1<<20, 1<<20
+		c.Limits.FailedAttemptsPerSubject, c.Limits.FailedAttemptsPerAddress = 1<<20, 1<<20
 	}
 	s := newServer(t, edit, issuer.WithClock(clock.now))
 	used := make([]string, 100)
@@ -211,7 +212,7 @@ func TestShrinkingReloadForgetsNoLiveJTI(t *testing.T) {
 func TestReloadUnderLoadForgetsNoJTI(t *testing.T) {
 	edit := func(c *issuer.Config) {
 		withMachineClients(c)
-		c.Limits.FailedAttemptsPerClient, c.Limits.FailedAttemptsPerAddress = 1<<20, 1<<20
+		c.Limits.FailedAttemptsPerSubject, c.Limits.FailedAttemptsPerAddress = 1<<20, 1<<20
 	}
 	s := newServer(t, edit)
 	var mu sync.Mutex

@@ -34,23 +34,20 @@ func TestDecodeErrorsNameTheirPlace(t *testing.T) {
 		{"a wrong type in a client", head + `"clients":[` + client("a", "") + `,` + client("b", `,"accessTokenLifetime":"an hour"`) + `]}`, `clients[1] ("b").accessTokenLifetime`, "wrong type"},
 		{"a wrong type in limits", head + `"clients":[],"limits":{"failureWindowSeconds":true}}`, "limits.failureWindowSeconds", "wrong type"},
 	} {
-		_, err := issuer.ParseConfig([]byte(c.json), "")
+		_, err := issuer.ParseConfig([]byte(c.json), "", nil)
 		var ce *issuer.ConfigError
 		if !errors.As(err, &ce) || ce.Field != c.field || !strings.Contains(ce.Reason, c.reason) {
 			t.Errorf("%s: %v; want field %s, reason %q", c.name, err, c.field, c.reason)
 		}
 	}
 
-	// A file of a service of its own, that embeds Config.
-	var own struct {
-		issuer.Config
-		Tenants []struct {
-			Tenant string `json:"tenant"`
-		} `json:"scimTenants"`
+	// A file with a section of a service's own.
+	var tenants []struct {
+		Tenant string `json:"tenant"`
 	}
-	err := issuer.DecodeConfig([]byte(head+`"clients":[],"scimTenants":[{"tenant":"a"},{"tenant":"b","tokens":[]}]}`), &own)
-	if ce := (*issuer.ConfigError)(nil); !errors.As(err, &ce) || ce.Field != "scimTenants[1]" {
-		t.Errorf("an embedding type's unknown field: %v, want field scimTenants[1]", err)
+	_, err := issuer.ParseConfig([]byte(head+`"clients":[],"scimTenants":[{"tenant":"a"},{"tenant":"b","tokens":[]}]}`), "", map[string]any{"scimTenants": &tenants})
+	if ce := (*issuer.ConfigError)(nil); !errors.As(err, &ce) || ce.Field != "scimTenants[1]" || ce.Reason != `unknown field "tokens"` {
+		t.Errorf("a section's unknown field: %v, want field scimTenants[1], unknown field \"tokens\"", err)
 	}
 
 	file := filepath.Join(t.TempDir(), "idsauth.json")
@@ -80,7 +77,7 @@ func TestDecodeSuggestsTheNearestField(t *testing.T) {
 		{"near nothing", head + `"clients":[],"colour":"red"}`, "(file)", `unknown field "colour"`},
 		{"near a field of another object only", head + `"clients":[],"limits":{"clientID":"x"}}`, "limits", `unknown field "clientID"`},
 	} {
-		_, err := issuer.ParseConfig([]byte(c.json), "")
+		_, err := issuer.ParseConfig([]byte(c.json), "", nil)
 		var ce *issuer.ConfigError
 		if !errors.As(err, &ce) || ce.Field != c.field || !strings.HasSuffix(ce.Reason, c.reason) {
 			t.Errorf("%s: %v; want field %s, reason ending %q", c.name, err, c.field, c.reason)
@@ -91,12 +88,9 @@ func TestDecodeSuggestsTheNearestField(t *testing.T) {
 			}
 		}
 	}
-	// A section of an embedding type is suggested too.
-	var own struct {
-		issuer.Config
-		TokenStore *struct{} `json:"tokenStore,omitempty"`
-	}
-	err := issuer.DecodeConfig([]byte(head+`"clients":[],"token_store":{}}`), &own)
+	// A section of a service's own is suggested too.
+	var store *struct{}
+	_, err := issuer.ParseConfig([]byte(head+`"clients":[],"token_store":{}}`), "", map[string]any{"tokenStore": &store})
 	if err == nil || !strings.HasSuffix(err.Error(), `unknown field "token_store" (did you mean "tokenStore"?)`) {
 		t.Errorf("an embedding type's section: %v", err)
 	}
@@ -107,7 +101,7 @@ func TestDecodeSuggestsTheNearestField(t *testing.T) {
 // its line, not dropped. White space after the object is fine.
 func TestDecodeRefusesWhatFollowsTheObject(t *testing.T) {
 	good := "{\n  \"issuer\": \"http://h/ids\",\n  \"ephemeralKey\": true,\n  \"clients\": []\n}\n"
-	if _, err := issuer.ParseConfig([]byte(good+"\n \t\r\n"), ""); err != nil {
+	if _, err := issuer.ParseConfig([]byte(good+"\n \t\r\n"), "", nil); err != nil {
 		t.Fatalf("white space after the object: %v", err)
 	}
 	for _, c := range []struct {
@@ -119,7 +113,7 @@ func TestDecodeRefusesWhatFollowsTheObject(t *testing.T) {
 		{"text", good + "  x", "line 6, column 3:"},
 		{"columns count characters", `{"issuer": "http://é/ids", "ephemeralKey": true, "clients": []}, "limits": {}}`, "line 1, column 64: something follows the configuration object, which ends at line 1, column 63"},
 	} {
-		_, err := issuer.ParseConfig([]byte(c.json), "")
+		_, err := issuer.ParseConfig([]byte(c.json), "", nil)
 		var ce *issuer.ConfigError
 		if !errors.As(err, &ce) || ce.Field != "(file)" || !strings.HasPrefix(ce.Reason, c.where) {
 			t.Errorf("%s: %v; want (file): %s...", c.name, err, c.where)

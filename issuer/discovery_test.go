@@ -20,7 +20,7 @@ import (
 // authlib's AuthorizationServerMetadata.validate() refused the document
 // that lacked the introspection and revocation lists.
 func TestDiscoveryKeepsRFC8414Section2(t *testing.T) {
-	for _, profile := range []string{issuer.ProfileRFC, issuer.ProfileIdentityServer} {
+	for _, profile := range []string{"rfc", "identityserver"} {
 		s := newServer(t, func(c *issuer.Config) { withReference(c); c.Profile = profile })
 		s.Config.Handler.(*http.ServeMux).Handle("/.well-known/oauth-authorization-server/", s.iss.MetadataHandler())
 		for name, url := range map[string]string{

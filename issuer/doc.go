@@ -15,13 +15,14 @@
 // middleware.Validator checks them by the JWKS URL or, in the same
 // process, with the Issuer as its key source.
 //
-// A Config is plain data, read from a JSON file or built in code: Validate
+// A Config is plain data, read from a JSON file (LoadConfig; the file says
+// durations in seconds, Go in time.Duration) or built in code: Validate
 // checks it without reading files, New and Reload check it, read the key
-// files and apply it. Errors name the field (ConfigError). Keys rotate on a
-// schedule in the file (KeyConfig), so replicas sharing it switch together.
-// Failed authentications are limited per address and per client before any
-// secret is checked, without locking a client out of an address that has not
-// failed (Limits).
+// files and apply it. Errors name the field as the file does (ConfigError).
+// Keys rotate on a schedule (KeyConfig), so replicas sharing the file switch
+// together. Failed authentications are limited per address and per client
+// before any secret is checked, without locking a client out of an address
+// that has not failed (Config.Limits, a limit.Config).
 //
 // The configuration file field by field, key rotation and the move from
 // IdentityServer: [the identity service guide]. The security model, with

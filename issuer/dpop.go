@@ -20,35 +20,33 @@ const dpopLeeway = 5 * time.Second
 // unless the client requires DPoP. The proof is checked after the client
 // authenticated, so that only a registered client's requests cost a
 // signature check and a place in the replay memory.
-func (iss *Issuer) dpopBinding(r *http.Request, st *state, cl *client, now time.Time) (string, *tokenError) {
-	proofs := r.Header["Dpop"] // canonical: Values would allocate to canonicalize "DPoP"
+func (iss *Issuer) dpopBinding(q *request, cl *client) (string, *refusal) {
+	st, now, proofs := q.st, q.now, q.proofs
 	switch {
 	case len(proofs) == 0 && cl.requireDPoP:
-		return "", badRequest("invalid_request", descRequireDPoP)
+		return "", refuse(dpopRequired)
 	case len(proofs) == 0:
 		return "", nil
 	case len(proofs) > 1:
-		return "", badRequest("invalid_dpop_proof", descTwoDPoP)
+		return "", refuse(twoDPoP)
 	}
 	p, err := dpop.Verify(proofs[0], dpop.Check{Method: http.MethodPost, URL: st.issuer + tokenPath, Nonces: st.nonces, Now: now, Window: st.dpopWindow, Leeway: dpopLeeway})
 	switch {
 	case errors.Is(err, dpop.ErrNonce):
-		terr := badRequest("use_dpop_nonce", "the DPoP proof must carry the nonce in the DPoP-Nonce header")
-		terr.nonce = st.nonces.At(now)
-		return "", terr
+		return "", &refusal{id: dpopNonce, nonce: st.nonces.At(now)}
 	case err != nil:
 		var f *dpop.Failure
 		if !errors.As(err, &f) {
-			return "", badRequest("invalid_dpop_proof", "invalid DPoP proof") // Verify returns none other
+			return "", refuse(dpopUnread) // Verify returns none other
 		}
-		return "", badRequest("invalid_dpop_proof", "invalid DPoP proof: "+f.Check)
+		return "", refuseWith(dpopInvalid, f.Check)
 	}
-	fresh, terr := iss.remember(r.Context(), dpopSubject(cl.id), p.JKT+" "+p.ID, p.Expires, now)
+	fresh, no := iss.remember(q, dpopSubject(cl.id), p.JKT+" "+p.ID, p.Expires)
 	switch {
-	case terr != nil:
-		return "", terr
+	case no != nil:
+		return "", no
 	case !fresh:
-		return "", badRequest("invalid_dpop_proof", "invalid DPoP proof: its jti was already used")
+		return "", refuseWith(dpopInvalid, "its jti was already used")
 	}
 	return p.JKT, nil
 }

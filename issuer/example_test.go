@@ -30,6 +30,35 @@ func ExampleLoadConfig() {
 	// Output: http://127.0.0.1:8080/ids 3 clients, 2 keys
 }
 
+// A file that holds a service's own settings beside the issuer's names
+// them as sections: each is decoded into its value, as strictly as the
+// issuer's fields, and an error names its place. The file says durations in
+// seconds; the Config says them as time.Duration.
+func ExampleParseConfig() {
+	file := []byte(`{
+  "issuer": "https://host/ids",
+  "ephemeralKey": true,
+  "clients": [{"clientId": "reporting", "secretHashes": ["sha256:u6YicpSdyMobF4LuzuuGTg56A2pqvxjSmWbkUYMSr/Q="],
+               "scopes": ["pd_AdminWebApi"], "accessTokenLifetime": 900}],
+  "limits": {"failureWindowSeconds": 120, "trustedProxyHeader": "X-Forwarded-For", "trustedProxies": ["10.0.0.0/8"]},
+  "reports": {"folder": "/var/reports"}
+}`)
+	var reports struct {
+		Folder string `json:"folder"`
+	}
+	cfg, err := issuer.ParseConfig(file, "/etc/idsauth", map[string]any{"reports": &reports})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(cfg.Clients[0].AccessTokenLifetime, cfg.Limits.FailureWindow, cfg.Limits.TrustedProxies, reports.Folder)
+
+	_, err = issuer.ParseConfig([]byte(`{"issuer": "https://host/ids", "reports": {"folder": "/tmp", "colour": "red"}}`), "", map[string]any{"reports": &reports})
+	fmt.Println(err)
+	// Output:
+	// 15m0s 2m0s [10.0.0.0/8] /var/reports
+	// issuer config: reports: unknown field "colour"
+}
+
 // Mount the issuer in a mux and get a token from it with the standard
 // client_credentials client.
 func ExampleNew() {
@@ -119,12 +148,13 @@ func ExampleIssuer_Reload() {
 // expired; the new one is published ahead of its signAt for validators to
 // fetch it. Every replica switches at the same instants, without a reload.
 func ExampleIssuer_KeySchedule() {
+	june1 := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
 	cfg := &issuer.Config{
 		Issuer: "https://host/ids",
 		Dir:    "testdata",
 		Keys: []issuer.KeyConfig{
-			{File: "example-es256.pem", RetireAt: "2026-06-01T02:00:00Z"},
-			{File: "example-ed25519.pem", PublishAt: "2026-05-31T00:00:00Z", SignAt: "2026-06-01T00:00:00Z"},
+			{File: "example-es256.pem", RetireAt: june1.Add(2 * time.Hour)},
+			{File: "example-ed25519.pem", PublishAt: june1.Add(-24 * time.Hour), SignAt: june1},
 		},
 		Clients: []issuer.ClientConfig{{
 			ClientID:     "reporting",

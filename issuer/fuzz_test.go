@@ -13,6 +13,7 @@ import (
 	"github.com/idsauth/idsauth/internal/jwktest"
 	"github.com/idsauth/idsauth/internal/keys"
 	"github.com/idsauth/idsauth/issuer"
+	"github.com/idsauth/idsauth/limit"
 	"github.com/idsauth/idsauth/scope"
 )
 
@@ -23,7 +24,7 @@ import (
 func FuzzTokenRequest(f *testing.F) {
 	cfg := testConfig("http://127.0.0.1/ids")
 	withMachineClients(cfg)
-	cfg.Limits = issuer.Limits{FailedAttemptsPerClient: 1 << 30, FailedAttemptsPerAddress: 1 << 30}
+	cfg.Limits = limit.Config{FailedAttemptsPerSubject: 1 << 30, FailedAttemptsPerAddress: 1 << 30}
 	iss, err := issuer.New(cfg)
 	if err != nil {
 		f.Fatal(err)
@@ -108,7 +109,7 @@ func FuzzParseConfig(f *testing.F) {
 			}
 			return true
 		}
-		cfg, err := issuer.ParseConfig([]byte(data), dir)
+		cfg, err := issuer.ParseConfig([]byte(data), dir, nil)
 		if refused(err) {
 			return
 		}

@@ -63,7 +63,7 @@ func testConfig(issuerURL string) *issuer.Config {
 		EphemeralKey: true,
 		Clients: []issuer.ClientConfig{
 			{ClientID: "admin", SecretHashes: []string{secret.HashSHA256(adminSecret).String()}, Scopes: []string{scope.AdminWebAPI}},
-			{ClientID: "connect", SecretHashes: []string{secret.HashSHA256(connectSecret).String()}, Scopes: []string{scope.ConnectWebAPI, scope.AdminWebAPI}, AccessTokenLifetime: 600},
+			{ClientID: "connect", SecretHashes: []string{secret.HashSHA256(connectSecret).String()}, Scopes: []string{scope.ConnectWebAPI, scope.AdminWebAPI}, AccessTokenLifetime: 600 * time.Second},
 			{ClientID: "codeonly", SecretHashes: []string{secret.HashSHA256("x").String()}, GrantTypes: []string{"authorization_code"}, Scopes: []string{scope.AdminWebAPI}},
 		},
 	}
@@ -135,7 +135,7 @@ func assertionFor(t testing.TB, k *keys.Key, client, tokenURL string, claims, he
 
 // assertionForm is a private_key_jwt token request's body, kv added.
 func assertionForm(assertion string, kv ...string) string {
-	return form(append([]string{"grant_type", "client_credentials", "client_assertion_type", issuer.ClientAssertionType, "client_assertion", assertion}, kv...)...)
+	return form(append([]string{"grant_type", "client_credentials", "client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer", "client_assertion", assertion}, kv...)...)
 }
 
 type server struct {

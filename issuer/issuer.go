@@ -21,7 +21,6 @@ import (
 	"github.com/idsauth/idsauth/internal/dpop"
 	"github.com/idsauth/idsauth/internal/keyerr"
 	"github.com/idsauth/idsauth/internal/keys"
-	"github.com/idsauth/idsauth/internal/limiter"
 	"github.com/idsauth/idsauth/internal/replay"
 	"github.com/idsauth/idsauth/limit"
 	"github.com/idsauth/idsauth/observe"
@@ -104,10 +103,11 @@ type state struct {
 	scopeArray     bool
 	discovery      []byte
 	cacheHeader    string
-	limits         Limits
+	maxBody        int64  // Config.MaxBodyBytes
+	maxBodyText    string // the same, for its refusal
 	addrs          clientip.Resolver
 	budget         limit.Budget
-	repeats        *limiter.Repeats // secrets that failed; this configuration's, for a reload may make one right
+	repeats        *repeatTable // secrets that failed; this configuration's, for a reload may make one right
 	// Kept across reloads while their settings stay.
 	limiterCfg  limiterConfig
 	limiter     limit.Store
@@ -197,7 +197,7 @@ func New(cfg *Config, opts ...Option) (*Issuer, error) {
 		opt(iss)
 	}
 	if iss.tokens == nil {
-		iss.tokens = tokenstore.NewMemory(0)
+		iss.tokens = &tokenstore.Memory{}
 	}
 	iss.issuedTo = iss.observer
 	iss.observer = observe.Multi(iss.observer, refusalLog{iss.logger})
@@ -215,12 +215,12 @@ func New(cfg *Config, opts ...Option) (*Issuer, error) {
 // nothing changes. The failure limiter's memory of failed
 // attempts is kept while the limits stay the same; the jtis of used
 // client assertions are always kept until they expire, whatever the new
-// clientAssertions.replayCacheBytes.
+// ClientAssertions.ReplayCacheBytes.
 //
 // To rotate the signing key without a failed request, in one reload: give
-// the current key a retireAt, and add the new key with a publishAt, and a
-// signAt at least validatorRefreshSeconds + jwksMaxAgeSeconds later (see
-// KeyConfig for the rules). Without times, in three: add the new key
+// the current key a RetireAt, and add the new key with a PublishAt, and a
+// SignAt at least ValidatorRefresh + JWKSMaxAge later (see KeyConfig for
+// the rules). Without times, in three: add the new key
 // after the current one and reload (it is published); once validators
 // have fetched the JWKS again, move it first and reload (it signs); once
 // the old key's last token has expired, remove it and reload.
@@ -239,9 +239,9 @@ func (iss *Issuer) Reload(cfg *Config) error {
 	case old != nil && old.limiterCfg == st.limiterCfg:
 		st.limiter = old.limiter
 	default:
-		st.limiter = limit.NewMemory(st.limiterCfg.bytes)
+		st.limiter = &limit.Memory{MaxBytes: st.limiterCfg.bytes}
 	}
-	st.repeats = limiter.NewRepeats(repeatBytes)
+	st.repeats = newRepeatTable(repeatBytes)
 	switch {
 	case iss.verifier != nil:
 		st.verifier = iss.verifier

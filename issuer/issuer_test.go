@@ -25,6 +25,7 @@ import (
 
 	"github.com/idsauth/idsauth/internal/keys"
 	"github.com/idsauth/idsauth/issuer"
+	"github.com/idsauth/idsauth/limit"
 	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/scope"
 	"github.com/idsauth/idsauth/secret"
@@ -176,7 +177,7 @@ func TestDiscovery(t *testing.T) {
 // another address) keeps getting tokens all along.
 func TestBruteForceIsSlowedPerClient(t *testing.T) {
 	s := newServer(t, func(c *issuer.Config) {
-		c.Limits = issuer.Limits{FailedAttemptsPerClient: 5, FailedAttemptsPerAddress: 50, TrustedProxyHeader: "X-Forwarded-For"}
+		c.Limits = limit.Config{FailedAttemptsPerSubject: 5, FailedAttemptsPerAddress: 50, TrustedProxyHeader: "X-Forwarded-For"}
 	})
 	attack := func(i int) string { // a new guess each time: a repeated one is charged once
 		return form("grant_type", "client_credentials", "client_id", "admin", "client_secret", fmt.Sprint("guess-", i), "scope", scope.AdminWebAPI)
@@ -217,7 +218,7 @@ func TestBruteForceIsSlowedPerClient(t *testing.T) {
 
 func TestBruteForceIsSlowedPerAddress(t *testing.T) {
 	s := newServer(t, func(c *issuer.Config) {
-		c.Limits = issuer.Limits{FailedAttemptsPerClient: 100, FailedAttemptsPerAddress: 3}
+		c.Limits = limit.Config{FailedAttemptsPerSubject: 100, FailedAttemptsPerAddress: 3}
 	})
 	for i := range 3 {
 		a := post(t, s.tokenURL(), formType, form("grant_type", "client_credentials", "client_id", fmt.Sprint("random-", i), "client_secret", "x", "scope", scope.AdminWebAPI))
@@ -392,8 +393,10 @@ func TestValidateIsPure(t *testing.T) {
 }
 
 // TestConfigErrors: each wrong field is named, by the step that can know
-// it: decoding (ParseConfig), checking (Validate, and New and Reload
-// before anything else), or reading the key files (New and Reload).
+// it: decoding (ParseConfig: the file's own forms too, such as a key's
+// RFC 3339 times, a proxy's prefix, a floor of -1 or more), checking
+// (Validate, and New and Reload before anything else), or reading the key
+// files (New and Reload).
 func TestConfigErrors(t *testing.T) {
 	dir := t.TempDir()
 	writePEM := func(name, alg string) string {
@@ -456,9 +459,9 @@ func TestConfigErrors(t *testing.T) {
 		{"a limiter of a few bytes", `{` + dev + `,"clients":[],"limits":{"limiterMaxBytes":1}}`, checking, "limits.limiterMaxBytes", "at least 4096"},
 		{"a limiter over 1 GiB", `{` + dev + `,"clients":[],"limits":{"limiterMaxBytes":2147483648}}`, checking, "limits.limiterMaxBytes", "at most"},
 		{"the Forwarded header", `{` + dev + `,"clients":[],"limits":{"trustedProxyHeader":"Forwarded"}}`, checking, "limits.trustedProxyHeader", "RFC 7239"},
-		{"a bad trusted proxy", `{` + dev + `,"clients":[],"limits":{"trustedProxyHeader":"X-Forwarded-For","trustedProxies":["10.0.0.0/33"]}}`, checking, "limits.trustedProxies", "10.0.0.0/33"},
+		{"a bad trusted proxy", `{` + dev + `,"clients":[],"limits":{"trustedProxyHeader":"X-Forwarded-For","trustedProxies":["10.0.0.0/33"]}}`, decoding, "limits.trustedProxies", "10.0.0.0/33"},
 		{"trusted proxies without a header", `{` + dev + `,"clients":[],"limits":{"trustedProxies":["10.0.0.0/8"]}}`, checking, "limits.trustedProxies", "trustedProxyHeader"},
-		{"a negative floor other than -1", `{` + dev + `,"clients":[],"limits":{"failureFloorMillis":-2}}`, checking, "limits.failureFloorMillis", "negative"},
+		{"a negative floor other than -1", `{` + dev + `,"clients":[],"limits":{"failureFloorMillis":-2}}`, decoding, "limits.failureFloorMillis", "negative"},
 		{"neither secret nor key", `{` + dev + `,"clients":[{"clientId":"a","scopes":["pd_AdminWebApi"]}]}`, checking, `clients[0] ("a").secretHashes`, "or one of publicKeys"},
 		{"a JWK holding a private key", `{` + dev + `,"clients":[{"clientId":"a","publicKeys":[{"jwk":` + privJWK + `}],"scopes":["pd_AdminWebApi"]}]}`, checking, `clients[0] ("a").publicKeys[0]`, "private"},
 		{"a JWK for encryption", `{` + dev + `,"clients":[{"clientId":"a","publicKeys":[{"jwk":` + strings.Replace(ecJWK, `"kty"`, `"use":"enc","kty"`, 1) + `}],"scopes":["pd_AdminWebApi"]}]}`, checking, `clients[0] ("a").publicKeys[0]`, "use"},
@@ -472,8 +475,8 @@ func TestConfigErrors(t *testing.T) {
 		{"a client's scopeWhenOmitted unknown", `{` + dev + `,"clients":[{"clientId":"a","secretHashes":["` + secret.HashSHA256("s").String() + `"],"scopes":["pd_AdminWebApi"],"scopeWhenOmitted":"none"}]}`, checking, `clients[0] ("a").scopeWhenOmitted`, `"refuse" or "all"`},
 		{"assertions living a day", `{` + dev + `,"clients":[],"clientAssertions":{"maxLifetimeSeconds":86400}}`, checking, "clientAssertions.maxLifetimeSeconds", "at most 3600"},
 		{"a replay cache of a few bytes", `{` + dev + `,"clients":[],"clientAssertions":{"replayCacheBytes":100}}`, checking, "clientAssertions.replayCacheBytes", "at least 4096"},
-		{"a key time that is not RFC 3339", sched("", key(`,"publishAt":"2030-06-01"`)), checking, "keys[0].publishAt", "RFC 3339"},
-		{"a key time without a zone", sched("", key(`,"retireAt":"2030-06-01T00:00:00"`)), checking, "keys[0].retireAt", "RFC 3339"},
+		{"a key time that is not RFC 3339", sched("", key(`,"publishAt":"2030-06-01"`)), decoding, "keys[0].publishAt", "RFC 3339"},
+		{"a key time without a zone", sched("", key(`,"retireAt":"2030-06-01T00:00:00"`)), decoding, "keys[0].retireAt", "RFC 3339"},
 		{"signAt before publishAt", sched("", key(`,"retireAt":"2030-01-01T03:00:00Z"`), key(`,"publishAt":"2030-01-01T01:00:00Z","signAt":"2030-01-01T00:00:00Z"`)), checking, "keys[1].signAt", "before publishAt"},
 		{"retireAt at signAt", sched("", key(``), key(`,"signAt":"2030-01-01T04:00:00Z","retireAt":"2030-01-01T04:00:00Z"`)), checking, "keys[1].retireAt", "not after signAt"},
 		{"retireAt before publishAt", sched("", key(``), key(`,"publishAt":"2030-01-01T04:00:00Z","retireAt":"2030-01-01T03:00:00Z"`)), checking, "keys[1].retireAt", "not after publishAt"},
@@ -497,7 +500,7 @@ func TestConfigErrors(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			step := decoding
-			cfg, err := issuer.ParseConfig([]byte(c.json), dir)
+			cfg, err := issuer.ParseConfig([]byte(c.json), dir, nil)
 			if err == nil {
 				step = checking
 				err = cfg.Validate()

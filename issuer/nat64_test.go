@@ -3,9 +3,11 @@ package issuer_test
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"testing"
 
 	"github.com/idsauth/idsauth/issuer"
+	"github.com/idsauth/idsauth/limit"
 	"github.com/idsauth/idsauth/scope"
 )
 
@@ -19,17 +21,17 @@ import (
 func TestNAT64ClientsAreKeyedByTheirIPv4Address(t *testing.T) {
 	for _, c := range []struct {
 		name, attacker, other string
-		prefixes              []string
+		prefixes              []netip.Prefix
 	}{
 		{"the well-known prefix", "64:ff9b::c000:201", "64:ff9b::c633:6401", nil},
-		{"a listed /96", "64:ff9b:1::c000:201", "64:ff9b:1::c633:6401", []string{"64:ff9b:1::/96"}},
+		{"a listed /96", "64:ff9b:1::c000:201", "64:ff9b:1::c633:6401", []netip.Prefix{netip.MustParsePrefix("64:ff9b:1::/96")}},
 		// /48: the IPv4 address in bits 48-63 and 72-87, the u octet (bits
 		// 64-71) between: 192.0.2.1 and 198.51.100.1.
-		{"a listed /48", "2001:db8:1:c000:2:100::", "2001:db8:1:c633:64:100::", []string{"2001:db8:1::/48"}},
+		{"a listed /48", "2001:db8:1:c000:2:100::", "2001:db8:1:c633:64:100::", []netip.Prefix{netip.MustParsePrefix("2001:db8:1::/48")}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := newServer(t, func(cfg *issuer.Config) {
-				cfg.Limits = issuer.Limits{FailedAttemptsPerClient: 1000, FailedAttemptsPerAddress: 100,
+				cfg.Limits = limit.Config{FailedAttemptsPerSubject: 1000, FailedAttemptsPerAddress: 100,
 					TrustedProxyHeader: "X-Forwarded-For", NAT64Prefixes: c.prefixes}
 			})
 			for i := range 120 {
@@ -48,15 +50,24 @@ func TestNAT64ClientsAreKeyedByTheirIPv4Address(t *testing.T) {
 }
 
 // TestNAT64PrefixesAreChecked: a translator prefix must be IPv6, of one
-// of RFC 6052's lengths; the error names the field.
+// of RFC 6052's lengths; the error names the field, whether the file
+// names it (and it cannot be read) or a Config built in code does.
 func TestNAT64PrefixesAreChecked(t *testing.T) {
 	for _, bad := range []string{"64:ff9b::/80", "192.0.2.0/24", "::ffff:0:0/96", "not a prefix"} {
-		cfg := testConfig("http://h/ids")
-		cfg.Limits.NAT64Prefixes = []string{"64:ff9b:1::/96", bad}
-		_, err := issuer.New(cfg)
+		cfg, err := issuer.ParseConfig([]byte(`{"issuer":"http://h/ids","ephemeralKey":true,"clients":[],"limits":{"nat64Prefixes":["64:ff9b:1::/96","`+bad+`"]}}`), "", nil)
+		if err == nil {
+			_, err = issuer.New(cfg)
+		}
 		var ce *issuer.ConfigError
 		if !errors.As(err, &ce) || ce.Field != "limits.nat64Prefixes" {
 			t.Errorf("nat64Prefixes %q: %v, want a ConfigError for limits.nat64Prefixes", bad, err)
+		}
+		if p, perr := netip.ParsePrefix(bad); perr == nil {
+			cfg := testConfig("http://h/ids")
+			cfg.Limits.NAT64Prefixes = []netip.Prefix{netip.MustParsePrefix("64:ff9b:1::/96"), p}
+			if _, err := issuer.New(cfg); !errors.As(err, &ce) || ce.Field != "limits.nat64Prefixes" {
+				t.Errorf("NAT64Prefixes %v in code: %v, want a ConfigError for limits.nat64Prefixes", p, err)
+			}
 		}
 	}
 }

@@ -22,40 +22,36 @@ func WithObserver(o observe.Observer) Option {
 	}
 }
 
-// issued reports a token issued.
-func (iss *Issuer) issued(r *http.Request, who attempt, d time.Duration) {
+// observeIssued reports a token issued.
+func (iss *Issuer) observeIssued(r *http.Request, who attempt, d time.Duration) {
 	if iss.issuedTo == nil {
 		return
 	}
 	iss.issuedTo.Observe(r.Context(), observe.Event{Kind: observe.TokenIssued, ClientID: who.client, Scopes: who.scopes, Duration: d})
 }
 
-// refused reports a refused token request: one event, to every observer.
+// observeRefusal reports a refused token request: one event, to every observer.
 // The refusal log also finds the error_description and the address in
 // the event's context, where no other observer can read them.
-func (iss *Issuer) refused(r *http.Request, e *tokenError, who attempt, d time.Duration) {
-	ev := observe.Event{Kind: observe.TokenRefused, Reason: e.code, Status: e.status, ClientID: who.client, Duration: d}
-	switch e.limit {
+func (iss *Issuer) observeRefusal(r *http.Request, no *refusal, a answer, who attempt, d time.Duration) {
+	ev := observe.Event{Kind: observe.TokenRefused, Reason: a.code, Status: a.status, ClientID: who.client, Duration: d}
+	switch no.limit {
 	case limit.Address:
 		ev.Limit = observe.LimitAddress
 	case limit.SubjectAddress:
 		ev.Limit = observe.LimitClient
 	}
-	desc := e.desc
-	if e.why != "" {
-		desc = e.why // the log's more precise reason, never on the wire
-	}
-	ctx := context.WithValue(r.Context(), refusalKey{}, &refusal{desc: desc, addr: who.addr, endpoint: who.endpoint, api: who.api})
+	ctx := context.WithValue(r.Context(), refusalKey{}, &refusalNote{no: no, addr: who.addr, endpoint: who.endpoint, api: who.api})
 	iss.observer.Observe(ctx, ev)
 }
 
-// refusal is what the refusal log sees beyond the event: free text and
-// an address, which an event never holds.
-type refusal struct {
-	desc     string // why: the error_description, or the log's own more precise reason
-	addr     string // as the limiter keys it; "" before the credentials were read
-	endpoint string // "introspection" or "revocation"; "" for the token endpoint
-	api      string // the registered API resource that asked, at introspection
+// refusalNote is what the refusal log sees beyond the event: why, and an
+// address, which an event never holds.
+type refusalNote struct {
+	no       *refusal // its description (rfc's, whatever the profile) or the log's own more precise reason
+	addr     string   // as the limiter keys it; "" before the credentials were read
+	endpoint string   // "introspection" or "revocation"; "" for the token endpoint
+	api      string   // the registered API resource that asked, at introspection
 }
 
 type refusalKey struct{}
@@ -67,11 +63,11 @@ func (o refusalLog) Observe(ctx context.Context, e observe.Event) {
 	if e.Kind != observe.TokenRefused {
 		return // before the context's values are walked: tokens issued are many
 	}
-	rf, ok := ctx.Value(refusalKey{}).(*refusal)
+	rf, ok := ctx.Value(refusalKey{}).(*refusalNote)
 	if !ok {
 		return
 	}
-	attrs := []slog.Attr{slog.Int("status", e.Status), slog.String("error", e.Reason), slog.String("reason", rf.desc)}
+	attrs := []slog.Attr{slog.Int("status", e.Status), slog.String("error", e.Reason), slog.String("reason", rf.no.description())}
 	switch {
 	case rf.addr != "" && rf.endpoint == "introspection":
 		api := rf.api

@@ -8,6 +8,7 @@ import (
 
 	"github.com/idsauth/idsauth/internal/eventtest"
 	"github.com/idsauth/idsauth/issuer"
+	"github.com/idsauth/idsauth/limit"
 	"github.com/idsauth/idsauth/observe"
 	"github.com/idsauth/idsauth/scope"
 )
@@ -20,10 +21,10 @@ import (
 func TestEventsOfTheTokenEndpoint(t *testing.T) {
 	rec := &eventtest.Recorder{}
 	s := newServer(t, func(c *issuer.Config) {
-		c.Limits = issuer.Limits{FailedAttemptsPerClient: 2, FailedAttemptsPerAddress: 3, TrustedProxyHeader: "X-Forwarded-For"}
+		c.Limits = limit.Config{FailedAttemptsPerSubject: 2, FailedAttemptsPerAddress: 3, TrustedProxyHeader: "X-Forwarded-For"}
 	}, issuer.WithObserver(rec))
 	cc := func(kv ...string) string { return form(append([]string{"grant_type", "client_credentials"}, kv...)...) }
-	long := strings.Repeat("m", issuer.MaxClientIDLength+1)
+	long := strings.Repeat("m", 100+1)
 	refused := func(status int, code, client string, limit observe.Limit) observe.Event {
 		return observe.Event{Kind: observe.TokenRefused, Status: status, Reason: code, ClientID: client, Limit: limit}
 	}

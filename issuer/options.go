@@ -71,10 +71,9 @@ func WithClock(now func() time.Time) Option {
 // WithVerifier makes the issuer check client secrets with v instead of a
 // Verifier of its own, so that one bound on concurrent bcrypt checks and
 // one failure floor cover the issuer and SCIMAuth together (give
-// middleware.SCIMLimits.Verifier the same v). The issuer primes v with its
-// clients' hashes on every load. The configuration's
-// limits.failureFloorMillis and limits.maxConcurrentSlowHashes do not
-// apply then: v's own settings do.
+// middleware.SCIMConfig.Verifier the same v). The issuer primes v with its
+// clients' hashes on every load. Config.Verifier does not apply then: v's
+// own settings do.
 func WithVerifier(v *secret.Verifier) Option {
 	return func(iss *Issuer) { iss.verifier = v }
 }
@@ -83,15 +82,15 @@ func WithVerifier(v *secret.Verifier) Option {
 // the issuer's life: give the replicas of one issuer one shared store
 // (such as the Redis store of github.com/idsauth/idsauth/redisstore), so
 // that they enforce one budget per client and per address between them.
-// The configuration's limits still set the budgets, passed with each
-// request; limits.limiterMaxBytes does not apply. Without it (or with nil)
-// the issuer keeps a limit.Memory of limits.limiterMaxBytes, which Reload
-// keeps while the limits stay the same.
+// Config.Limits still sets the budgets, passed with each request; its
+// MemoryBytes does not apply. Without it (or with nil) the issuer keeps a
+// limit.Memory of Limits.MemoryBytes, which Reload keeps while the limits
+// stay the same.
 //
 // When the store is also a limit.ReplayStore (limit.Memory and the Redis
 // store are), it remembers the jti of each accepted client assertion too,
 // so that replicas sharing it accept an assertion once between them;
-// clientAssertions.replayCacheBytes does not apply then. Otherwise each
+// ClientAssertions.ReplayCacheBytes does not apply then. Otherwise each
 // issuer remembers them in a cache of its own.
 //
 // When the store cannot answer (an error other than a *limit.Refusal),
@@ -108,10 +107,10 @@ func WithLimiterStore(s limit.Store) Option {
 }
 
 // WithTokenStore keeps the grants of reference tokens (clients with
-// accessTokenType "reference") in s, for the issuer's life: a store shared
+// AccessTokenType "reference") in s, for the issuer's life: a store shared
 // by the replicas (redisstore) lets any of them introspect or revoke a
 // token another one issued. Without it the issuer keeps them in a
-// tokenstore.Memory of tokenstore.DefaultMemoryBytes; when the store is
+// tokenstore.Memory of its own (64 MiB); when the store is
 // full, or cannot answer, no reference token is issued (503
 // temporarily_unavailable) and none is forgotten.
 func WithTokenStore(s tokenstore.Store) Option {

@@ -28,7 +28,8 @@ const referenceBytes = 32
 // token store keeps under its SHA-256. A store that is full or cannot
 // answer issues nothing: 503 temporarily_unavailable, and the log says
 // why.
-func (iss *Issuer) grantReference(ctx context.Context, st *state, cl *client, granted, aud []string, now time.Time, jkt string) (*[]byte, *tokenError) {
+func (iss *Issuer) grantReference(q *request, cl *client, granted, aud []string, jkt string) (*[]byte, *refusal) {
+	now := q.now
 	var raw [referenceBytes]byte
 	_, _ = rand.Read(raw[:]) // never fails (crypto/rand)
 	token := base64.RawURLEncoding.EncodeToString(raw[:])
@@ -42,7 +43,7 @@ func (iss *Issuer) grantReference(ctx context.Context, st *state, cl *client, gr
 		ID:        string(appendJTI(nil)),
 		JKT:       jkt,
 	}
-	if err := iss.tokens.Put(ctx, tokenstore.KeyOf(token), g); err != nil {
+	if err := iss.tokens.Put(q.ctx, tokenstore.KeyOf(token), g); err != nil {
 		why := "the reference token store cannot answer"
 		switch {
 		case errors.Is(err, tokenstore.ErrClientFull):
@@ -56,7 +57,7 @@ func (iss *Issuer) grantReference(ctx context.Context, st *state, cl *client, gr
 		if last := iss.storeLogged.Load(); now.UnixNano()-last >= int64(10*time.Second) && iss.storeLogged.CompareAndSwap(last, now.UnixNano()) {
 			iss.logger.Error("idsauth issuer: no reference token issued: "+why, slog.String("client_id", cl.id), slog.String("error", err.Error()))
 		}
-		return nil, &tokenError{status: http.StatusServiceUnavailable, code: "temporarily_unavailable", desc: "no token can be issued now; try again shortly", retry: 1, why: why}
+		return nil, &refusal{id: storeRefused, why: why}
 	}
 	body, err := json.Marshal(struct {
 		AccessToken string `json:"access_token"`
@@ -65,17 +66,12 @@ func (iss *Issuer) grantReference(ctx context.Context, st *state, cl *client, gr
 		Scope       string `json:"scope"`
 	}{token, tokenType(jkt), int64(cl.lifetime / time.Second), strings.Join(granted, " ")})
 	if err != nil {
-		return nil, &tokenError{status: http.StatusInternalServerError, code: "server_error", desc: "the answer could not be written"}
+		return nil, refuse(answerFailed)
 	}
 	answer := answers.get()
 	*answer = append(append((*answer)[:0], body...), '\n')
 	return answer, nil
 }
-
-// apiSubject is the failure limiter's subject for an API resource's
-// name: apart from the clients', so that an API and a client of one name
-// spend separate budgets.
-func apiSubject(name string) string { return "\x00api:" + name }
 
 // introspection is the answer for an active token (RFC 7662 §2.2).
 type introspection struct {
@@ -117,25 +113,42 @@ var inactive = []byte(`{"active":false}` + "\n")
 // scopes, and then only of those scopes.
 func (iss *Issuer) introspect(w http.ResponseWriter, r *http.Request, st *state) {
 	start := time.Now()
-	who := attempt{endpoint: "introspection"}
-	api, form, terr := iss.authenticateAPI(w, r, st, &who)
-	if terr == nil && !form.has(tokenParam) {
-		terr = badRequest("invalid_request", "token is missing")
-	}
-	if terr != nil {
-		iss.refuse(w, terr)
-		iss.refused(r, terr, who, time.Since(start))
+	q := request{endpoint: introspectionEndpoint}
+	api, no := iss.introspector(w, r, st, &q)
+	if no != nil {
+		a := q.answer(no)
+		a.write(w)
+		iss.observeRefusal(r, no, a, q.who, time.Since(start))
 		return
 	}
-	body, err := iss.answer(r.Context(), st, api, form.get(tokenParam))
+	body, err := iss.answer(q.ctx, st, api, q.form.get(tokenParam))
 	if err != nil {
 		iss.logger.Error("idsauth issuer: introspection: the reference token store cannot answer", slog.String("api", api.name), slog.String("error", err.Error()))
-		terr := &tokenError{status: http.StatusServiceUnavailable, code: "temporarily_unavailable", desc: "the token cannot be checked now; try again shortly", retry: 1}
-		iss.refuse(w, terr)
+		q.answer(refuse(introspectDown)).write(w)
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	oauthwire.WriteBody(w, http.StatusOK, body)
+}
+
+// introspector reads an introspection request and authenticates its API
+// resource, as the token endpoint does a client.
+func (iss *Issuer) introspector(w http.ResponseWriter, r *http.Request, st *state, q *request) (*apiResource, *refusal) {
+	if no := q.read(w, r, st, iss.now()); no != nil {
+		return nil, no
+	}
+	if q.unusable != nil {
+		return nil, q.unusable
+	}
+	cl, no := iss.authenticate(q)
+	q.who.api, q.who.client = q.who.client, "" // a registered API's name, for the log alone
+	if no != nil {
+		return nil, no
+	}
+	if !q.form.has(tokenParam) {
+		return nil, refuse(tokenMissing)
+	}
+	return st.apis[cl.id], nil
 }
 
 // IntrospectToken answers, in the same process, what the introspection
@@ -227,21 +240,6 @@ func unixOrZero(t time.Time) int64 {
 	return t.Unix()
 }
 
-// authenticateAPI reads an introspection request and authenticates its
-// API resource by its secret, as the token endpoint does a client's.
-func (iss *Issuer) authenticateAPI(w http.ResponseWriter, r *http.Request, st *state, who *attempt) (*apiResource, *tokenForm, *tokenError) {
-	form := &tokenForm{}
-	if terr := postForm(w, r, st, "introspection", form); terr != nil {
-		return nil, nil, terr
-	}
-	cl, terr := iss.authenticate(r, form, st, who, iss.now(), st.apiByID, apiSubject, nil)
-	who.api, who.client = who.client, "" // a registered API's name, for the log alone
-	if terr != nil {
-		return nil, nil, terr
-	}
-	return st.apis[cl.id], form, nil
-}
-
 // lookup returns the grant of a live token: a reference token's from the
 // store, a JWT's from its claims once one of the issuer's published keys
 // has verified it.
@@ -250,7 +248,7 @@ func (iss *Issuer) lookup(ctx context.Context, st *state, token string, now time
 		g, ok := iss.jwtGrant(ctx, st, token, now)
 		return g, ok, nil
 	}
-	if len(token) > MaxAssertionLength {
+	if len(token) > maxAssertionLength {
 		return tokenstore.Grant{}, false, nil
 	}
 	return iss.tokens.Get(ctx, tokenstore.KeyOf(token), now)
@@ -318,36 +316,38 @@ func (iss *Issuer) jwtGrant(ctx context.Context, st *state, token string, now ti
 // validator checks a JWT without asking the issuer).
 func (iss *Issuer) revoke(w http.ResponseWriter, r *http.Request, st *state) {
 	start := time.Now()
-	who := attempt{endpoint: "revocation"}
-	terr := iss.revokeToken(w, r, st, &who)
-	if terr != nil {
-		iss.refuse(w, terr)
-		iss.refused(r, terr, who, time.Since(start))
+	q := request{endpoint: revocationEndpoint}
+	if no := iss.revokeToken(w, r, st, &q); no != nil {
+		a := q.answer(no)
+		a.write(w)
+		iss.observeRefusal(r, no, a, q.who, time.Since(start))
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
 }
 
-func (iss *Issuer) revokeToken(w http.ResponseWriter, r *http.Request, st *state, who *attempt) *tokenError {
-	form := &tokenForm{}
-	if terr := postForm(w, r, st, "revocation", form); terr != nil {
-		return terr
+func (iss *Issuer) revokeToken(w http.ResponseWriter, r *http.Request, st *state, q *request) *refusal {
+	if no := q.read(w, r, st, iss.now()); no != nil {
+		return no
 	}
-	cl, terr := iss.authenticate(r, form, st, who, iss.now(), st.clientByID, sameID, nil)
-	if terr != nil {
-		return terr
+	if q.unusable != nil {
+		return q.unusable
 	}
-	if !form.has(tokenParam) {
-		return badRequest("invalid_request", "token is missing")
+	cl, no := iss.authenticate(q)
+	if no != nil {
+		return no
 	}
-	token := form.get(tokenParam)
-	if looksLikeJWT(token) || len(token) > MaxAssertionLength {
+	if !q.form.has(tokenParam) {
+		return refuse(tokenMissing)
+	}
+	token := q.form.get(tokenParam)
+	if looksLikeJWT(token) || len(token) > maxAssertionLength {
 		return nil // a JWT: nothing to revoke
 	}
-	if _, err := iss.tokens.Revoke(r.Context(), tokenstore.KeyOf(token), cl.id); err != nil {
+	if _, err := iss.tokens.Revoke(q.ctx, tokenstore.KeyOf(token), cl.id); err != nil {
 		iss.logger.Error("idsauth issuer: revocation: the reference token store cannot answer", slog.String("client_id", cl.id), slog.String("error", err.Error()))
-		return &tokenError{status: http.StatusServiceUnavailable, code: "temporarily_unavailable", desc: "the token cannot be revoked now; try again shortly", retry: 1}
+		return refuse(revokeDown)
 	}
 	return nil
 }

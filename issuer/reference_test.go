@@ -9,10 +9,12 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/oauth2/clientcredentials"
 
 	"github.com/idsauth/idsauth/issuer"
+	"github.com/idsauth/idsauth/limit"
 	"github.com/idsauth/idsauth/scope"
 	"github.com/idsauth/idsauth/secret"
 	"github.com/idsauth/idsauth/tokenstore"
@@ -30,7 +32,7 @@ const (
 func withReference(c *issuer.Config) {
 	c.Clients = append(c.Clients,
 		issuer.ClientConfig{ClientID: "ref", SecretHashes: []string{secret.HashSHA256(refSecret).String()},
-			Scopes: []string{scope.AdminWebAPI}, AccessTokenType: "reference", AccessTokenLifetime: 600},
+			Scopes: []string{scope.AdminWebAPI}, AccessTokenType: "reference", AccessTokenLifetime: 600 * time.Second},
 		issuer.ClientConfig{ClientID: "ref2", SecretHashes: []string{secret.HashSHA256(refSecret).String()},
 			Scopes: []string{scope.AdminWebAPI}, AccessTokenType: "reference"})
 	c.APIResources = []issuer.APIResourceConfig{
@@ -143,7 +145,7 @@ func TestIntrospectionOfJWTs(t *testing.T) {
 func TestIntrospectionRefusals(t *testing.T) {
 	s := newServer(t, func(c *issuer.Config) {
 		withReference(c)
-		c.Limits.FailedAttemptsPerClient = 3
+		c.Limits.FailedAttemptsPerSubject = 3
 	})
 	for name, tok := range map[string]string{
 		"unknown":    "x8Qm4n2Zk1Vb7Tc5Yd3Wf9Hg6Jh0Lk2Pn4Rs6Tu8Vw",
@@ -194,7 +196,7 @@ func TestIntrospectionRefusals(t *testing.T) {
 // logged once however often it asks), the other clients still get theirs,
 // and no live token is forgotten.
 func TestReferenceStoreFull(t *testing.T) {
-	store := tokenstore.NewMemory(8 << 10)
+	store := &tokenstore.Memory{MaxBytes: 8 << 10}
 	s := newServer(t, withReference, issuer.WithTokenStore(store))
 	ask := func(id string) answer {
 		return post(t, s.tokenURL(), formType, form("grant_type", "client_credentials", "scope", scope.AdminWebAPI), "Authorization", basic(id, refSecret))
@@ -245,7 +247,7 @@ func TestReferenceStoreFull(t *testing.T) {
 func FuzzIntrospectionRequest(f *testing.F) {
 	cfg := testConfig("http://127.0.0.1/ids")
 	withReference(cfg)
-	cfg.Limits = issuer.Limits{FailedAttemptsPerClient: 1 << 30, FailedAttemptsPerAddress: 1 << 30}
+	cfg.Limits = limit.Config{FailedAttemptsPerSubject: 1 << 30, FailedAttemptsPerAddress: 1 << 30}
 	iss, err := issuer.New(cfg)
 	if err != nil {
 		f.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/oauth2/clientcredentials"
 
 	"github.com/idsauth/idsauth/issuer"
+	"github.com/idsauth/idsauth/limit"
 	"github.com/idsauth/idsauth/scope"
 	"github.com/idsauth/idsauth/secret"
 )
@@ -43,7 +44,7 @@ func fetchToken(t *testing.T, s *server, id, secret string) (int, string) {
 // charged once: five misconfigured runs within a budget of five leave the
 // client's right secret from that address its token.
 func TestRepeatedWrongSecretIsChargedOnce(t *testing.T) {
-	s := newServer(t, func(c *issuer.Config) { c.Limits.FailedAttemptsPerClient = 5 })
+	s := newServer(t, func(c *issuer.Config) { c.Limits.FailedAttemptsPerSubject = 5 })
 	for run := range 5 {
 		if status, code := fetchToken(t, s, "admin", "last-year's-secret"); status != 401 || code != "invalid_client" {
 			t.Fatalf("misconfigured run %d: %d %s, want 401 invalid_client", run, status, code)
@@ -59,7 +60,7 @@ func TestRepeatedWrongSecretIsChargedOnce(t *testing.T) {
 // (each answered 401 however x/oauth2 sends it) and the sixth gets 429;
 // the address failed for the client, so its right secret waits too.
 func TestDistinctWrongSecretsAreEachCharged(t *testing.T) {
-	s := newServer(t, func(c *issuer.Config) { c.Limits.FailedAttemptsPerClient = 5 })
+	s := newServer(t, func(c *issuer.Config) { c.Limits.FailedAttemptsPerSubject = 5 })
 	for guess := range 5 {
 		if status, code := fetchToken(t, s, "admin", fmt.Sprint("guess-", guess)); status != 401 || code != "invalid_client" {
 			t.Fatalf("guess %d: %d %s, want 401 invalid_client", guess, status, code)
@@ -117,7 +118,7 @@ func TestRightSecretCutShortIsNotTakenForARepeat(t *testing.T) {
 	human := humanClient(t)
 	s := newServer(t, func(c *issuer.Config) {
 		c.Clients = append(c.Clients, human)
-		c.Limits = issuer.Limits{FailedAttemptsPerClient: 1000, FailedAttemptsPerAddress: 1000}
+		c.Limits = limit.Config{FailedAttemptsPerSubject: 1000, FailedAttemptsPerAddress: 1000}
 	}, issuer.WithVerifier(secret.NewVerifier(secret.VerifierConfig{CacheTTL: -1}))) // every check runs bcrypt
 	body := form("grant_type", "client_credentials", "client_id", "human", "client_secret", humanSecret, "scope", scope.AdminWebAPI)
 	try := func(ctx context.Context) int {
@@ -154,7 +155,7 @@ func TestRightSecretCutShortIsNotTakenForARepeat(t *testing.T) {
 func TestRightSecretComputesNoRepeatHMAC(t *testing.T) {
 	s := newServer(t, func(c *issuer.Config) {
 		withReference(c)
-		c.Limits.FailedAttemptsPerClient = 1
+		c.Limits.FailedAttemptsPerSubject = 1
 	})
 	for range 20 {
 		if a := post(t, s.tokenURL(), formType, form("grant_type", "client_credentials", "scope", scope.AdminWebAPI), "Authorization", basic("admin", adminSecret)); a.status != 200 {

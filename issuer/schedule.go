@@ -37,29 +37,15 @@ func (k keyTimes) published(t time.Time) bool {
 
 func (k keyTimes) maySign(t time.Time) bool { return k.published(t) && after(t, k.sign) }
 
-// keyPlan parses the keys' times and checks the schedule they make (see
-// KeyConfig): c has its defaults, and its other fields are checked.
+// keyPlan checks the schedule the keys' times make (see KeyConfig): c
+// has its defaults, and its other fields are checked.
 func (c *Config) keyPlan() (keyPlan, error) {
 	if len(c.Keys) == 0 { // the ephemeral key: signs, always
 		return keyPlan{times: make([]keyTimes, 1), spans: []planSpan{{published: []int{0}}}}, nil
 	}
 	var p keyPlan
 	for i, kc := range c.Keys {
-		var kt keyTimes
-		for _, f := range []struct {
-			name string
-			v    string
-			t    *time.Time
-		}{{"publishAt", kc.PublishAt, &kt.publish}, {"signAt", kc.SignAt, &kt.sign}, {"retireAt", kc.RetireAt, &kt.retire}} {
-			if f.v == "" {
-				continue
-			}
-			t, err := time.Parse(time.RFC3339, f.v)
-			if err != nil || t.IsZero() {
-				return p, fieldErr(fmt.Sprintf("keys[%d].%s", i, f.name), "want an RFC 3339 time such as 2026-06-01T00:00:00Z, got %q", f.v)
-			}
-			*f.t = t.UTC()
-		}
+		kt := keyTimes{publish: kc.PublishAt.UTC(), sign: kc.SignAt.UTC(), retire: kc.RetireAt.UTC()}
 		switch {
 		case !kt.sign.IsZero() && kt.sign.Before(kt.publish):
 			return p, fieldErr(fmt.Sprintf("keys[%d].signAt", i), "before publishAt")
@@ -71,15 +57,14 @@ func (c *Config) keyPlan() (keyPlan, error) {
 		p.times = append(p.times, kt)
 	}
 	p.spans = evaluate(p.times)
-	// In seconds, bounded so that no sum or product overflows: 2^32 s is
-	// over a century.
-	const most = 1 << 32
-	ahead := min(int64(c.ValidatorRefreshSeconds), most) + min(int64(c.JWKSMaxAgeSeconds), most)
-	var live int64 // the longest token lifetime
+	// Bounded so that no sum overflows: 2^32 s is over a century.
+	const most = (1 << 32) * time.Second
+	ahead := min(c.ValidatorRefresh, most) + min(c.JWKSMaxAge, most)
+	var live time.Duration // the longest token lifetime
 	for _, cc := range c.Clients {
-		live = max(live, min(int64(cc.AccessTokenLifetime), most))
+		live = max(live, min(cc.AccessTokenLifetime, most))
 	}
-	return p, p.check(time.Duration(ahead)*time.Second, time.Duration(live)*time.Second)
+	return p, p.check(ahead, live)
 }
 
 // evaluate returns the spans of the schedule: it evaluates it since ever

@@ -120,9 +120,9 @@ func TestKeyScheduleSwitchesAtItsInstants(t *testing.T) {
 	// The longest lifetime is admin's 3600 s, and a key signs 10 minutes
 	// after it is published at the earliest (300 s + 300 s).
 	cfg := scheduled("http://h/ids",
-		issuer.KeyConfig{Key: k1.Private, RetireAt: rfc3339(t0.Add(3 * h))},
-		issuer.KeyConfig{Key: k2.Private, PublishAt: rfc3339(t0), SignAt: rfc3339(t0.Add(h)), RetireAt: rfc3339(t0.Add(4 * h))},
-		issuer.KeyConfig{Key: k3.Private, PublishAt: rfc3339(t0.Add(2 * h)), SignAt: rfc3339(t0.Add(3 * h))},
+		issuer.KeyConfig{Key: k1.Private, RetireAt: t0.Add(3 * h)},
+		issuer.KeyConfig{Key: k2.Private, PublishAt: t0, SignAt: t0.Add(h), RetireAt: t0.Add(4 * h)},
+		issuer.KeyConfig{Key: k3.Private, PublishAt: t0.Add(2 * h), SignAt: t0.Add(3 * h)},
 	)
 	iss, err := issuer.New(cfg, issuer.WithClock(clock.now))
 	if err != nil {
@@ -220,8 +220,8 @@ func TestTokenSignedByTheKeyOfItsInstant(t *testing.T) {
 			return now
 		}
 		iss, err := issuer.New(scheduled("http://h/ids",
-			issuer.KeyConfig{Key: k1.Private, RetireAt: rfc3339(t0.Add(3 * time.Hour))},
-			issuer.KeyConfig{Key: k2.Private, PublishAt: rfc3339(t0), SignAt: rfc3339(switchAt)}),
+			issuer.KeyConfig{Key: k1.Private, RetireAt: t0.Add(3 * time.Hour)},
+			issuer.KeyConfig{Key: k2.Private, PublishAt: t0, SignAt: switchAt}),
 			issuer.WithClock(ticking))
 		if err != nil {
 			t.Fatal(err)
@@ -266,9 +266,9 @@ func TestKeyScheduleMoveIsLogged(t *testing.T) {
 	clock := newClock(t0.Add(30 * time.Minute))
 	logs, logger := testlog.New()
 	cfg := scheduled("http://h/ids",
-		issuer.KeyConfig{Key: k1.Private, RetireAt: rfc3339(t0.Add(3 * h))},
-		issuer.KeyConfig{Key: k2.Private, PublishAt: rfc3339(t0), SignAt: rfc3339(t0.Add(h)), RetireAt: rfc3339(t0.Add(4 * h))},
-		issuer.KeyConfig{Key: k3.Private, PublishAt: rfc3339(t0.Add(2 * h)), SignAt: rfc3339(t0.Add(3 * h))},
+		issuer.KeyConfig{Key: k1.Private, RetireAt: t0.Add(3 * h)},
+		issuer.KeyConfig{Key: k2.Private, PublishAt: t0, SignAt: t0.Add(h), RetireAt: t0.Add(4 * h)},
+		issuer.KeyConfig{Key: k3.Private, PublishAt: t0.Add(2 * h), SignAt: t0.Add(3 * h)},
 	)
 	iss, err := issuer.New(cfg, issuer.WithClock(clock.now), issuer.WithLogger(logger))
 	if err != nil {
@@ -330,8 +330,8 @@ func TestKeyScheduleMoveIsLogged(t *testing.T) {
 	// logs nothing: no span of it has begun); at 7h, before any request,
 	// a reload logs the span from 6h.
 	k4 := generate("ES256")
-	cfg.Keys[2].RetireAt = rfc3339(t0.Add(8 * h))
-	cfg.Keys = append(cfg.Keys, issuer.KeyConfig{Key: k4.Private, PublishAt: rfc3339(t0.Add(5*h + 30*time.Minute)), SignAt: rfc3339(t0.Add(6 * h))})
+	cfg.Keys[2].RetireAt = t0.Add(8 * h)
+	cfg.Keys = append(cfg.Keys, issuer.KeyConfig{Key: k4.Private, PublishAt: t0.Add(5*h + 30*time.Minute), SignAt: t0.Add(6 * h)})
 	if err := iss.Reload(cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -359,7 +359,7 @@ func TestKeysWithoutSignAtKeepTheListOrder(t *testing.T) {
 	k1, k2 := generate("ES256"), generate("ES256")
 	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	clock := newClock(t0)
-	iss, err := issuer.New(scheduled("http://h/ids", issuer.KeyConfig{Key: k1.Private}, issuer.KeyConfig{Key: k2.Private, PublishAt: rfc3339(t0.Add(time.Hour))}),
+	iss, err := issuer.New(scheduled("http://h/ids", issuer.KeyConfig{Key: k1.Private}, issuer.KeyConfig{Key: k2.Private, PublishAt: t0.Add(time.Hour)}),
 		issuer.WithClock(clock.now))
 	if err != nil {
 		t.Fatal(err)
@@ -386,8 +386,8 @@ func TestReloadKeepsTheKeysVersion(t *testing.T) {
 	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	clock := newClock(t0.Add(30 * time.Minute))
 	cfg := scheduled("http://h/ids",
-		issuer.KeyConfig{Key: k1.Private, RetireAt: rfc3339(t0.Add(3 * time.Hour))},
-		issuer.KeyConfig{Key: k2.Private, PublishAt: rfc3339(t0), SignAt: rfc3339(t0.Add(time.Hour))})
+		issuer.KeyConfig{Key: k1.Private, RetireAt: t0.Add(3 * time.Hour)},
+		issuer.KeyConfig{Key: k2.Private, PublishAt: t0, SignAt: t0.Add(time.Hour)})
 	iss, err := issuer.New(cfg, issuer.WithClock(clock.now))
 	if err != nil {
 		t.Fatal(err)
@@ -410,7 +410,7 @@ func TestReloadKeepsTheKeysVersion(t *testing.T) {
 		t.Fatalf("reload: %v, version %d after %d", err, iss.KeysVersion(), retired)
 	}
 	cfg.Keys = cfg.Keys[1:]
-	cfg.Keys[0].PublishAt, cfg.Keys[0].SignAt = "", ""
+	cfg.Keys[0].PublishAt, cfg.Keys[0].SignAt = time.Time{}, time.Time{}
 	if err := iss.Reload(cfg); err != nil || iss.KeysVersion() != retired {
 		t.Fatalf("reload without the retired key: %v, version %d after %d", err, iss.KeysVersion(), retired)
 	}
@@ -446,8 +446,8 @@ func TestScheduledRotationUnderLoad(t *testing.T) {
 	}))
 	defer srv.Close()
 	cfg := scheduled(srv.URL+"/ids",
-		issuer.KeyConfig{Key: k1.Private, RetireAt: rfc3339(retire)},
-		issuer.KeyConfig{Key: k2.Private, PublishAt: rfc3339(publish), SignAt: rfc3339(sign)})
+		issuer.KeyConfig{Key: k1.Private, RetireAt: retire},
+		issuer.KeyConfig{Key: k2.Private, PublishAt: publish, SignAt: sign})
 	iss, err := issuer.New(cfg, issuer.WithClock(clock.now))
 	if err != nil {
 		t.Fatal(err)

@@ -19,9 +19,9 @@ import (
 // either. (The Redis store's tests do the same across processes' worth of
 // issuers.)
 func TestReplicasWithOneStoreShareOneBudget(t *testing.T) {
-	store := limit.NewMemory(64 << 10)
+	store := &limit.Memory{MaxBytes: 64 << 10}
 	limits := func(c *issuer.Config) {
-		c.Limits = issuer.Limits{FailedAttemptsPerClient: 4, FailedAttemptsPerAddress: 50, TrustedProxyHeader: "X-Forwarded-For"}
+		c.Limits = limit.Config{FailedAttemptsPerSubject: 4, FailedAttemptsPerAddress: 50, TrustedProxyHeader: "X-Forwarded-For"}
 	}
 	replicas := []*server{newServer(t, limits, issuer.WithLimiterStore(store)), newServer(t, limits, issuer.WithLimiterStore(store))}
 	var statuses []int
@@ -87,7 +87,7 @@ func replicasOn(t *testing.T, opts ...issuer.Option) []*server {
 // a token at one is refused at the other (and at the first) as a reused
 // jti is, a fresh one gets a token at either.
 func TestReplicasWithOneStoreRefuseAReplay(t *testing.T) {
-	replicas := replicasOn(t, issuer.WithLimiterStore(limit.NewMemory(64<<10)))
+	replicas := replicasOn(t, issuer.WithLimiterStore(&limit.Memory{MaxBytes: 64 << 10}))
 	for first := range 2 {
 		as := assertionForm(assertionFor(t, signerKey(), "signer", sharedIssuer+"/connect/token", nil, nil), "scope", scope.AdminWebAPI)
 		if a := post(t, replicas[first].tokenURL(), formType, as); a.status != 200 {
@@ -110,7 +110,7 @@ type budgetsOnly struct{ limit.Store }
 // not a limit.ReplayStore, each issuer remembers the jtis in its own
 // cache, as without a store.
 func TestStoreWithoutRememberLeavesTheJtisToTheIssuer(t *testing.T) {
-	s := newServer(t, withMachineClients, issuer.WithLimiterStore(budgetsOnly{limit.NewMemory(64 << 10)}))
+	s := newServer(t, withMachineClients, issuer.WithLimiterStore(budgetsOnly{&limit.Memory{MaxBytes: 64 << 10}}))
 	as := assertionForm(assertionFor(t, signerKey(), "signer", s.tokenURL(), nil, nil), "scope", scope.AdminWebAPI)
 	if a := post(t, s.tokenURL(), formType, as); a.status != 200 {
 		t.Fatalf("first use: %d %s", a.status, a.raw)
@@ -149,8 +149,8 @@ func TestStoreThatCannotRememberIssuesNothing(t *testing.T) {
 		{"unavailable", fmt.Errorf("%w: down for the test", limit.ErrUnavailable), 503, "temporarily_unavailable", "1"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			s := newServer(t, func(cfg *issuer.Config) { withMachineClients(cfg); cfg.Limits.FailedAttemptsPerClient = 2 },
-				issuer.WithLimiterStore(cannotRemember{limit.NewMemory(64 << 10), c.err}))
+			s := newServer(t, func(cfg *issuer.Config) { withMachineClients(cfg); cfg.Limits.FailedAttemptsPerSubject = 2 },
+				issuer.WithLimiterStore(cannotRemember{&limit.Memory{MaxBytes: 64 << 10}, c.err}))
 			for range 4 {
 				as := assertionForm(assertionFor(t, signerKey(), "signer", s.tokenURL(), nil, nil), "scope", scope.AdminWebAPI)
 				a := post(t, s.tokenURL(), formType, as)

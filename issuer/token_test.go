@@ -23,7 +23,7 @@ import (
 func TestTokenEndpoint(t *testing.T) {
 	s := newServer(t, func(c *issuer.Config) {
 		withMachineClients(c)
-		c.Limits.FailedAttemptsPerClient = 1000 // the rows fail often for signer
+		c.Limits.FailedAttemptsPerSubject = 1000 // the rows fail often for signer
 	})
 	tu := s.tokenURL()
 	signer, attacker := signerKey(), jwktest.NewKey(t, "ES256")
@@ -192,7 +192,7 @@ func TestTokenEndpoint(t *testing.T) {
 		{name: "private_key_jwt: a secret and an assertion", contentType: formType, body: assertionForm(assert(nil), "client_id", "signer", "client_secret", "x", "scope", scope.AdminWebAPI), status: 400, code: "invalid_request"},
 		{name: "private_key_jwt: Basic and an assertion", contentType: formType, body: assertionForm(assert(nil), "scope", scope.AdminWebAPI), header: []string{"Authorization", basic("admin", adminSecret)}, status: 400, code: "invalid_request"},
 		{name: "private_key_jwt: another assertion type", contentType: formType, body: strings.Replace(assertionForm(assert(nil), "scope", scope.AdminWebAPI), "jwt-bearer", "saml2-bearer", 1), status: 400, code: "invalid_request"},
-		{name: "private_key_jwt: an assertion type without an assertion", contentType: formType, body: form("grant_type", "client_credentials", "client_assertion_type", issuer.ClientAssertionType, "scope", scope.AdminWebAPI), status: 400, code: "invalid_request"},
+		{name: "private_key_jwt: an assertion type without an assertion", contentType: formType, body: form("grant_type", "client_credentials", "client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer", "scope", scope.AdminWebAPI), status: 400, code: "invalid_request"},
 		{name: "private_key_jwt: an assertion over 8 KiB", contentType: formType, body: assertionForm(assert(map[string]any{"pad": strings.Repeat("p", 8<<10)}), "scope", scope.AdminWebAPI), status: 400, code: "invalid_request"},
 		{name: "private_key_jwt: sub over 100 characters", contentType: formType, body: assertionForm(assertionFor(t, attacker, strings.Repeat("s", 101), tu, nil, nil), "scope", scope.AdminWebAPI), status: 400, code: "invalid_request"},
 		{name: "two scopes granted together, duplicates dropped", contentType: formType, body: form("grant_type", "client_credentials", "client_id", "connect", "client_secret", connectSecret, "scope", scope.ConnectWebAPI+" "+scope.AdminWebAPI+" "+scope.ConnectWebAPI), status: 200,

@@ -10,9 +10,9 @@ import (
 	"github.com/idsauth/idsauth/limit"
 )
 
-func ExampleNewMemory() {
-	store := limit.NewMemory(1 << 20) // pass to issuer.WithLimiterStore or SCIMLimits.Store
-	budget := limit.Budget{PerSubject: 10, PerAddress: 2, Window: time.Minute}
+func ExampleMemory() {
+	store := &limit.Memory{}                                     // 1 MiB: pass to issuer.WithLimiterStore or SCIMConfig.Store
+	budget := limit.Config{FailedAttemptsPerAddress: 2}.Budget() // as the issuer and SCIMAuth send it
 	for range 3 {
 		res, err := store.Reserve(context.Background(), limit.Request{Subject: "payroll", Address: "203.0.113.9", Budget: budget, Now: time.Now()})
 		var no *limit.Refusal
@@ -47,8 +47,8 @@ func (c *counting) Reserve(ctx context.Context, r limit.Request) (limit.Reservat
 }
 
 func ExampleStore() {
-	store := &counting{Store: limit.NewMemory(64 << 10)}
-	budget := limit.Budget{PerSubject: 1, PerAddress: 100, Window: time.Minute}
+	store := &counting{Store: &limit.Memory{MaxBytes: 64 << 10}}
+	budget := limit.Budget{PerSubject: 1, PerAddress: 100, Window: time.Minute, Trust: 24 * time.Hour}
 	for _, addr := range []string{"203.0.113.9", "203.0.113.9", "198.51.100.7"} {
 		res, err := store.Reserve(context.Background(), limit.Request{Subject: "payroll", Address: addr, Budget: budget, Now: time.Now()})
 		if err != nil {
@@ -65,7 +65,7 @@ func ExampleStore() {
 }
 
 func ExampleMemory_Remember() {
-	store := limit.NewMemory(64 << 10)
+	store := &limit.Memory{MaxBytes: 64 << 10}
 	now := time.Now()
 	use := limit.Replay{Subject: "payroll", ID: "4f1c0a9e", Until: now.Add(5 * time.Minute), Now: now}
 	for range 2 {

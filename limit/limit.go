@@ -1,7 +1,8 @@
-// Package limit is the failure limiter's store: where the issuer's token
-// endpoint and middleware.SCIMAuth keep the budgets of failed
-// authentications ([the contract] §2 and §4). Memory, the default, keeps them
-// in one process; a Store of your own, such as the Redis store of the
+// Package limit holds the failure limits of the issuer's token endpoint and
+// of middleware.SCIMAuth ([the contract] §2 and §4): Config, one type for
+// both, sets the budgets of failed authentications and how a client's
+// address is found; a Store keeps the budgets. Memory, the default, keeps
+// them in one process; a Store of your own, such as the Redis store of the
 // module github.com/idsauth/idsauth/redisstore, lets several replicas
 // enforce one budget.
 //
@@ -10,27 +11,28 @@
 //   - per address: every failure from one address, whatever it aimed at;
 //   - per subject (a client ID or a tenant): failures from any address;
 //   - per subject and address: whether that address has failed for that
-//     subject within the window, or gave its right secret within GoodFor.
+//     subject within the window, or gave its right secret within
+//     Budget.Trust.
 //
 // A Store implements exactly these rules, atomically for each call:
 //
 //   - Reserve takes one failure from the address's budget, and refuses
 //     (Address) when it is spent.
 //   - An address trusted for the subject (it gave the right secret within
-//     GoodFor and has not failed for it since) is not charged to the
+//     Budget.Trust and has not failed for it since) is not charged to the
 //     subject, however many requests it has in flight.
 //   - Otherwise one failure is taken from the subject's budget and the
 //     address is marked as failing for the subject for the window; when
 //     the subject's budget is spent, an address not marked may still try
 //     once (and is marked), and a marked one is refused (SubjectAddress).
 //   - Succeeded gives the reservation back and trusts the address for the
-//     subject for GoodFor; Failed keeps it, and ends that trust.
+//     subject for Budget.Trust; Failed keeps it, and ends that trust.
 //   - The budgets' time never goes back. A reading behind the latest time
 //     the store gave counts as that time, unless the wall clock was
 //     stepped back: then the store's time carries on from where it was,
 //     running ahead of the readings by the step. Memory counts a reading
 //     that has a monotonic clock reading (time.Now's) on it, which no step
-//     moves; one without is a step when it is more than SteppedBack
+//     moves; one without is a step when it is more than a minute
 //     behind. The Redis store reads Redis's TIME in one atomic script, so
 //     any reading behind is a step. So a clock stepped back by an hour
 //     neither refuses everyone who asked in the hour it repeats for the
@@ -68,7 +70,7 @@ type Store interface {
 type Reservation interface {
 	// Succeeded gives the reservation back: the secret was right, so
 	// nothing is charged, and the address is trusted for the subject for
-	// GoodFor.
+	// Budget.Trust.
 	Succeeded()
 	// Failed keeps the reservation: the failure stays charged, and an
 	// address that was trusted for the subject no longer is.
@@ -92,43 +94,43 @@ type Request struct {
 	// they agree. Every caller of one store that uses Now must read the
 	// same clock: time.Now, whose monotonic reading no step of the wall
 	// clock moves, or one clock of their own; two clocks more than
-	// SteppedBack apart would each take the other's readings for steps.
+	// a minute apart would each take the other's readings for steps.
 	Now time.Time
 }
 
-// Budget sets the budgets. Every field must be positive: a Store answers
-// a request with another with ErrBudget. A failure is charged as time
-// (Window/PerAddress, Window/PerSubject) and refills at that pace, so a
-// changed budget applies at once to new charges.
+// Budget sets the budgets of one Request: the caller's configuration
+// (Config.Budget), so that a reload applies at once. Every field must be
+// positive: a Store answers a request with another with an error (see
+// Check). A failure is charged as time (Window/PerAddress,
+// Window/PerSubject) and refills at that pace, so a changed budget
+// applies at once to new charges.
 type Budget struct {
 	PerSubject int           // failures per subject per window, from any address
 	PerAddress int           // failures per address per window, for any subject
 	Window     time.Duration // over which a budget refills evenly
+	// Trust is how long an address that gave a subject's right secret
+	// stays trusted for it: it may keep trying while others have spent
+	// the subject's budget, until it fails once. Config.Budget sets a day.
+	Trust time.Duration
 }
 
-// ErrBudget is Reserve's error for a Budget with a field that is not
-// positive.
-var ErrBudget = errors.New("limit: every field of a Budget must be positive")
+var errBudget = errors.New("limit: every field of a Budget must be positive")
 
-// Check returns ErrBudget unless every field of b is positive.
+// Check returns an error unless every field of b is positive: what a
+// Store answers to such a budget.
 func (b Budget) Check() error {
-	if b.PerSubject <= 0 || b.PerAddress <= 0 || b.Window <= 0 {
-		return ErrBudget
+	if b.PerSubject <= 0 || b.PerAddress <= 0 || b.Window <= 0 || b.Trust <= 0 {
+		return errBudget
 	}
 	return nil
 }
 
-// GoodFor is how long an address that gave a subject's right secret stays
-// trusted for it: it may keep trying while others have spent the
-// subject's budget, until it fails once.
-const GoodFor = 24 * time.Hour
-
-// SteppedBack is how far behind the latest time Memory gave a reading
+// steppedBack is how far behind the latest time Memory gave a reading
 // without a monotonic clock reading must be for Memory to take the wall
 // clock as stepped back (see the rules above): far more than one reading
 // lags another while requests wait. A lag taken for a step would move the
 // clock ahead, and refill budgets early.
-const SteppedBack = time.Minute
+const steppedBack = time.Minute
 
 // Limit names the budget that refused a request.
 type Limit string
@@ -162,9 +164,5 @@ func (r *Refusal) RetryAfterSeconds() int {
 // ErrUnavailable is wrapped by a Store's error when it cannot decide (its
 // backend is down or too slow) and refuses the attempt: the issuer answers
 // 503 temporarily_unavailable, SCIMAuth a 503 SCIM error, both with
-// Retry-After: UnavailableRetryAfter, and no secret is verified.
+// Retry-After: 1, and no secret is verified.
 var ErrUnavailable = errors.New("limit: the failure limiter's store cannot answer")
-
-// UnavailableRetryAfter is the Retry-After of an answer refused because
-// the store could not answer.
-const UnavailableRetryAfter = time.Second

@@ -12,18 +12,18 @@ import (
 )
 
 func TestMemoryKeepsTheRules(t *testing.T) {
-	limittest.Run(t, func(*testing.T) limit.Store { return limit.NewMemory(limit.DefaultMemoryBytes) })
+	limittest.Run(t, func(*testing.T) limit.Store { return &limit.Memory{} })
 }
 
 func TestMemoryRemembers(t *testing.T) {
-	limittest.RunReplay(t, func(*testing.T) limit.ReplayStore { return limit.NewMemory(limit.DefaultMemoryBytes) })
+	limittest.RunReplay(t, func(*testing.T) limit.ReplayStore { return &limit.Memory{} })
 }
 
 // Remember's table is fixed in bytes: more live IDs than it holds are
 // refused with a *Refusal (Limit Replays) and a Retry-After, never made
 // room for by forgetting a live one; once they expire, there is room.
 func TestMemoryRememberIsFixedInBytes(t *testing.T) {
-	m := limit.NewMemory(16 << 10)
+	m := &limit.Memory{MaxBytes: 16 << 10}
 	if got := m.ReplayBytes(); got != 4096 {
 		t.Fatalf("ReplayBytes = %d, want a quarter of 16 KiB", got)
 	}
@@ -67,9 +67,9 @@ func TestMemoryRememberIsFixedInBytes(t *testing.T) {
 // is charged is time (a failure costs Window/PerAddress), so failures
 // charged under a smaller budget refill at their own pace.
 func TestMemoryTakesTheBudgetOfEachRequest(t *testing.T) {
-	m := limit.NewMemory(64 << 10)
+	m := &limit.Memory{MaxBytes: 64 << 10}
 	now := time.Unix(1_800_000_000, 0)
-	req := limit.Request{Subject: "payroll", Address: "198.51.100.7", Now: now, Budget: limit.Budget{PerSubject: 100, PerAddress: 2, Window: time.Minute}}
+	req := limit.Request{Subject: "payroll", Address: "198.51.100.7", Now: now, Budget: limit.Budget{PerSubject: 100, PerAddress: 2, Window: time.Minute, Trust: 24 * time.Hour}}
 	for range 2 {
 		res, err := m.Reserve(context.Background(), req)
 		if err != nil {
@@ -105,8 +105,8 @@ func TestRefusalIsAnError(t *testing.T) {
 // (Counted as no clock's reading, it would hold the clock still: nothing
 // would ever refill.)
 func TestMemoryZeroNowIsNow(t *testing.T) {
-	m := limit.NewMemory(limit.DefaultMemoryBytes)
-	b := limit.Budget{PerSubject: 100, PerAddress: 1, Window: 20 * time.Millisecond}
+	m := &limit.Memory{}
+	b := limit.Budget{PerSubject: 100, PerAddress: 1, Window: 20 * time.Millisecond, Trust: 24 * time.Hour}
 	reserve := func() (limit.Reservation, error) {
 		return m.Reserve(context.Background(), limit.Request{Subject: "payroll", Address: "198.51.100.7", Budget: b})
 	}
@@ -128,5 +128,22 @@ func TestMemoryZeroNowIsNow(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("a budget charged with a zero Now never refilled")
 		}
+	}
+}
+
+// TestReserveAllocatesOnlyItsReservation: a reservation that is granted
+// costs the Reservation it returns, nothing more; only a refusal makes a
+// *Refusal (the token endpoint's allocations are counted: see benchmarks).
+func TestReserveAllocatesOnlyItsReservation(t *testing.T) {
+	m := &limit.Memory{}
+	req := limit.Request{Subject: "payroll", Address: "198.51.100.7", Budget: limit.Config{}.Budget(), Now: time.Unix(1_800_000_000, 0)}
+	if n := testing.AllocsPerRun(100, func() {
+		res, err := m.Reserve(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Succeeded()
+	}); n != 1 {
+		t.Errorf("a granted reservation made %v allocations, want 1", n)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/idsauth/idsauth/internal/jwktest"
 	"github.com/idsauth/idsauth/internal/keys"
+	"github.com/idsauth/idsauth/limit"
 	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/scope"
 	"github.com/idsauth/idsauth/secret"
@@ -69,7 +70,7 @@ func FuzzValidate(f *testing.F) {
 func FuzzSCIMAuth(f *testing.F) {
 	tenants := tenantsOf(f, "acme", secret.HashSHA256("acme-token"))
 	h := middleware.SCIMAuthWithConfig(tenants, middleware.SCIMConfig{Tenant: func(r *http.Request) string { return r.Header.Get("X-Tenant") },
-		Limits: middleware.SCIMLimits{FailedAttemptsPerTenant: 1 << 30, FailedAttemptsPerAddress: 1 << 30}})(
+		Limits: limit.Config{FailedAttemptsPerSubject: 1 << 30, FailedAttemptsPerAddress: 1 << 30}})(
 		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(299) }))
 	refusal := func() string {
 		rec := httptest.NewRecorder()

@@ -14,6 +14,7 @@ import (
 	"github.com/idsauth/idsauth/internal/eventtest"
 	"github.com/idsauth/idsauth/internal/jwktest"
 	"github.com/idsauth/idsauth/internal/testlog"
+	"github.com/idsauth/idsauth/limit"
 	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/observe"
 	"github.com/idsauth/idsauth/scope"
@@ -195,7 +196,7 @@ func TestEventsOfSCIMAuth(t *testing.T) {
 	srv := scimServer(t, tenants, middleware.SCIMConfig{
 		Observer: rec, OnReject: func(*http.Request, int, error) { hooked++ },
 		IdentityTokens: v, IdentityTokenScopes: []string{scope.AdminWebAPI},
-		Limits: middleware.SCIMLimits{FailedAttemptsPerTenant: 2, FailedAttemptsPerAddress: 4, TrustedProxyHeader: "X-Forwarded-For"},
+		Limits: limit.Config{FailedAttemptsPerSubject: 2, FailedAttemptsPerAddress: 4, TrustedProxyHeader: "X-Forwarded-For"},
 	})
 	admin := jwktest.Sign(t, k, nil, jwktest.Claims(iss, scope.AdminWebAPI, time.Hour))
 	connect := jwktest.Sign(t, k, nil, jwktest.Claims(iss, scope.ConnectWebAPI, time.Hour))

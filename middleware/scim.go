@@ -4,7 +4,6 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -71,48 +70,27 @@ type SCIMConfig struct {
 	// RequireScope does for its scopes.
 	IdentityTokenScopes []string
 
-	// Limits bound failed authentications. Zero values take the defaults.
-	Limits SCIMLimits
-}
+	// Limits bound failed authentications, with a tenant for a subject:
+	// a token reserves one failure from the budgets of its address and
+	// its tenant before it is checked, the right token gives it back, and
+	// past a budget the answer is a 429 SCIM error with Retry-After (see
+	// limit.Config). The zero value takes the defaults; SCIMAuth always
+	// limits. SCIMAuthWithConfig panics on a TrustedProxyHeader of
+	// "Forwarded" (RFC 7239), whose form it does not read, and on a
+	// NAT64 prefix that is not an IPv6 prefix of /32, /40, /48, /56, /64
+	// or /96 bits.
+	Limits limit.Config
 
-// SCIMLimits bound failed SCIM authentications, as issuer.Limits bound
-// the token endpoint's, with a tenant in place of a client. Zero values
-// take the defaults; SCIMAuth always limits.
-//
-// A token reserves one failure from the budgets of its address and its
-// tenant before it is checked; the right token gives it back. An address
-// is answered 429 once it has failed FailedAttemptsPerAddress times in the
-// window, or once it has failed for a tenant whose FailedAttemptsPerTenant
-// are spent. Someone else's guesses never lock the tenant's provisioning
-// client out of an address that gave the right token within 24 hours, nor,
-// while the limiter has room, out of one that has not failed. An attacker
-// with N addresses (IPv4 addresses or IPv6 /64s) can check at most
-// FailedAttemptsPerTenant tokens per tenant per window plus one per
-// address the limiter can remember, and N × FailedAttemptsPerAddress in
-// all.
-type SCIMLimits struct {
-	// FailedAttemptsPerTenant: failures per tenant per window, from all
-	// addresses together. Zero means 10.
-	FailedAttemptsPerTenant int
-	// FailedAttemptsPerAddress: failures per address per window, for any
-	// tenants. Zero means 100.
-	FailedAttemptsPerAddress int
-	// FailureWindow over which the budgets refill evenly. Zero means one
-	// minute.
-	FailureWindow time.Duration
-	// LimiterMaxBytes is the memory of SCIMAuth's own limit.Memory,
-	// allocated once: 16 bytes per remembered tenant, address or pair.
-	// Zero means 1 MiB. It does not apply with a Store.
-	LimiterMaxBytes int
 	// Store is where the budgets are kept. Nil means a limit.Memory of
-	// LimiterMaxBytes, SCIMAuth's own. Give the replicas of a service one
-	// shared store (such as the Redis store of
+	// Limits.MemoryBytes, SCIMAuth's own. Give the replicas of a service
+	// one shared store (such as the Redis store of
 	// github.com/idsauth/idsauth/redisstore) to enforce one budget between
-	// them; not the issuer's: tenants and clients are apart. When it cannot
-	// answer, the request gets a 503 SCIM error with Retry-After, no token
-	// is checked, and the reject hook's reason is the store's error (which
-	// wraps limit.ErrUnavailable).
+	// them; not the issuer's: tenants and clients are apart. When it
+	// cannot answer, the request gets a 503 SCIM error with Retry-After,
+	// no token is checked, and the reject hook's reason is the store's
+	// error (which wraps limit.ErrUnavailable).
 	Store limit.Store
+
 	// Verifier checks tokens against their hashes: equal work for an
 	// unknown tenant and a wrong token, a failure floor, and a bound on
 	// concurrent bcrypt checks (see secret.Verifier). Nil means one of
@@ -120,20 +98,9 @@ type SCIMLimits struct {
 	// it with its hashes at start and on Replace; with a TenantStore of
 	// your own it learns each bcrypt cost the first time it sees one
 	// (call Prime at start to cover that first time too). Give several
-	// SCIMAuth middlewares one Verifier to bound their bcrypt work
-	// together.
+	// SCIMAuth middlewares, and the issuer (issuer.WithVerifier), one
+	// Verifier to bound their bcrypt work together.
 	Verifier *secret.Verifier
-	// TrustedProxyHeader and TrustedProxies say where the client address
-	// is read, as in issuer.Limits: empty means RemoteAddr. Addresses are
-	// keyed without their port, and IPv6 by its /64. SCIMAuth panics on
-	// "Forwarded" (RFC 7239), whose form it does not read.
-	TrustedProxyHeader string
-	TrustedProxies     []netip.Prefix
-	// NAT64Prefixes are translator prefixes whose addresses carry an IPv4
-	// client's (RFC 6052), keyed as that address, beside the well-known
-	// 64:ff9b::/96 (see issuer.Limits.NAT64Prefixes). Each must be an IPv6
-	// prefix of /32, /40, /48, /56, /64 or /96 bits.
-	NAT64Prefixes []netip.Prefix
 }
 
 // scimGuard is SCIMAuth's failure limiter, verifier and address reader.
@@ -145,38 +112,25 @@ type scimGuard struct {
 	addrs    clientip.Resolver
 }
 
-func newSCIMGuard(l SCIMLimits, tenants TenantStore, tenantOf func(*http.Request) string) *scimGuard {
+func newSCIMGuard(cfg SCIMConfig, tenants TenantStore, tenantOf func(*http.Request) string) *scimGuard {
+	l := cfg.Limits
 	for _, p := range l.NAT64Prefixes {
 		if err := clientip.CheckNAT64(p); err != nil {
-			panic("middleware: SCIMLimits.NAT64Prefixes: " + err.Error())
+			panic("middleware: SCIMConfig.Limits.NAT64Prefixes: " + err.Error())
 		}
 	}
 	if err := clientip.CheckHeader(l.TrustedProxyHeader); err != nil {
-		panic("middleware: SCIMLimits.TrustedProxyHeader: " + err.Error())
-	}
-	def := func(v, d int) int {
-		if v <= 0 {
-			return d
-		}
-		return v
-	}
-	window := l.FailureWindow
-	if window <= 0 {
-		window = time.Minute
+		panic("middleware: SCIMConfig.Limits.TrustedProxyHeader: " + err.Error())
 	}
 	g := &scimGuard{
-		tenant:  tenantOf,
-		limiter: l.Store,
-		budget: limit.Budget{
-			PerSubject: def(l.FailedAttemptsPerTenant, 10),
-			PerAddress: def(l.FailedAttemptsPerAddress, 100),
-			Window:     window,
-		},
-		verifier: l.Verifier,
+		tenant:   tenantOf,
+		limiter:  cfg.Store,
+		budget:   l.Budget(),
+		verifier: cfg.Verifier,
 		addrs:    clientip.Resolver{Header: l.TrustedProxyHeader, Trusted: l.TrustedProxies, NAT64: l.NAT64Prefixes},
 	}
 	if g.limiter == nil {
-		g.limiter = limit.NewMemory(def(l.LimiterMaxBytes, limit.DefaultMemoryBytes))
+		g.limiter = &limit.Memory{MaxBytes: max(0, l.MemoryBytes)}
 	}
 	if g.verifier == nil {
 		g.verifier = secret.NewVerifier(secret.VerifierConfig{})
@@ -193,7 +147,7 @@ func newSCIMGuard(l SCIMLimits, tenants TenantStore, tenantOf func(*http.Request
 // Content-Type: application/scim+json, whether the token was missing,
 // malformed or wrong, or the tenant unknown; a wrong token and an unknown
 // tenant do the same work and take the same time (see secret.Verifier).
-// Failed attempts are limited (see SCIMLimits): past a budget the answer
+// Failed attempts are limited (see SCIMConfig.Limits): past a budget the answer
 // is a 429 SCIM error with Retry-After. The realm is DefaultSCIMRealm,
 // the tenant is the path value "tenant" and nothing is logged; see
 // SCIMAuthWithConfig for the settings.
@@ -216,7 +170,7 @@ func SCIMAuthWithConfig(tenants TenantStore, cfg SCIMConfig) func(http.Handler) 
 	case len(idScopes) > 0:
 		panic("middleware: SCIMAuthWithConfig: IdentityTokenScopes without IdentityTokens")
 	}
-	g := newSCIMGuard(cfg.Limits, tenants, tenantOf)
+	g := newSCIMGuard(cfg, tenants, tenantOf)
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			tok, err := bearer.Token(r)
@@ -274,7 +228,7 @@ func (g *scimGuard) check(w http.ResponseWriter, r *http.Request, o *responder, 
 			return checkAnswered, ""
 		}
 		o.reject(r, http.StatusServiceUnavailable, err)
-		w.Header().Set("Retry-After", strconv.Itoa(int(limit.UnavailableRetryAfter/time.Second)))
+		w.Header().Set("Retry-After", "1") // limit.ErrUnavailable
 		scimerr.Write(w, scimerr.New(http.StatusServiceUnavailable, "Failed attempts cannot be checked now; try again shortly"))
 		return checkAnswered, ""
 	}

@@ -49,8 +49,8 @@ func wantSCIM429(t *testing.T, a answer) {
 // from a third address (it is answered 401, not slowed).
 func TestSCIMAuthLimitsFailures(t *testing.T) {
 	tenants := tenantsOf(t, "acme", secret.HashSHA256("acme-token"))
-	srv := scimServer(t, tenants, middleware.SCIMConfig{Limits: middleware.SCIMLimits{
-		FailedAttemptsPerTenant: 5, FailedAttemptsPerAddress: 50, TrustedProxyHeader: "X-Forwarded-For",
+	srv := scimServer(t, tenants, middleware.SCIMConfig{Limits: limit.Config{
+		FailedAttemptsPerSubject: 5, FailedAttemptsPerAddress: 50, TrustedProxyHeader: "X-Forwarded-For",
 	}})
 	counts := map[int]int{}
 	for i := range 200 {
@@ -93,7 +93,7 @@ func TestSCIMAuthReservesBeforeVerifying(t *testing.T) {
 	}
 	tenants := tenantsOf(t, "acme", bc)
 	v := secret.NewVerifier(secret.VerifierConfig{})
-	srv := scimServer(t, tenants, middleware.SCIMConfig{Limits: middleware.SCIMLimits{FailedAttemptsPerTenant: 5, Verifier: v}})
+	srv := scimServer(t, tenants, middleware.SCIMConfig{Limits: limit.Config{FailedAttemptsPerSubject: 5}, Verifier: v})
 	if v.Floor() <= 0 {
 		t.Fatal("the tenants' bcrypt hash did not set a failure floor")
 	}
@@ -130,9 +130,9 @@ func TestSCIMAuthReservesBeforeVerifying(t *testing.T) {
 // tenant's right token from another address is admitted by either.
 func TestSCIMAuthReplicasShareAStore(t *testing.T) {
 	tenants := tenantsOf(t, "acme", secret.HashSHA256("acme-token"))
-	cfg := middleware.SCIMConfig{Limits: middleware.SCIMLimits{
-		FailedAttemptsPerTenant: 4, TrustedProxyHeader: "X-Forwarded-For", Store: limit.NewMemory(64 << 10),
-	}}
+	cfg := middleware.SCIMConfig{Limits: limit.Config{
+		FailedAttemptsPerSubject: 4, TrustedProxyHeader: "X-Forwarded-For",
+	}, Store: &limit.Memory{MaxBytes: 64 << 10}}
 	replicas := []*httptest.Server{scimServer(t, tenants, cfg), scimServer(t, tenants, cfg)}
 	for i := range 8 {
 		a := callFrom(t, scimURL(replicas[i%2], "acme"), "Bearer guess", "203.0.113.9")
@@ -165,7 +165,8 @@ func TestSCIMAuthUnavailableStoreRefusesWithoutVerifying(t *testing.T) {
 	v := secret.NewVerifier(secret.VerifierConfig{})
 	var reasons []error
 	srv := scimServer(t, tenants, middleware.SCIMConfig{
-		Limits:   middleware.SCIMLimits{Store: unavailable{}, Verifier: v},
+		Store:    unavailable{},
+		Verifier: v,
 		OnReject: func(_ *http.Request, status int, reason error) { reasons = append(reasons, reason) },
 	})
 	for _, tok := range []string{"acme-token", "guess"} {

@@ -129,7 +129,7 @@ func (k Kind) String() string {
 // Limit names the failure budget that refused a request.
 type Limit string
 
-// The failure budgets (see issuer.Limits and middleware.SCIMLimits).
+// The failure budgets (see limit.Config).
 const (
 	LimitAddress Limit = "address" // the client address's
 	LimitClient  Limit = "client"  // the client ID's, at the token endpoint

@@ -37,9 +37,9 @@ func ExampleNew() {
 		logger.Error("tenants", "error", err)
 		return
 	}
-	scim := middleware.SCIMAuthWithConfig(tenants, middleware.SCIMConfig{Limits: middleware.SCIMLimits{
+	scim := middleware.SCIMAuthWithConfig(tenants, middleware.SCIMConfig{
 		Store: redisstore.New(rdb, redisstore.Options{Prefix: "idsauth:scim:", Logger: logger}),
-	}})
+	})
 
 	mux := http.NewServeMux()
 	mux.Handle("/ids/", iss)

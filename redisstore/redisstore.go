@@ -91,7 +91,7 @@ type Options struct {
 	// value is FailOpen.
 	OnUnavailable FailureMode
 	// FallbackMaxBytes is the memory of FailOpen's limit.Memory. Zero
-	// means limit.DefaultMemoryBytes. Its budgets are allocated at New,
+	// means 1 MiB. Its budgets are allocated at New,
 	// so that a failure of Redis never waits for an allocation; its table
 	// of jtis (a quarter more) at the first Remember that falls back.
 	FallbackMaxBytes int
@@ -160,11 +160,8 @@ func New(rdb redis.Scripter, o Options) *Store {
 	}
 	s.calls = newCalls(s.timeout)
 	if s.mode == FailOpen {
-		n := o.FallbackMaxBytes
-		if n <= 0 {
-			n = limit.DefaultMemoryBytes
-		}
-		s.fallback = limit.NewMemory(n)
+		s.fallback = &limit.Memory{MaxBytes: max(0, o.FallbackMaxBytes)}
+		s.fallback.Bytes() // its budgets, made now: a failure of Redis waits for no allocation
 	}
 	return s
 }
@@ -283,6 +280,7 @@ func (s *Store) reserve(ctx context.Context, r limit.Request) (limit.Reservation
 		window:      max(1, window),
 		subjectStep: max(1, window/int64(r.Budget.PerSubject)),
 		addressStep: max(1, window/int64(r.Budget.PerAddress)),
+		trust:       max(1, r.Budget.Trust.Microseconds()),
 	}
 	keys := [4]string{res.keys[0], res.keys[1], res.keys[2], s.clock}
 	v, err := s.run(ctx, reserve, keys[:], res.window, res.subjectStep, res.addressStep)
@@ -370,6 +368,7 @@ type reservation struct {
 	now                       int64 // the store's clock at Reserve, in microseconds
 	window                    int64 // in microseconds, as the steps
 	subjectStep, addressStep  int64
+	trust                     int64 // in microseconds
 	good, tookSubject, closed bool
 }
 
@@ -378,7 +377,7 @@ func (r *reservation) Succeeded() {
 	if r.tookSubject {
 		sstep = r.subjectStep
 	}
-	r.settle(succeeded, r.now, r.addressStep, sstep, limit.GoodFor.Microseconds())
+	r.settle(succeeded, r.now, r.addressStep, sstep, r.trust)
 }
 
 func (r *reservation) Failed() {

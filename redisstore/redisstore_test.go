@@ -27,14 +27,14 @@ func TestStoreKeepsTheRules(t *testing.T) {
 
 // Every key has the store's prefix and one fixed length, holds no
 // subject or address as text, and expires: buckets and failure marks
-// within the window, trusts within limit.GoodFor; all but the store's
+// within the window, trusts within the budget's Trust; all but the store's
 // clock, which has no TTL so that volatile-* policies never evict it.
 func TestKeysAreFixedSizeAndExpire(t *testing.T) {
 	srv := startRedis(t)
 	rdb := srv.client(t)
 	const prefix = "idsauth:token:"
 	store := redisstore.New(rdb, redisstore.Options{Prefix: prefix})
-	budget := limit.Budget{PerSubject: 3, PerAddress: 5, Window: time.Minute}
+	budget := limit.Budget{PerSubject: 3, PerAddress: 5, Window: time.Minute, Trust: 24 * time.Hour}
 	long := strings.Repeat("L", 100) // the longest client ID the issuer takes
 	subjects := []string{"payroll", long, "", "acme\x00tenant"}
 	addrs := []string{"203.0.113.9", "2001:db8::/64", "198.51.100.7"}
@@ -115,7 +115,7 @@ func TestKeysAreFixedSizeAndExpire(t *testing.T) {
 func TestUnreachableRedis(t *testing.T) {
 	srv := startRedis(t)
 	rdb := srv.client(t)
-	budget := limit.Budget{PerSubject: 3, PerAddress: 100, Window: time.Minute}
+	budget := limit.Budget{PerSubject: 3, PerAddress: 100, Window: time.Minute, Trust: 24 * time.Hour}
 	open := redisstore.New(rdb, redisstore.Options{Prefix: "open:", RetryInterval: time.Hour})
 	closed := redisstore.New(rdb, redisstore.Options{Prefix: "closed:", OnUnavailable: redisstore.FailClosed, RetryInterval: time.Hour})
 	srv.kill()
@@ -156,7 +156,7 @@ func TestHungRedisIsGivenUpAndRetried(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: srv.addr, ReadTimeout: -1, WriteTimeout: -1}) // no timeouts of its own
 	t.Cleanup(func() { rdb.Close() })
 	store := redisstore.New(rdb, redisstore.Options{Prefix: "hung:", Timeout: 100 * time.Millisecond, RetryInterval: 50 * time.Millisecond, OnUnavailable: redisstore.FailClosed})
-	req := limit.Request{Subject: "payroll", Address: "203.0.113.9", Budget: limit.Budget{PerSubject: 3, PerAddress: 100, Window: time.Minute}}
+	req := limit.Request{Subject: "payroll", Address: "203.0.113.9", Budget: limit.Budget{PerSubject: 3, PerAddress: 100, Window: time.Minute, Trust: 24 * time.Hour}}
 	if res, err := store.Reserve(context.Background(), req); err != nil {
 		t.Fatal(err)
 	} else {
@@ -297,7 +297,7 @@ func TestClockGoneBackRefusesNoLonger(t *testing.T) {
 	ctx := context.Background()
 	const prefix = "back:"
 	store := redisstore.New(rdb, redisstore.Options{Prefix: prefix})
-	budget := limit.Budget{PerSubject: 10, PerAddress: 3, Window: time.Minute}
+	budget := limit.Budget{PerSubject: 10, PerAddress: 3, Window: time.Minute, Trust: 24 * time.Hour}
 	reserve := func(addr string) (limit.Reservation, error) {
 		return store.Reserve(ctx, limit.Request{Subject: "payroll", Address: addr, Budget: budget})
 	}

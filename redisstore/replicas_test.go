@@ -87,7 +87,7 @@ type replica struct {
 }
 
 // replicas starts n issuers that share rdb's budgets.
-func replicas(t *testing.T, srv *redisServer, n int, o redisstore.Options, limits issuer.Limits) []*replica {
+func replicas(t *testing.T, srv *redisServer, n int, o redisstore.Options, limits limit.Config) []*replica {
 	t.Helper()
 	var rs []*replica
 	for range n {
@@ -161,7 +161,7 @@ func (r *replica) post(t *testing.T, form url.Values, authz, addr string) (int, 
 func (r *replica) tokenBy(t *testing.T, assertion, addr string) (int, string) {
 	t.Helper()
 	return r.post(t, url.Values{"grant_type": {"client_credentials"}, "scope": {scope.AdminWebAPI},
-		"client_assertion_type": {issuer.ClientAssertionType}, "client_assertion": {assertion}}, "", addr)
+		"client_assertion_type": {"urn:ietf:params:oauth:client-assertion-type:jwt-bearer"}, "client_assertion": {assertion}}, "", addr)
 }
 
 // Two issuers on one Redis enforce one budget per client and one per
@@ -171,7 +171,7 @@ func (r *replica) tokenBy(t *testing.T, assertion, addr string) (int, string) {
 // token.
 func TestReplicasShareOneBudget(t *testing.T) {
 	srv := startRedis(t)
-	rs := replicas(t, srv, 2, redisstore.Options{Prefix: "idsauth:token:"}, issuer.Limits{FailedAttemptsPerClient: 6, FailedAttemptsPerAddress: 10})
+	rs := replicas(t, srv, 2, redisstore.Options{Prefix: "idsauth:token:"}, limit.Config{FailedAttemptsPerSubject: 6, FailedAttemptsPerAddress: 10})
 
 	t.Run("per client", func(t *testing.T) {
 		var got []int
@@ -219,7 +219,7 @@ func TestReplicasShareOneBudget(t *testing.T) {
 func TestReplicasReserveBeforeVerifying(t *testing.T) {
 	const budget = 5
 	srv := startRedis(t)
-	rs := replicas(t, srv, 2, redisstore.Options{Prefix: "idsauth:token:"}, issuer.Limits{FailedAttemptsPerClient: budget})
+	rs := replicas(t, srv, 2, redisstore.Options{Prefix: "idsauth:token:"}, limit.Config{FailedAttemptsPerSubject: budget})
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	counts := map[int]int{}
@@ -247,7 +247,7 @@ func TestReplicasReserveBeforeVerifying(t *testing.T) {
 // no secret is checked. Either way every request is answered, and a dead
 // Redis costs each replica one failed call, not one per request.
 func TestRedisDiesMidRun(t *testing.T) {
-	limits := issuer.Limits{FailedAttemptsPerClient: 3, FailedAttemptsPerAddress: 100}
+	limits := limit.Config{FailedAttemptsPerSubject: 3, FailedAttemptsPerAddress: 100}
 	t.Run("FailOpen", func(t *testing.T) {
 		srv := startRedis(t)
 		rs := replicas(t, srv, 2, redisstore.Options{Prefix: "idsauth:token:", RetryInterval: time.Hour}, limits)
@@ -317,10 +317,10 @@ func TestSCIMReplicasShareOneBudget(t *testing.T) {
 	}
 	var urls []string
 	for range 2 {
-		cfg := middleware.SCIMConfig{Limits: middleware.SCIMLimits{
-			FailedAttemptsPerTenant: 4, TrustedProxyHeader: "X-Forwarded-For",
-			Store: redisstore.New(srv.client(t), redisstore.Options{Prefix: "idsauth:scim:"}),
-		}}
+		cfg := middleware.SCIMConfig{
+			Limits: limit.Config{FailedAttemptsPerSubject: 4, TrustedProxyHeader: "X-Forwarded-For"},
+			Store:  redisstore.New(srv.client(t), redisstore.Options{Prefix: "idsauth:scim:"}),
+		}
 		mux := http.NewServeMux()
 		mux.Handle("GET /scim/{tenant}/Users", middleware.SCIMAuthWithConfig(tenants, cfg)(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})))
 		s := httptest.NewServer(mux)
@@ -357,7 +357,7 @@ func TestSCIMReplicasShareOneBudget(t *testing.T) {
 // reused jti is; a fresh assertion gets a token at either.
 func TestReplicasRefuseAReplayedAssertion(t *testing.T) {
 	srv := startRedis(t)
-	rs := replicas(t, srv, 2, redisstore.Options{Prefix: "idsauth:token:"}, issuer.Limits{})
+	rs := replicas(t, srv, 2, redisstore.Options{Prefix: "idsauth:token:"}, limit.Config{})
 	for first := range 2 {
 		as := assertion(t)
 		if st, code := rs[first].tokenBy(t, as, "198.51.100.7"); st != 200 {
@@ -382,7 +382,7 @@ func TestReplicasRefuseAReplayedAssertion(t *testing.T) {
 func TestReplayWhenRedisDies(t *testing.T) {
 	t.Run("FailOpen", func(t *testing.T) {
 		srv := startRedis(t)
-		rs := replicas(t, srv, 2, redisstore.Options{Prefix: "idsauth:token:", RetryInterval: time.Hour}, issuer.Limits{})
+		rs := replicas(t, srv, 2, redisstore.Options{Prefix: "idsauth:token:", RetryInterval: time.Hour}, limit.Config{})
 		before := assertion(t)
 		if st, code := rs[0].tokenBy(t, before, "198.51.100.7"); st != 200 {
 			t.Fatalf("before Redis died: %d %s", st, code)
@@ -410,7 +410,7 @@ func TestReplayWhenRedisDies(t *testing.T) {
 	})
 	t.Run("FailClosed", func(t *testing.T) {
 		srv := startRedis(t)
-		rs := replicas(t, srv, 2, redisstore.Options{Prefix: "idsauth:token:", OnUnavailable: redisstore.FailClosed, RetryInterval: time.Hour}, issuer.Limits{})
+		rs := replicas(t, srv, 2, redisstore.Options{Prefix: "idsauth:token:", OnUnavailable: redisstore.FailClosed, RetryInterval: time.Hour}, limit.Config{})
 		if st, code := rs[0].tokenBy(t, assertion(t), "198.51.100.7"); st != 200 {
 			t.Fatalf("before Redis died: %d %s", st, code)
 		}

@@ -77,8 +77,9 @@ return {1, good, took, now}
 
 // succeeded gives a reservation back and trusts the address for the
 // subject. ARGV: the reservation's now, the address's step, the
-// subject's step (0 when it was not taken), GoodFor; in microseconds. A
-// bucket that has expired is full already: it is not made again.
+// subject's step (0 when it was not taken), the budget's Trust; in
+// microseconds. A bucket that has expired is full already: it is not
+// made again.
 var succeeded = redis.NewScript(`#!lua
 local now = tonumber(ARGV[1])
 local function giveback(key, step)

@@ -48,7 +48,7 @@ func TestStoresRecoverBehindASlowRedis(t *testing.T) {
 			st := redisstore.New(rdb, redisstore.Options{Prefix: "slow:lim:", OnUnavailable: redisstore.FailClosed, RetryInterval: 50 * time.Millisecond})
 			return func(i int) error {
 				res, err := st.Reserve(context.Background(), limit.Request{Subject: "c", Address: fmt.Sprintf("203.0.113.%d", i%200),
-					Budget: limit.Budget{PerSubject: 1 << 20, PerAddress: 1 << 20, Window: time.Minute}})
+					Budget: limit.Budget{PerSubject: 1 << 20, PerAddress: 1 << 20, Window: time.Minute, Trust: 24 * time.Hour}})
 				if err != nil {
 					return err
 				}

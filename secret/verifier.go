@@ -32,7 +32,7 @@ type VerifierConfig struct {
 	// this Verifier; the others wait (while their request lasts), so a
 	// flood of guesses cannot take every core. Zero means half the CPUs
 	// (GOMAXPROCS), at least one. Give several SCIMAuth middlewares one
-	// Verifier (middleware.SCIMLimits.Verifier) to bound them together.
+	// Verifier (middleware.SCIMConfig.Verifier) to bound them together.
 	MaxConcurrentSlow int
 	// FailureFloor is the least time a failed verification takes: a
 	// failure returns no sooner than this after Verify was called,

@@ -13,7 +13,7 @@ import (
 // own client revokes it; no client holds more than a quarter of the bytes.
 func ExampleMemory() {
 	ctx := context.Background()
-	m := tokenstore.NewMemory(4 << 10)
+	m := &tokenstore.Memory{MaxBytes: 4 << 10}
 	now := time.Unix(1_800_000_000, 0)
 	k := tokenstore.KeyOf("an opaque token")
 	_ = m.Put(ctx, k, tokenstore.Grant{ClientID: "reporting", Scopes: []string{"pd_AdminWebApi"}, IssuedAt: now, ExpiresAt: now.Add(time.Hour), ID: "j1"})

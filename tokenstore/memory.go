@@ -8,11 +8,8 @@ import (
 	"time"
 )
 
-// DefaultMemoryBytes is the size of the issuer's own Memory when none is
-// configured: 64 MiB, room for about 200,000 live grants (see Memory).
-const DefaultMemoryBytes = 64 << 20
-
-// Memory is the Store of one process. Its memory is bounded in bytes:
+// Memory is the Store of one process; the zero value is a Memory of
+// 64 MiB, room for about 200,000 live grants. Its memory is bounded in bytes:
 // each grant is charged what it holds (its strings and slices) plus a
 // fixed overhead for the map entry and the expiry queue: about 310 bytes
 // for a grant of the issuer's (one scope, one audience), which takes
@@ -29,12 +26,15 @@ const DefaultMemoryBytes = 64 << 20
 // the work is paid by the Puts, a grant once, and no timer scans the
 // store. Revoke drops a grant and its place in the queue at once.
 type Memory struct {
+	// MaxBytes bounds the grants held, in bytes charged. Zero means
+	// 64 MiB.
+	MaxBytes int
+
 	mu        sync.Mutex
 	grants    map[Key]*entry
 	queue     expiryQueue
 	bytes     int            // charged now
 	perClient map[string]int // charged now, by client
-	maxBytes  int
 }
 
 // entry is one grant in the store, and its place in the queue.
@@ -54,15 +54,6 @@ const entryOverhead = 200
 // of a Memory's bytes already. errors.Is(ErrClientFull, ErrFull) holds.
 var ErrClientFull = fmt.Errorf("%w: the client holds its share (a quarter)", ErrFull)
 
-// NewMemory returns a Memory that holds at most maxBytes of grants; zero
-// or less means DefaultMemoryBytes.
-func NewMemory(maxBytes int) *Memory {
-	if maxBytes <= 0 {
-		maxBytes = DefaultMemoryBytes
-	}
-	return &Memory{grants: make(map[Key]*entry), perClient: make(map[string]int), maxBytes: maxBytes}
-}
-
 // grantBytes is what g is charged.
 func grantBytes(g *Grant) int {
 	n := entryOverhead + len(g.ClientID) + len(g.ID) + len(g.JKT)
@@ -80,6 +71,13 @@ func (m *Memory) Put(_ context.Context, k Key, g Grant) error {
 	e := &entry{g: g, key: k, bytes: grantBytes(&g)}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.grants == nil {
+		m.grants, m.perClient = make(map[Key]*entry), make(map[string]int)
+	}
+	maxBytes := m.MaxBytes
+	if maxBytes <= 0 {
+		maxBytes = 64 << 20
+	}
 	m.dropExpired(g.IssuedAt)
 	old := m.grants[k] // the same token again: replaced, if the new one fits
 	freed, freedClient := 0, 0
@@ -90,9 +88,9 @@ func (m *Memory) Put(_ context.Context, k Key, g Grant) error {
 		}
 	}
 	switch {
-	case m.bytes-freed+e.bytes > m.maxBytes:
+	case m.bytes-freed+e.bytes > maxBytes:
 		return ErrFull
-	case m.perClient[g.ClientID]-freedClient+e.bytes > m.maxBytes/4:
+	case m.perClient[g.ClientID]-freedClient+e.bytes > maxBytes/4:
 		return ErrClientFull
 	}
 	if old != nil {

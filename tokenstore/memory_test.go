@@ -37,7 +37,7 @@ func grant(client string, now time.Time, ttl time.Duration, jti int) tokenstore.
 
 // TestMemoryKeepsTheRules runs the rules every Store keeps.
 func TestMemoryKeepsTheRules(t *testing.T) {
-	tokenstoretest.Run(t, func(*testing.T) tokenstore.Store { return tokenstore.NewMemory(0) })
+	tokenstoretest.Run(t, func(*testing.T) tokenstore.Store { return &tokenstore.Memory{} })
 }
 
 // TestMemoryFullRefusesAndForgetsNothing: a client that holds a quarter
@@ -45,7 +45,7 @@ func TestMemoryKeepsTheRules(t *testing.T) {
 // a full store refuses every grant with ErrFull and still holds every live
 // one; once they have expired, a Put drops them and fits.
 func TestMemoryFullRefusesAndForgetsNothing(t *testing.T) {
-	m := tokenstore.NewMemory(64 << 10)
+	m := &tokenstore.Memory{MaxBytes: 64 << 10}
 	now := time.Unix(1_800_000_000, 0)
 	var kept []tokenstore.Key
 	fill := func(client string) error {
@@ -106,7 +106,7 @@ func TestMemoryFullRefusesAndForgetsNothing(t *testing.T) {
 // queue place included, at once: an issue-and-revoke loop never fills
 // the store.
 func TestMemoryRevokeFreesAtOnce(t *testing.T) {
-	m := tokenstore.NewMemory(64 << 10)
+	m := &tokenstore.Memory{MaxBytes: 64 << 10}
 	now := time.Unix(1_800_000_000, 0)
 	for i := range 100000 {
 		k := newKey(t)
@@ -125,7 +125,7 @@ func TestMemoryRevokeFreesAtOnce(t *testing.T) {
 // TestMemoryFailedReplaceChargesNothing: a Put under a key already held
 // that does not fit changes nothing, and charges stay the real ones.
 func TestMemoryFailedReplaceChargesNothing(t *testing.T) {
-	m := tokenstore.NewMemory(4000)
+	m := &tokenstore.Memory{MaxBytes: 4000}
 	now := time.Unix(1_800_000_000, 0)
 	k := newKey(t)
 	if err := m.Put(ctx, k, grant("c", now, time.Hour, 1)); err != nil {
@@ -163,7 +163,7 @@ func TestMemoryChargesWhatItHolds(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	m := tokenstore.NewMemory(1 << 30)
+	m := &tokenstore.Memory{MaxBytes: 1 << 30}
 	scopes, aud := []string{"pd_AdminWebApi"}, []string{"https://host/ids/resources"}
 	for i, k := range keys {
 		g := grant("reporting", now, time.Hour, i)
@@ -196,7 +196,7 @@ func BenchmarkMemory(b *testing.B) {
 		clients[i] = fmt.Sprint("reporting-", i)
 	}
 	for _, live := range []int{10_000, 1_000_000} {
-		m := tokenstore.NewMemory(1 << 30)
+		m := &tokenstore.Memory{MaxBytes: 1 << 30}
 		keys := make([]tokenstore.Key, live)
 		for i := range keys {
 			keys[i] = newKey(b)

@@ -73,11 +73,11 @@ file and the field. Run it before sending the issuer SIGHUP.`)
 	w := e.stdout
 	profile := cfg.Profile
 	if profile == "" {
-		profile = issuer.ProfileRFC
+		profile = "rfc"
 	}
 	fmt.Fprintf(w, "%s: ok\n\nissuer  %s\ntoken   %s\njwks    %s\nprofile %s\n", fs.Arg(0), iss.URL(), iss.TokenURL(), iss.JWKSURL(), profile)
-	if cfg.DPoP.RequireNonce || cfg.DPoP.ProofMaxAgeSeconds != 0 {
-		age := cfg.DPoP.ProofMaxAgeSeconds
+	if cfg.DPoP.RequireNonce || cfg.DPoP.ProofMaxAge != 0 {
+		age := int(cfg.DPoP.ProofMaxAge / time.Second)
 		if age == 0 {
 			age = 60
 		}
@@ -96,13 +96,13 @@ file and the field. Run it before sending the issuer SIGHUP.`)
 	clients := slices.Clone(cfg.Clients)
 	slices.SortFunc(clients, func(a, b issuer.ClientConfig) int { return strings.Compare(a.ClientID, b.ClientID) })
 	for _, c := range clients {
-		lifetime := c.AccessTokenLifetime
+		lifetime := int(c.AccessTokenLifetime / time.Second)
 		if lifetime == 0 {
 			lifetime = 3600
 		}
 		aud := strings.Join(c.Audience, " ")
 		switch {
-		case aud == "" && profile == issuer.ProfileIdentityServer && len(cfg.APIResources) > 0:
+		case aud == "" && profile == "identityserver" && len(cfg.APIResources) > 0:
 			aud = "the API resources of the scopes granted (identityserver profile)"
 		case aud == "":
 			aud = iss.URL() + "/resources (default)"

@@ -17,17 +17,19 @@ import (
 // the file (checked, not served by serve).
 type serveConfig struct {
 	issuer.Config
-	// LimiterStore, when set, keeps the failure budgets (and the used
-	// assertions' jtis) in a store that every replica shares.
-	LimiterStore *storeConfig `json:"limiterStore,omitempty"`
-	// TokenStore, when set, keeps the grants of reference tokens in a
-	// Redis that every replica shares: another instance than the
-	// limiter's, with maxmemory-policy noeviction and persistence
+	// LimiterStore (the file's limiterStore), when set, keeps the failure
+	// budgets (and the used assertions' jtis) in a store that every
+	// replica shares.
+	LimiterStore *storeConfig
+	// TokenStore (tokenStore), when set, keeps the grants of reference
+	// tokens in a Redis that every replica shares: another instance than
+	// the limiter's, with maxmemory-policy noeviction and persistence
 	// (checked at start).
-	TokenStore *tokenStoreConfig `json:"tokenStore,omitempty"`
-	// SCIMTenants are the example service's (or a service's of its own)
-	// beside the issuer's fields in one file: checked, not served.
-	SCIMTenants []middleware.TenantConfig `json:"scimTenants,omitempty"`
+	TokenStore *tokenStoreConfig
+	// SCIMTenants (scimTenants) are the example service's (or a service's
+	// of its own) beside the issuer's fields in one file: checked, not
+	// served.
+	SCIMTenants []middleware.TenantConfig
 }
 
 // loadServeConfig reads the file as serve reads it, at start and at each
@@ -40,10 +42,15 @@ func loadServeConfig(path string) (*serveConfig, error) {
 		return nil, err
 	}
 	var c serveConfig
-	if err := issuer.DecodeConfig(data, &c); err != nil {
+	cfg, err := issuer.ParseConfig(data, filepath.Dir(path), map[string]any{
+		"limiterStore": &c.LimiterStore,
+		"tokenStore":   &c.TokenStore,
+		"scimTenants":  &c.SCIMTenants,
+	})
+	if err != nil {
 		return nil, inFile(path, err)
 	}
-	c.Dir = filepath.Dir(path)
+	c.Config = *cfg
 	if err := c.checkKeyFiles(); err != nil {
 		return nil, inFile(path, err)
 	}

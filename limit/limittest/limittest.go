@@ -16,8 +16,11 @@ import (
 )
 
 // Window is the budgets' window in every case: long enough that nothing
-// refills while a case runs.
-const Window = time.Minute
+// refills while a case runs; Trust is their trust.
+const (
+	Window = time.Minute
+	Trust  = 24 * time.Hour
+)
 
 // Run runs every case as a subtest, each on a store from newStore that
 // shares no budget with another's.
@@ -38,7 +41,7 @@ func (x tester) reserve(perSubject, perAddress int, subject, addr string) (limit
 	x.t.Helper()
 	res, err := x.s.Reserve(context.Background(), limit.Request{
 		Subject: subject, Address: addr, Now: time.Now(),
-		Budget: limit.Budget{PerSubject: perSubject, PerAddress: perAddress, Window: Window},
+		Budget: limit.Budget{PerSubject: perSubject, PerAddress: perAddress, Window: Window, Trust: Trust},
 	})
 	var no *limit.Refusal
 	switch {
@@ -107,7 +110,7 @@ var cases = []struct {
 				<-start
 				res, err := x.s.Reserve(context.Background(), limit.Request{
 					Subject: "payroll", Address: "203.0.113.9", Now: time.Now(),
-					Budget: limit.Budget{PerSubject: 10, PerAddress: 100, Window: Window},
+					Budget: limit.Budget{PerSubject: 10, PerAddress: 100, Window: Window, Trust: Trust},
 				})
 				if res != nil {
 					granted.Add(1)
@@ -191,7 +194,7 @@ var cases = []struct {
 		// longer one charged for a clock that went back.
 		reserve := func(window time.Duration) (limit.Reservation, error) {
 			return x.s.Reserve(context.Background(), limit.Request{Subject: "payroll", Address: "198.51.100.7", Now: time.Now(),
-				Budget: limit.Budget{PerSubject: 100, PerAddress: 3, Window: window}})
+				Budget: limit.Budget{PerSubject: 100, PerAddress: 3, Window: window, Trust: Trust}})
 		}
 		for i := range 3 {
 			res, err := reserve(10 * Window)
@@ -206,10 +209,11 @@ var cases = []struct {
 		}
 	}},
 	{"a budget that is not positive is an error, not a refusal", func(t *testing.T, x tester) {
-		for _, b := range []limit.Budget{{}, {PerSubject: 1, PerAddress: 1}, {PerSubject: -1, PerAddress: 1, Window: Window}} {
+		for _, b := range []limit.Budget{{}, {PerSubject: 1, PerAddress: 1, Trust: Trust}, {PerSubject: -1, PerAddress: 1, Window: Window, Trust: Trust}, {PerSubject: 1, PerAddress: 1, Window: Window}} {
 			res, err := x.s.Reserve(context.Background(), limit.Request{Subject: "payroll", Address: "198.51.100.7", Budget: b, Now: time.Now()})
-			if res != nil || !errors.Is(err, limit.ErrBudget) {
-				t.Errorf("budget %+v: %v, %v; want ErrBudget", b, res, err)
+			var no *limit.Refusal
+			if res != nil || err == nil || errors.As(err, &no) || errors.Is(err, limit.ErrUnavailable) {
+				t.Errorf("budget %+v: %v, %v; want Budget.Check's error", b, res, err)
 			}
 		}
 	}},

@@ -1,4 +1,4 @@
-package limiter
+package limit
 
 import (
 	"fmt"
@@ -11,22 +11,22 @@ import (
 
 var t0 = time.Unix(1_800_000_000, 0)
 
-// testLimiter is a Limiter that reserves with one budget.
+// testLimiter is a limiter that reserves with one budget.
 type testLimiter struct {
-	*Limiter
+	*limiter
 	budget Budget
 }
 
-func (l testLimiter) Reserve(subject, addr string, now time.Time) (*Reservation, Refusal) {
-	return l.Limiter.Reserve(l.budget, subject, addr, now)
+func (l testLimiter) Reserve(subject, addr string, now time.Time) (*reservation, Refusal) {
+	return l.limiter.reserve(l.budget, subject, addr, now)
 }
 
-func newLimiter(perSubject, perAddress, maxBytes int) testLimiter {
-	return testLimiter{New(maxBytes), Budget{PerSubject: perSubject, PerAddress: perAddress, Window: time.Minute}}
+func newTestLimiter(perSubject, perAddress, maxBytes int) testLimiter {
+	return testLimiter{newLimiter(maxBytes), Budget{PerSubject: perSubject, PerAddress: perAddress, Window: time.Minute, Trust: trustFor}}
 }
 
 func newTest(perSubject, perAddress int) testLimiter {
-	return newLimiter(perSubject, perAddress, 1<<20)
+	return newTestLimiter(perSubject, perAddress, 1<<20)
 }
 
 func TestAddressBudget(t *testing.T) {
@@ -39,7 +39,7 @@ func TestAddressBudget(t *testing.T) {
 		r.Failed()
 	}
 	r, no := l.Reserve("client-x", "198.51.100.7", t0)
-	if r != nil || no.Limit != LimitAddress || no.RetryAfter != 20*time.Second {
+	if r != nil || no.Limit != Address || no.RetryAfter != 20*time.Second {
 		t.Fatalf("4th attempt: %v %+v, want refused by address for 20s", r, no)
 	}
 	if r, _ := l.Reserve("client-x", "198.51.100.8", t0); r == nil {
@@ -60,7 +60,7 @@ func TestFailuresElsewhereNeverLockOutTheClient(t *testing.T) {
 		switch {
 		case i < 10 && r == nil:
 			t.Fatalf("attempt %d from X refused early: %+v", i, no)
-		case i >= 10 && (r != nil || no.Limit != LimitSubject || no.RetryAfter <= 0):
+		case i >= 10 && (r != nil || no.Limit != SubjectAddress || no.RetryAfter <= 0):
 			t.Fatalf("attempt %d from X: %v %+v, want refused", i, r, no)
 		}
 		if r != nil {
@@ -147,7 +147,7 @@ func TestTrustedAddressSkipsTheSpentBudget(t *testing.T) {
 		r, _ := l.Reserve("payroll", "203.0.113.9", t0)
 		r.Failed()
 	}
-	var inFlight []*Reservation
+	var inFlight []*reservation
 	for i := range 20 {
 		r, no := l.Reserve("payroll", "198.51.100.7", t0)
 		if r == nil {
@@ -160,11 +160,40 @@ func TestTrustedAddressSkipsTheSpentBudget(t *testing.T) {
 	}
 	r, _ = l.Reserve("payroll", "198.51.100.7", t0)
 	r.Failed()
-	if r, no := l.Reserve("payroll", "198.51.100.7", t0); r != nil || no.Limit != LimitSubject {
+	if r, no := l.Reserve("payroll", "198.51.100.7", t0); r != nil || no.Limit != SubjectAddress {
 		t.Fatalf("a trusted address that failed is still trusted: %v %+v", r, no)
 	}
-	if r, _ := l.Reserve("payroll", "198.51.100.7", t0.Add(GoodFor+2*time.Minute)); r == nil {
+	if r, _ := l.Reserve("payroll", "198.51.100.7", t0.Add(trustFor+2*time.Minute)); r == nil {
 		t.Fatal("refused once everything has refilled")
+	}
+}
+
+// TestTrustLastsTheBudgetsTrust: an address is trusted for as long as
+// the budget's Trust says, no longer: within it, with the subject's
+// budget spent, it may have several requests in flight; past it, it is an
+// address like another, which may try once.
+func TestTrustLastsTheBudgetsTrust(t *testing.T) {
+	l := newTest(1, 100)
+	l.budget.Trust = time.Hour
+	r, _ := l.Reserve("payroll", "198.51.100.7", t0)
+	r.Succeeded()
+	inFlight := func(at time.Time) int {
+		spent, _ := l.Reserve("payroll", "203.0.113.9", at)
+		spent.Failed()
+		n := 0
+		for range 2 {
+			if r, _ := l.Reserve("payroll", "198.51.100.7", at); r != nil {
+				n++
+				defer r.Succeeded()
+			}
+		}
+		return n
+	}
+	if n := inFlight(t0.Add(59 * time.Minute)); n != 2 {
+		t.Fatalf("within the trust, %d of 2 requests in flight admitted", n)
+	}
+	if n := inFlight(t0.Add(2 * time.Hour)); n != 1 {
+		t.Fatalf("past the trust, %d of 2 requests in flight admitted, want 1", n)
 	}
 }
 
@@ -172,7 +201,7 @@ func TestTrustedAddressSkipsTheSpentBudget(t *testing.T) {
 // remember: live marks are never evicted, so the surplus is refused.
 func TestPairTableOverflowRefusesInsteadOfForgetting(t *testing.T) {
 	const budget = 5
-	l := newLimiter(budget, 1000, 8<<10) // 256 pair marks
+	l := newTestLimiter(budget, 1000, 8<<10) // 256 pair marks
 	marks := len(l.pairs.entries)
 	granted := 0
 	for round := range 10 {
@@ -195,9 +224,9 @@ func TestPairTableOverflowRefusesInsteadOfForgetting(t *testing.T) {
 // The table never grows, whatever the keys look like; a flood of single
 // failures forgets them before it forgets a locked-out key.
 func TestMemoryIsFixedAndLockoutsSurviveFloods(t *testing.T) {
-	l := newLimiter(5, 5, 64<<10)
-	if l.Bytes() != 64<<10 {
-		t.Fatalf("Bytes = %d", l.Bytes())
+	l := newTestLimiter(5, 5, 64<<10)
+	if l.bytes() != 64<<10 {
+		t.Fatalf("Bytes = %d", l.bytes())
 	}
 	for range 5 {
 		r, _ := l.Reserve("payroll", "203.0.113.9", t0)
@@ -209,17 +238,17 @@ func TestMemoryIsFixedAndLockoutsSurviveFloods(t *testing.T) {
 			r.Failed()
 		}
 	}
-	if n := len(l.buckets.entries) + len(l.pairs.entries); n*EntryBytes != 64<<10 {
+	if n := len(l.buckets.entries) + len(l.pairs.entries); n*entryBytes != 64<<10 {
 		t.Fatalf("tables grew to %d entries", n)
 	}
-	if r, no := l.Reserve("payroll", "203.0.113.9", t0); r != nil || no.Limit != LimitAddress {
+	if r, no := l.Reserve("payroll", "203.0.113.9", t0); r != nil || no.Limit != Address {
 		t.Fatalf("the locked-out address was forgotten: %v %+v", r, no)
 	}
 }
 
 func TestRetryAfterSeconds(t *testing.T) {
 	for d, want := range map[time.Duration]int{0: 1, time.Millisecond: 1, time.Second: 1, 1500 * time.Millisecond: 2, 20 * time.Second: 20} {
-		if got := (Refusal{RetryAfter: d}).RetryAfterSeconds(); got != want {
+		if got := (&Refusal{RetryAfter: d}).RetryAfterSeconds(); got != want {
 			t.Errorf("%v: %d, want %d", d, got, want)
 		}
 	}
@@ -227,9 +256,9 @@ func TestRetryAfterSeconds(t *testing.T) {
 
 func TestNewRoundsTheTableDown(t *testing.T) {
 	for _, c := range []struct{ bytes, want int }{{0, 128}, {100, 128}, {1 << 20, 1 << 20}, {1<<20 + 1000, 1 << 20}, {3 << 20, 2 << 20}} {
-		l := New(c.bytes)
-		if l.Bytes() != c.want {
-			t.Errorf("MaxBytes %d: Bytes = %d, want %d", c.bytes, l.Bytes(), c.want)
+		l := newLimiter(c.bytes)
+		if l.bytes() != c.want {
+			t.Errorf("MaxBytes %d: Bytes = %d, want %d", c.bytes, l.bytes(), c.want)
 		}
 	}
 }
@@ -335,7 +364,7 @@ func TestMarksAfterAStepAreOnTheLimitersClock(t *testing.T) {
 		t.Fatalf("the trusted address was refused: %+v", no)
 	}
 	r.Failed()
-	if r, no := l.Reserve("payroll", "198.51.100.7", t0.Add(time.Second)); r != nil || no.Limit != LimitSubject {
+	if r, no := l.Reserve("payroll", "198.51.100.7", t0.Add(time.Second)); r != nil || no.Limit != SubjectAddress {
 		t.Fatalf("the address that failed, with the budget spent: %v %+v, want refused", r, no)
 	}
 }
@@ -379,7 +408,7 @@ func TestMonotonicReadingIsNoStep(t *testing.T) {
 	// The same without one: a step of about 2 min (give or take the
 	// nanoseconds between the wall and monotonic readings).
 	l.Reserve("payroll", "198.51.100.1", now.Round(0).Add(-2*time.Minute))
-	if l.ahead <= int64(SteppedBack) {
+	if l.ahead <= int64(steppedBack) {
 		t.Fatalf("a reading two minutes behind, without a monotonic reading, moved the clock %v ahead, want a step", time.Duration(l.ahead))
 	}
 }

@@ -1,4 +1,4 @@
-package limiter
+package issuer
 
 import (
 	"crypto/hmac"
@@ -10,23 +10,23 @@ import (
 	"time"
 )
 
-// A Credential is HMAC-SHA256 under the Repeats' own key of the subject,
+// A credential is HMAC-SHA256 under the table's own key of the subject,
 // secret and address, each after its length, truncated to 96 bits: a
-// keyed hash, whose key another Repeats (another process) does not share.
+// keyed hash, whose key another repeatTable (another process) does not share.
 func TestMarkIsAKeyedHMAC(t *testing.T) {
-	r := NewRepeats(4 << 10)
+	r := newRepeatTable(4 << 10)
 	mac := hmac.New(sha256.New, r.key[:])
 	for _, s := range []string{"client", "s3cret", "192.0.2.1"} {
 		mac.Write(binary.AppendUvarint(nil, uint64(len(s))))
 		mac.Write([]byte(s))
 	}
 	sum := mac.Sum(nil)
-	want := Credential{key: binary.LittleEndian.Uint64(sum), check: binary.LittleEndian.Uint32(sum[8:])}
+	want := credential{key: binary.LittleEndian.Uint64(sum), check: binary.LittleEndian.Uint32(sum[8:])}
 	if got := r.Mark("client", "s3cret", "192.0.2.1"); got != want {
 		t.Fatalf("Mark = %+v, want the HMAC's %+v", got, want)
 	}
-	if NewRepeats(4<<10).Mark("client", "s3cret", "192.0.2.1") == want {
-		t.Fatal("two Repeats share a key")
+	if newRepeatTable(4<<10).Mark("client", "s3cret", "192.0.2.1") == want {
+		t.Fatal("two repeatTable share a key")
 	}
 	// No two triples run together.
 	if r.Mark("ab", "c", "x") == r.Mark("a", "bc", "x") || r.Mark("a", "bc", "x") == r.Mark("a", "b", "cx") {
@@ -39,7 +39,7 @@ func TestMarkAllocatesNothing(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation counts are not kept under the race detector")
 	}
-	r := NewRepeats(4 << 10)
+	r := newRepeatTable(4 << 10)
 	if n := testing.AllocsPerRun(100, func() { r.Mark("client", "s3cret", "192.0.2.1") }); n != 0 {
 		t.Fatalf("Mark allocates %v times", n)
 	}
@@ -48,14 +48,14 @@ func TestMarkAllocatesNothing(t *testing.T) {
 // A remembered failure counts until its window ends, for that subject,
 // secret and address only.
 func TestRepeatCountsWithinItsWindow(t *testing.T) {
-	r := NewRepeats(4 << 10)
+	r := newRepeatTable(4 << 10)
 	now := time.Unix(1_800_000_000, 0)
 	c := r.Mark("client", "wrong", "192.0.2.1")
 	if r.Failed(c, now) {
 		t.Fatal("a credential never remembered counts as failed")
 	}
 	r.Remember(c, now.Add(time.Minute))
-	for _, other := range []Credential{r.Mark("client", "wrong2", "192.0.2.1"), r.Mark("client2", "wrong", "192.0.2.1"), r.Mark("client", "wrong", "192.0.2.2"), {}} {
+	for _, other := range []credential{r.Mark("client", "wrong2", "192.0.2.1"), r.Mark("client2", "wrong", "192.0.2.1"), r.Mark("client", "wrong", "192.0.2.2"), {}} {
 		if r.Failed(other, now) {
 			t.Fatalf("%+v counts as the failed %+v", other, c)
 		}
@@ -72,7 +72,7 @@ func TestRepeatCountsWithinItsWindow(t *testing.T) {
 // one, and never grows: fullness charges a repeat again, it never frees
 // a guess.
 func TestFullRepeatsForgetRatherThanInvent(t *testing.T) {
-	r := NewRepeats(4 << 10) // 256 entries
+	r := newRepeatTable(4 << 10) // 256 entries
 	now := time.Unix(1_800_000_000, 0)
 	const n = 10_000
 	for i := range n {
@@ -105,7 +105,7 @@ func TestFullRepeatsForgetRatherThanInvent(t *testing.T) {
 // failures and repeats from a few subjects, secrets and addresses as the
 // clock moves across windows: the filter changes no answer.
 func TestAttemptAnswersAsMarkAndFailed(t *testing.T) {
-	viaAttempt, viaMark := NewRepeats(64<<10), NewRepeats(64<<10)
+	viaAttempt, viaMark := newRepeatTable(64<<10), newRepeatTable(64<<10)
 	now := time.Unix(1_800_000_000, 0)
 	rng := rand.New(rand.NewPCG(1, 2))
 	repeats := 0
@@ -138,7 +138,7 @@ func TestAttemptAnswersAsMarkAndFailed(t *testing.T) {
 // of it hashes its secret to look it up; another pair's attempt still
 // does not, nor does the pair's once the window has passed.
 func TestAttemptHashesOnlyAfterItsPairFailed(t *testing.T) {
-	r := NewRepeats(64 << 10)
+	r := newRepeatTable(64 << 10)
 	now := time.Unix(1_800_000_000, 0)
 	for range 100 {
 		if a := r.Attempt("client", "right", "192.0.2.1"); a.Repeated(now) {
@@ -182,7 +182,7 @@ func TestAttemptAllocatesNothing(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation counts are not kept under the race detector")
 	}
-	r := NewRepeats(4 << 10)
+	r := newRepeatTable(4 << 10)
 	now := time.Unix(1_800_000_000, 0)
 	if n := testing.AllocsPerRun(100, func() {
 		a := r.Attempt("client", "s3cret", "192.0.2.1")

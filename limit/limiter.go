@@ -1,37 +1,4 @@
-// Package limiter bounds failed authentications: a client secret at the
-// token endpoint, a tenant token at SCIM. The issuer and SCIMAuth share it.
-//
-// Three budgets are kept, each a GCRA bucket (a token bucket stored as one
-// timestamp) that refills evenly over the window:
-//
-//   - per address: every failure from one address, whatever it aimed at;
-//   - per subject (a client ID or a tenant): failures from any address;
-//   - per subject and address: whether that address has failed for that
-//     subject within the window.
-//
-// A check is a reservation, taken before the secret is verified, so
-// concurrent guesses cannot multiply a budget; success gives it back. When
-// a subject's budget is spent (someone is guessing its secret), an address
-// that has not failed for it within the window may still try once: so the
-// subject's own caller, who knows the secret, is not locked out by somebody
-// else's failures, while the number of secrets verified for one subject
-// stays bounded by its budget plus one per failing address per window (and
-// by the pair table's size). An address that gave the right secret is
-// trusted for that subject for GoodFor, until it fails, and skips the
-// spent budget, however many requests it has in flight.
-//
-// Memory is fixed in bytes: keys are hashed with per-process random seeds
-// to 64 bits, and entries (16 bytes each) live in two set-associative
-// tables allocated once, one for the buckets and one for the pair marks,
-// half the bytes each. When a set is full the entry holding the least
-// information (the one that frees up soonest) is replaced, so a flood of
-// new keys forgets single failures before it forgets a locked-out key. A
-// pair mark that still means something is never replaced: when its set is
-// full, a new address is refused rather than a failure forgotten.
-//
-// Beside the budgets, Repeats remembers which credentials failed from
-// which address, so that the same one failing again is not charged again.
-package limiter
+package limit
 
 import (
 	"hash/maphash"
@@ -41,21 +8,8 @@ import (
 	"time"
 )
 
-// EntryBytes is what one remembered key costs.
-const EntryBytes = 16
-
 // ways is the number of entries per set.
 const ways = 4
-
-// Budget sets the budgets of one reservation. Every field must be
-// positive. A Limiter takes the budget with each reservation, so that a
-// changed configuration applies at once; a key charged under one budget
-// and checked under another is refused for at most the longer window.
-type Budget struct {
-	PerSubject int           // failures per subject per window, from any address
-	PerAddress int           // failures per address per window
-	Window     time.Duration // over which a budget refills
-}
 
 // steps returns the window and the time each budget's token takes to
 // refill, in nanoseconds.
@@ -64,15 +18,6 @@ func (b Budget) steps() (window, subjectStep, addressStep int64) {
 	return w, max(1, w/int64(b.PerSubject)), max(1, w/int64(b.PerAddress))
 }
 
-// Limit names the budget that refused a request.
-type Limit string
-
-// The budgets.
-const (
-	LimitAddress Limit = "address"         // the address failed too often
-	LimitSubject Limit = "subject+address" // the subject's budget is spent and this address failed for it
-)
-
 // Key kinds, so that a subject and an address with the same text differ.
 const (
 	kindAddress byte = iota + 1
@@ -80,26 +25,24 @@ const (
 	kindPair
 )
 
-// Refusal says why and for how long a reservation was refused.
-type Refusal struct {
-	Limit      Limit
-	RetryAfter time.Duration
-}
-
-// RetryAfterSeconds is RetryAfter rounded up to whole seconds, at least
-// 1, for a Retry-After header.
-func (r Refusal) RetryAfterSeconds() int {
-	return max(1, int((r.RetryAfter+time.Second-1)/time.Second))
-}
-
-// Limiter holds the budgets. It is safe for concurrent use.
-type Limiter struct {
+// limiter holds the budgets of a Memory. It is safe for concurrent use.
+//
+// Each budget is a GCRA bucket (a token bucket stored as one timestamp)
+// that refills evenly over the window. The buckets and the pair marks
+// live in two set-associative tables of fixed size: keys are hashed with
+// per-process random seeds to 64 bits, entries are entryBytes each, and
+// when a set is full the entry holding the least information (the one
+// that frees up soonest) is replaced, so a flood of new keys forgets
+// single failures before it forgets a locked-out key. A pair mark that
+// still means something is never replaced: when its set is full, a new
+// address is refused rather than a failure forgotten.
+type limiter struct {
 	seeds [kindPair + 1]maphash.Seed // by kind
 
 	mu      sync.Mutex
 	buckets table // per address and per subject
 	pairs   table // per subject and address
-	// The limiter's clock (see clock): when New ran, and, in Unix
+	// The limiter's clock (see clock): when newLimiter ran, and, in Unix
 	// nanoseconds, the latest time it gave and how far it runs ahead of
 	// readings without a monotonic reading since their clock stepped back.
 	start         time.Time
@@ -113,7 +56,7 @@ type table struct {
 }
 
 func newTable(bytes int) table {
-	sets := max(1, bytes/(EntryBytes*ways))
+	sets := max(1, bytes/(entryBytes*ways))
 	sets = 1 << (bits.Len(uint(sets)) - 1) // a power of two, at most asked
 	return table{entries: make([]entry, sets*ways), setMask: uint64(sets - 1)}
 }
@@ -126,10 +69,10 @@ type entry struct {
 	until int64
 }
 
-// New returns a Limiter whose tables hold maxBytes; at least one set of
-// each is kept.
-func New(maxBytes int) *Limiter {
-	return &Limiter{
+// newLimiter returns a limiter whose tables hold maxBytes; at least one
+// set of each is kept.
+func newLimiter(maxBytes int) *limiter {
+	return &limiter{
 		seeds:   [kindPair + 1]maphash.Seed{kindAddress: maphash.MakeSeed(), kindSubject: maphash.MakeSeed(), kindPair: maphash.MakeSeed()},
 		buckets: newTable(maxBytes / 2),
 		pairs:   newTable(maxBytes / 2),
@@ -137,21 +80,16 @@ func New(maxBytes int) *Limiter {
 	}
 }
 
-// Bytes is the memory the tables hold, fixed at New: at most the
+// bytes is the memory the tables hold, fixed at newLimiter: at most the
 // maxBytes asked, and at least 128.
-func (l *Limiter) Bytes() int {
-	return (len(l.buckets.entries) + len(l.pairs.entries)) * EntryBytes
+func (l *limiter) bytes() int {
+	return (len(l.buckets.entries) + len(l.pairs.entries)) * entryBytes
 }
 
-// GoodFor is how long an address that gave a subject's right secret stays
-// trusted for it: it may keep trying while others have spent the
-// subject's budget, until it fails once.
-const GoodFor = 24 * time.Hour
-
-// Reservation is a budget taken for one verification. Exactly one of
-// Succeeded or Failed is called on it.
-type Reservation struct {
-	l           *Limiter
+// reservation is a budget taken for one verification: a Memory's
+// Reservation.
+type reservation struct {
+	l           *limiter
 	now         int64
 	window      int64
 	subjectStep int64
@@ -160,24 +98,26 @@ type Reservation struct {
 	address     uint64
 	pair        uint64
 	tookSubject bool
-	good        bool // the address was trusted for the subject
+	good        bool          // the address was trusted for the subject
+	trust       time.Duration // how long a success trusts the address
 }
 
 // Reserve takes one failure from the budgets b of subject and addr at now,
 // before a secret is verified. It refuses when addr's budget is spent; or
 // when the subject's is, unless addr is trusted for the subject (it gave
-// the right secret within GoodFor and has not failed since) or has not
+// the right secret within b.Trust and has not failed since) or has not
 // failed for it within the window and there is room to remember that it
 // now tries. Room matters: pair marks that still mean something are never
 // forgotten to make room, so an attacker with more addresses than the
 // table holds gets no more tries, only refusals.
-func (l *Limiter) Reserve(b Budget, subject, addr string, now time.Time) (*Reservation, Refusal) {
+func (l *limiter) reserve(b Budget, subject, addr string, now time.Time) (*reservation, Refusal) {
 	window, subjectStep, addressStep := b.steps()
-	r := &Reservation{
+	r := &reservation{
 		l:           l,
 		window:      window,
 		subjectStep: subjectStep,
 		addressStep: addressStep,
+		trust:       b.Trust,
 	}
 	r.address, r.subject, r.pair = l.keys(subject, addr)
 	l.mu.Lock()
@@ -186,7 +126,7 @@ func (l *Limiter) Reserve(b Budget, subject, addr string, now time.Time) (*Reser
 	r.now = t
 	a := l.buckets.slot(r.address)
 	if wait := wait(a, addressStep, window, t); wait > 0 {
-		return nil, Refusal{Limit: LimitAddress, RetryAfter: time.Duration(wait)}
+		return nil, Refusal{Limit: Address, RetryAfter: time.Duration(wait)}
 	}
 	s := l.buckets.slot(r.subject, a)
 	p := l.pairs.mark(r.pair, t)
@@ -201,9 +141,9 @@ func (l *Limiter) Reserve(b Budget, subject, addr string, now time.Time) (*Reser
 			p.until = max(p.until, t+window)
 		}
 	case p == nil: // no room to remember another address for it
-		return nil, Refusal{Limit: LimitSubject, RetryAfter: time.Duration(sWait)}
+		return nil, Refusal{Limit: SubjectAddress, RetryAfter: time.Duration(sWait)}
 	case p.until > t: // this address failed for it within the window
-		return nil, Refusal{Limit: LimitSubject, RetryAfter: time.Duration(min(sWait, p.until-t))}
+		return nil, Refusal{Limit: SubjectAddress, RetryAfter: time.Duration(min(sWait, p.until-t))}
 	default: // the subject's budget is spent; this address may try once
 		p.until = t + window
 	}
@@ -212,19 +152,19 @@ func (l *Limiter) Reserve(b Budget, subject, addr string, now time.Time) (*Reser
 }
 
 // Succeeded gives the reservation back: the secret was right, so nothing
-// is charged, and the address is trusted for the subject for GoodFor.
-func (r *Reservation) Succeeded() {
+// is charged, and the address is trusted for the subject for its trust.
+func (r *reservation) Succeeded() {
 	r.l.mu.Lock()
 	defer r.l.mu.Unlock()
 	r.giveBack()
 	if p := r.l.pairs.mark(r.pair, r.now); p != nil {
-		p.until = -(r.now + int64(GoodFor))
+		p.until = -(r.now + int64(r.trust))
 	}
 }
 
 // Failed keeps the reservation: the failure stays charged, and an address
 // that was trusted for the subject no longer is.
-func (r *Reservation) Failed() {
+func (r *reservation) Failed() {
 	if !r.good {
 		return
 	}
@@ -235,7 +175,7 @@ func (r *Reservation) Failed() {
 	}
 }
 
-func (r *Reservation) giveBack() {
+func (r *reservation) giveBack() {
 	if e := r.l.buckets.find(r.address); e != nil {
 		e.until -= r.addressStep
 	}
@@ -246,13 +186,7 @@ func (r *Reservation) giveBack() {
 	}
 }
 
-// SteppedBack is how far behind the latest time the limiter gave a
-// reading without a monotonic clock reading must be for the limiter to
-// take the wall clock as stepped back: far more than one reading lags
-// another while requests wait for the lock.
-const SteppedBack = time.Minute
-
-// maxSpan bounds how far from New a reading counts (one further off, a
+// maxSpan bounds how far from newLimiter a reading counts (one further off, a
 // zero time say, is no clock's and counts as the latest time given), and
 // how far ahead of the readings the clock runs: so that no sum of them
 // overflows.
@@ -263,22 +197,22 @@ const maxSpan = 100 * 365 * 24 * time.Hour
 // were whatever the wall clock does:
 //
 //   - A reading with a monotonic clock reading (time.Now's) is counted on
-//     it, from New: no step of the wall clock moves it. Behind the latest
+//     it, from newLimiter: no step of the wall clock moves it. Behind the latest
 //     time given (it lagged another reading while waiting for the lock),
 //     it counts as that time.
 //   - A reading without one (a clock of the caller's, or time.Now after
 //     UTC, In or Truncate) behind the latest time given by less than
-//     SteppedBack counts as that time; further behind, the wall clock was
+//     steppedBack counts as that time; further behind, the wall clock was
 //     stepped back (by NTP, say), and the limiter's clock carries on from
 //     where it was, running ahead of such readings by the step from then
 //     on. Monotonic readings never run ahead: a caller of each kind on one
-//     Limiter cannot ratchet it on, step by step.
+//     limiter cannot ratchet it on, step by step.
 //
 // A clock stepped back by an hour so neither refuses, for the hour,
 // everyone who asked in the hour it repeats, nor forgives a spent budget.
-// Every caller of one Limiter must read the same clock: two clocks more
-// than SteppedBack apart, taking turns, would move it on at every turn.
-func (l *Limiter) clock(reading time.Time) int64 {
+// Every caller of one limiter must read the same clock: two clocks more
+// than steppedBack apart, taking turns, would move it on at every turn.
+func (l *limiter) clock(reading time.Time) int64 {
 	d := reading.Sub(l.start)
 	if d < -maxSpan || d > maxSpan {
 		return max(l.latest, l.start.UnixNano())
@@ -290,7 +224,7 @@ func (l *Limiter) clock(reading time.Time) int64 {
 		now += l.ahead // a monotonic reading was never stepped back
 	}
 	if behind := l.latest - now; behind > 0 {
-		if !monotonic && behind > int64(SteppedBack) {
+		if !monotonic && behind > int64(steppedBack) {
 			l.ahead = min(l.ahead+behind, int64(maxSpan))
 		}
 		now = l.latest
@@ -310,7 +244,7 @@ func take(e *entry, step, now int64) { e.until = max(e.until, now) + step }
 // each kind hashed under its own seed, so that an address and a subject
 // spelled alike are two keys, and the pair from the other two. None is 0,
 // the empty slot's key.
-func (l *Limiter) keys(subject, addr string) (address, subj, pair uint64) {
+func (l *limiter) keys(subject, addr string) (address, subj, pair uint64) {
 	address = maphash.String(l.seeds[kindAddress], addr)
 	subj = maphash.String(l.seeds[kindSubject], subject)
 	pair = maphash.Comparable(l.seeds[kindPair], [2]uint64{subj, address})

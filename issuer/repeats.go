@@ -1,4 +1,4 @@
-package limiter
+package issuer
 
 import (
 	"crypto/hmac"
@@ -13,10 +13,14 @@ import (
 	"time"
 )
 
-// repeatWays is the number of entries per set of a Repeats.
-const repeatWays = 4
+// repeatWays is the number of entries per set of a repeatTable, and
+// repeatEntryBytes what one entry costs.
+const (
+	repeatWays       = 4
+	repeatEntryBytes = 16
+)
 
-// Repeats remembers, for a window, which credentials failed from which
+// repeatTable remembers, for a window, which credentials failed from which
 // address, so that the same credential failing again from the same
 // address is not charged again. A caller that sends a wrong secret twice
 // (x/oauth2's AuthStyleAutoDetect tries the Authorization header, then the
@@ -25,13 +29,13 @@ const repeatWays = 4
 // guesses.
 //
 // A credential is kept as an HMAC-SHA256, under a key made at random for
-// each Repeats, of the subject, the secret and the address, truncated to
+// each repeatTable, of the subject, the secret and the address, truncated to
 // 96 bits: never the secret, and nothing that can be matched without the
 // key. The address is part of it so that a repeat says nothing about what
 // was sent from elsewhere: a secret that failed from another address is
 // charged as any guess.
 //
-// Memory is fixed in bytes: entries of EntryBytes in a set-associative
+// Memory is fixed in bytes: entries of repeatEntryBytes in a set-associative
 // table allocated once. When a set is full, the entry that expires first
 // is replaced: a forgotten failure is charged again when repeated, so
 // fullness never makes a guess free. It is safe for concurrent use.
@@ -44,7 +48,7 @@ const repeatWays = 4
 // gives its right secret, the secret is not hashed at all. The filter
 // only ever answers "maybe" for a pair whose failure the table holds, so
 // it changes no answer, only who pays for the HMAC.
-type Repeats struct {
+type repeatTable struct {
 	key  [32]byte
 	macs sync.Pool // of *repeatMAC
 	seed maphash.Seed
@@ -56,14 +60,14 @@ type Repeats struct {
 	marks atomic.Int64
 
 	mu      sync.Mutex
-	entries []repeat
+	entries []repeatEntry
 	setMask uint64
 }
 
 // repeat is one failed credential: 96 bits of its HMAC, and until when,
 // in Unix seconds, it counts as failed. An entry with until <= now is
 // free. 16 bytes.
-type repeat struct {
+type repeatEntry struct {
 	key   uint64
 	check uint32
 	until uint32
@@ -77,19 +81,19 @@ type repeatMAC struct {
 	sum []byte
 }
 
-// Credential is a credential as Repeats keys it. The zero Credential is
+// credential is a credential as repeatTable keys it. The zero credential is
 // never Failed.
-type Credential struct {
+type credential struct {
 	key   uint64
 	check uint32
 }
 
-// NewRepeats returns a Repeats whose table holds bytes, rounded down to a
+// newRepeatTable returns a repeatTable whose table holds bytes, rounded down to a
 // power of two; at least one set.
-func NewRepeats(bytes int) *Repeats {
-	sets := max(1, bytes/(EntryBytes*repeatWays))
+func newRepeatTable(bytes int) *repeatTable {
+	sets := max(1, bytes/(repeatEntryBytes*repeatWays))
 	sets = 1 << (bits.Len(uint(sets)) - 1)
-	r := &Repeats{entries: make([]repeat, sets*repeatWays), setMask: uint64(sets - 1), seed: maphash.MakeSeed(), pairs: make([]atomic.Uint32, sets*repeatWays)}
+	r := &repeatTable{entries: make([]repeatEntry, sets*repeatWays), setMask: uint64(sets - 1), seed: maphash.MakeSeed(), pairs: make([]atomic.Uint32, sets*repeatWays)}
 	_, _ = rand.Read(r.key[:]) // never fails (crypto/rand)
 	r.macs.New = func() any {
 		return &repeatMAC{mac: hmac.New(sha256.New, r.key[:]), sum: make([]byte, 0, sha256.Size)}
@@ -97,40 +101,40 @@ func NewRepeats(bytes int) *Repeats {
 	return r
 }
 
-// Bytes is the memory of the table, fixed at NewRepeats; its filter
+// Bytes is the memory of the table, fixed at newRepeatTable; its filter
 // takes a quarter of that again.
-func (r *Repeats) Bytes() int { return len(r.entries) * EntryBytes }
+func (r *repeatTable) Bytes() int { return len(r.entries) * repeatEntryBytes }
 
 // Marks is how many credentials Mark has hashed: the HMACs computed.
-func (r *Repeats) Marks() int64 { return r.marks.Load() }
+func (r *repeatTable) Marks() int64 { return r.marks.Load() }
 
-// Attempt is one secret given for a subject from an address, as Repeats
-// sees it: its Credential is computed only when needed. Use one per
+// repeatAttempt is one secret given for a subject from an address, as the table
+// sees it: its credential is computed only when needed. Use one per
 // check of a secret, on the stack.
-type Attempt struct {
-	r                     *Repeats
+type repeatAttempt struct {
+	r                     *repeatTable
 	subject, secret, addr string
 	slot                  uint32 // in the filter
-	cred                  Credential
+	cred                  credential
 }
 
 // Attempt returns the attempt of secret for subject from addr. It hashes
 // the subject and the address (a seeded maphash), never the secret.
-func (r *Repeats) Attempt(subject, secret, addr string) Attempt {
+func (r *repeatTable) Attempt(subject, secret, addr string) repeatAttempt {
 	var h maphash.Hash
 	h.SetSeed(r.seed)
 	var n [binary.MaxVarintLen64]byte
 	h.Write(binary.AppendUvarint(n[:0], uint64(len(subject)))) // no two pairs hash the same text
 	h.WriteString(subject)
 	h.WriteString(addr)
-	return Attempt{r: r, subject: subject, secret: secret, addr: addr, slot: uint32(h.Sum64() % uint64(len(r.pairs)))}
+	return repeatAttempt{r: r, subject: subject, secret: secret, addr: addr, slot: uint32(h.Sum64() % uint64(len(r.pairs)))}
 }
 
 // Repeated reports whether the attempt's secret failed for its subject
 // from its address within the window, at now, as Failed does. Unless some
 // secret of that subject from that address may have failed within it, it
 // computes no HMAC.
-func (a *Attempt) Repeated(now time.Time) bool {
+func (a *repeatAttempt) Repeated(now time.Time) bool {
 	if a.r.pairs[a.slot].Load() <= unixSeconds(now) {
 		return false
 	}
@@ -139,9 +143,9 @@ func (a *Attempt) Repeated(now time.Time) bool {
 
 // Failed records that the attempt's secret failed, until until, as
 // Remember does, and marks its subject and address in the filter.
-func (a *Attempt) Failed(until time.Time) {
+func (a *repeatAttempt) Failed(until time.Time) {
 	c := a.credential()
-	if c == (Credential{}) {
+	if c == (credential{}) {
 		return
 	}
 	u := unixSeconds(until)
@@ -153,17 +157,17 @@ func (a *Attempt) Failed(until time.Time) {
 	}
 }
 
-// credential is the attempt's Credential, computed once.
-func (a *Attempt) credential() Credential {
-	if a.cred == (Credential{}) {
+// credential is the attempt's credential, computed once.
+func (a *repeatAttempt) credential() credential {
+	if a.cred == (credential{}) {
 		a.cred = a.r.Mark(a.subject, a.secret, a.addr)
 	}
 	return a.cred
 }
 
-// Mark returns the Credential of secret for subject from addr. The
+// Mark returns the credential of secret for subject from addr. The
 // buffer it hashes is cleared before it is reused: it held the secret.
-func (r *Repeats) Mark(subject, secret, addr string) Credential {
+func (r *repeatTable) Mark(subject, secret, addr string) credential {
 	r.marks.Add(1)
 	m := r.macs.Get().(*repeatMAC)
 	defer r.macs.Put(m)
@@ -178,17 +182,17 @@ func (r *Repeats) Mark(subject, secret, addr string) Credential {
 	clear(in)
 	m.in = in
 	m.sum = m.mac.Sum(m.sum[:0])
-	c := Credential{key: binary.LittleEndian.Uint64(m.sum), check: binary.LittleEndian.Uint32(m.sum[8:])}
+	c := credential{key: binary.LittleEndian.Uint64(m.sum), check: binary.LittleEndian.Uint32(m.sum[8:])}
 	clear(m.sum)
-	if c == (Credential{}) {
-		c.check = 1 // the zero Credential is no credential
+	if c == (credential{}) {
+		c.check = 1 // the zero credential is no credential
 	}
 	return c
 }
 
 // Failed reports whether c failed within its window, at now.
-func (r *Repeats) Failed(c Credential, now time.Time) bool {
-	if c == (Credential{}) {
+func (r *repeatTable) Failed(c credential, now time.Time) bool {
+	if c == (credential{}) {
 		return false
 	}
 	t := unixSeconds(now)
@@ -206,8 +210,8 @@ func (r *Repeats) Failed(c Credential, now time.Time) bool {
 // window): the same credential failing again before then is a repeat. In
 // a full set it replaces the entry that expires first. It writes the
 // table only, for Failed: an Attempt learns of a failure by its Failed.
-func (r *Repeats) Remember(c Credential, until time.Time) {
-	if c == (Credential{}) {
+func (r *repeatTable) Remember(c credential, until time.Time) {
+	if c == (credential{}) {
 		return
 	}
 	r.mu.Lock()
@@ -216,7 +220,7 @@ func (r *Repeats) Remember(c Credential, until time.Time) {
 }
 
 // remember is Remember, under r.mu.
-func (r *Repeats) remember(c Credential, u uint32) {
+func (r *repeatTable) remember(c credential, u uint32) {
 	set := r.set(c.key)
 	victim := 0
 	for i := range set {
@@ -228,10 +232,10 @@ func (r *Repeats) remember(c Credential, u uint32) {
 			victim = i
 		}
 	}
-	set[victim] = repeat{key: c.key, check: c.check, until: u}
+	set[victim] = repeatEntry{key: c.key, check: c.check, until: u}
 }
 
-func (r *Repeats) set(key uint64) []repeat {
+func (r *repeatTable) set(key uint64) []repeatEntry {
 	i := (key >> 32 & r.setMask) * repeatWays
 	return r.entries[i : i+repeatWays]
 }

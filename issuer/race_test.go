@@ -1,6 +1,6 @@
 //go:build race
 
-package limiter
+package issuer
 
 // raceEnabled: the race detector drops sync.Pool items at random, so
 // allocation counts mean nothing under it.

@@ -44,7 +44,7 @@ func FuzzParseForm(f *testing.F) {
 			}
 		}
 		if len(repeated) > 0 {
-			if terr == nil || !slices.ContainsFunc(repeated, func(n string) bool { return terr.desc == "parameter "+oauthwire.Clean(n)+" given more than once" }) {
+			if terr == nil || terr.id != paramTwice || !slices.ContainsFunc(repeated, func(n string) bool { return terr.arg == oauthwire.Clean(n) }) {
 				t.Fatalf("%q repeated; parseForm: %+v", repeated, terr)
 			}
 			return

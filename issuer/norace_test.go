@@ -1,5 +1,5 @@
 //go:build !race
 
-package limiter
+package issuer
 
 const raceEnabled = false
