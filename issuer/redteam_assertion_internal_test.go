@@ -20,6 +20,7 @@ import (
 
 	"github.com/idsauth/idsauth/internal/clientauth"
 	"github.com/idsauth/idsauth/internal/keys"
+	"github.com/idsauth/idsauth/limit"
 	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/scope"
 	"github.com/idsauth/idsauth/secret"
@@ -103,7 +104,7 @@ func TestRedTeamAssertionCostIsTheLargestKeyCount(t *testing.T) {
 		t.Fatal(err)
 	}
 	var eight, eightRSA []ClientKeyConfig
-	for range MaxClientKeys {
+	for range maxClientKeys {
 		eight = append(eight, ClientKeyConfig{Key: ecKey(t).Public()})
 		eightRSA = append(eightRSA, ClientKeyConfig{Key: rsaBig.Public()})
 	}
@@ -112,7 +113,7 @@ func TestRedTeamAssertionCostIsTheLargestKeyCount(t *testing.T) {
 	config := func(many bool) *Config {
 		c := &Config{Issuer: srv.URL + "/ids", EphemeralKey: true, Clients: []ClientConfig{
 			{ClientID: "one", PublicKeys: []ClientKeyConfig{{Key: one.Public()}}, Scopes: []string{scope.AdminWebAPI}},
-		}, Limits: Limits{FailedAttemptsPerAddress: 1000, FailedAttemptsPerClient: 1000}}
+		}, Limits: limit.Config{FailedAttemptsPerAddress: 1000, FailedAttemptsPerSubject: 1000}}
 		if many {
 			c.Clients = append(c.Clients,
 				ClientConfig{ClientID: "many", PublicKeys: eight, Scopes: []string{scope.AdminWebAPI}},
@@ -130,7 +131,7 @@ func TestRedTeamAssertionCostIsTheLargestKeyCount(t *testing.T) {
 		t.Helper()
 		before := checks.Load()
 		form := url.Values{"grant_type": {"client_credentials"}, "scope": {scope.AdminWebAPI},
-			"client_assertion_type": {ClientAssertionType}, "client_assertion": {assertion}}
+			"client_assertion_type": {assertionTypeJWT}, "client_assertion": {assertion}}
 		resp, err := http.Post(tokenURL, "application/x-www-form-urlencoded", strings.NewReader(form.Encode()))
 		if err != nil {
 			t.Fatal(err)
@@ -190,7 +191,7 @@ func TestRedTeamIntrospectorWithAKeyCostsTheIssuerThePad(t *testing.T) {
 	checks := countAssertionChecks(t)
 	apiKey := ecKey(t)
 	var eight []ClientKeyConfig
-	for range MaxClientKeys {
+	for range maxClientKeys {
 		eight = append(eight, ClientKeyConfig{Key: ecKey(t).Public()})
 	}
 	for _, c := range []struct {

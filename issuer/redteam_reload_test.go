@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/idsauth/idsauth/issuer"
 	"github.com/idsauth/idsauth/scope"
@@ -60,7 +61,7 @@ func TestRedTeamFailedReloadsChangeNothing(t *testing.T) {
 			c.Keys = append(c.Keys, issuer.KeyConfig{File: filepath.Join(dir, "nope.pem")})
 		}},
 		{"an unknown scope", func(c *issuer.Config) { c.Clients[0].Scopes = []string{"no_such_scope"} }},
-		{"a bad limit", func(c *issuer.Config) { c.Limits.FailureWindowSeconds = 86401 }},
+		{"a bad limit", func(c *issuer.Config) { c.Limits.FailureWindow = 86401 * time.Second }},
 		{"a client key file missing", func(c *issuer.Config) {
 			c.Clients = append(c.Clients, issuer.ClientConfig{ClientID: "filekey", PublicKeys: []issuer.ClientKeyConfig{{File: filepath.Join(dir, "nope.pub")}}, Scopes: []string{scope.AdminWebAPI}})
 		}},
@@ -68,7 +69,7 @@ func TestRedTeamFailedReloadsChangeNothing(t *testing.T) {
 	} {
 		cfg := testConfig(s.issuerURL())
 		cfg.EphemeralKey, cfg.Keys = false, []issuer.KeyConfig{{Key: newKey}}
-		cfg.Limits.LimiterMaxBytes = 64 << 10
+		cfg.Limits.MemoryBytes = 64 << 10
 		cfg.ClientAssertions.ReplayCacheBytes = 8 << 10
 		cfg.Clients = append(cfg.Clients, issuer.ClientConfig{ClientID: "newcomer", SecretHashes: []string{secret.HashSHA256("n").String()}, Scopes: []string{scope.AdminWebAPI}})
 		c.spoil(cfg)
@@ -89,7 +90,7 @@ func TestRedTeamFailedReloadsChangeNothing(t *testing.T) {
 	// snapshot sees each.
 	cfg := testConfig(s.issuerURL())
 	cfg.EphemeralKey, cfg.Keys = false, []issuer.KeyConfig{{Key: newKey}}
-	cfg.Limits.LimiterMaxBytes = 64 << 10
+	cfg.Limits.MemoryBytes = 64 << 10
 	cfg.ClientAssertions.ReplayCacheBytes = 8 << 10
 	if err := s.iss.Reload(cfg); err != nil {
 		t.Fatal(err)

@@ -107,7 +107,7 @@ func TestRedTeamIdentityServerProfileEndsRemovedClients(t *testing.T) {
 		{"a scope taken, reference", "ref-both", func(cc *issuer.ClientConfig) { cc.Scopes = []string{scope.ConnectWebAPI} }, scope.ConnectWebAPI},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			profile := func(cfg *issuer.Config) { withTwoScopeAPIs(cfg); cfg.Profile = issuer.ProfileIdentityServer }
+			profile := func(cfg *issuer.Config) { withTwoScopeAPIs(cfg); cfg.Profile = "identityserver" }
 			s := newServer(t, profile)
 			pass := map[string]string{"connect": connectSecret, "ref-both": refSecret}[c.client]
 			tok := tokenFor(t, s, c.client, pass, "scope", strings.Join(both, " "))
@@ -115,7 +115,7 @@ func TestRedTeamIdentityServerProfileEndsRemovedClients(t *testing.T) {
 				t.Fatalf("before: %s", a.raw)
 			}
 			reload(t, s, func(cfg *issuer.Config) {
-				cfg.Profile = issuer.ProfileIdentityServer
+				cfg.Profile = "identityserver"
 				i := slices.IndexFunc(cfg.Clients, func(cc issuer.ClientConfig) bool { return cc.ClientID == c.client })
 				if c.edit == nil {
 					cfg.Clients = slices.Delete(cfg.Clients, i, i+1)
@@ -310,7 +310,7 @@ func (g *gatedStore) Get(ctx context.Context, k tokenstore.Key, now time.Time) (
 // (iss.current() after the look-up), not the one of the request's start.
 func TestRedTeamIntrospectionInFlightAcrossAReload(t *testing.T) {
 	skipFinding(t, "F2: an introspection in flight across a reload answers by the configuration it started with")
-	g := &gatedStore{Memory: tokenstore.NewMemory(0), entered: make(chan struct{}), release: make(chan struct{})}
+	g := &gatedStore{Memory: &tokenstore.Memory{}, entered: make(chan struct{}), release: make(chan struct{})}
 	s := newServer(t, withTwoScopeAPIs, issuer.WithTokenStore(g))
 	tok := tokenFor(t, s, "ref-both", refSecret, "scope", scope.AdminWebAPI)
 	g.armed.Store(true)
