@@ -20,6 +20,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"golang.org/x/time/rate"
 
+	"github.com/idsauth/idsauth/internal/jws"
 	"github.com/idsauth/idsauth/observe"
 )
 
@@ -267,15 +268,11 @@ func usable(j jwkset.JWK, alg string) error {
 	switch a := string(m.ALG); {
 	case a == "" || a == alg:
 		return nil
-	case isEd25519(a) && isEd25519(alg):
+	case jws.SameAlgorithm(a, alg):
 		return otherEdDSAName(a)
 	}
 	return errAlgorithm
 }
-
-// isEd25519 reports the two names of EdDSA over Ed25519: the polymorphic
-// "EdDSA" of RFC 8037 and the fully-specified "Ed25519" of RFC 9864.
-func isEd25519(alg string) bool { return alg == "EdDSA" || alg == "Ed25519" }
 
 // KeysVersion changes each time a fetch brings a key set unlike the last.
 func (s *jwksSource) KeysVersion() uint64 { return s.store.version.Load() }

@@ -10,16 +10,6 @@ import (
 	"github.com/idsauth/idsauth/internal/jws"
 )
 
-// signingMethod returns the golang-jwt method that verifies alg, or nil.
-// "Ed25519" (RFC 9864) is EdDSA over an Ed25519 key, the only EdDSA
-// golang-jwt has.
-func signingMethod(alg string) jwt.SigningMethod {
-	if alg == "Ed25519" {
-		return jwt.SigningMethodEdDSA
-	}
-	return jwt.GetSigningMethod(alg)
-}
-
 // MaxKeysPerToken is the most signature checks one token costs: a token
 // for which the key source offers more keys than this (a token without
 // "kid" against a JWKS with several keys of its alg) is refused with

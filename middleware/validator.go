@@ -30,9 +30,7 @@ type TokenValidator interface {
 // key. Each call returns a new slice.
 //
 // [RFC 9864]: https://www.rfc-editor.org/rfc/rfc9864
-func DefaultAlgorithms() []string {
-	return []string{"ES256", "RS256", "PS256", "EdDSA", "Ed25519"}
-}
+func DefaultAlgorithms() []string { return slices.Clone(jws.Algorithms) }
 
 // DefaultMaxTokenSize is the longest token a Validator reads when
 // ValidatorConfig.MaxTokenSize is zero: 16 KiB, far above the 0.5 to 2 KiB
@@ -85,10 +83,10 @@ type ValidatorConfig struct {
 	// which only apply to a fetched JWKS: NewValidator refuses the mix.
 	Keys KeySource
 
-	// Algorithms are the accepted "alg" values. Empty means
-	// DefaultAlgorithms(). "none" and the HMAC algorithms are never accepted,
-	// even if listed: NewValidator refuses them. The list is matched
-	// exactly: "EdDSA" and "Ed25519" are listed apart.
+	// Algorithms are the accepted "alg" values, names of
+	// DefaultAlgorithms(), which is what empty means. NewValidator refuses
+	// any other name: "none", the HMAC algorithms and the rest. The list
+	// is matched exactly: "EdDSA" and "Ed25519" are listed apart.
 	Algorithms []string
 
 	// Leeway is the clock skew allowed on exp, nbf and iat. Zero means 30
@@ -243,7 +241,7 @@ func NewValidator(ctx context.Context, cfg ValidatorConfig) (_ *Validator, err e
 		if strings.EqualFold(a, "none") || strings.HasPrefix(strings.ToUpper(a), "HS") {
 			return nil, fmt.Errorf("middleware: algorithm %q is never allowed", a)
 		}
-		if signingMethod(a) == nil {
+		if jws.Method(a) == nil {
 			return nil, fmt.Errorf("middleware: unknown algorithm %q", a)
 		}
 		allowed[a] = true
@@ -437,7 +435,7 @@ func (v *Validator) validate(ctx context.Context, token string, now time.Time) (
 		// as many checks as the set holds.
 		return nil, nil, 0, ErrAmbiguousKey
 	}
-	if !v.verify(signingMethod(t.Alg), t.SigningInput, sig, keys) {
+	if !v.verify(jws.Method(t.Alg), t.SigningInput, sig, keys) {
 		return nil, nil, 0, ErrSignature
 	}
 	// Only now, with the signature good, are the claims but "iss" read.

@@ -205,6 +205,25 @@ func TestValidatorConfigRefusesUnsafeAlgorithms(t *testing.T) {
 	}
 }
 
+// TestValidatorConfigTakesTheAlgorithmTable: Algorithms names algorithms
+// of the one table (DefaultAlgorithms) and no other, though golang-jwt
+// knows RS512 and ES384.
+func TestValidatorConfigTakesTheAlgorithmTable(t *testing.T) {
+	k := jwktest.NewKey(t, "ES256")
+	jwks := jwktest.NewJWKS(t, k)
+	for _, alg := range []string{"RS512", "ES384", "PS512"} {
+		_, err := middleware.NewValidator(context.Background(), middleware.ValidatorConfig{Issuer: jwks.Issuer(), AnyAudience: true, Algorithms: []string{"ES256", alg}})
+		if err == nil || !strings.Contains(err.Error(), alg) {
+			t.Errorf("%s: %v", alg, err)
+		}
+	}
+	for _, alg := range middleware.DefaultAlgorithms() {
+		if _, err := middleware.NewValidator(context.Background(), middleware.ValidatorConfig{Issuer: jwks.Issuer(), AnyAudience: true, Algorithms: []string{alg}}); err != nil {
+			t.Errorf("%s: %v", alg, err)
+		}
+	}
+}
+
 func TestValidatorAlgorithmAllowList(t *testing.T) {
 	k := jwktest.NewKey(t, "RS256")
 	jwks := jwktest.NewJWKS(t, k)

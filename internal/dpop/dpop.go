@@ -17,20 +17,17 @@ import (
 	"strings"
 	"time"
 
-	"github.com/golang-jwt/jwt/v5"
-
 	"github.com/idsauth/idsauth/internal/jws"
 	"github.com/idsauth/idsauth/internal/keys"
 )
 
 // Algs are the proof algorithms accepted, by the names a proof's "alg"
-// may give them: asymmetric only, as RFC 9449 §4.2 requires, in the order
-// discovery lists them. "Ed25519" is RFC 9864's fully-specified name for
-// EdDSA over an Ed25519 key, the only EdDSA accepted. It is the one list:
-// Verify accepts these names and no other, and every list a server
-// advertises (discovery, resource metadata, a challenge's algs) is this
-// one.
-var Algs = []string{"ES256", "RS256", "PS256", "EdDSA", "Ed25519"}
+// may give them: the algorithm table's (jws.Algorithms), asymmetric only,
+// as RFC 9449 §4.2 requires, in the order discovery lists them. It is the
+// one list: Verify accepts these names and no other, and every list a
+// server advertises (discovery, resource metadata, a challenge's algs) is
+// this one. Callers must not modify it.
+var Algs = jws.Algorithms
 
 // MaxProofLength bounds a proof: longer ones are refused before they are
 // decoded. A proof with a 4096-bit RSA key is about 1.5 KiB.
@@ -107,26 +104,22 @@ func Verify(proof string, c Check) (*Proof, error) {
 	if typ, _, err := t.String("typ"); err != nil || typ != "dpop+jwt" {
 		return nil, ErrType
 	}
-	if !accepted(t.Alg) || t.Has("crit") {
+	if jws.Method(t.Alg) == nil || t.Has("crit") {
 		return nil, ErrAlgorithm
-	}
-	alg := t.Alg
-	if alg == "Ed25519" { // RFC 9864's name of what golang-jwt calls EdDSA
-		alg = "EdDSA"
 	}
 	rawJWK, ok := t.Header["jwk"]
 	if !ok {
 		return nil, ErrKey
 	}
 	pub, _, _, err := keys.ParsePublicJWK(rawJWK)
-	if err != nil || keys.FitPublic(alg, pub) != nil {
+	if err != nil || keys.FitPublic(t.Alg, pub) != nil {
 		return nil, ErrKey
 	}
-	sig, err := t.Signature()
-	if err != nil {
+	switch t.Verify(pub) {
+	case nil:
+	case jws.ErrMalformed:
 		return nil, ErrMalformed
-	}
-	if jwt.GetSigningMethod(alg).Verify(t.SigningInput, sig, pub) != nil {
+	default:
 		return nil, ErrSignature
 	}
 	payload, err := t.Payload()
@@ -166,15 +159,6 @@ func Verify(proof string, c Check) (*Proof, error) {
 		return nil, ErrKey
 	}
 	return &Proof{JKT: jkt, ID: *claims.JTI, Expires: iat.Add(c.Window + c.Leeway), Key: pub, IssuedAt: iat}, nil
-}
-
-func accepted(alg string) bool {
-	for _, a := range Algs {
-		if a == alg {
-			return true
-		}
-	}
-	return false
 }
 
 // Nonces make a server's DPoP nonces (RFC 9449 §8, §9) with no state:

@@ -14,14 +14,18 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+
+	"github.com/idsauth/idsauth/internal/jws"
 )
 
-// AssertionAlgs are the JWS algorithms a client may sign its assertions
-// with (private_key_jwt), in the order discovery lists them.
-var AssertionAlgs = []string{"ES256", "RS256", "PS256", "EdDSA"}
+// AssertionAlgs are the JWS algorithms a client's registration may name
+// for its assertions (private_key_jwt), in the order discovery lists
+// them: the algorithm table's, one name each (jws.KeyAlgorithms).
+var AssertionAlgs = jws.KeyAlgorithms
 
 // FitPublic checks that pub may verify alg: the key type fits the
 // algorithm, EC keys are on P-256 and RSA keys have at least MinRSABits.
+// An Ed25519 key fits either name of EdDSA (jws.SameAlgorithm).
 func FitPublic(alg string, pub crypto.PublicKey) error {
 	switch p := pub.(type) {
 	case *ecdsa.PublicKey:
@@ -39,7 +43,7 @@ func FitPublic(alg string, pub crypto.PublicKey) error {
 			return fmt.Errorf("RSA key of %d bits: at most %d (a larger one costs every failed attempt, anyone's, its check)", p.N.BitLen(), MaxRSABits)
 		}
 	case ed25519.PublicKey:
-		if alg != "EdDSA" {
+		if !jws.SameAlgorithm(alg, "EdDSA") {
 			return fmt.Errorf("an Ed25519 key does not fit alg %q", alg)
 		}
 	default:
