@@ -66,7 +66,7 @@ func TestCacheEntryMemory(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		claims, err := v.claims(from, raw, p64, now)
+		claims, err := v.claims(from, raw, p64, "", now)
 		if err != nil {
 			t.Fatal(err)
 		}

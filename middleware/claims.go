@@ -4,12 +4,11 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/idsauth/idsauth/internal/jws"
 	"github.com/idsauth/idsauth/scope"
 )
 
@@ -64,21 +63,14 @@ func (c *Claims) Raw() (map[string]any, error) {
 	return m, c.Decode(&m)
 }
 
-// The range of a NumericDate this package reads: years 1 to 9999, as in
-// RFC 3339. Wider values are refused rather than overflow time.Time or
-// int64 arithmetic (1e19 and 1e300 are valid JSON numbers).
-const (
-	minNumericDate = -62135596800 // 0001-01-01T00:00:00Z
-	maxNumericDate = 253402300799 // 9999-12-31T23:59:59Z
-)
-
 // NewClaims reads an access token's claim set, the JSON of its payload,
 // into a Claims whose Decode and Raw work: for a TokenValidator of your
 // own, after it has verified the token. It checks what Validate checks
 // of the claims' form (each registered claim of its JSON type, names
-// matched exactly ([RFC 7519] §4), the scope claim ("scope", or "scp"
-// without it) as scope.ParseClaim reads it) and nothing else: no time, issuer, audience or "cnf". It
-// fails with ErrMalformed, ErrScopeName or ErrScopeClaim.
+// matched exactly ([RFC 7519] §4), no name twice, the scope claim
+// ("scope", or "scp" without it) as scope.ParseClaim reads it) and
+// nothing else: no time, issuer, audience or "cnf". It fails with
+// ErrMalformed, ErrScopeName or ErrScopeClaim.
 //
 // [RFC 7519]: https://www.rfc-editor.org/rfc/rfc7519
 func NewClaims(payload []byte) (*Claims, error) {
@@ -86,7 +78,7 @@ func NewClaims(payload []byte) (*Claims, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, f, err := parseClaims(raw, base64.RawURLEncoding.EncodeToString(payload))
+	c, f, err := parseClaims(raw, base64.RawURLEncoding.EncodeToString(payload), "")
 	if err != nil {
 		return nil, err
 	}
@@ -98,85 +90,83 @@ func NewClaims(payload []byte) (*Claims, error) {
 
 // claimFacts is what parseClaims finds beside the Claims.
 type claimFacts struct {
-	exp, nbf, iat *time.Time      // nil when absent
-	cnf           bool            // a "cnf" claim is present
+	exp, nbf, iat bool            // present
 	scope         json.RawMessage // the scope claim (scopeClaim), read last
 }
 
-// claimSet is a token's payload split into its claims, each the JSON of
-// its value, by its exact name. It is a map, not a struct, since
-// encoding/json matches struct fields without regard to case and "EXP"
-// would pass for "exp" (RFC 7519 §4: names are case-sensitive); of
-// duplicate names, the last wins.
-type claimSet map[string]json.RawMessage
-
-// readClaimSet splits a payload into its claims, or fails with
-// ErrMalformed when it is not a JSON object. It runs before the signature
-// is checked, to find the issuer, on at most MaxTokenSize bytes; it
-// decodes no claim's value.
-func readClaimSet(payload []byte) (claimSet, error) {
-	var raw claimSet
-	if err := json.Unmarshal(payload, &raw); err != nil || raw == nil { // nil: the payload was null
-		return nil, ErrMalformed
+// readClaimSet splits a payload into its claims by the rules of the one
+// reader (jws.ReadClaims: names matched exactly, a name given twice
+// refused, null absent), or fails with ErrMalformed. It runs before the
+// signature is checked, to find the issuer, on at most MaxTokenSize
+// bytes; it decodes no claim's value.
+func readClaimSet(payload []byte) (jws.Claims, error) {
+	raw, err := jws.ReadClaims(payload)
+	if err != nil {
+		return jws.Claims{}, ErrMalformed
 	}
 	return raw, nil
 }
 
 // parseClaims reads a claim set into a Claims, all but its Scopes.
-// payload64 is its base64url form, kept for Claims.Decode. Every
-// registered claim this package reads must have its JSON type; JSON null
-// counts as absent.
-func parseClaims(raw claimSet, payload64 string) (*Claims, claimFacts, error) {
-	var t claimFacts
-	t.scope = scopeClaim(raw)
-	c := &Claims{payload: payload64}
-	for name, val := range raw {
-		var err error
-		switch name {
-		case "iss":
-			err = jsonString(val, &c.Issuer)
-		case "sub":
-			err = jsonString(val, &c.Subject)
-		case "client_id":
-			err = jsonString(val, &c.ClientID)
-		case "jti":
-			err = jsonString(val, &c.ID)
-		case "aud":
-			c.Audience, err = audience(val)
-		case "exp":
-			t.exp, err = numericDate(val, &c.ExpiresAt)
-		case "nbf":
-			t.nbf, err = numericDate(val, &c.NotBefore)
-		case "iat":
-			t.iat, err = numericDate(val, &c.IssuedAt)
-		case "cnf":
-			t.cnf = !isNull(val)
-			c.bound = t.cnf
-			var cnf struct {
-				JKT *string `json:"jkt"`
-			}
-			if t.cnf && (json.Unmarshal(val, &cnf) != nil || (cnf.JKT != nil && *cnf.JKT == "")) {
-				err = ErrMalformed
-			} else if cnf.JKT != nil {
-				c.JKT = *cnf.JKT
-			}
-		default:
-			// A client claim that is not a string or an array of strings
-			// is not one of IdentityServer's: left in Raw, not refused.
-			if name, ok := strings.CutPrefix(name, "client_"); ok && name != "" {
-				if vs, verr := stringOrStrings(val); verr == nil && vs != nil {
-					if c.ClientClaims == nil {
-						c.ClientClaims = map[string][]string{}
-					}
-					c.ClientClaims[name] = vs
-				}
-			}
-		}
-		if err != nil {
-			return nil, t, ErrMalformed
+// payload64 is its base64url form, kept for Claims.Decode; issuer is the
+// Issuer of a set without "iss" (an introspection answer may leave it
+// out). Every registered claim this package reads must have its JSON
+// type.
+func parseClaims(raw jws.Claims, payload64, issuer string) (*Claims, claimFacts, error) {
+	var f claimFacts
+	c := &Claims{payload: payload64, Issuer: issuer}
+	var err error
+	for _, s := range [...]struct {
+		name string
+		dst  *string
+	}{{"iss", &c.Issuer}, {"sub", &c.Subject}, {"client_id", &c.ClientID}, {"jti", &c.ID}} {
+		if v, ok, serr := raw.String(s.name); serr != nil {
+			return nil, f, ErrMalformed
+		} else if ok {
+			*s.dst = v
 		}
 	}
-	return c, t, nil
+	if c.Audience, _, err = raw.Strings("aud"); err != nil {
+		return nil, f, ErrMalformed
+	}
+	for _, d := range [...]struct {
+		name    string
+		dst     *time.Time
+		present *bool
+	}{{"exp", &c.ExpiresAt, &f.exp}, {"nbf", &c.NotBefore, &f.nbf}, {"iat", &c.IssuedAt, &f.iat}} {
+		if *d.dst, *d.present, err = raw.Time(d.name); err != nil {
+			return nil, f, ErrMalformed
+		}
+	}
+	if cnf, ok := raw.Raw("cnf"); ok {
+		// An object whose "jkt", when present, is a string that is not
+		// empty; its members are named exactly, as the claims are.
+		c.bound = true
+		m, err := jws.ReadClaims(cnf)
+		if err != nil {
+			return nil, f, ErrMalformed
+		}
+		jkt, present, err := m.String("jkt")
+		if err != nil || (present && jkt == "") {
+			return nil, f, ErrMalformed
+		}
+		c.JKT = jkt
+	}
+	// A client claim that is not a string or an array of strings is not
+	// one of IdentityServer's: left in Raw, not refused.
+	_ = raw.Each(func(name string, val json.RawMessage) error {
+		if name, ok := strings.CutPrefix(name, "client_"); ok && name != "" && name != "id" {
+			if vs, verr := jws.StringOrStrings(val); verr == nil && vs != nil {
+				if c.ClientClaims == nil {
+					c.ClientClaims = map[string][]string{}
+				}
+				c.ClientClaims[name] = vs
+			}
+		}
+		return nil
+	})
+	f.scope = scopeClaim(raw)
+	return c, f, nil
 }
 
 // scopeClaim returns the raw value of the claim that holds the scopes:
@@ -184,20 +174,20 @@ func parseClaims(raw claimSet, payload64 string) (*Claims, claimFacts, error) {
 // Hydra and Okta put an array and Microsoft Entra ID a space-delimited
 // string, as Spring Security's resource server reads them. "scp" is never
 // read beside a "scope", so no token has two scope sets.
-func scopeClaim(raw claimSet) json.RawMessage {
-	if v, ok := raw["scope"]; ok && !isNull(v) {
+func scopeClaim(raw jws.Claims) json.RawMessage {
+	if v, ok := raw.Raw("scope"); ok {
 		return v
 	}
-	return raw["scp"]
+	v, _ := raw.Raw("scp")
+	return v
 }
 
 // issuerClaim reads the "iss" of a claim set whose signature is not
 // checked yet, so that the issuer whose keys check it can be chosen. It
-// decodes that claim alone, as parseClaims does (null is absent), so the
-// two never disagree.
-func issuerClaim(raw claimSet) (string, error) {
-	var iss string
-	if val, ok := raw["iss"]; ok && jsonString(val, &iss) != nil {
+// reads it as parseClaims does, so the two never disagree.
+func issuerClaim(raw jws.Claims) (string, error) {
+	iss, _, err := raw.String("iss")
+	if err != nil {
 		return "", ErrMalformed
 	}
 	return iss, nil
@@ -210,19 +200,19 @@ func issuerClaim(raw claimSet) (string, error) {
 // the claims. The "iss"
 // was checked when from was chosen by it; it is compared again so that
 // this function alone says every claim is right.
-func (v *Validator) claims(from *trustedIssuer, raw claimSet, payload64 string, now time.Time) (*Claims, error) {
-	c, t, err := parseClaims(raw, payload64)
+func (v *Validator) claims(from *trustedIssuer, raw jws.Claims, payload64, issuer string, now time.Time) (*Claims, error) {
+	c, t, err := parseClaims(raw, payload64, issuer)
 	switch {
 	case err != nil:
 		return nil, err
-	case t.exp == nil:
+	case !t.exp:
 		return nil, ErrMissingClaim
-	case !now.Before(t.exp.Add(v.leeway)):
-		return nil, &ValidationError{Reason: ErrExpired, Expiry: *t.exp, Now: now}
-	case t.nbf != nil && now.Add(v.leeway).Before(*t.nbf):
-		return nil, &ValidationError{Reason: ErrNotYetValid, NotBefore: *t.nbf, Now: now}
-	case t.iat != nil && now.Add(v.leeway).Before(*t.iat):
-		return nil, &ValidationError{Reason: ErrIssuedInFuture, IssuedAt: *t.iat, Now: now}
+	case !now.Before(c.ExpiresAt.Add(v.leeway)):
+		return nil, &ValidationError{Reason: ErrExpired, Expiry: c.ExpiresAt, Now: now}
+	case t.nbf && now.Add(v.leeway).Before(c.NotBefore):
+		return nil, &ValidationError{Reason: ErrNotYetValid, NotBefore: c.NotBefore, Now: now}
+	case t.iat && now.Add(v.leeway).Before(c.IssuedAt):
+		return nil, &ValidationError{Reason: ErrIssuedInFuture, IssuedAt: c.IssuedAt, Now: now}
 	case c.Issuer != from.issuer:
 		// Unreachable while the issuer is chosen by "iss"; kept as a
 		// guard. An untrusted "iss" is never reported: it never verified.
@@ -255,57 +245,3 @@ type dpopKey struct{}
 func withDPoP(ctx context.Context) context.Context { return context.WithValue(ctx, dpopKey{}, true) }
 
 func presentedWithDPoP(ctx context.Context) bool { b, _ := ctx.Value(dpopKey{}).(bool); return b }
-
-func isNull(val json.RawMessage) bool { return string(val) == "null" }
-
-// jsonString reads a JSON string (or null) into dst.
-func jsonString(val json.RawMessage, dst *string) error {
-	if isNull(val) {
-		return nil
-	}
-	if len(val) == 0 || val[0] != '"' {
-		return ErrMalformed
-	}
-	return json.Unmarshal(val, dst)
-}
-
-// stringOrStrings reads a claim that is a string or an array of strings,
-// as IdentityServer writes a client claim given once or several times;
-// null is absent.
-func stringOrStrings(val json.RawMessage) ([]string, error) { return audience(val) }
-
-// audience reads "aud": one string or an array of strings (RFC 7519 §4.1.3).
-func audience(val json.RawMessage) ([]string, error) {
-	switch {
-	case isNull(val):
-		return nil, nil
-	case len(val) > 0 && val[0] == '"':
-		var s string
-		err := json.Unmarshal(val, &s)
-		return []string{s}, err
-	case len(val) > 0 && val[0] == '[':
-		var list []string
-		err := json.Unmarshal(val, &list)
-		return list, err
-	}
-	return nil, ErrMalformed
-}
-
-// numericDate reads a NumericDate (RFC 7519 §2): a JSON number of seconds,
-// fractions allowed, within years 1 to 9999. It returns nil for null.
-func numericDate(val json.RawMessage, dst *time.Time) (*time.Time, error) {
-	if isNull(val) {
-		return nil, nil
-	}
-	// The document is valid JSON, so a value starting so is a number.
-	if len(val) == 0 || (val[0] != '-' && (val[0] < '0' || val[0] > '9')) {
-		return nil, ErrMalformed
-	}
-	f, err := strconv.ParseFloat(string(val), 64)
-	if err != nil || math.IsNaN(f) || f < minNumericDate || f > maxNumericDate {
-		return nil, ErrMalformed
-	}
-	sec, frac := math.Modf(f)
-	*dst = time.Unix(int64(sec), int64(frac*1e9))
-	return dst, nil
-}

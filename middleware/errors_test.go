@@ -115,9 +115,16 @@ func TestNewClaims(t *testing.T) {
 		`{"scope":"a\u00a0b"}`:   middleware.ErrScopeName,
 		`{"aud":["a",1]}`:        middleware.ErrMalformed,
 		`{"iss":"x","EXP":true}`: nil,
+		`{"iss":"x","iss":"y"}`:  middleware.ErrMalformed,
 	} {
 		if _, err := middleware.NewClaims([]byte(payload)); !errors.Is(err, want) || (want == nil) != (err == nil) {
 			t.Errorf("%s: err = %v, want %v", payload, err, want)
 		}
+	}
+	// The members of cnf are named exactly too: "JKT" binds the token to
+	// no DPoP key, so that it passes neither as Bearer nor with a proof.
+	c, err = middleware.NewClaims([]byte(`{"iss":"x","cnf":{"JKT":"0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I"}}`))
+	if err != nil || c.JKT != "" {
+		t.Errorf("cnf.JKT read as jkt: %q %v", c.JKT, err)
 	}
 }

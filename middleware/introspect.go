@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/idsauth/idsauth/internal/clientauth"
+	"github.com/idsauth/idsauth/internal/jws"
 	"github.com/idsauth/idsauth/observe"
 )
 
@@ -352,13 +352,14 @@ func (in *Introspector) call(ctx context.Context, token string) (*Claims, error)
 		in.log(ctx, "the call failed", err)
 		return nil, ErrIntrospectionUnavailable
 	}
-	var raw claimSet
-	if err := json.Unmarshal(answer, &raw); err != nil || raw == nil {
-		in.log(ctx, "the answer is not a JSON object", err)
+	raw, err := jws.ReadClaims(answer)
+	if err != nil {
+		in.log(ctx, "the answer is not a JSON object, or names a member twice", err)
 		return nil, ErrIntrospectionUnavailable
 	}
-	var active bool
-	if a, ok := raw["active"]; !ok || json.Unmarshal(a, &active) != nil {
+	a, _ := raw.Raw("active")
+	active := string(a) == "true"
+	if !active && string(a) != "false" {
 		in.log(ctx, `the answer has no boolean "active"`, nil)
 		return nil, ErrIntrospectionUnavailable
 	}
@@ -374,10 +375,8 @@ func (in *Introspector) call(ctx context.Context, token string) (*Claims, error)
 	if !describesAccessToken(raw) {
 		return nil, ErrType // a refresh token, say; not cached: a retry costs a call, as an unknown token's first does
 	}
-	if _, ok := raw["iss"]; !ok {
-		raw["iss"], _ = json.Marshal(in.from.issuer) // RFC 7662 makes it optional: the one asked
-	}
-	c, err := in.rules.claims(in.from, raw, base64.RawURLEncoding.EncodeToString(answer), now)
+	// RFC 7662 makes "iss" optional: without it, the issuer asked.
+	c, err := in.rules.claims(in.from, raw, base64.RawURLEncoding.EncodeToString(answer), in.from.issuer, now)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,10 @@
 package middleware
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/idsauth/idsauth/internal/jws"
+)
 
 // An introspection endpoint answers about any token its server issued,
 // refresh tokens included, often whatever token_type_hint says: ORY
@@ -37,15 +41,14 @@ var notAccessTokens = map[string][]string{
 // describesAccessToken reports whether an active introspection answer
 // raw may be about an access token: none of its members says it is
 // about another kind of token.
-func describesAccessToken(raw claimSet) bool {
+func describesAccessToken(raw jws.Claims) bool {
 	for member, others := range notAccessTokens {
-		val, ok := raw[member]
-		if !ok || isNull(val) {
-			continue
-		}
-		var kind string
-		if jsonString(val, &kind) != nil {
+		kind, ok, err := raw.String(member)
+		switch {
+		case err != nil:
 			return false
+		case !ok:
+			continue
 		}
 		if others == nil { // token_use: it names the kind outright
 			if kind != "access_token" {

@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -314,6 +315,28 @@ func TestIntrospectorEndpointFailures(t *testing.T) {
 			}
 			if !strings.Contains(logs.String(), "token introspection") || strings.Contains(logs.String(), tok) {
 				t.Fatalf("log: %s", logs.String())
+			}
+		})
+	}
+	// Answers read by the one claims reader: a member named twice, or an
+	// "active" that is null, is no introspection answer, however good the
+	// rest.
+	for name, answer := range map[string]string{
+		"a member named twice": `{"active":true,"iss":%q,"aud":%q,"exp":%d,"scope":"pd_ConnectWebApi","scope":"pd_AdminWebApi"}`,
+		"active twice":         `{"active":false,"iss":%q,"aud":%q,"exp":%d,"scope":"pd_AdminWebApi","active":true}`,
+		"active null":          `{"active":null,"iss":%q,"aud":%q,"exp":%d,"scope":"pd_AdminWebApi"}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			ri := newRefIssuer(t)
+			in := ri.introspector(t, nil)
+			tok := ri.token(t, "ref", refClientSecret, scope.AdminWebAPI)
+			ri.mu.Lock()
+			ri.front = func(w http.ResponseWriter, r *http.Request) {
+				fmt.Fprintf(w, answer, ri.issuerURL(), ri.issuerURL()+"/resources", time.Now().Add(time.Hour).Unix())
+			}
+			ri.mu.Unlock()
+			if _, err := in.Validate(context.Background(), tok); !errors.Is(err, middleware.ErrIntrospectionUnavailable) {
+				t.Fatalf("err = %v", err)
 			}
 		})
 	}

@@ -78,6 +78,13 @@ func TestValidatorStrictClaims(t *testing.T) {
 		{"cnf with jkt", `{` + head + `,"exp":` + n(now+3600) + `,"cnf":{"jkt":"0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I"}}`, middleware.ErrBoundToken},
 		{"cnf with x5t#S256", `{` + head + `,"exp":` + n(now+3600) + `,"cnf":{"x5t#S256":"bwcK0esc3ACC3DB2Y5_lESsXE8o9ltc05O89jdN-dg2"}}`, middleware.ErrBoundToken},
 		{"CNF is just a claim", `{` + head + `,"exp":` + n(now+3600) + `,"CNF":{"jkt":"x"}}`, nil},
+		// A member named twice makes the set malformed: the first and the
+		// last would each be some reader's claim (RFC 7519 §4).
+		{"exp twice, the last past", `{` + head + `,"exp":` + n(now+3600) + `,"exp":` + n(now-3600) + `}`, middleware.ErrMalformed},
+		{"exp twice, the last future", `{` + head + `,"exp":` + n(now-3600) + `,"exp":` + n(now+3600) + `}`, middleware.ErrMalformed},
+		{"scope twice", `{` + head + `,"exp":` + n(now+3600) + `,"scope":"pd_ConnectWebApi"}`, middleware.ErrMalformed},
+		{"aud twice, one escaped", `{` + head + `,"exp":` + n(now+3600) + `,"\u0061ud":"other"}`, middleware.ErrMalformed},
+		{"jkt twice in cnf", `{` + head + `,"exp":` + n(now+3600) + `,"cnf":{"jkt":"a","jkt":"b"}}`, middleware.ErrMalformed},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

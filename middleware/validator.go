@@ -439,7 +439,7 @@ func (v *Validator) validate(ctx context.Context, token string, now time.Time) (
 		return nil, nil, 0, ErrSignature
 	}
 	// Only now, with the signature good, are the claims but "iss" read.
-	c, err := v.claims(ti, raw, t.Payload64, now)
+	c, err := v.claims(ti, raw, t.Payload64, "", now)
 	return c, ti, version, err
 }
 
@@ -447,7 +447,7 @@ func (v *Validator) validate(ctx context.Context, token string, now time.Time) (
 // with the claim set raw: the one whose Issuer is its "iss", exactly. The
 // "iss" has not been verified, so a refusal reports no fact: it is an
 // attacker's word as much as an issuer's.
-func (v *Validator) chooseIssuer(raw claimSet) (*trustedIssuer, error) {
+func (v *Validator) chooseIssuer(raw jws.Claims) (*trustedIssuer, error) {
 	iss, err := issuerClaim(raw)
 	if err != nil {
 		return nil, err
