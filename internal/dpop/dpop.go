@@ -11,7 +11,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"net/url"
 	"strings"
@@ -126,39 +125,71 @@ func Verify(proof string, c Check) (*Proof, error) {
 	if err != nil {
 		return nil, ErrMalformed
 	}
-	var claims struct {
-		JTI   *string  `json:"jti"`
-		HTM   *string  `json:"htm"`
-		HTU   *string  `json:"htu"`
-		IAT   *float64 `json:"iat"`
-		ATH   *string  `json:"ath"`
-		Nonce *string  `json:"nonce"`
+	claims, err := readClaims(payload)
+	if err != nil {
+		return nil, err
 	}
-	if json.Unmarshal(payload, &claims) != nil || claims.JTI == nil || claims.HTM == nil || claims.HTU == nil || claims.IAT == nil ||
-		*claims.JTI == "" || len(*claims.JTI) > maxJTILength {
-		return nil, ErrClaims
-	}
-	if *claims.HTM != c.Method {
+	if claims.htm != c.Method {
 		return nil, ErrMethod
 	}
-	if got, err := NormalizeURL(*claims.HTU); err != nil || got != mustNormalize(c.URL) {
+	if got, err := NormalizeURL(claims.htu); err != nil || got != mustNormalize(c.URL) {
 		return nil, ErrURL
 	}
-	iat := time.Unix(int64(*claims.IAT), 0)
-	if *claims.IAT < 0 || *claims.IAT > 1e11 || iat.Before(c.Now.Add(-c.Window)) || iat.After(c.Now.Add(c.Leeway)) {
+	if claims.iat.Before(c.Now.Add(-c.Window)) || claims.iat.After(c.Now.Add(c.Leeway)) {
 		return nil, ErrIssuedAt
 	}
-	if c.AccessToken != "" && (claims.ATH == nil || *claims.ATH != TokenHash(c.AccessToken)) {
+	if c.AccessToken != "" && (!claims.hasATH || claims.ath != TokenHash(c.AccessToken)) {
 		return nil, ErrHash
 	}
-	if c.Nonces != nil && (claims.Nonce == nil || !c.Nonces.accepts(*claims.Nonce, c.Now)) {
+	if c.Nonces != nil && (!claims.hasNonce || !c.Nonces.accepts(claims.nonce, c.Now)) {
 		return nil, ErrNonce
 	}
 	jkt, err := keys.Thumbprint(pub)
 	if err != nil {
 		return nil, ErrKey
 	}
-	return &Proof{JKT: jkt, ID: *claims.JTI, Expires: iat.Add(c.Window + c.Leeway), Key: pub, IssuedAt: iat}, nil
+	return &Proof{JKT: jkt, ID: claims.jti, Expires: claims.iat.Add(c.Window + c.Leeway), Key: pub, IssuedAt: claims.iat}, nil
+}
+
+// proofClaims are the claims of a proof that Verify reads.
+type proofClaims struct {
+	jti, htm, htu    string
+	iat              time.Time
+	ath, nonce       string
+	hasATH, hasNonce bool
+}
+
+// readClaims reads a proof's claims with the one claims reader
+// (jws.ReadClaims): names matched exactly ("HTM" is not "htm"), a name
+// given twice refuses the proof, null is absent. jti, htm, htu and iat
+// are required; a jti, htm, htu, ath or nonce that is not a string, an
+// iat that is not a number, or a payload that is no such object fails
+// with ErrClaims, and an iat out of the years 1 to 9999 with ErrIssuedAt.
+func readClaims(payload []byte) (proofClaims, error) {
+	var p proofClaims
+	m, err := jws.ReadClaims(payload)
+	if err != nil {
+		return p, ErrClaims
+	}
+	var ok [3]bool
+	var errs [5]error
+	p.jti, ok[0], errs[0] = m.String("jti")
+	p.htm, ok[1], errs[1] = m.String("htm")
+	p.htu, ok[2], errs[2] = m.String("htu")
+	p.ath, p.hasATH, errs[3] = m.String("ath")
+	p.nonce, p.hasNonce, errs[4] = m.String("nonce")
+	iat, hasIAT := m.Raw("iat")
+	if !ok[0] || !ok[1] || !ok[2] || !hasIAT || p.jti == "" || len(p.jti) > maxJTILength ||
+		errs[0] != nil || errs[1] != nil || errs[2] != nil || errs[3] != nil || errs[4] != nil {
+		return p, ErrClaims
+	}
+	if c := iat[0]; c != '-' && (c < '0' || c > '9') {
+		return p, ErrClaims // not a number
+	}
+	if p.iat, err = jws.NumericDate(iat); err != nil {
+		return p, ErrIssuedAt
+	}
+	return p, nil
 }
 
 // Nonces make a server's DPoP nonces (RFC 9449 §8, §9) with no state:
