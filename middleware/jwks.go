@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -24,36 +23,20 @@ import (
 	"github.com/idsauth/idsauth/observe"
 )
 
-// jwksSource is the VersionedKeySource of a Validator that fetches a
-// JWKS. keyfunc selects the keys: it reads the token's kid and alg (the
-// header the validator has already checked), finds the JWK named by kid
-// through the storage (which fetches the set again on an unknown kid, as
-// the limit allows), or every JWK without a kid, checks the JWK's "alg"
-// and "use", and hands back the public key. The storage keeps to keyfunc
-// only the JWKs that may verify a token of that alg (usable).
+// jwksSource is the VersionedKeySource of a fetched JWKS. jwkset fetches
+// the set and refreshes it into store, which indexes each new set once
+// (keySet); a token's keys are read from that index by its kid, or for a
+// token without kid by its alg, with one usability check (usable). A kid
+// the index lacks fetches the set again, as the unknown-kid limit allows:
+// a token that finds it spent fails at once, it never waits.
 type jwksSource struct {
-	kf    keyfunc.Keyfunc
 	store *versionedStorage
-
-	// kidless holds, for the key set of one version, what a token without
-	// kid gets for each alg, so that such a token, which anyone can
-	// forge, costs no walk through the set: only the first lookup per alg
-	// after each change walks it.
-	kidless   atomic.Pointer[kidlessKeys]
-	kidlessMu sync.Mutex // serializes the walks
-}
-
-// kidlessKeys is what a token without kid gets, by alg, from the key set
-// of one version: at most MaxKeysPerToken+1 keys (enough to tell that
-// there are too many), or the error.
-type kidlessKeys struct {
-	version uint64
-	byAlg   map[string]kidlessAnswer
-}
-
-type kidlessAnswer struct {
-	keys []crypto.PublicKey
-	err  error
+	// remote reads store through jwkset's HTTP client: reading a kid
+	// store lacks from it fetches the set again (its own limit is off:
+	// unknownKID is the limit).
+	remote     jwkset.Storage
+	unknownKID *rate.Limiter
+	kf         keyfunc.Keyfunc // for golang-jwt's parser (keyfunc)
 }
 
 func newJWKSSource(ctx context.Context, client *http.Client, jwksURL string, cfg ValidatorConfig) (*jwksSource, error) {
@@ -61,19 +44,22 @@ func newJWKSSource(ctx context.Context, client *http.Client, jwksURL string, cfg
 	if refresh <= 0 {
 		refresh = 5 * time.Minute
 	}
-	unknownKID := cfg.RefreshUnknownKID
-	if unknownKID == nil {
-		unknownKID = rate.NewLimiter(rate.Every(30*time.Second), 1)
+	s := &jwksSource{
+		store:      &versionedStorage{Storage: jwkset.NewMemoryStorage(), observer: cfg.Observer},
+		unknownKID: cfg.RefreshUnknownKID,
+	}
+	s.store.set.Store(newKeySet(0, nil)) // until the first fetch
+	if s.unknownKID == nil {
+		s.unknownKID = rate.NewLimiter(rate.Every(30*time.Second), 1)
 	}
 	logger := cfg.Logger
-	store := &versionedStorage{Storage: jwkset.NewMemoryStorage(), observer: cfg.Observer}
-	remote, err := jwkset.NewStorageFromHTTP(jwksURL, jwkset.HTTPClientStorageOptions{
+	fetched, err := jwkset.NewStorageFromHTTP(jwksURL, jwkset.HTTPClientStorageOptions{
 		Client:                    client,
 		Ctx:                       ctx,
 		HTTPTimeout:               cfg.fetchTimeout(), // the client's Timeout bounds it too
 		NoErrorReturnFirstHTTPReq: true,
 		RefreshInterval:           refresh,
-		Storage:                   store,
+		Storage:                   s.store,
 		RefreshErrorHandler: func(ctx context.Context, err error) {
 			send(ctx, cfg.Observer, observe.Event{Kind: observe.KeysFetchFailed, Reason: fetchFailure(err)})
 			if logger != nil {
@@ -85,162 +71,99 @@ func newJWKSSource(ctx context.Context, client *http.Client, jwksURL string, cfg
 	if err != nil {
 		return nil, fmt.Errorf("middleware: JWKS %s: %w", jwksURL, err)
 	}
-	remotes, err := jwkset.NewHTTPClient(jwkset.HTTPClientOptions{
-		HTTPURLs: map[string]jwkset.Storage{jwksURL: remote},
-		// The limit is ours (unknownKIDStorage); jwkset's own waits,
-		// and its wait bound also bounds the fetch that follows.
+	s.remote, err = jwkset.NewHTTPClient(jwkset.HTTPClientOptions{
+		HTTPURLs: map[string]jwkset.Storage{jwksURL: fetched},
+		// Its wait bound also bounds the fetch that follows.
 		RateLimitWaitMax:  cfg.fetchTimeout(),
 		RefreshUnknownKID: rate.NewLimiter(rate.Inf, 1),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("middleware: JWKS %s: %w", jwksURL, err)
 	}
-	kf, err := keyfunc.New(keyfunc.Options{
-		Ctx:          ctx,
-		Storage:      verifyingKeys{&unknownKIDStorage{Storage: remotes, local: store, limit: unknownKID}},
-		UseWhitelist: []jwkset.USE{jwkset.UseSig, ""},
-	})
+	s.kf, err = keyfunc.New(keyfunc.Options{Ctx: ctx, Storage: limitedStorage{s.store, s}})
 	if err != nil {
 		return nil, fmt.Errorf("middleware: JWKS %s: %w", jwksURL, err)
 	}
-	return &jwksSource{kf: kf, store: store}, nil
-}
-
-// unknownKIDStorage reads keys from the local copy of the JWKS, and asks
-// the remote one (which fetches it again) only while the unknown-kid
-// limit allows. A token that finds the limit spent fails at once instead
-// of waiting for it.
-type unknownKIDStorage struct {
-	jwkset.Storage
-	local *versionedStorage
-	limit *rate.Limiter
-}
-
-func (s *unknownKIDStorage) KeyRead(ctx context.Context, kid string) (jwkset.JWK, error) {
-	jwk, err := s.local.KeyRead(ctx, kid)
-	if err == nil || !errors.Is(err, jwkset.ErrKeyNotFound) || !s.limit.Allow() {
-		return jwk, err
-	}
-	return s.Storage.KeyRead(ctx, kid)
+	return s, nil
 }
 
 // VerificationKeys returns the keys of the JWKS that may verify a token
 // with this kid and alg: the JWK named by kid, or, without a kid, every
-// JWK that fits. A JWK fits when its "use" is absent or "sig", its
-// "key_ops" (if any) include "verify", and its "alg" (if any) is the
-// token's, "EdDSA" and "Ed25519" being one. A kid not in the local copy
-// fetches the JWKS again, as the unknown-kid limit allows.
+// JWK that fits (see usable). A kid the set lacks fetches it again, as
+// the unknown-kid limit allows.
 func (s *jwksSource) VerificationKeys(ctx context.Context, kid, alg string) ([]crypto.PublicKey, error) {
+	set := s.store.set.Load()
 	if kid == "" {
-		return s.withoutKID(ctx, alg)
-	}
-	return s.lookup(ctx, kid, alg)
-}
-
-// withoutKID is lookup for a token without kid, answered from kidless
-// while the key set has not changed.
-func (s *jwksSource) withoutKID(ctx context.Context, alg string) ([]crypto.PublicKey, error) {
-	version := s.store.version.Load() // before the keys: a change after it makes the answer stale
-	if m := s.kidless.Load(); m != nil && m.version == version {
-		if a, ok := m.byAlg[alg]; ok {
-			return a.keys, a.err
-		}
-	}
-	s.kidlessMu.Lock()
-	defer s.kidlessMu.Unlock()
-	m := s.kidless.Load()
-	if m == nil || m.version != version {
-		m = &kidlessKeys{version: version}
-	} else if a, ok := m.byAlg[alg]; ok {
+		a := set.withoutKID[alg]
 		return a.keys, a.err
 	}
-	ks, err := s.lookup(ctx, "", alg)
-	ks = ks[:min(len(ks), MaxKeysPerToken+1)]
-	next := &kidlessKeys{version: version, byAlg: maps.Clone(m.byAlg)}
-	if next.byAlg == nil {
-		next.byAlg = make(map[string]kidlessAnswer)
+	k, ok := set.byKID[kid]
+	if !ok && s.unknownKID.Allow() {
+		_, _ = s.remote.KeyRead(ctx, kid) // fetches the set again into store
+		set = s.store.set.Load()
+		k, ok = set.byKID[kid]
 	}
-	next.byAlg[alg] = kidlessAnswer{ks, err} // algs on the validator's allow-list only: a few
-	s.kidless.Store(next)
-	return ks, err
-}
-
-func (s *jwksSource) lookup(ctx context.Context, kid, alg string) ([]crypto.PublicKey, error) {
-	ks, err := s.keys(ctx, kid, alg)
-	var other otherEdDSAName
-	if errors.As(err, &other) {
-		// The JWK names the same algorithm otherwise: keyfunc, which
-		// compares the names, is asked again under the JWK's. The key is
-		// in the local copy now, so this costs no fetch.
-		ks, err = s.keys(ctx, kid, string(other))
-	}
-	if err != nil && s.empty(ctx) {
+	switch {
+	case !ok && set.empty():
 		return nil, ErrKeysUnavailable
+	case !ok:
+		return nil, ErrUnknownKey
 	}
-	return ks, err
-}
-
-func (s *jwksSource) keys(ctx context.Context, kid, alg string) ([]crypto.PublicKey, error) {
-	header := map[string]any{"alg": alg}
-	if kid != "" {
-		header["kid"] = kid
-	}
-	key, err := s.kf.KeyfuncCtx(context.WithValue(ctx, algKey{}, alg))(&jwt.Token{Header: header})
-	if err != nil {
+	if err := k.usable(alg); err != nil {
 		return nil, err
 	}
-	switch k := key.(type) {
-	case jwt.VerificationKeySet:
-		if len(k.Keys) == 0 {
-			return nil, ErrUnknownKey
-		}
-		set := make([]crypto.PublicKey, len(k.Keys))
-		for i, pub := range k.Keys {
-			set[i] = pub
-		}
-		return set, nil
-	default:
-		return []crypto.PublicKey{k}, nil
-	}
+	return []crypto.PublicKey{k.pub}, nil
 }
 
-// algKey is the context key under which verifyingKeys finds the token's
-// alg.
-type algKey struct{}
+// KeysVersion changes each time a fetch brings a key set unlike the last.
+func (s *jwksSource) KeysVersion() uint64 { return s.store.set.Load().version }
 
-// verifyingKeys is the storage keyfunc reads: it holds back every JWK
-// that may not verify a token of the alg in the context, so that keyfunc
-// finds only those that may. keyfunc checks "use" and a named JWK's
-// "alg" itself; this adds "key_ops", the "alg" of the JWKs of a token
-// without kid, and the two names of EdDSA.
-type verifyingKeys struct{ jwkset.Storage }
+// keyfunc returns keyfunc's jwt.Keyfunc over the same keys, for
+// golang-jwt's parser: keyfunc's checks ("use", a JWK's "alg"), and an
+// unknown kid fetching the set again as the same limit allows.
+func (s *jwksSource) keyfunc() jwt.Keyfunc { return s.kf.Keyfunc }
 
-func (s verifyingKeys) KeyRead(ctx context.Context, kid string) (jwkset.JWK, error) {
-	j, err := s.Storage.KeyRead(ctx, kid)
-	if err != nil {
+// limitedStorage is the storage keyfunc reads: the stored JWKs, and
+// the remote set for a kid they lack, as the unknown-kid limit allows.
+type limitedStorage struct {
+	*versionedStorage
+	s *jwksSource
+}
+
+func (l limitedStorage) KeyRead(ctx context.Context, kid string) (jwkset.JWK, error) {
+	j, err := l.versionedStorage.KeyRead(ctx, kid)
+	if err == nil || !errors.Is(err, jwkset.ErrKeyNotFound) || !l.s.unknownKID.Allow() {
 		return j, err
 	}
-	alg, _ := ctx.Value(algKey{}).(string)
-	if err := usable(j, alg); err != nil {
-		return jwkset.JWK{}, err
-	}
-	return j, nil
+	return l.s.remote.KeyRead(ctx, kid)
 }
 
-func (s verifyingKeys) KeyReadAll(ctx context.Context) ([]jwkset.JWK, error) {
-	all, err := s.Storage.KeyReadAll(ctx)
-	if err != nil {
-		return nil, err
-	}
-	alg, _ := ctx.Value(algKey{}).(string)
-	fit := make([]jwkset.JWK, 0, len(all))
-	for _, j := range all {
-		var other otherEdDSAName
-		if err := usable(j, alg); err == nil || errors.As(err, &other) {
-			fit = append(fit, j)
-		}
-	}
-	return fit, nil
+// keySet is one version of a JWKS, indexed for the validator when it was
+// stored: its JWKs by kid, and what a token without kid gets for each
+// algorithm of the table, so that such a token, which anyone can forge,
+// costs no walk through the set.
+type keySet struct {
+	version    uint64
+	count      int // JWKs, with a kid or not
+	byKID      map[string]jwk
+	withoutKID map[string]kidlessKeys // by alg
+}
+
+func (k *keySet) empty() bool { return k.count == 0 }
+
+// kidlessKeys is what a token without kid gets: at most
+// MaxKeysPerToken+1 keys (enough to tell that there are too many), or
+// the error.
+type kidlessKeys struct {
+	keys []crypto.PublicKey
+	err  error
+}
+
+// jwk is what the validator reads of one JWK.
+type jwk struct {
+	pub    crypto.PublicKey
+	verify bool   // "use" absent or "sig", and "key_ops", if any, hold "verify"
+	alg    string // its "alg", "" for none
 }
 
 // errAlgorithm is the error of a JWK that is for another algorithm than
@@ -250,39 +173,56 @@ var errAlgorithm = fmt.Errorf("%w: the JWK is for another alg", ErrAlgorithm)
 // errUnusable is the error of a JWK that may not verify anything.
 var errUnusable = fmt.Errorf("%w: the JWK may not verify", ErrUnknownKey)
 
-// otherEdDSAName is the error of a JWK whose "alg" is the other name of
-// EdDSA over Ed25519 than the token's: the JWK's.
-type otherEdDSAName string
-
-func (n otherEdDSAName) Error() string { return "the JWK names EdDSA " + string(n) }
-
-// usable returns nil when j may verify a token signed with alg.
-func usable(j jwkset.JWK, alg string) error {
-	m := j.Marshal()
-	if m.USE != "" && m.USE != jwkset.UseSig {
+// usable is the one check of a JWK for a token signed with alg: it may
+// verify ("use", "key_ops"), and its "alg", if any, names the token's
+// algorithm ("EdDSA" and "Ed25519" being one: jws.SameAlgorithm).
+func (k jwk) usable(alg string) error {
+	switch {
+	case !k.verify:
 		return errUnusable // an encryption key, or another use
+	case k.alg != "" && !jws.SameAlgorithm(k.alg, alg):
+		return errAlgorithm
 	}
-	if len(m.KEYOPS) > 0 && !slices.Contains(m.KEYOPS, jwkset.KeyOpsVerify) {
-		return errUnusable
-	}
-	switch a := string(m.ALG); {
-	case a == "" || a == alg:
-		return nil
-	case jws.SameAlgorithm(a, alg):
-		return otherEdDSAName(a)
-	}
-	return errAlgorithm
+	return nil
 }
 
-// KeysVersion changes each time a fetch brings a key set unlike the last.
-func (s *jwksSource) KeysVersion() uint64 { return s.store.version.Load() }
-
-func (s *jwksSource) empty(ctx context.Context) bool {
-	all, err := s.store.KeyReadAll(ctx)
-	return err != nil || len(all) == 0
+// newKeySet indexes set as the version-th.
+func newKeySet(version uint64, set []jwkset.JWK) *keySet {
+	ks := &keySet{version: version, byKID: make(map[string]jwk, len(set)), withoutKID: make(map[string]kidlessKeys, len(jws.Algorithms))}
+	all := make([]jwk, 0, len(set))
+	for _, j := range set {
+		m := j.Marshal()
+		k := jwk{
+			pub:    j.Key(),
+			verify: (m.USE == "" || m.USE == jwkset.UseSig) && (len(m.KEYOPS) == 0 || slices.Contains(m.KEYOPS, jwkset.KeyOpsVerify)),
+			alg:    string(m.ALG),
+		}
+		if m.KID != "" {
+			ks.byKID[m.KID] = k
+		}
+		all = append(all, k)
+	}
+	ks.count = len(all)
+	for _, alg := range jws.Algorithms {
+		var a kidlessKeys
+		for _, k := range all {
+			if k.usable(alg) == nil && len(a.keys) <= MaxKeysPerToken {
+				a.keys = append(a.keys, k.pub)
+			}
+		}
+		if len(a.keys) == 0 {
+			a.err = ErrUnknownKey
+			if len(all) == 0 {
+				a.err = ErrKeysUnavailable
+			}
+		}
+		ks.withoutKID[alg] = a
+	}
+	return ks
 }
 
-// versionedStorage counts the changes of a key set, so that cached
+// versionedStorage is the storage jwkset fetches the set into. It indexes
+// each set unlike the last (newKeySet) under a new version, so that cached
 // validations can tell the keys have changed. A fetch that brings the
 // same keys again changes nothing: otherwise every token with an unknown
 // kid, signed by anyone, would empty the cache.
@@ -290,7 +230,7 @@ type versionedStorage struct {
 	jwkset.Storage
 	mu      sync.Mutex // serializes replacements
 	current string     // fingerprint of the stored set
-	version atomic.Uint64
+	set     atomic.Pointer[keySet]
 
 	observer observe.Observer // told of every fetch, which ends here
 }
@@ -300,7 +240,8 @@ func (s *versionedStorage) KeyReplaceAll(ctx context.Context, given []jwkset.JWK
 	fp, fpErr := fingerprint(given)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if fpErr == nil && fp == s.current && s.version.Load() > 0 {
+	old := s.set.Load()
+	if fpErr == nil && fp == s.current && old.version > 0 {
 		return nil
 	}
 	err := s.Storage.KeyReplaceAll(ctx, given)
@@ -308,9 +249,9 @@ func (s *versionedStorage) KeyReplaceAll(ctx context.Context, given []jwkset.JWK
 	if err != nil || fpErr != nil {
 		s.current = "" // unknown content: the next fetch counts as a change
 	}
-	// Swap first, then bump: a validation that reads the new version
-	// reads the new keys.
-	s.version.Add(1)
+	// The new set is indexed under a new version at once: a validation
+	// that reads the new version reads the new keys.
+	s.set.Store(newKeySet(old.version+1, given))
 	return err
 }
 
