@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/internal/bearer"
 	"github.com/idsauth/idsauth/internal/oauthwire"
 	"github.com/idsauth/idsauth/observe"
@@ -128,7 +129,7 @@ func RequireBearerWithConfig(v TokenValidator, cfg BearerConfig) func(http.Handl
 			}
 			resp, ctx := o, r.Context()
 			if isDPoP {
-				resp, ctx = o.dpop, withDPoP(ctx)
+				resp, ctx = o.dpop, accesstoken.Presentation{DPoP: true}.NewContext(ctx)
 			}
 			claims, err := v.Validate(ctx, tok)
 			if err == nil && claims == nil {

@@ -1,4 +1,4 @@
-package middleware_test
+package accesstoken_test
 
 import (
 	"context"
@@ -20,6 +20,7 @@ import (
 
 	"golang.org/x/oauth2/clientcredentials"
 
+	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/internal/testlog"
 	"github.com/idsauth/idsauth/issuer"
 	"github.com/idsauth/idsauth/middleware"
@@ -123,9 +124,9 @@ func (ri *refIssuer) revoke(t *testing.T, id, pass, token string) {
 	}
 }
 
-func (ri *refIssuer) introspector(t *testing.T, edit func(*middleware.IntrospectorConfig)) *middleware.Introspector {
+func (ri *refIssuer) introspector(t *testing.T, edit func(*accesstoken.IntrospectorConfig)) *accesstoken.Introspector {
 	t.Helper()
-	cfg := middleware.IntrospectorConfig{
+	cfg := accesstoken.IntrospectorConfig{
 		Issuer:       ri.issuerURL(),
 		ClientID:     "admin-api",
 		ClientSecret: apiSecret,
@@ -134,7 +135,7 @@ func (ri *refIssuer) introspector(t *testing.T, edit func(*middleware.Introspect
 	if edit != nil {
 		edit(&cfg)
 	}
-	in, err := middleware.NewIntrospector(context.Background(), cfg)
+	in, err := accesstoken.NewIntrospector(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,8 +149,8 @@ func (ri *refIssuer) introspector(t *testing.T, edit func(*middleware.Introspect
 func TestIntrospectorOverHTTP(t *testing.T) {
 	ri := newRefIssuer(t)
 	clk := newClock(time.Now())
-	in := ri.introspector(t, func(c *middleware.IntrospectorConfig) { c.Now = clk.now; c.CacheMaxAge = 30 * time.Second })
-	jv := newValidator(t, middleware.ValidatorConfig{Issuer: ri.issuerURL(), Keys: ri.iss})
+	in := ri.introspector(t, func(c *accesstoken.IntrospectorConfig) { c.Now = clk.now; c.CacheMaxAge = 30 * time.Second })
+	jv := newValidator(t, accesstoken.ValidatorConfig{Issuer: ri.issuerURL(), Keys: ri.iss})
 	h := middleware.RequireBearer(middleware.JWTOrReference(jv, in))(middleware.RequireScope(scope.AdminWebAPI)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, _ := middleware.ClaimsFrom(r.Context())
 		_ = json.NewEncoder(w).Encode(map[string]any{"client": c.ClientID, "scopes": c.Scopes, "iss": c.Issuer, "aud": c.Audience})
@@ -203,7 +204,7 @@ func TestIntrospectorOverHTTP(t *testing.T) {
 // each call signs a new one; another key is refused (no answer).
 func TestIntrospectorWithAKey(t *testing.T) {
 	ri := newRefIssuer(t)
-	in := ri.introspector(t, func(c *middleware.IntrospectorConfig) {
+	in := ri.introspector(t, func(c *accesstoken.IntrospectorConfig) {
 		c.ClientID, c.ClientSecret, c.Key, c.CacheBytes = "key-api", "", apiKey(), -1
 	})
 	tok := ri.token(t, "ref", refClientSecret, scope.AdminWebAPI)
@@ -214,10 +215,10 @@ func TestIntrospectorWithAKey(t *testing.T) {
 		}
 	}
 	other, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	wrong := ri.introspector(t, func(c *middleware.IntrospectorConfig) {
+	wrong := ri.introspector(t, func(c *accesstoken.IntrospectorConfig) {
 		c.ClientID, c.ClientSecret, c.Key = "key-api", "", other
 	})
-	if _, err := wrong.Validate(context.Background(), tok); !errors.Is(err, middleware.ErrIntrospectionUnavailable) {
+	if _, err := wrong.Validate(context.Background(), tok); !errors.Is(err, accesstoken.ErrIntrospectionUnavailable) {
 		t.Fatalf("another key: %v", err)
 	}
 }
@@ -227,7 +228,7 @@ func TestIntrospectorWithAKey(t *testing.T) {
 // that only the collapsing can explain it.
 func TestIntrospectorCollapsesConcurrentChecks(t *testing.T) {
 	ri := newRefIssuer(t)
-	in := ri.introspector(t, func(c *middleware.IntrospectorConfig) { c.CacheBytes = -1 })
+	in := ri.introspector(t, func(c *accesstoken.IntrospectorConfig) { c.CacheBytes = -1 })
 	tok := ri.token(t, "ref", refClientSecret, scope.AdminWebAPI)
 	gate := make(chan struct{})
 	ri.mu.Lock()
@@ -245,11 +246,11 @@ func TestIntrospectorCollapsesConcurrentChecks(t *testing.T) {
 	}
 	// Every check but the one that makes the call waits for it before the
 	// endpoint answers: counted, not timed.
-	for i := 0; middleware.IntrospectionWaiters(in, tok) < n-1; i++ {
+	for i := 0; accesstoken.IntrospectionWaiters(in, tok) < n-1; i++ {
 		if i == 20000 { // a bound on the loop, not a timing: the count is the test
 			close(gate)
 			wg.Wait()
-			t.Fatalf("%d of %d concurrent checks wait for the one call", middleware.IntrospectionWaiters(in, tok), n-1)
+			t.Fatalf("%d of %d concurrent checks wait for the one call", accesstoken.IntrospectionWaiters(in, tok), n-1)
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -304,13 +305,13 @@ func TestIntrospectorEndpointFailures(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ri := newRefIssuer(t)
 			logs, logger := testlog.New()
-			in := ri.introspector(t, func(c *middleware.IntrospectorConfig) { c.FetchTimeout = 200 * time.Millisecond; c.Logger = logger })
+			in := ri.introspector(t, func(c *accesstoken.IntrospectorConfig) { c.FetchTimeout = 200 * time.Millisecond; c.Logger = logger })
 			tok := ri.token(t, "ref", refClientSecret, scope.AdminWebAPI)
 			ri.mu.Lock()
 			ri.front = front
 			ri.mu.Unlock()
 			_, err := in.Validate(context.Background(), tok)
-			if !errors.Is(err, middleware.ErrIntrospectionUnavailable) {
+			if !errors.Is(err, accesstoken.ErrIntrospectionUnavailable) {
 				t.Fatalf("err = %v", err)
 			}
 			if !strings.Contains(logs.String(), "token introspection") || strings.Contains(logs.String(), tok) {
@@ -335,7 +336,7 @@ func TestIntrospectorEndpointFailures(t *testing.T) {
 				fmt.Fprintf(w, answer, ri.issuerURL(), ri.issuerURL()+"/resources", time.Now().Add(time.Hour).Unix())
 			}
 			ri.mu.Unlock()
-			if _, err := in.Validate(context.Background(), tok); !errors.Is(err, middleware.ErrIntrospectionUnavailable) {
+			if _, err := in.Validate(context.Background(), tok); !errors.Is(err, accesstoken.ErrIntrospectionUnavailable) {
 				t.Fatalf("err = %v", err)
 			}
 		})
@@ -345,7 +346,7 @@ func TestIntrospectorEndpointFailures(t *testing.T) {
 		in := ri.introspector(t, nil)
 		tok := ri.token(t, "ref", refClientSecret, scope.AdminWebAPI)
 		ri.Close()
-		if _, err := in.Validate(context.Background(), tok); !errors.Is(err, middleware.ErrIntrospectionUnavailable) {
+		if _, err := in.Validate(context.Background(), tok); !errors.Is(err, accesstoken.ErrIntrospectionUnavailable) {
 			t.Fatalf("err = %v", err)
 		}
 	})
@@ -359,24 +360,24 @@ func TestIntrospectorRefusals(t *testing.T) {
 	ri := newRefIssuer(t)
 	in := ri.introspector(t, nil)
 	for range 3 {
-		if _, err := in.Validate(context.Background(), "x8Qm4n2Zk1Vb7Tc5Yd3Wf9Hg6Jh0Lk2Pn4Rs6Tu8Vw"); !errors.Is(err, middleware.ErrInactive) {
+		if _, err := in.Validate(context.Background(), "x8Qm4n2Zk1Vb7Tc5Yd3Wf9Hg6Jh0Lk2Pn4Rs6Tu8Vw"); !errors.Is(err, accesstoken.ErrInactive) {
 			t.Fatalf("unknown token: %v", err)
 		}
 	}
 	if got := ri.calls.Load(); got != 1 {
 		t.Fatalf("%d calls for one unknown token asked thrice, want 1", got)
 	}
-	if _, err := in.Validate(context.Background(), strings.Repeat("a", middleware.MaxIntrospectedTokenLength+1)); !errors.Is(err, middleware.ErrTooLarge) || ri.calls.Load() != 1 {
+	if _, err := in.Validate(context.Background(), strings.Repeat("a", accesstoken.MaxIntrospectedTokenLength+1)); !errors.Is(err, accesstoken.ErrTooLarge) || ri.calls.Load() != 1 {
 		t.Fatalf("over-long token: %v, %d calls", err, ri.calls.Load())
 	}
-	wrong := ri.introspector(t, func(c *middleware.IntrospectorConfig) { c.ClientSecret = "wrong" })
+	wrong := ri.introspector(t, func(c *accesstoken.IntrospectorConfig) { c.ClientSecret = "wrong" })
 	tok := ri.token(t, "ref", refClientSecret, scope.AdminWebAPI)
-	if _, err := wrong.Validate(context.Background(), tok); !errors.Is(err, middleware.ErrIntrospectionUnavailable) {
+	if _, err := wrong.Validate(context.Background(), tok); !errors.Is(err, accesstoken.ErrIntrospectionUnavailable) {
 		t.Fatalf("wrong API secret: %v", err)
 	}
 	// Another audience than the API's: refused as a JWT's would be.
-	other := ri.introspector(t, func(c *middleware.IntrospectorConfig) { c.Audience = []string{"https://elsewhere"} })
-	if _, err := other.Validate(context.Background(), tok); !errors.Is(err, middleware.ErrAudience) {
+	other := ri.introspector(t, func(c *accesstoken.IntrospectorConfig) { c.Audience = []string{"https://elsewhere"} })
+	if _, err := other.Validate(context.Background(), tok); !errors.Is(err, accesstoken.ErrAudience) {
 		t.Fatalf("audience: %v", err)
 	}
 }
@@ -386,7 +387,7 @@ func TestIntrospectorRefusals(t *testing.T) {
 // when the cache is off.
 func TestIntrospectorInProcess(t *testing.T) {
 	ri := newRefIssuer(t)
-	in := ri.introspector(t, func(c *middleware.IntrospectorConfig) {
+	in := ri.introspector(t, func(c *accesstoken.IntrospectorConfig) {
 		c.Local, c.ClientSecret, c.CacheBytes = ri.iss, "", -1
 	})
 	tok := ri.token(t, "ref", refClientSecret, scope.AdminWebAPI)
@@ -395,7 +396,7 @@ func TestIntrospectorInProcess(t *testing.T) {
 		t.Fatalf("%+v %v", c, err)
 	}
 	ri.revoke(t, "ref", refClientSecret, tok)
-	if _, err := in.Validate(context.Background(), tok); !errors.Is(err, middleware.ErrInactive) {
+	if _, err := in.Validate(context.Background(), tok); !errors.Is(err, accesstoken.ErrInactive) {
 		t.Fatalf("after revocation: %v", err)
 	}
 	if got := ri.calls.Load(); got != 0 {
@@ -423,8 +424,8 @@ func TestIntrospectedClaimsMatchTheJWTs(t *testing.T) {
 	}
 	srv.Config.Handler = iss
 	aud := []string{iss.URL() + "/resources"}
-	jv := newValidator(t, middleware.ValidatorConfig{Issuer: iss.URL(), Audience: aud, Keys: iss})
-	in, err := middleware.NewIntrospector(context.Background(), middleware.IntrospectorConfig{Issuer: iss.URL(), ClientID: "api", Local: iss, Audience: aud})
+	jv := newValidator(t, accesstoken.ValidatorConfig{Issuer: iss.URL(), Audience: aud, Keys: iss})
+	in, err := accesstoken.NewIntrospector(context.Background(), accesstoken.IntrospectorConfig{Issuer: iss.URL(), ClientID: "api", Local: iss, Audience: aud})
 	if err != nil {
 		t.Fatal(err)
 	}

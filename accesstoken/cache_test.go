@@ -1,4 +1,4 @@
-package middleware_test
+package accesstoken_test
 
 import (
 	"context"
@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/internal/jwktest"
 	"github.com/idsauth/idsauth/internal/keys"
-	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/scope"
 )
 
@@ -47,7 +47,7 @@ func (c *countingKeys) VerificationKeys(_ context.Context, kid, _ string) ([]cry
 	defer c.mu.Unlock()
 	k, ok := c.keys[kid]
 	if !ok {
-		return nil, middleware.ErrUnknownKey
+		return nil, accesstoken.ErrUnknownKey
 	}
 	return []crypto.PublicKey{k.Public()}, nil
 }
@@ -66,7 +66,7 @@ const iss = "https://ids.example/ids"
 func TestCacheSkipsRepeatedValidation(t *testing.T) {
 	k := jwktest.NewKey(t, "ES256")
 	src := newCountingKeys(k)
-	v := newValidator(t, middleware.ValidatorConfig{Issuer: iss, Keys: src})
+	v := newValidator(t, accesstoken.ValidatorConfig{Issuer: iss, Keys: src})
 	tok := jwktest.Sign(t, k, nil, jwktest.Claims(iss, scope.AdminWebAPI, time.Hour))
 	for range 100 {
 		if _, err := v.Validate(context.Background(), tok); err != nil {
@@ -76,7 +76,7 @@ func TestCacheSkipsRepeatedValidation(t *testing.T) {
 	if n := src.lookups.Load(); n != 1 {
 		t.Fatalf("%d full validations for one token seen 100 times, want 1", n)
 	}
-	off := newValidator(t, middleware.ValidatorConfig{Issuer: iss, Keys: src, CacheSize: -1})
+	off := newValidator(t, accesstoken.ValidatorConfig{Issuer: iss, Keys: src, CacheSize: -1})
 	before := src.lookups.Load()
 	for range 10 {
 		if _, err := off.Validate(context.Background(), tok); err != nil {
@@ -92,7 +92,7 @@ func TestCachedTokenLeavesAtItsExp(t *testing.T) {
 	k := jwktest.NewKey(t, "ES256")
 	start := time.Now().Truncate(time.Second)
 	clk := newClock(start)
-	v := newValidator(t, middleware.ValidatorConfig{Issuer: iss, Keys: newCountingKeys(k), Now: clk.now, CacheMaxAge: time.Hour})
+	v := newValidator(t, accesstoken.ValidatorConfig{Issuer: iss, Keys: newCountingKeys(k), Now: clk.now, CacheMaxAge: time.Hour})
 	exp := start.Add(time.Minute)
 	tok := jwktest.Sign(t, k, nil, jwktest.With(jwktest.Claims(iss, scope.AdminWebAPI, time.Hour), "iat", start.Unix(), "nbf", start.Unix(), "exp", exp.Unix()))
 	if _, err := v.Validate(context.Background(), tok); err != nil {
@@ -103,7 +103,7 @@ func TestCachedTokenLeavesAtItsExp(t *testing.T) {
 		t.Fatalf("inside the leeway: %v", err)
 	}
 	clk.set(exp.Add(31 * time.Second))
-	if _, err := v.Validate(context.Background(), tok); !errors.Is(err, middleware.ErrExpired) {
+	if _, err := v.Validate(context.Background(), tok); !errors.Is(err, accesstoken.ErrExpired) {
 		t.Fatalf("past exp+leeway: %v, want ErrExpired", err)
 	}
 }
@@ -112,7 +112,7 @@ func TestCacheMaxAge(t *testing.T) {
 	k := jwktest.NewKey(t, "ES256")
 	src := newCountingKeys(k)
 	clk := newClock(time.Now())
-	v := newValidator(t, middleware.ValidatorConfig{Issuer: iss, Keys: src, Now: clk.now, CacheMaxAge: time.Minute})
+	v := newValidator(t, accesstoken.ValidatorConfig{Issuer: iss, Keys: src, Now: clk.now, CacheMaxAge: time.Minute})
 	tok := jwktest.Sign(t, k, nil, jwktest.Claims(iss, scope.AdminWebAPI, time.Hour))
 	for _, step := range []time.Duration{0, 30 * time.Second, 31 * time.Second} {
 		clk.add(step)
@@ -127,7 +127,7 @@ func TestCacheMaxAge(t *testing.T) {
 
 func TestCacheNeverAcceptsAnotherToken(t *testing.T) {
 	k := jwktest.NewKey(t, "ES256")
-	v := newValidator(t, middleware.ValidatorConfig{Issuer: iss, Keys: newCountingKeys(k)})
+	v := newValidator(t, accesstoken.ValidatorConfig{Issuer: iss, Keys: newCountingKeys(k)})
 	tok := jwktest.Sign(t, k, nil, jwktest.Claims(iss, scope.AdminWebAPI, time.Hour))
 	if _, err := v.Validate(context.Background(), tok); err != nil {
 		t.Fatal(err)
@@ -148,20 +148,20 @@ func TestCacheDropsTokensOfARemovedKey(t *testing.T) {
 	t.Run("in-process source", func(t *testing.T) {
 		k1, k2 := jwktest.NewKey(t, "ES256"), jwktest.NewKey(t, "ES256")
 		src := newCountingKeys(k1, k2)
-		v := newValidator(t, middleware.ValidatorConfig{Issuer: iss, Keys: src})
+		v := newValidator(t, accesstoken.ValidatorConfig{Issuer: iss, Keys: src})
 		tok := jwktest.Sign(t, k1, nil, jwktest.Claims(iss, scope.AdminWebAPI, time.Hour))
 		if _, err := v.Validate(context.Background(), tok); err != nil {
 			t.Fatal(err)
 		}
 		src.set(k2)
-		if _, err := v.Validate(context.Background(), tok); !errors.Is(err, middleware.ErrUnknownKey) {
+		if _, err := v.Validate(context.Background(), tok); !errors.Is(err, accesstoken.ErrUnknownKey) {
 			t.Fatalf("after the key was removed: %v", err)
 		}
 	})
 	t.Run("JWKS, within one refresh", func(t *testing.T) {
 		k1, k2 := jwktest.NewKey(t, "RS256"), jwktest.NewKey(t, "RS256")
 		jwks := jwktest.NewJWKS(t, k1, k2)
-		v := newValidator(t, middleware.ValidatorConfig{Issuer: jwks.Issuer(), RefreshInterval: 20 * time.Millisecond})
+		v := newValidator(t, accesstoken.ValidatorConfig{Issuer: jwks.Issuer(), RefreshInterval: 20 * time.Millisecond})
 		tok := jwktest.Sign(t, k1, nil, jwktest.Claims(jwks.Issuer(), scope.AdminWebAPI, time.Hour))
 		if _, err := v.Validate(context.Background(), tok); err != nil {
 			t.Fatal(err)
@@ -170,7 +170,7 @@ func TestCacheDropsTokensOfARemovedKey(t *testing.T) {
 		for hits := jwks.Hits(); jwks.Hits() < hits+2; {
 			time.Sleep(5 * time.Millisecond)
 		}
-		if _, err := v.Validate(context.Background(), tok); !errors.Is(err, middleware.ErrUnknownKey) {
+		if _, err := v.Validate(context.Background(), tok); !errors.Is(err, accesstoken.ErrUnknownKey) {
 			t.Fatalf("after the JWKS dropped the key: %v", err)
 		}
 	})
@@ -179,7 +179,7 @@ func TestCacheDropsTokensOfARemovedKey(t *testing.T) {
 func TestCacheConcurrentHits(t *testing.T) {
 	k := jwktest.NewKey(t, "EdDSA")
 	src := newCountingKeys(k)
-	v := newValidator(t, middleware.ValidatorConfig{Issuer: iss, Keys: src, CacheSize: 64})
+	v := newValidator(t, accesstoken.ValidatorConfig{Issuer: iss, Keys: src, CacheSize: 64})
 	toks := make([]string, 200)
 	for i := range toks {
 		toks[i] = jwktest.Sign(t, k, nil, jwktest.With(jwktest.Claims(iss, scope.AdminWebAPI, time.Hour), "jti", fmt.Sprint(i)))
@@ -211,7 +211,7 @@ func TestCacheConcurrentHits(t *testing.T) {
 // TestCacheHitAllocatesNothing: the warm path stays allocation-free.
 func TestCacheHitAllocatesNothing(t *testing.T) {
 	k := jwktest.NewKey(t, "ES256")
-	v := newValidator(t, middleware.ValidatorConfig{Issuer: iss, Keys: newCountingKeys(k)})
+	v := newValidator(t, accesstoken.ValidatorConfig{Issuer: iss, Keys: newCountingKeys(k)})
 	tok := jwktest.Sign(t, k, nil, jwktest.Claims(iss, scope.AdminWebAPI, time.Hour))
 	ctx := context.Background()
 	if _, err := v.Validate(ctx, tok); err != nil {

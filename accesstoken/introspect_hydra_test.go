@@ -1,4 +1,4 @@
-package middleware_test
+package accesstoken_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/scope"
 )
@@ -101,16 +102,16 @@ func (h *hydraAdmin) answer(token, use string, ttl time.Duration, sc string, ext
 	h.answers[token] = string(b)
 }
 
-func (h *hydraAdmin) introspector(t *testing.T, edit func(*middleware.IntrospectorConfig)) *middleware.Introspector {
+func (h *hydraAdmin) introspector(t *testing.T, edit func(*accesstoken.IntrospectorConfig)) *accesstoken.Introspector {
 	t.Helper()
-	cfg := middleware.IntrospectorConfig{
+	cfg := accesstoken.IntrospectorConfig{
 		Issuer: h.issuer(), Endpoint: h.endpoint(), Unauthenticated: true,
 		Audience: []string{hydraAudience}, CacheBytes: -1,
 	}
 	if edit != nil {
 		edit(&cfg)
 	}
-	in, err := middleware.NewIntrospector(context.Background(), cfg)
+	in, err := accesstoken.NewIntrospector(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,30 +167,30 @@ func TestIntrospectorRefusesHydraRefreshTokens(t *testing.T) {
 func TestIntrospectorAnswerKinds(t *testing.T) {
 	h := newHydraAdmin(t)
 	strict := h.introspector(t, nil)
-	anyAud := h.introspector(t, func(c *middleware.IntrospectorConfig) { c.Audience, c.AnyAudience = nil, true })
+	anyAud := h.introspector(t, func(c *accesstoken.IntrospectorConfig) { c.Audience, c.AnyAudience = nil, true })
 	for i, c := range []struct {
 		name  string
 		extra map[string]any
 		want  error
 	}{
 		{"Hydra, access_token", nil, nil},
-		{"Hydra, refresh_token", map[string]any{"token_use": "refresh_token"}, middleware.ErrType},
-		{"token_use id_token", map[string]any{"token_use": "id_token"}, middleware.ErrType},
-		{"token_use a number", map[string]any{"token_use": 1}, middleware.ErrType},
+		{"Hydra, refresh_token", map[string]any{"token_use": "refresh_token"}, accesstoken.ErrType},
+		{"token_use id_token", map[string]any{"token_use": "id_token"}, accesstoken.ErrType},
+		{"token_use a number", map[string]any{"token_use": 1}, accesstoken.ErrType},
 		{"token_use null", map[string]any{"token_use": nil}, nil},
 		{"IdentityServer, access_token", map[string]any{"token_use": nil, "token_type": "access_token"}, nil},
-		{"IdentityServer, refresh_token", map[string]any{"token_use": nil, "token_type": "refresh_token"}, middleware.ErrType},
-		{"RFC 8693's refresh token", map[string]any{"token_use": nil, "token_type": "urn:ietf:params:oauth:token-type:refresh_token"}, middleware.ErrType},
+		{"IdentityServer, refresh_token", map[string]any{"token_use": nil, "token_type": "refresh_token"}, accesstoken.ErrType},
+		{"RFC 8693's refresh token", map[string]any{"token_use": nil, "token_type": "urn:ietf:params:oauth:token-type:refresh_token"}, accesstoken.ErrType},
 		{"RFC 8693's access token", map[string]any{"token_use": nil, "token_type": "urn:ietf:params:oauth:token-type:access_token"}, nil},
-		{"an ID token", map[string]any{"token_use": nil, "token_type": "ID_TOKEN"}, middleware.ErrType},
+		{"an ID token", map[string]any{"token_use": nil, "token_type": "ID_TOKEN"}, accesstoken.ErrType},
 		{"oidc-provider before v4, client_credentials", map[string]any{"token_use": nil, "token_type": "client_credentials"}, nil},
 		{"token_type DPoP", map[string]any{"token_use": nil, "token_type": "DPoP"}, nil},
-		{"token_type an array", map[string]any{"token_use": nil, "token_type": []string{"Bearer"}}, middleware.ErrType},
+		{"token_type an array", map[string]any{"token_use": nil, "token_type": []string{"Bearer"}}, accesstoken.ErrType},
 		{"Keycloak, Bearer", map[string]any{"token_use": nil, "typ": "Bearer"}, nil},
-		{"Keycloak, Refresh", map[string]any{"token_use": nil, "typ": "Refresh"}, middleware.ErrType},
-		{"Keycloak, Offline", map[string]any{"token_use": nil, "typ": "Offline"}, middleware.ErrType},
-		{"Keycloak, ID", map[string]any{"token_use": nil, "typ": "ID"}, middleware.ErrType},
-		{"oidc-provider, a refresh token: nothing said, no aud", map[string]any{"token_use": nil, "token_type": nil, "aud": nil}, middleware.ErrAudience},
+		{"Keycloak, Refresh", map[string]any{"token_use": nil, "typ": "Refresh"}, accesstoken.ErrType},
+		{"Keycloak, Offline", map[string]any{"token_use": nil, "typ": "Offline"}, accesstoken.ErrType},
+		{"Keycloak, ID", map[string]any{"token_use": nil, "typ": "ID"}, accesstoken.ErrType},
+		{"oidc-provider, a refresh token: nothing said, no aud", map[string]any{"token_use": nil, "token_type": nil, "aud": nil}, accesstoken.ErrAudience},
 	} {
 		tok := fmt.Sprintf("token-%d", i)
 		h.answer(tok, "access_token", time.Hour, scope.AdminWebAPI, c.extra)
@@ -197,7 +198,7 @@ func TestIntrospectorAnswerKinds(t *testing.T) {
 		if (c.want == nil) != (err == nil) || (c.want != nil && !errors.Is(err, c.want)) {
 			t.Errorf("%s: %v, want %v", c.name, err, c.want)
 		}
-		if c.want == middleware.ErrAudience {
+		if c.want == accesstoken.ErrAudience {
 			if _, err := anyAud.Validate(context.Background(), tok); err != nil {
 				t.Errorf("%s, AnyAudience: %v, want it taken (the case the godoc warns of)", c.name, err)
 			}
@@ -217,30 +218,30 @@ func TestIntrospectorUnauthenticated(t *testing.T) {
 	if err != nil || c.ClientID != "reporting" || !c.Scopes.Has(scope.AdminWebAPI) {
 		t.Fatalf("Unauthenticated: %+v %v", c, err)
 	}
-	withID := h.introspector(t, func(c *middleware.IntrospectorConfig) { c.ClientID = "my-api" })
-	if _, err := withID.Validate(context.Background(), "tok"); !errors.Is(err, middleware.ErrIntrospectionUnavailable) {
+	withID := h.introspector(t, func(c *accesstoken.IntrospectorConfig) { c.ClientID = "my-api" })
+	if _, err := withID.Validate(context.Background(), "tok"); !errors.Is(err, accesstoken.ErrIntrospectionUnavailable) {
 		t.Fatalf("Unauthenticated with a ClientID, which this endpoint refuses: %v", err)
 	}
-	base := middleware.IntrospectorConfig{Issuer: h.issuer(), Endpoint: h.endpoint(), Audience: []string{hydraAudience}}
-	for name, edit := range map[string]func(*middleware.IntrospectorConfig){
-		"no credential":             func(*middleware.IntrospectorConfig) {},
-		"a ClientID, no credential": func(c *middleware.IntrospectorConfig) { c.ClientID = "my-api" },
-		"Unauthenticated and a secret": func(c *middleware.IntrospectorConfig) {
+	base := accesstoken.IntrospectorConfig{Issuer: h.issuer(), Endpoint: h.endpoint(), Audience: []string{hydraAudience}}
+	for name, edit := range map[string]func(*accesstoken.IntrospectorConfig){
+		"no credential":             func(*accesstoken.IntrospectorConfig) {},
+		"a ClientID, no credential": func(c *accesstoken.IntrospectorConfig) { c.ClientID = "my-api" },
+		"Unauthenticated and a secret": func(c *accesstoken.IntrospectorConfig) {
 			c.Unauthenticated, c.ClientID, c.ClientSecret = true, "my-api", "s"
 		},
-		"Unauthenticated and a key": func(c *middleware.IntrospectorConfig) {
+		"Unauthenticated and a key": func(c *accesstoken.IntrospectorConfig) {
 			c.Unauthenticated, c.ClientID, c.Key = true, "my-api", apiKey()
 		},
-		"Unauthenticated and Local": func(c *middleware.IntrospectorConfig) {
+		"Unauthenticated and Local": func(c *accesstoken.IntrospectorConfig) {
 			c.Unauthenticated, c.Endpoint, c.Local = true, "", newRefIssuer(t).iss
 		},
-		"Unauthenticated, no audience":    func(c *middleware.IntrospectorConfig) { c.Unauthenticated, c.Audience = true, nil },
-		"Unauthenticated, no issuer":      func(c *middleware.IntrospectorConfig) { c.Unauthenticated, c.Issuer = true, "" },
-		"a secret, no ClientID, no Local": func(c *middleware.IntrospectorConfig) { c.ClientSecret = "s" },
+		"Unauthenticated, no audience":    func(c *accesstoken.IntrospectorConfig) { c.Unauthenticated, c.Audience = true, nil },
+		"Unauthenticated, no issuer":      func(c *accesstoken.IntrospectorConfig) { c.Unauthenticated, c.Issuer = true, "" },
+		"a secret, no ClientID, no Local": func(c *accesstoken.IntrospectorConfig) { c.ClientSecret = "s" },
 	} {
 		cfg := base
 		edit(&cfg)
-		if _, err := middleware.NewIntrospector(context.Background(), cfg); err == nil {
+		if _, err := accesstoken.NewIntrospector(context.Background(), cfg); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}

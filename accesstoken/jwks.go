@@ -1,4 +1,4 @@
-package middleware
+package accesstoken
 
 import (
 	"context"
@@ -69,7 +69,7 @@ func newJWKSSource(ctx context.Context, client *http.Client, jwksURL string, cfg
 		},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("middleware: JWKS %s: %w", jwksURL, err)
+		return nil, fmt.Errorf("accesstoken: JWKS %s: %w", jwksURL, err)
 	}
 	s.remote, err = jwkset.NewHTTPClient(jwkset.HTTPClientOptions{
 		HTTPURLs: map[string]jwkset.Storage{jwksURL: fetched},
@@ -78,11 +78,11 @@ func newJWKSSource(ctx context.Context, client *http.Client, jwksURL string, cfg
 		RefreshUnknownKID: rate.NewLimiter(rate.Inf, 1),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("middleware: JWKS %s: %w", jwksURL, err)
+		return nil, fmt.Errorf("accesstoken: JWKS %s: %w", jwksURL, err)
 	}
 	s.kf, err = keyfunc.New(keyfunc.Options{Ctx: ctx, Storage: limitedStorage{s.store, s}})
 	if err != nil {
-		return nil, fmt.Errorf("middleware: JWKS %s: %w", jwksURL, err)
+		return nil, fmt.Errorf("accesstoken: JWKS %s: %w", jwksURL, err)
 	}
 	return s, nil
 }

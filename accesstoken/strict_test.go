@@ -1,4 +1,4 @@
-package middleware_test
+package accesstoken_test
 
 import (
 	"context"
@@ -13,9 +13,9 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"golang.org/x/time/rate"
 
+	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/internal/jwktest"
 	"github.com/idsauth/idsauth/internal/keys"
-	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/scope"
 )
 
@@ -37,7 +37,7 @@ func signPayload(t *testing.T, k *keys.Key, payload string) string {
 func TestValidatorStrictClaims(t *testing.T) {
 	k := jwktest.NewKey(t, "ES256")
 	src := newCountingKeys(k)
-	v := newValidator(t, middleware.ValidatorConfig{Issuer: iss, Keys: src, CacheSize: -1})
+	v := newValidator(t, accesstoken.ValidatorConfig{Issuer: iss, Keys: src, CacheSize: -1})
 	now := time.Now().Unix()
 	n := func(v int64) string { return strconv.FormatInt(v, 10) }
 	head := `"iss":"` + iss + `","aud":"` + iss + `/resources","scope":"pd_AdminWebApi"`
@@ -51,40 +51,40 @@ func TestValidatorStrictClaims(t *testing.T) {
 	}{
 		{"baseline", times(n(now), n(now), n(now+3600)), nil},
 		{"fractional NumericDates are numbers too", times(n(now)+".5", n(now)+".25", n(now+3600)+".75"), nil},
-		{"nbf 1e300", times(n(now), "1e300", n(now+3600)), middleware.ErrMalformed},
-		{"nbf 1e19", times(n(now), "1e19", n(now+3600)), middleware.ErrMalformed},
-		{"nbf -1e19", times(n(now), "-1e19", n(now+3600)), middleware.ErrMalformed},
-		{"iat 1e300", times("1e300", n(now), n(now+3600)), middleware.ErrMalformed},
-		{"exp 1e300", times(n(now), n(now), "1e300"), middleware.ErrMalformed},
-		{"exp 1e19", times(n(now), n(now), "1e19"), middleware.ErrMalformed},
-		{"exp 9223372036854775807", times(n(now), n(now), "9223372036854775807"), middleware.ErrMalformed},
-		{"exp 1e400 (not even a float64)", times(n(now), n(now), "1e400"), middleware.ErrMalformed},
-		{"exp as a numeric string", times(n(now), n(now), `"9999999999"`), middleware.ErrMalformed},
-		{"nbf as a string", times(n(now), `"0"`, n(now+3600)), middleware.ErrMalformed},
-		{"exp as true", times(n(now), n(now), `true`), middleware.ErrMalformed},
-		{"exp as an array", times(n(now), n(now), `[9999999999]`), middleware.ErrMalformed},
-		{"exp null is a missing exp", times(n(now), n(now), `null`), middleware.ErrMissingClaim},
-		{"exp past, EXP future", `{` + head + `,"exp":` + n(now-3600) + `,"EXP":` + n(now+3600) + `}`, middleware.ErrExpired},
-		{"EXP only", `{` + head + `,"EXP":` + n(now+3600) + `}`, middleware.ErrMissingClaim},
-		{"ISS right, iss wrong", `{"iss":"https://evil.example/ids","ISS":"` + iss + `","aud":"` + iss + `/resources","exp":` + n(now+3600) + `}`, middleware.ErrIssuer},
-		{"Iss only", `{"Iss":"` + iss + `","aud":"` + iss + `/resources","exp":` + n(now+3600) + `}`, middleware.ErrIssuer},
-		{"AUD right, aud wrong", `{"iss":"` + iss + `","aud":"other","AUD":"` + iss + `/resources","exp":` + n(now+3600) + `}`, middleware.ErrAudience},
-		{"NBF ignored, nbf in the future", `{` + head + `,"nbf":` + n(now+3600) + `,"NBF":0,"exp":` + n(now+7200) + `}`, middleware.ErrNotYetValid},
-		{"iss as a number", `{"iss":5,"exp":` + n(now+3600) + `}`, middleware.ErrMalformed},
-		{"aud array with a number", `{"iss":"` + iss + `","aud":["` + iss + `/resources",1],"exp":` + n(now+3600) + `}`, middleware.ErrMalformed},
-		{"payload not an object", `[1]`, middleware.ErrMalformed},
-		{"payload with trailing data", times(n(now), n(now), n(now+3600)) + `x`, middleware.ErrMalformed},
-		{"scope on a non-breaking space", `{"iss":"` + iss + `","aud":"` + iss + `/resources","exp":` + n(now+3600) + `,"scope":"pd_ConnectWebApi\u00a0pd_AdminWebApi"}`, middleware.ErrScopeName},
-		{"cnf with jkt", `{` + head + `,"exp":` + n(now+3600) + `,"cnf":{"jkt":"0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I"}}`, middleware.ErrBoundToken},
-		{"cnf with x5t#S256", `{` + head + `,"exp":` + n(now+3600) + `,"cnf":{"x5t#S256":"bwcK0esc3ACC3DB2Y5_lESsXE8o9ltc05O89jdN-dg2"}}`, middleware.ErrBoundToken},
+		{"nbf 1e300", times(n(now), "1e300", n(now+3600)), accesstoken.ErrMalformed},
+		{"nbf 1e19", times(n(now), "1e19", n(now+3600)), accesstoken.ErrMalformed},
+		{"nbf -1e19", times(n(now), "-1e19", n(now+3600)), accesstoken.ErrMalformed},
+		{"iat 1e300", times("1e300", n(now), n(now+3600)), accesstoken.ErrMalformed},
+		{"exp 1e300", times(n(now), n(now), "1e300"), accesstoken.ErrMalformed},
+		{"exp 1e19", times(n(now), n(now), "1e19"), accesstoken.ErrMalformed},
+		{"exp 9223372036854775807", times(n(now), n(now), "9223372036854775807"), accesstoken.ErrMalformed},
+		{"exp 1e400 (not even a float64)", times(n(now), n(now), "1e400"), accesstoken.ErrMalformed},
+		{"exp as a numeric string", times(n(now), n(now), `"9999999999"`), accesstoken.ErrMalformed},
+		{"nbf as a string", times(n(now), `"0"`, n(now+3600)), accesstoken.ErrMalformed},
+		{"exp as true", times(n(now), n(now), `true`), accesstoken.ErrMalformed},
+		{"exp as an array", times(n(now), n(now), `[9999999999]`), accesstoken.ErrMalformed},
+		{"exp null is a missing exp", times(n(now), n(now), `null`), accesstoken.ErrMissingClaim},
+		{"exp past, EXP future", `{` + head + `,"exp":` + n(now-3600) + `,"EXP":` + n(now+3600) + `}`, accesstoken.ErrExpired},
+		{"EXP only", `{` + head + `,"EXP":` + n(now+3600) + `}`, accesstoken.ErrMissingClaim},
+		{"ISS right, iss wrong", `{"iss":"https://evil.example/ids","ISS":"` + iss + `","aud":"` + iss + `/resources","exp":` + n(now+3600) + `}`, accesstoken.ErrIssuer},
+		{"Iss only", `{"Iss":"` + iss + `","aud":"` + iss + `/resources","exp":` + n(now+3600) + `}`, accesstoken.ErrIssuer},
+		{"AUD right, aud wrong", `{"iss":"` + iss + `","aud":"other","AUD":"` + iss + `/resources","exp":` + n(now+3600) + `}`, accesstoken.ErrAudience},
+		{"NBF ignored, nbf in the future", `{` + head + `,"nbf":` + n(now+3600) + `,"NBF":0,"exp":` + n(now+7200) + `}`, accesstoken.ErrNotYetValid},
+		{"iss as a number", `{"iss":5,"exp":` + n(now+3600) + `}`, accesstoken.ErrMalformed},
+		{"aud array with a number", `{"iss":"` + iss + `","aud":["` + iss + `/resources",1],"exp":` + n(now+3600) + `}`, accesstoken.ErrMalformed},
+		{"payload not an object", `[1]`, accesstoken.ErrMalformed},
+		{"payload with trailing data", times(n(now), n(now), n(now+3600)) + `x`, accesstoken.ErrMalformed},
+		{"scope on a non-breaking space", `{"iss":"` + iss + `","aud":"` + iss + `/resources","exp":` + n(now+3600) + `,"scope":"pd_ConnectWebApi\u00a0pd_AdminWebApi"}`, accesstoken.ErrScopeName},
+		{"cnf with jkt", `{` + head + `,"exp":` + n(now+3600) + `,"cnf":{"jkt":"0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I"}}`, accesstoken.ErrBoundToken},
+		{"cnf with x5t#S256", `{` + head + `,"exp":` + n(now+3600) + `,"cnf":{"x5t#S256":"bwcK0esc3ACC3DB2Y5_lESsXE8o9ltc05O89jdN-dg2"}}`, accesstoken.ErrBoundToken},
 		{"CNF is just a claim", `{` + head + `,"exp":` + n(now+3600) + `,"CNF":{"jkt":"x"}}`, nil},
 		// A member named twice makes the set malformed: the first and the
 		// last would each be some reader's claim (RFC 7519 §4).
-		{"exp twice, the last past", `{` + head + `,"exp":` + n(now+3600) + `,"exp":` + n(now-3600) + `}`, middleware.ErrMalformed},
-		{"exp twice, the last future", `{` + head + `,"exp":` + n(now-3600) + `,"exp":` + n(now+3600) + `}`, middleware.ErrMalformed},
-		{"scope twice", `{` + head + `,"exp":` + n(now+3600) + `,"scope":"pd_ConnectWebApi"}`, middleware.ErrMalformed},
-		{"aud twice, one escaped", `{` + head + `,"exp":` + n(now+3600) + `,"\u0061ud":"other"}`, middleware.ErrMalformed},
-		{"jkt twice in cnf", `{` + head + `,"exp":` + n(now+3600) + `,"cnf":{"jkt":"a","jkt":"b"}}`, middleware.ErrMalformed},
+		{"exp twice, the last past", `{` + head + `,"exp":` + n(now+3600) + `,"exp":` + n(now-3600) + `}`, accesstoken.ErrMalformed},
+		{"exp twice, the last future", `{` + head + `,"exp":` + n(now-3600) + `,"exp":` + n(now+3600) + `}`, accesstoken.ErrMalformed},
+		{"scope twice", `{` + head + `,"exp":` + n(now+3600) + `,"scope":"pd_ConnectWebApi"}`, accesstoken.ErrMalformed},
+		{"aud twice, one escaped", `{` + head + `,"exp":` + n(now+3600) + `,"\u0061ud":"other"}`, accesstoken.ErrMalformed},
+		{"jkt twice in cnf", `{` + head + `,"exp":` + n(now+3600) + `,"cnf":{"jkt":"a","jkt":"b"}}`, accesstoken.ErrMalformed},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -103,8 +103,8 @@ func TestValidatorStrictClaims(t *testing.T) {
 	t.Run("a 1e300 nbf never reaches the time checks", func(t *testing.T) {
 		// With a clock far in the future the check would pass if 1e300
 		// were read as a time at all.
-		far := newValidator(t, middleware.ValidatorConfig{Issuer: iss, Keys: src, Now: func() time.Time { return time.Unix(1<<40, 0) }, Leeway: -1})
-		if _, err := far.Validate(context.Background(), signPayload(t, k, times(n(now), "1e300", "1e300"))); !errors.Is(err, middleware.ErrMalformed) {
+		far := newValidator(t, accesstoken.ValidatorConfig{Issuer: iss, Keys: src, Now: func() time.Time { return time.Unix(1<<40, 0) }, Leeway: -1})
+		if _, err := far.Validate(context.Background(), signPayload(t, k, times(n(now), "1e300", "1e300"))); !errors.Is(err, accesstoken.ErrMalformed) {
 			t.Fatalf("err = %v", err)
 		}
 	})
@@ -113,11 +113,11 @@ func TestValidatorStrictClaims(t *testing.T) {
 func TestValidatorBoundTokensOptIn(t *testing.T) {
 	k := jwktest.NewKey(t, "ES256")
 	tok := jwktest.Sign(t, k, nil, jwktest.With(jwktest.Claims(iss, scope.AdminWebAPI, time.Hour), "cnf", map[string]any{"jkt": "abc"}))
-	v := newValidator(t, middleware.ValidatorConfig{Issuer: iss, Keys: newCountingKeys(k)})
-	if _, err := v.Validate(context.Background(), tok); !errors.Is(err, middleware.ErrBoundToken) || err.Error() != "token is bound to a key" {
+	v := newValidator(t, accesstoken.ValidatorConfig{Issuer: iss, Keys: newCountingKeys(k)})
+	if _, err := v.Validate(context.Background(), tok); !errors.Is(err, accesstoken.ErrBoundToken) || err.Error() != "token is bound to a key" {
 		t.Fatalf("default: err = %v", err)
 	}
-	opt := newValidator(t, middleware.ValidatorConfig{Issuer: iss, Keys: newCountingKeys(k), AllowBoundTokens: true})
+	opt := newValidator(t, accesstoken.ValidatorConfig{Issuer: iss, Keys: newCountingKeys(k), AllowBoundTokens: true})
 	c, err := opt.Validate(context.Background(), tok)
 	if err != nil {
 		t.Fatalf("opted in: %v", err)
@@ -143,23 +143,23 @@ func TestValidatorSizeCap(t *testing.T) {
 		}
 		return tok
 	}
-	def := newValidator(t, middleware.ValidatorConfig{Issuer: iss, Keys: src, CacheSize: -1})
-	small := newValidator(t, middleware.ValidatorConfig{Issuer: iss, Keys: src, CacheSize: -1, MaxTokenSize: 2048})
+	def := newValidator(t, accesstoken.ValidatorConfig{Issuer: iss, Keys: src, CacheSize: -1})
+	small := newValidator(t, accesstoken.ValidatorConfig{Issuer: iss, Keys: src, CacheSize: -1, MaxTokenSize: 2048})
 	at, over := pad(16<<10-8), pad(16<<10+8)
-	if len(at) > middleware.DefaultMaxTokenSize || len(over) <= middleware.DefaultMaxTokenSize {
+	if len(at) > accesstoken.DefaultMaxTokenSize || len(over) <= accesstoken.DefaultMaxTokenSize {
 		t.Fatalf("sizes %d %d", len(at), len(over))
 	}
 	before := src.lookups.Load()
 	for _, c := range []struct {
 		name string
-		v    *middleware.Validator
+		v    *accesstoken.Validator
 		tok  string
 		want error
 	}{
 		{"just under the default cap", def, at, nil},
-		{"just over the default cap", def, over, middleware.ErrTooLarge},
-		{"940 KiB", def, strings.Repeat("A", 940<<10), middleware.ErrTooLarge},
-		{"over a configured cap", small, pad(2100), middleware.ErrTooLarge},
+		{"just over the default cap", def, over, accesstoken.ErrTooLarge},
+		{"940 KiB", def, strings.Repeat("A", 940<<10), accesstoken.ErrTooLarge},
+		{"over a configured cap", small, pad(2100), accesstoken.ErrTooLarge},
 		{"under a configured cap", small, pad(1500), nil},
 	} {
 		_, err := c.v.Validate(context.Background(), c.tok)
@@ -170,7 +170,7 @@ func TestValidatorSizeCap(t *testing.T) {
 	if n := src.lookups.Load() - before; n != 2 {
 		t.Errorf("%d key lookups, want 2: an oversized token must not get that far", n)
 	}
-	if _, err := middleware.NewValidator(context.Background(), middleware.ValidatorConfig{Issuer: iss, Keys: src, AnyAudience: true, MaxTokenSize: -1}); err == nil {
+	if _, err := accesstoken.NewValidator(context.Background(), accesstoken.ValidatorConfig{Issuer: iss, Keys: src, AnyAudience: true, MaxTokenSize: -1}); err == nil {
 		t.Error("a negative MaxTokenSize was accepted")
 	}
 }
@@ -183,7 +183,7 @@ func TestValidatorSizeCap(t *testing.T) {
 func TestValidatorSignatureBeforeClaims(t *testing.T) {
 	k, other := jwktest.NewKey(t, "ES256"), jwktest.NewKey(t, "ES256")
 	src := newCountingKeys(k)
-	v := newValidator(t, middleware.ValidatorConfig{Issuer: iss, Keys: src, CacheSize: -1})
+	v := newValidator(t, accesstoken.ValidatorConfig{Issuer: iss, Keys: src, CacheSize: -1})
 	// other's signature under k's kid
 	forge := func(payload string) string {
 		tok := signPayload(t, other, payload)
@@ -196,11 +196,11 @@ func TestValidatorSignatureBeforeClaims(t *testing.T) {
 		want    error
 		lookups int64
 	}{
-		{"broken claims, wrong signature", forge(broken), middleware.ErrSignature, 1},
-		{"broken claims, good signature", signPayload(t, k, broken), middleware.ErrMalformed, 1},
-		{"not JSON, wrong signature", forge(`{"exp":`), middleware.ErrMalformed, 0},
-		{"not JSON, good signature", signPayload(t, k, `{"exp":`), middleware.ErrMalformed, 0},
-		{"null", signPayload(t, k, `null`), middleware.ErrMalformed, 0},
+		{"broken claims, wrong signature", forge(broken), accesstoken.ErrSignature, 1},
+		{"broken claims, good signature", signPayload(t, k, broken), accesstoken.ErrMalformed, 1},
+		{"not JSON, wrong signature", forge(`{"exp":`), accesstoken.ErrMalformed, 0},
+		{"not JSON, good signature", signPayload(t, k, `{"exp":`), accesstoken.ErrMalformed, 0},
+		{"null", signPayload(t, k, `null`), accesstoken.ErrMalformed, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			before := src.lookups.Load()
@@ -217,26 +217,26 @@ func TestValidatorSignatureBeforeClaims(t *testing.T) {
 func TestValidatorAudienceRequired(t *testing.T) {
 	k := jwktest.NewKey(t, "ES256")
 	src := newCountingKeys(k)
-	if _, err := middleware.NewValidator(context.Background(), middleware.ValidatorConfig{Issuer: iss, Keys: src}); err == nil || !strings.Contains(err.Error(), "Audience is required") {
+	if _, err := accesstoken.NewValidator(context.Background(), accesstoken.ValidatorConfig{Issuer: iss, Keys: src}); err == nil || !strings.Contains(err.Error(), "Audience is required") {
 		t.Fatalf("no audience: err = %v", err)
 	}
-	if _, err := middleware.NewValidator(context.Background(), middleware.ValidatorConfig{Issuer: iss, Keys: src, Audience: []string{"a"}, AnyAudience: true}); err == nil {
+	if _, err := accesstoken.NewValidator(context.Background(), accesstoken.ValidatorConfig{Issuer: iss, Keys: src, Audience: []string{"a"}, AnyAudience: true}); err == nil {
 		t.Fatal("Audience with AnyAudience accepted")
 	}
 	mine := jwktest.Sign(t, k, nil, jwktest.With(jwktest.Claims(iss, scope.AdminWebAPI, time.Hour), "aud", "https://admin-api.example"))
 	theirs := jwktest.Sign(t, k, nil, jwktest.With(jwktest.Claims(iss, scope.AdminWebAPI, time.Hour), "aud", []string{"https://billing.example"}))
 	none := jwktest.Sign(t, k, nil, jwktest.With(jwktest.Claims(iss, scope.AdminWebAPI, time.Hour), "aud", nil))
-	strict := newValidator(t, middleware.ValidatorConfig{Issuer: iss, Keys: src, Audience: []string{"https://admin-api.example"}})
-	anyAud := newValidator(t, middleware.ValidatorConfig{Issuer: iss, Keys: src, AnyAudience: true})
+	strict := newValidator(t, accesstoken.ValidatorConfig{Issuer: iss, Keys: src, Audience: []string{"https://admin-api.example"}})
+	anyAud := newValidator(t, accesstoken.ValidatorConfig{Issuer: iss, Keys: src, AnyAudience: true})
 	for _, c := range []struct {
 		name string
-		v    *middleware.Validator
+		v    *accesstoken.Validator
 		tok  string
 		want error
 	}{
 		{"ours", strict, mine, nil},
-		{"minted for another resource server", strict, theirs, middleware.ErrAudience},
-		{"no aud", strict, none, middleware.ErrAudience},
+		{"minted for another resource server", strict, theirs, accesstoken.ErrAudience},
+		{"no aud", strict, none, accesstoken.ErrAudience},
 		{"any audience, said explicitly", anyAud, theirs, nil},
 		{"any audience, none at all", anyAud, none, nil},
 	} {
@@ -288,7 +288,7 @@ func TestValidatorJWKUse(t *testing.T) {
 			t.Run(c.name+" kid "+strconv.FormatBool(withKID), func(t *testing.T) {
 				jwks := jwktest.NewJWKS(t)
 				jwks.SetBody(jwksBody(t, c.jwk))
-				v := newValidator(t, middleware.ValidatorConfig{Issuer: jwks.Issuer(), RefreshUnknownKID: rate.NewLimiter(rate.Every(time.Hour), 1)})
+				v := newValidator(t, accesstoken.ValidatorConfig{Issuer: jwks.Issuer(), RefreshUnknownKID: rate.NewLimiter(rate.Every(time.Hour), 1)})
 				var header map[string]any
 				if !withKID {
 					header = map[string]any{"kid": nil}
@@ -298,7 +298,7 @@ func TestValidatorJWKUse(t *testing.T) {
 				if c.ok && err != nil {
 					t.Fatalf("refused: %v", err)
 				}
-				if !c.ok && !errors.Is(err, middleware.ErrUnknownKey) {
+				if !c.ok && !errors.Is(err, accesstoken.ErrUnknownKey) {
 					t.Fatalf("err = %v, want ErrUnknownKey", err)
 				}
 			})
@@ -316,7 +316,7 @@ func TestValidatorJWKAlg(t *testing.T) {
 		t.Fatal(err)
 	}
 	jwks := jwktest.NewJWKS(t, ps)
-	v := newValidator(t, middleware.ValidatorConfig{Issuer: jwks.Issuer(), RefreshUnknownKID: rate.NewLimiter(rate.Every(time.Hour), 1)})
+	v := newValidator(t, accesstoken.ValidatorConfig{Issuer: jwks.Issuer(), RefreshUnknownKID: rate.NewLimiter(rate.Every(time.Hour), 1)})
 	c := jwktest.Claims(jwks.Issuer(), scope.AdminWebAPI, time.Hour)
 	for _, withKID := range []bool{true, false} {
 		var header map[string]any
@@ -326,9 +326,9 @@ func TestValidatorJWKAlg(t *testing.T) {
 		if _, err := v.Validate(context.Background(), jwktest.Sign(t, ps, header, c)); err != nil {
 			t.Errorf("PS256, kid %v: %v", withKID, err)
 		}
-		want := middleware.ErrAlgorithm
+		want := accesstoken.ErrAlgorithm
 		if !withKID {
-			want = middleware.ErrUnknownKey
+			want = accesstoken.ErrUnknownKey
 		}
 		if _, err := v.Validate(context.Background(), jwktest.Sign(t, rs, header, c)); !errors.Is(err, want) {
 			t.Errorf("RS256, kid %v: err = %v, want %v", withKID, err, want)
@@ -348,7 +348,7 @@ func TestValidatorEd25519Alg(t *testing.T) {
 			j.Alg = jwkAlg
 			jwks := jwktest.NewJWKS(t)
 			jwks.SetBody(jwksBody(t, j))
-			v := newValidator(t, middleware.ValidatorConfig{Issuer: jwks.Issuer()})
+			v := newValidator(t, accesstoken.ValidatorConfig{Issuer: jwks.Issuer()})
 			c := jwktest.With(claims, "iss", jwks.Issuer(), "aud", jwks.Issuer()+"/resources")
 			for _, alg := range []string{"Ed25519", "EdDSA"} {
 				if _, err := v.Validate(context.Background(), jwktest.Sign(t, ed, map[string]any{"alg": alg}, c)); err != nil {
@@ -360,26 +360,26 @@ func TestValidatorEd25519Alg(t *testing.T) {
 	c := jwktest.With(claims, "iss", iss, "aud", iss+"/resources")
 	edTok := jwktest.Sign(t, ed, map[string]any{"alg": "Ed25519"}, c)
 	t.Run("listed alone in Algorithms", func(t *testing.T) {
-		v := newValidator(t, middleware.ValidatorConfig{Issuer: iss, Keys: newCountingKeys(ed), Algorithms: []string{"Ed25519"}})
+		v := newValidator(t, accesstoken.ValidatorConfig{Issuer: iss, Keys: newCountingKeys(ed), Algorithms: []string{"Ed25519"}})
 		if _, err := v.Validate(context.Background(), edTok); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := v.Validate(context.Background(), jwktest.Sign(t, ed, nil, c)); !errors.Is(err, middleware.ErrAlgorithm) {
+		if _, err := v.Validate(context.Background(), jwktest.Sign(t, ed, nil, c)); !errors.Is(err, accesstoken.ErrAlgorithm) {
 			t.Fatalf("EdDSA not listed: err = %v", err)
 		}
 	})
 	t.Run("not listed", func(t *testing.T) {
-		v := newValidator(t, middleware.ValidatorConfig{Issuer: iss, Keys: newCountingKeys(ed), Algorithms: []string{"EdDSA"}})
-		if _, err := v.Validate(context.Background(), edTok); !errors.Is(err, middleware.ErrAlgorithm) {
+		v := newValidator(t, accesstoken.ValidatorConfig{Issuer: iss, Keys: newCountingKeys(ed), Algorithms: []string{"EdDSA"}})
+		if _, err := v.Validate(context.Background(), edTok); !errors.Is(err, accesstoken.ErrAlgorithm) {
 			t.Fatalf("err = %v", err)
 		}
 	})
 	t.Run("over an ECDSA key", func(t *testing.T) {
-		v := newValidator(t, middleware.ValidatorConfig{Issuer: iss, Keys: newCountingKeys(ec)})
+		v := newValidator(t, accesstoken.ValidatorConfig{Issuer: iss, Keys: newCountingKeys(ec)})
 		tok := jwktest.Sign(t, ec, nil, c)
 		parts := strings.Split(tok, ".")
 		h := jwktest.Segment(map[string]any{"alg": "Ed25519", "typ": "at+jwt", "kid": ec.KID})
-		if _, err := v.Validate(context.Background(), h+"."+parts[1]+"."+parts[2]); !errors.Is(err, middleware.ErrSignature) {
+		if _, err := v.Validate(context.Background(), h+"."+parts[1]+"."+parts[2]); !errors.Is(err, accesstoken.ErrSignature) {
 			t.Fatalf("err = %v", err)
 		}
 	})
@@ -393,7 +393,7 @@ func TestValidatorEd25519Alg(t *testing.T) {
 func TestValidatorIdenticalJWKSRefetchKeepsCache(t *testing.T) {
 	k := jwktest.NewKey(t, "ES256")
 	jwks := jwktest.NewJWKS(t, k)
-	v := newValidator(t, middleware.ValidatorConfig{Issuer: jwks.Issuer(), RefreshUnknownKID: rate.NewLimiter(rate.Inf, 1)})
+	v := newValidator(t, accesstoken.ValidatorConfig{Issuer: jwks.Issuer(), RefreshUnknownKID: rate.NewLimiter(rate.Inf, 1)})
 	c := jwktest.Claims(jwks.Issuer(), scope.AdminWebAPI, time.Hour)
 	tok := jwktest.Sign(t, k, nil, c)
 	first, err := v.Validate(context.Background(), tok)
@@ -405,7 +405,7 @@ func TestValidatorIdenticalJWKSRefetchKeepsCache(t *testing.T) {
 	}
 	for range 5 {
 		hits := jwks.Hits()
-		if _, err := v.Validate(context.Background(), jwktest.Sign(t, jwktest.NewKey(t, "ES256"), nil, c)); !errors.Is(err, middleware.ErrUnknownKey) {
+		if _, err := v.Validate(context.Background(), jwktest.Sign(t, jwktest.NewKey(t, "ES256"), nil, c)); !errors.Is(err, accesstoken.ErrUnknownKey) {
 			t.Fatalf("err = %v", err)
 		}
 		if jwks.Hits() != hits+1 {
@@ -417,7 +417,7 @@ func TestValidatorIdenticalJWKSRefetchKeepsCache(t *testing.T) {
 	}
 	// Control: a changed key set does empty it.
 	jwks.SetKeys(k, jwktest.NewKey(t, "ES256"))
-	if _, err := v.Validate(context.Background(), jwktest.Sign(t, jwktest.NewKey(t, "ES256"), nil, c)); !errors.Is(err, middleware.ErrUnknownKey) {
+	if _, err := v.Validate(context.Background(), jwktest.Sign(t, jwktest.NewKey(t, "ES256"), nil, c)); !errors.Is(err, accesstoken.ErrUnknownKey) {
 		t.Fatalf("err = %v", err)
 	}
 	if again, err := v.Validate(context.Background(), tok); err != nil || again == first {

@@ -1,4 +1,4 @@
-package middleware_test
+package accesstoken_test
 
 import (
 	"context"
@@ -14,9 +14,9 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"golang.org/x/time/rate"
 
+	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/internal/jwktest"
 	"github.com/idsauth/idsauth/internal/keys"
-	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/scope"
 )
 
@@ -35,7 +35,7 @@ func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // b, standing for IdentityServer with its static audience off (RS256, aud
 // the API resource name "admin-api", scope an array).
 type twoIssuers struct {
-	v          *middleware.Validator
+	v          *accesstoken.Validator
 	ka, kb     *keys.Key
 	a, b       *jwktest.JWKS
 	fetches    *countingTransport
@@ -47,8 +47,8 @@ func newTwoIssuers(t *testing.T) *twoIssuers {
 	w := &twoIssuers{ka: jwktest.NewKey(t, "ES256"), kb: jwktest.NewKey(t, "RS256"), fetches: &countingTransport{}}
 	w.a, w.b = jwktest.NewJWKS(t, w.ka), jwktest.NewJWKS(t, w.kb)
 	w.audA, w.audB = w.a.Issuer()+"/resources", "admin-api"
-	w.v = newValidatorOf(t, middleware.ValidatorConfig{
-		Issuers: []middleware.TrustedIssuer{
+	w.v = newValidatorOf(t, accesstoken.ValidatorConfig{
+		Issuers: []accesstoken.TrustedIssuer{
 			{Issuer: w.a.Issuer(), Audience: []string{w.audA}},
 			{Issuer: w.b.Issuer(), Audience: []string{w.audB}},
 		},
@@ -72,11 +72,11 @@ func (w *twoIssuers) tokenB(t *testing.T, kv ...any) string {
 	return jwktest.Sign(t, w.kb, nil, jwktest.With(claims, kv...))
 }
 
-func newValidatorOf(t *testing.T, cfg middleware.ValidatorConfig) *middleware.Validator {
+func newValidatorOf(t *testing.T, cfg accesstoken.ValidatorConfig) *accesstoken.Validator {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	v, err := middleware.NewValidator(ctx, cfg)
+	v, err := accesstoken.NewValidator(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,20 +115,20 @@ func TestIssuersUnknownIssuerFetchesNothing(t *testing.T) {
 		claims map[string]any
 		want   error
 	}{
-		{"another issuer", jwktest.Claims("https://evil.example/ids", scope.AdminWebAPI, time.Hour), middleware.ErrIssuer},
-		{"a's issuer with a trailing slash", jwktest.Claims(a+"/", scope.AdminWebAPI, time.Hour), middleware.ErrIssuer},
-		{"a's issuer in upper case", jwktest.Claims(strings.ToUpper(a), scope.AdminWebAPI, time.Hour), middleware.ErrIssuer},
-		{"no iss", jwktest.With(jwktest.Claims(a, scope.AdminWebAPI, time.Hour), "iss", nil), middleware.ErrIssuer},
-		{"ISS is not iss", jwktest.With(jwktest.Claims(a, scope.AdminWebAPI, time.Hour), "iss", nil, "ISS", a), middleware.ErrIssuer},
-		{"empty iss", jwktest.Claims("", scope.AdminWebAPI, time.Hour), middleware.ErrIssuer},
-		{"iss a number", jwktest.With(jwktest.Claims(a, scope.AdminWebAPI, time.Hour), "iss", 5), middleware.ErrMalformed},
-		{"iss an array", jwktest.With(jwktest.Claims(a, scope.AdminWebAPI, time.Hour), "iss", []string{a}), middleware.ErrMalformed},
+		{"another issuer", jwktest.Claims("https://evil.example/ids", scope.AdminWebAPI, time.Hour), accesstoken.ErrIssuer},
+		{"a's issuer with a trailing slash", jwktest.Claims(a+"/", scope.AdminWebAPI, time.Hour), accesstoken.ErrIssuer},
+		{"a's issuer in upper case", jwktest.Claims(strings.ToUpper(a), scope.AdminWebAPI, time.Hour), accesstoken.ErrIssuer},
+		{"no iss", jwktest.With(jwktest.Claims(a, scope.AdminWebAPI, time.Hour), "iss", nil), accesstoken.ErrIssuer},
+		{"ISS is not iss", jwktest.With(jwktest.Claims(a, scope.AdminWebAPI, time.Hour), "iss", nil, "ISS", a), accesstoken.ErrIssuer},
+		{"empty iss", jwktest.Claims("", scope.AdminWebAPI, time.Hour), accesstoken.ErrIssuer},
+		{"iss a number", jwktest.With(jwktest.Claims(a, scope.AdminWebAPI, time.Hour), "iss", 5), accesstoken.ErrMalformed},
+		{"iss an array", jwktest.With(jwktest.Claims(a, scope.AdminWebAPI, time.Hour), "iss", []string{a}), accesstoken.ErrMalformed},
 	}
 	before, hitsA, hitsB := w.fetches.n.Load(), w.a.Hits(), w.b.Hits()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := w.v.Validate(context.Background(), jwktest.Sign(t, stranger, nil, c.claims))
-			var ve *middleware.ValidationError
+			var ve *accesstoken.ValidationError
 			if !errors.Is(err, c.want) || !errors.As(err, &ve) {
 				t.Fatalf("err = %v, want %v", err, c.want)
 			}
@@ -138,7 +138,7 @@ func TestIssuersUnknownIssuerFetchesNothing(t *testing.T) {
 		})
 	}
 	t.Run("a payload that is not JSON", func(t *testing.T) {
-		if _, err := w.v.Validate(context.Background(), signPayload(t, stranger, `{"iss":`)); !errors.Is(err, middleware.ErrMalformed) {
+		if _, err := w.v.Validate(context.Background(), signPayload(t, stranger, `{"iss":`)); !errors.Is(err, accesstoken.ErrMalformed) {
 			t.Fatalf("err = %v", err)
 		}
 	})
@@ -183,13 +183,13 @@ func TestIssuersKeysNeverCross(t *testing.T) {
 		signer *jwktest.JWKS // whose keys signed it: never asked
 		want   error
 	}{
-		{"a's key and kid, iss b", jwktest.Sign(t, w.ka, nil, aAsB), w.a, middleware.ErrUnknownKey},
-		{"a's key, no kid, iss b", jwktest.Sign(t, w.ka, map[string]any{"kid": nil}, aAsB), w.a, middleware.ErrSignature},
-		{"a's ES256 key under b's RS256 kid, iss b", jwktest.Sign(t, w.ka, map[string]any{"kid": w.kb.KID}, aAsB), w.a, middleware.ErrAlgorithm},
-		{"a's key-1, iss b, whose key-1 is another", jwktest.Sign(t, &sharedA, nil, aAsB), w.a, middleware.ErrSignature},
-		{"a's key, iss a then iss b", signPayload(t, w.ka, twice), w.a, middleware.ErrMalformed},
-		{"b's key and kid, iss a", jwktest.Sign(t, w.kb, nil, bAsA), w.b, middleware.ErrUnknownKey},
-		{"b's key-1, iss a, whose key-1 is another", jwktest.Sign(t, &sharedB, nil, bAsA), w.b, middleware.ErrSignature},
+		{"a's key and kid, iss b", jwktest.Sign(t, w.ka, nil, aAsB), w.a, accesstoken.ErrUnknownKey},
+		{"a's key, no kid, iss b", jwktest.Sign(t, w.ka, map[string]any{"kid": nil}, aAsB), w.a, accesstoken.ErrSignature},
+		{"a's ES256 key under b's RS256 kid, iss b", jwktest.Sign(t, w.ka, map[string]any{"kid": w.kb.KID}, aAsB), w.a, accesstoken.ErrAlgorithm},
+		{"a's key-1, iss b, whose key-1 is another", jwktest.Sign(t, &sharedA, nil, aAsB), w.a, accesstoken.ErrSignature},
+		{"a's key, iss a then iss b", signPayload(t, w.ka, twice), w.a, accesstoken.ErrMalformed},
+		{"b's key and kid, iss a", jwktest.Sign(t, w.kb, nil, bAsA), w.b, accesstoken.ErrUnknownKey},
+		{"b's key-1, iss a, whose key-1 is another", jwktest.Sign(t, &sharedB, nil, bAsA), w.b, accesstoken.ErrSignature},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -213,10 +213,10 @@ func TestIssuersAudiencePerIssuer(t *testing.T) {
 		want error
 	}{
 		{"a's token for a's audience", w.tokenA(t), nil},
-		{"a's token for b's audience", w.tokenA(t, "aud", w.audB), middleware.ErrAudience},
+		{"a's token for b's audience", w.tokenA(t, "aud", w.audB), accesstoken.ErrAudience},
 		{"b's token for b's audience", w.tokenB(t), nil},
-		{"b's token for a's audience", w.tokenB(t, "aud", w.audA), middleware.ErrAudience},
-		{"b's token with no aud", w.tokenB(t, "aud", nil), middleware.ErrAudience},
+		{"b's token for a's audience", w.tokenB(t, "aud", w.audA), accesstoken.ErrAudience},
+		{"b's token with no aud", w.tokenB(t, "aud", nil), accesstoken.ErrAudience},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := w.v.Validate(ctx, c.tok)
@@ -226,14 +226,14 @@ func TestIssuersAudiencePerIssuer(t *testing.T) {
 		})
 	}
 	t.Run("AnyAudience for one issuer only", func(t *testing.T) {
-		v := newValidatorOf(t, middleware.ValidatorConfig{Issuers: []middleware.TrustedIssuer{
+		v := newValidatorOf(t, accesstoken.ValidatorConfig{Issuers: []accesstoken.TrustedIssuer{
 			{Issuer: w.a.Issuer(), Audience: []string{w.audA}},
 			{Issuer: w.b.Issuer(), AnyAudience: true},
 		}})
 		if _, err := v.Validate(ctx, w.tokenB(t, "aud", "billing")); err != nil {
 			t.Fatalf("b, any audience: %v", err)
 		}
-		if _, err := v.Validate(ctx, w.tokenA(t, "aud", "billing")); !errors.Is(err, middleware.ErrAudience) {
+		if _, err := v.Validate(ctx, w.tokenA(t, "aud", "billing")); !errors.Is(err, accesstoken.ErrAudience) {
 			t.Fatalf("a, its audience: err = %v", err)
 		}
 	})
@@ -241,35 +241,35 @@ func TestIssuersAudiencePerIssuer(t *testing.T) {
 
 func TestIssuersConfig(t *testing.T) {
 	a, b := jwktest.NewJWKS(t, jwktest.NewKey(t, "ES256")), jwktest.NewJWKS(t, jwktest.NewKey(t, "ES256"))
-	good := middleware.TrustedIssuer{Issuer: a.Issuer(), Audience: []string{"api"}}
+	good := accesstoken.TrustedIssuer{Issuer: a.Issuer(), Audience: []string{"api"}}
 	in := newCountingKeys()
 	cases := []struct {
 		name string
-		cfg  middleware.ValidatorConfig
+		cfg  accesstoken.ValidatorConfig
 		want string // in the error
 	}{
-		{"discovery naming another issuer", middleware.ValidatorConfig{Issuers: []middleware.TrustedIssuer{good, {Issuer: b.Issuer() + "/", Audience: []string{"api"}}}}, "names issuer"},
-		{"unreachable discovery", middleware.ValidatorConfig{Issuers: []middleware.TrustedIssuer{good, {Issuer: b.Issuer() + "/nowhere", Audience: []string{"api"}}}}, "discovery"},
-		{"an issuer twice", middleware.ValidatorConfig{Issuers: []middleware.TrustedIssuer{good, {Issuer: a.Issuer(), AnyAudience: true}}}, `Issuers[1].Issuer "` + a.Issuer() + `" is Issuers[0]'s too`},
-		{"an issuer without a name", middleware.ValidatorConfig{Issuers: []middleware.TrustedIssuer{good, {Audience: []string{"api"}}}}, "Issuers[1].Issuer is required"},
-		{"an issuer without an audience", middleware.ValidatorConfig{Issuers: []middleware.TrustedIssuer{good, {Issuer: b.Issuer()}}}, "Issuers[1].Audience is required"},
-		{"Audience and AnyAudience", middleware.ValidatorConfig{Issuers: []middleware.TrustedIssuer{{Issuer: a.Issuer(), Audience: []string{"api"}, AnyAudience: true}}}, "Issuers[0].Audience and AnyAudience"},
-		{"Keys and JWKSURL", middleware.ValidatorConfig{Issuers: []middleware.TrustedIssuer{{Issuer: a.Issuer(), Audience: []string{"api"}, Keys: in, JWKSURL: a.JWKSURL()}}}, "Issuers[0].Keys cannot be combined with JWKSURL"},
-		{"Issuers and Issuer", middleware.ValidatorConfig{Issuer: a.Issuer(), Issuers: []middleware.TrustedIssuer{good}}, "Issuers cannot be combined with Issuer"},
-		{"Issuers and Audience", middleware.ValidatorConfig{Audience: []string{"api"}, Issuers: []middleware.TrustedIssuer{good}}, "Issuers cannot be combined with Audience"},
-		{"Issuers and Keys", middleware.ValidatorConfig{Keys: in, Issuers: []middleware.TrustedIssuer{good}}, "Issuers cannot be combined with Keys"},
-		{"HTTPClient when every issuer has Keys", middleware.ValidatorConfig{HTTPClient: http.DefaultClient, Issuers: []middleware.TrustedIssuer{{Issuer: iss, Keys: in, AnyAudience: true}}}, "Issuers all have Keys, so HTTPClient"},
+		{"discovery naming another issuer", accesstoken.ValidatorConfig{Issuers: []accesstoken.TrustedIssuer{good, {Issuer: b.Issuer() + "/", Audience: []string{"api"}}}}, "names issuer"},
+		{"unreachable discovery", accesstoken.ValidatorConfig{Issuers: []accesstoken.TrustedIssuer{good, {Issuer: b.Issuer() + "/nowhere", Audience: []string{"api"}}}}, "discovery"},
+		{"an issuer twice", accesstoken.ValidatorConfig{Issuers: []accesstoken.TrustedIssuer{good, {Issuer: a.Issuer(), AnyAudience: true}}}, `Issuers[1].Issuer "` + a.Issuer() + `" is Issuers[0]'s too`},
+		{"an issuer without a name", accesstoken.ValidatorConfig{Issuers: []accesstoken.TrustedIssuer{good, {Audience: []string{"api"}}}}, "Issuers[1].Issuer is required"},
+		{"an issuer without an audience", accesstoken.ValidatorConfig{Issuers: []accesstoken.TrustedIssuer{good, {Issuer: b.Issuer()}}}, "Issuers[1].Audience is required"},
+		{"Audience and AnyAudience", accesstoken.ValidatorConfig{Issuers: []accesstoken.TrustedIssuer{{Issuer: a.Issuer(), Audience: []string{"api"}, AnyAudience: true}}}, "Issuers[0].Audience and AnyAudience"},
+		{"Keys and JWKSURL", accesstoken.ValidatorConfig{Issuers: []accesstoken.TrustedIssuer{{Issuer: a.Issuer(), Audience: []string{"api"}, Keys: in, JWKSURL: a.JWKSURL()}}}, "Issuers[0].Keys cannot be combined with JWKSURL"},
+		{"Issuers and Issuer", accesstoken.ValidatorConfig{Issuer: a.Issuer(), Issuers: []accesstoken.TrustedIssuer{good}}, "Issuers cannot be combined with Issuer"},
+		{"Issuers and Audience", accesstoken.ValidatorConfig{Audience: []string{"api"}, Issuers: []accesstoken.TrustedIssuer{good}}, "Issuers cannot be combined with Audience"},
+		{"Issuers and Keys", accesstoken.ValidatorConfig{Keys: in, Issuers: []accesstoken.TrustedIssuer{good}}, "Issuers cannot be combined with Keys"},
+		{"HTTPClient when every issuer has Keys", accesstoken.ValidatorConfig{HTTPClient: http.DefaultClient, Issuers: []accesstoken.TrustedIssuer{{Issuer: iss, Keys: in, AnyAudience: true}}}, "Issuers all have Keys, so HTTPClient"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := middleware.NewValidator(context.Background(), c.cfg)
+			_, err := accesstoken.NewValidator(context.Background(), c.cfg)
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("err = %v, want one saying %q", err, c.want)
 			}
 		})
 	}
 	t.Run("HTTPClient with one issuer that fetches and one in process", func(t *testing.T) {
-		newValidatorOf(t, middleware.ValidatorConfig{HTTPClient: http.DefaultClient, Issuers: []middleware.TrustedIssuer{good, {Issuer: iss, Keys: in, AnyAudience: true}}})
+		newValidatorOf(t, accesstoken.ValidatorConfig{HTTPClient: http.DefaultClient, Issuers: []accesstoken.TrustedIssuer{good, {Issuer: iss, Keys: in, AnyAudience: true}}})
 	})
 }
 
@@ -280,7 +280,7 @@ func TestIssuersCacheIsPerIssuer(t *testing.T) {
 	ka, kb, kc := jwktest.NewKey(t, "ES256"), jwktest.NewKey(t, "ES256"), jwktest.NewKey(t, "ES256")
 	srcA, srcB, srcC := newCountingKeys(ka), newCountingKeys(kb), newCountingKeys(kc)
 	const a, b, c = "https://a.example/ids", "https://b.example/ids", "https://c.example/ids"
-	v := newValidatorOf(t, middleware.ValidatorConfig{Issuers: []middleware.TrustedIssuer{
+	v := newValidatorOf(t, accesstoken.ValidatorConfig{Issuers: []accesstoken.TrustedIssuer{
 		{Issuer: a, Keys: srcA, AnyAudience: true},
 		{Issuer: b, Keys: srcB, AnyAudience: true},
 		{Issuer: c, Keys: unversioned{srcC}, AnyAudience: true},
@@ -318,16 +318,16 @@ func TestIssuersCacheIsPerIssuer(t *testing.T) {
 func TestIssuersOfOneStillChoose(t *testing.T) {
 	k := jwktest.NewKey(t, "ES256")
 	src := newCountingKeys(k)
-	list := newValidatorOf(t, middleware.ValidatorConfig{Issuers: []middleware.TrustedIssuer{{Issuer: iss, Keys: src, AnyAudience: true}}})
-	one := newValidatorOf(t, middleware.ValidatorConfig{Issuer: iss, Keys: src, AnyAudience: true})
+	list := newValidatorOf(t, accesstoken.ValidatorConfig{Issuers: []accesstoken.TrustedIssuer{{Issuer: iss, Keys: src, AnyAudience: true}}})
+	one := newValidatorOf(t, accesstoken.ValidatorConfig{Issuer: iss, Keys: src, AnyAudience: true})
 	other := jwktest.Sign(t, k, nil, jwktest.Claims("https://other.example/ids", scope.AdminWebAPI, time.Hour))
 	for _, c := range []struct {
 		name    string
-		v       *middleware.Validator
+		v       *accesstoken.Validator
 		lookups int64
 	}{{"Issuers", list, 0}, {"Issuer", one, 0}} {
 		before := src.lookups.Load()
-		if _, err := c.v.Validate(context.Background(), other); !errors.Is(err, middleware.ErrIssuer) {
+		if _, err := c.v.Validate(context.Background(), other); !errors.Is(err, accesstoken.ErrIssuer) {
 			t.Fatalf("%s: err = %v", c.name, err)
 		}
 		if n := src.lookups.Load() - before; n != c.lookups {
@@ -358,7 +358,7 @@ func FuzzValidateIssuers(f *testing.F) {
 	f.Add(jwktest.Sign(f, ka, nil, jwktest.With(claimsA, "iss", []string{a})))
 	f.Add(jwktest.Segment(map[string]any{"alg": "ES256"}) + "." + jwktest.Segment(`{"iss":"`+a+`","iss":"`+b+`"}`) + ".AA")
 	f.Add("a.b.c")
-	v, err := middleware.NewValidator(context.Background(), middleware.ValidatorConfig{Issuers: []middleware.TrustedIssuer{
+	v, err := accesstoken.NewValidator(context.Background(), accesstoken.ValidatorConfig{Issuers: []accesstoken.TrustedIssuer{
 		{Issuer: a, Audience: []string{a + "/resources"}, Keys: newCountingKeys(ka)},
 		{Issuer: b, Audience: []string{b + "/resources"}, Keys: newCountingKeys(kb)},
 	}})
@@ -394,7 +394,7 @@ func FuzzValidateIssuers(f *testing.F) {
 func TestForeignIssuerSpendsNoRefetch(t *testing.T) {
 	k := jwktest.NewKey(t, "RS256")
 	trusted := jwktest.NewJWKS(t, k)
-	v := newValidator(t, middleware.ValidatorConfig{
+	v := newValidator(t, accesstoken.ValidatorConfig{
 		Issuer: trusted.Issuer(),
 		// No refresh in the background, and one refetch an hour on an
 		// unknown kid (the default is one per 30 s): every fetch the test
@@ -409,8 +409,8 @@ func TestForeignIssuerSpendsNoRefetch(t *testing.T) {
 	foreign := jwktest.Sign(t, other, map[string]any{"typ": "JWT"},
 		jwktest.With(jwktest.Claims("https://hydra-b.example/", scope.AdminWebAPI, time.Hour), "aud", trusted.Issuer()+"/resources"))
 	_, err := v.Validate(ctx, foreign)
-	var ve *middleware.ValidationError
-	if !errors.As(err, &ve) || ve.Reason != middleware.ErrIssuer || strings.Contains(err.Error(), "hydra-b") {
+	var ve *accesstoken.ValidationError
+	if !errors.As(err, &ve) || ve.Reason != accesstoken.ErrIssuer || strings.Contains(err.Error(), "hydra-b") {
 		t.Errorf("foreign token: err = %v, want ErrIssuer, naming no issuer (it never verified)", err)
 	}
 	if n := trusted.Hits() - hits; n != 0 {

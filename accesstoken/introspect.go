@@ -1,4 +1,4 @@
-package middleware
+package accesstoken
 
 import (
 	"cmp"
@@ -208,23 +208,23 @@ type Introspector struct {
 func NewIntrospector(ctx context.Context, cfg IntrospectorConfig) (*Introspector, error) {
 	switch {
 	case cfg.Issuer == "":
-		return nil, errors.New("middleware: IntrospectorConfig.Issuer is required")
+		return nil, errors.New("accesstoken: IntrospectorConfig.Issuer is required")
 	case cfg.ClientID == "" && !cfg.Unauthenticated:
-		return nil, errors.New("middleware: IntrospectorConfig.ClientID is required (the API's name at the issuer)")
+		return nil, errors.New("accesstoken: IntrospectorConfig.ClientID is required (the API's name at the issuer)")
 	case len(cfg.Audience) == 0 && !cfg.AnyAudience:
-		return nil, errors.New("middleware: IntrospectorConfig.Audience is required (or set AnyAudience)")
+		return nil, errors.New("accesstoken: IntrospectorConfig.Audience is required (or set AnyAudience)")
 	case len(cfg.Audience) > 0 && cfg.AnyAudience:
-		return nil, errors.New("middleware: IntrospectorConfig: set Audience or AnyAudience, not both")
+		return nil, errors.New("accesstoken: IntrospectorConfig: set Audience or AnyAudience, not both")
 	case cfg.Unauthenticated && (cfg.ClientSecret != "" || cfg.Key != nil || cfg.Local != nil):
-		return nil, errors.New("middleware: IntrospectorConfig: Unauthenticated sends no credential: ClientSecret, Key and Local do not apply")
+		return nil, errors.New("accesstoken: IntrospectorConfig: Unauthenticated sends no credential: ClientSecret, Key and Local do not apply")
 	case cfg.Local == nil && cfg.ClientSecret == "" && cfg.Key == nil && !cfg.Unauthenticated:
-		return nil, errors.New("middleware: IntrospectorConfig needs ClientSecret or Key (or Local; or Unauthenticated, for an endpoint that takes no client authentication)")
+		return nil, errors.New("accesstoken: IntrospectorConfig needs ClientSecret or Key (or Local; or Unauthenticated, for an endpoint that takes no client authentication)")
 	case cfg.ClientSecret != "" && cfg.Key != nil:
-		return nil, errors.New("middleware: IntrospectorConfig: set ClientSecret or Key, not both")
+		return nil, errors.New("accesstoken: IntrospectorConfig: set ClientSecret or Key, not both")
 	case cfg.Local != nil && (cfg.Endpoint != "" || cfg.ClientSecret != "" || cfg.Key != nil || cfg.HTTPClient != nil):
-		return nil, errors.New("middleware: IntrospectorConfig: Local answers in process: Endpoint, ClientSecret, Key and HTTPClient do not apply")
+		return nil, errors.New("accesstoken: IntrospectorConfig: Local answers in process: Endpoint, ClientSecret, Key and HTTPClient do not apply")
 	case cfg.FetchTimeout < 0 || cfg.CacheMaxAge < 0 || cfg.MaxConcurrent < 0 || cfg.MaxTokenLength < 0:
-		return nil, errors.New("middleware: IntrospectorConfig: a negative FetchTimeout, CacheMaxAge, MaxConcurrent or MaxTokenLength")
+		return nil, errors.New("accesstoken: IntrospectorConfig: a negative FetchTimeout, CacheMaxAge, MaxConcurrent or MaxTokenLength")
 	}
 	in := &Introspector{
 		from:     &trustedIssuer{issuer: cfg.Issuer, audience: cfg.Audience, versioned: constantVersion{}},
@@ -263,7 +263,7 @@ func NewIntrospector(ctx context.Context, cfg IntrospectorConfig) (*Introspector
 	if cfg.Key != nil {
 		s, err := clientauth.NewSigner(cfg.Key, cfg.KeyAlg, cfg.KeyID)
 		if err != nil {
-			return nil, fmt.Errorf("middleware: IntrospectorConfig.Key: %w", err)
+			return nil, fmt.Errorf("accesstoken: IntrospectorConfig.Key: %w", err)
 		}
 		in.signer = s
 	}
@@ -273,7 +273,7 @@ func NewIntrospector(ctx context.Context, cfg IntrospectorConfig) (*Introspector
 			return nil, err
 		}
 		if doc.IntrospectionEndpoint == "" {
-			return nil, fmt.Errorf("middleware: discovery: %s names no introspection_endpoint", cfg.Issuer)
+			return nil, fmt.Errorf("accesstoken: discovery: %s names no introspection_endpoint", cfg.Issuer)
 		}
 		in.endpoint = doc.IntrospectionEndpoint
 	}
@@ -444,27 +444,4 @@ func (in *Introspector) log(ctx context.Context, what string, err error) {
 		attrs = append(attrs, slog.String("error", err.Error()))
 	}
 	in.logger.LogAttrs(ctx, slog.LevelWarn, "idsauth: token introspection: "+what, attrs...)
-}
-
-// JWTOrReference returns a TokenValidator that accepts both kinds of
-// token on one route, as IdentityServer's ForwardDefaultSelector pattern
-// does in ASP.NET: a token shaped like a JWT (three dot-separated parts)
-// goes to jwt, any other to reference (an Introspector). Both fill Claims
-// the same way from what the issuer says of the token (a JWT's claims,
-// an introspection answer's members) and refuse with the same 401
-// answers. It panics when either is nil.
-func JWTOrReference(jwt, reference TokenValidator) TokenValidator {
-	if jwt == nil || reference == nil {
-		panic("middleware: JWTOrReference: a nil TokenValidator")
-	}
-	return shapeRouter{jwt: jwt, reference: reference}
-}
-
-type shapeRouter struct{ jwt, reference TokenValidator }
-
-func (r shapeRouter) Validate(ctx context.Context, token string) (*Claims, error) {
-	if strings.Count(token, ".") == 2 {
-		return r.jwt.Validate(ctx, token)
-	}
-	return r.reference.Validate(ctx, token)
 }

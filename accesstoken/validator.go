@@ -1,4 +1,4 @@
-package middleware
+package accesstoken
 
 import (
 	"context"
@@ -16,13 +16,6 @@ import (
 	"github.com/idsauth/idsauth/internal/jws"
 	"github.com/idsauth/idsauth/observe"
 )
-
-// TokenValidator validates a raw access token and returns its claims.
-// *Validator is the implementation; RequireBearer takes the interface so
-// a service can put its own in front of it.
-type TokenValidator interface {
-	Validate(ctx context.Context, token string) (*Claims, error)
-}
 
 // DefaultAlgorithms returns the signing algorithms a Validator accepts
 // when ValidatorConfig.Algorithms is empty: ES256, RS256, PS256, EdDSA and
@@ -227,10 +220,10 @@ func NewValidator(ctx context.Context, cfg ValidatorConfig) (_ *Validator, err e
 		return nil, err
 	}
 	if cfg.MaxTokenSize < 0 {
-		return nil, errors.New("middleware: ValidatorConfig.MaxTokenSize is negative")
+		return nil, errors.New("accesstoken: ValidatorConfig.MaxTokenSize is negative")
 	}
 	if cfg.FetchTimeout < 0 {
-		return nil, errors.New("middleware: ValidatorConfig.FetchTimeout is negative")
+		return nil, errors.New("accesstoken: ValidatorConfig.FetchTimeout is negative")
 	}
 	algs := cfg.Algorithms
 	if len(algs) == 0 {
@@ -239,10 +232,10 @@ func NewValidator(ctx context.Context, cfg ValidatorConfig) (_ *Validator, err e
 	allowed := make(map[string]bool, len(algs))
 	for _, a := range algs {
 		if strings.EqualFold(a, "none") || strings.HasPrefix(strings.ToUpper(a), "HS") {
-			return nil, fmt.Errorf("middleware: algorithm %q is never allowed", a)
+			return nil, fmt.Errorf("accesstoken: algorithm %q is never allowed", a)
 		}
 		if jws.Method(a) == nil {
-			return nil, fmt.Errorf("middleware: unknown algorithm %q", a)
+			return nil, fmt.Errorf("accesstoken: unknown algorithm %q", a)
 		}
 		allowed[a] = true
 	}

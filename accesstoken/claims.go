@@ -1,4 +1,4 @@
-package middleware
+package accesstoken
 
 import (
 	"context"
@@ -230,18 +230,36 @@ func (v *Validator) claims(from *trustedIssuer, raw jws.Claims, payload64, issue
 // binding refuses a token bound to a key (cnf) presented as a plain
 // bearer token, unless AllowBoundTokens: presented so it is probably
 // stolen, since its holder would prove the key. A request that presents
-// it with DPoP (RequireBearer marks its context, checks the proof, and
-// compares the proof's key with c.JKT) passes here.
+// it with DPoP (Presentation.NewContext; RequireBearer then checks the
+// proof, and compares the proof's key with c.JKT) passes here.
 func (v *Validator) binding(ctx context.Context, c *Claims) error {
-	if c.bound && !v.allowBound && !presentedWithDPoP(ctx) {
+	if c.bound && !v.allowBound && !presentationOf(ctx).DPoP {
 		return ErrBoundToken
 	}
 	return nil
 }
 
-type dpopKey struct{}
+// Presentation is how a request presented its access token, beside the
+// token itself. The zero value is a bearer token (RFC 6750).
+type Presentation struct {
+	// DPoP says the token came as "Authorization: DPoP" with a proof
+	// (RFC 9449 §7): a token bound to a key passes, and the caller
+	// checks, once Validate has accepted it, that the proof is by that
+	// key (Claims.JKT).
+	DPoP bool
+}
 
-// withDPoP marks ctx as a request that presents its token with DPoP.
-func withDPoP(ctx context.Context) context.Context { return context.WithValue(ctx, dpopKey{}, true) }
+type presentationKey struct{}
 
-func presentedWithDPoP(ctx context.Context) bool { b, _ := ctx.Value(dpopKey{}).(bool); return b }
+// NewContext returns a copy of ctx that tells Validate how the request
+// presented its token.
+func (p Presentation) NewContext(ctx context.Context) context.Context {
+	return context.WithValue(ctx, presentationKey{}, p)
+}
+
+// presentationOf returns how the request of ctx presented its token: as
+// a bearer token unless NewContext says otherwise.
+func presentationOf(ctx context.Context) Presentation {
+	p, _ := ctx.Value(presentationKey{}).(Presentation)
+	return p
+}

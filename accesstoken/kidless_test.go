@@ -1,4 +1,4 @@
-package middleware_test
+package accesstoken_test
 
 import (
 	"context"
@@ -7,15 +7,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/internal/jwktest"
 	"github.com/idsauth/idsauth/internal/keys"
-	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/scope"
 )
 
 // kidlessWorld is a JWKS on loopback with n ES256 keys and a validator
 // of its tokens, its cache off so that every validation checks.
-func kidlessWorld(tb testing.TB, n int) (*jwktest.JWKS, []*keys.Key, *middleware.Validator) {
+func kidlessWorld(tb testing.TB, n int) (*jwktest.JWKS, []*keys.Key, *accesstoken.Validator) {
 	tb.Helper()
 	ks := make([]*keys.Key, n)
 	for i := range ks {
@@ -24,7 +24,7 @@ func kidlessWorld(tb testing.TB, n int) (*jwktest.JWKS, []*keys.Key, *middleware
 	j := jwktest.NewJWKS(tb, ks...)
 	ctx, cancel := context.WithCancel(context.Background())
 	tb.Cleanup(cancel)
-	v, err := middleware.NewValidator(ctx, middleware.ValidatorConfig{
+	v, err := accesstoken.NewValidator(ctx, accesstoken.ValidatorConfig{
 		Issuer: j.Issuer(), JWKSURL: j.JWKSURL(), Audience: []string{j.Issuer() + "/resources"}, CacheSize: -1,
 	})
 	if err != nil {
@@ -47,16 +47,16 @@ func TestSignatureChecksPerToken(t *testing.T) {
 			claims := jwktest.Claims(j.Issuer(), scope.AdminWebAPI, time.Hour)
 			forger := jwktest.NewKey(t, "ES256")
 			checks := func(token string) (uint64, error) {
-				before := middleware.SignatureChecks(v)
+				before := accesstoken.SignatureChecks(v)
 				_, err := v.Validate(context.Background(), token)
-				return middleware.SignatureChecks(v) - before, err
+				return accesstoken.SignatureChecks(v) - before, err
 			}
 
 			got, err := checks(jwktest.Sign(t, forger, map[string]any{"kid": nil}, claims))
 			switch {
-			case n <= 2 && (got != uint64(n) || !errors.Is(err, middleware.ErrSignature)):
+			case n <= 2 && (got != uint64(n) || !errors.Is(err, accesstoken.ErrSignature)):
 				t.Errorf("a forged token without kid: %d checks, %v; want %d, a bad signature", got, err, n)
-			case n > 2 && (got != 0 || !errors.Is(err, middleware.ErrAmbiguousKey) || !errors.Is(err, middleware.ErrUnknownKey)):
+			case n > 2 && (got != 0 || !errors.Is(err, accesstoken.ErrAmbiguousKey) || !errors.Is(err, accesstoken.ErrUnknownKey)):
 				t.Errorf("a forged token without kid: %d checks, %v; want none, ErrAmbiguousKey", got, err)
 			}
 
@@ -64,14 +64,14 @@ func TestSignatureChecksPerToken(t *testing.T) {
 			switch {
 			case n <= 2 && (err != nil || got > uint64(n)):
 				t.Errorf("a genuine token without kid: %d checks, %v; want it accepted", got, err)
-			case n > 2 && (got != 0 || !errors.Is(err, middleware.ErrAmbiguousKey)):
+			case n > 2 && (got != 0 || !errors.Is(err, accesstoken.ErrAmbiguousKey)):
 				t.Errorf("a genuine token without kid: %d checks, %v; want none, ErrAmbiguousKey", got, err)
 			}
 
 			if got, err = checks(jwktest.Sign(t, ks[n-1], nil, claims)); err != nil || got != 1 {
 				t.Errorf("a token with kid: %d checks, %v; want 1, accepted", got, err)
 			}
-			if got, err = checks(jwktest.Sign(t, forger, map[string]any{"kid": ks[0].KID}, claims)); got != 1 || !errors.Is(err, middleware.ErrSignature) {
+			if got, err = checks(jwktest.Sign(t, forger, map[string]any{"kid": ks[0].KID}, claims)); got != 1 || !errors.Is(err, accesstoken.ErrSignature) {
 				t.Errorf("a forged token naming a key: %d checks, %v; want 1, a bad signature", got, err)
 			}
 		})
@@ -90,11 +90,11 @@ func BenchmarkForgedTokenWithoutKid(b *testing.B) {
 		genuine := jwktest.Sign(b, ks[0], nil, claims)
 		for _, c := range []struct{ name, token string }{{"forged without kid", forged}, {"genuine with kid", genuine}} {
 			b.Run(fmt.Sprintf("%s/keys=%d", c.name, n), func(b *testing.B) {
-				before := middleware.SignatureChecks(v)
+				before := accesstoken.SignatureChecks(v)
 				for b.Loop() {
 					_, _ = v.Validate(context.Background(), c.token)
 				}
-				b.ReportMetric(float64(middleware.SignatureChecks(v)-before)/float64(b.N), "sigchecks/op")
+				b.ReportMetric(float64(accesstoken.SignatureChecks(v)-before)/float64(b.N), "sigchecks/op")
 			})
 		}
 	}
@@ -124,7 +124,7 @@ func TestKidlessLookupFollowsTheKeySet(t *testing.T) {
 	if err := validate(next, next.KID); err != nil { // an unknown kid: the JWKS is fetched again
 		t.Fatalf("the new key, its kid: %v", err)
 	}
-	if err := validate(old, ""); !errors.Is(err, middleware.ErrSignature) {
+	if err := validate(old, ""); !errors.Is(err, accesstoken.ErrSignature) {
 		t.Fatalf("the old key, no kid, after the change: %v", err)
 	}
 	if err := validate(next, ""); err != nil {
@@ -133,11 +133,11 @@ func TestKidlessLookupFollowsTheKeySet(t *testing.T) {
 	j.SetKeys(old, next, third)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	v, err := middleware.NewValidator(ctx, middleware.ValidatorConfig{Issuer: j.Issuer(), JWKSURL: j.JWKSURL(), Audience: []string{j.Issuer() + "/resources"}, CacheSize: -1})
+	v, err := accesstoken.NewValidator(ctx, accesstoken.ValidatorConfig{Issuer: j.Issuer(), JWKSURL: j.JWKSURL(), Audience: []string{j.Issuer() + "/resources"}, CacheSize: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := v.Validate(context.Background(), jwktest.Sign(t, next, map[string]any{"kid": nil}, claims)); !errors.Is(err, middleware.ErrAmbiguousKey) {
+	if _, err := v.Validate(context.Background(), jwktest.Sign(t, next, map[string]any{"kid": nil}, claims)); !errors.Is(err, accesstoken.ErrAmbiguousKey) {
 		t.Fatalf("three keys, no kid: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package middleware
+package accesstoken
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package middleware_test
+package accesstoken_test
 
 import (
 	"context"
@@ -15,22 +15,22 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/internal/eventtest"
 	"github.com/idsauth/idsauth/internal/jwktest"
 	"github.com/idsauth/idsauth/internal/keys"
-	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/observe"
 	"github.com/idsauth/idsauth/scope"
 )
 
-func newValidator(t *testing.T, cfg middleware.ValidatorConfig) *middleware.Validator {
+func newValidator(t *testing.T, cfg accesstoken.ValidatorConfig) *accesstoken.Validator {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	if len(cfg.Audience) == 0 && !cfg.AnyAudience {
 		cfg.Audience = []string{cfg.Issuer + "/resources"} // what jwktest.Claims puts in aud
 	}
-	v, err := middleware.NewValidator(ctx, cfg)
+	v, err := accesstoken.NewValidator(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func newValidator(t *testing.T, cfg middleware.ValidatorConfig) *middleware.Vali
 func TestValidatorClaims(t *testing.T) {
 	k := jwktest.NewKey(t, "ES256")
 	jwks := jwktest.NewJWKS(t, k)
-	v := newValidator(t, middleware.ValidatorConfig{Issuer: jwks.Issuer()})
+	v := newValidator(t, accesstoken.ValidatorConfig{Issuer: jwks.Issuer()})
 	claims := jwktest.With(jwktest.Claims(jwks.Issuer(), "pd_AdminWebApi pd_ConnectWebApi", time.Hour), "tenant", "acme")
 	c, err := v.Validate(context.Background(), jwktest.Sign(t, k, nil, claims))
 	if err != nil {
@@ -78,14 +78,14 @@ func TestValidatorLeewayBoundary(t *testing.T) {
 		want error
 	}{
 		{"29s after exp is within the default leeway", exp.Add(29 * time.Second), nil},
-		{"31s after exp is expired", exp.Add(31 * time.Second), middleware.ErrExpired},
+		{"31s after exp is expired", exp.Add(31 * time.Second), accesstoken.ErrExpired},
 		{"29s before nbf is within the leeway", exp.Add(-time.Hour - 29*time.Second), nil},
-		{"31s before nbf is not valid yet", exp.Add(-time.Hour - 31*time.Second), middleware.ErrNotYetValid},
+		{"31s before nbf is not valid yet", exp.Add(-time.Hour - 31*time.Second), accesstoken.ErrNotYetValid},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			now := c.now
-			v := newValidator(t, middleware.ValidatorConfig{Issuer: jwks.Issuer(), Now: func() time.Time { return now }})
+			v := newValidator(t, accesstoken.ValidatorConfig{Issuer: jwks.Issuer(), Now: func() time.Time { return now }})
 			if _, err := v.Validate(context.Background(), tok); !errors.Is(err, c.want) || (c.want == nil && err != nil) {
 				t.Fatalf("err = %v, want %v", err, c.want)
 			}
@@ -93,8 +93,8 @@ func TestValidatorLeewayBoundary(t *testing.T) {
 	}
 	t.Run("no leeway", func(t *testing.T) {
 		now := exp.Add(time.Second)
-		v := newValidator(t, middleware.ValidatorConfig{Issuer: jwks.Issuer(), Leeway: -1, Now: func() time.Time { return now }})
-		if _, err := v.Validate(context.Background(), tok); !errors.Is(err, middleware.ErrExpired) {
+		v := newValidator(t, accesstoken.ValidatorConfig{Issuer: jwks.Issuer(), Leeway: -1, Now: func() time.Time { return now }})
+		if _, err := v.Validate(context.Background(), tok); !errors.Is(err, accesstoken.ErrExpired) {
 			t.Fatalf("err = %v", err)
 		}
 	})
@@ -103,7 +103,7 @@ func TestValidatorLeewayBoundary(t *testing.T) {
 func TestValidatorKeyRotation(t *testing.T) {
 	old := jwktest.NewKey(t, "ES256")
 	jwks := jwktest.NewJWKS(t, old)
-	v := newValidator(t, middleware.ValidatorConfig{Issuer: jwks.Issuer(), RefreshUnknownKID: rate.NewLimiter(rate.Inf, 1)})
+	v := newValidator(t, accesstoken.ValidatorConfig{Issuer: jwks.Issuer(), RefreshUnknownKID: rate.NewLimiter(rate.Inf, 1)})
 	claims := jwktest.Claims(jwks.Issuer(), scope.AdminWebAPI, time.Hour)
 	if _, err := v.Validate(context.Background(), jwktest.Sign(t, old, nil, claims)); err != nil {
 		t.Fatal(err)
@@ -118,12 +118,12 @@ func TestValidatorKeyRotation(t *testing.T) {
 func TestValidatorUnknownKIDRefreshIsRateLimited(t *testing.T) {
 	k := jwktest.NewKey(t, "ES256")
 	jwks := jwktest.NewJWKS(t, k)
-	v := newValidator(t, middleware.ValidatorConfig{Issuer: jwks.Issuer(), RefreshUnknownKID: rate.NewLimiter(rate.Every(time.Hour), 1)})
+	v := newValidator(t, accesstoken.ValidatorConfig{Issuer: jwks.Issuer(), RefreshUnknownKID: rate.NewLimiter(rate.Every(time.Hour), 1)})
 	before := jwks.Hits()
 	claims := jwktest.Claims(jwks.Issuer(), scope.AdminWebAPI, time.Hour)
 	for range 20 {
 		_, err := v.Validate(context.Background(), jwktest.Sign(t, jwktest.NewKey(t, "ES256"), nil, claims))
-		if !errors.Is(err, middleware.ErrUnknownKey) {
+		if !errors.Is(err, accesstoken.ErrUnknownKey) {
 			t.Fatalf("err = %v", err)
 		}
 	}
@@ -135,7 +135,7 @@ func TestValidatorUnknownKIDRefreshIsRateLimited(t *testing.T) {
 func TestValidatorJWKSDownAfterStart(t *testing.T) {
 	k := jwktest.NewKey(t, "RS256")
 	jwks := jwktest.NewJWKS(t, k)
-	v := newValidator(t, middleware.ValidatorConfig{Issuer: jwks.Issuer(), RefreshInterval: 10 * time.Millisecond})
+	v := newValidator(t, accesstoken.ValidatorConfig{Issuer: jwks.Issuer(), RefreshInterval: 10 * time.Millisecond})
 	jwks.SetDown(true)
 	hits := jwks.Hits()
 	for jwks.Hits() < hits+3 { // let refreshes fail a few times
@@ -168,9 +168,9 @@ func TestValidatorJWKSUnreachableAtStart(t *testing.T) {
 	k := jwktest.NewKey(t, "EdDSA")
 	jwks := jwktest.NewJWKS(t, k)
 	jwks.SetDown(true)
-	v := newValidator(t, middleware.ValidatorConfig{Issuer: jwks.Issuer(), JWKSURL: jwks.JWKSURL(), RefreshUnknownKID: rate.NewLimiter(rate.Inf, 1)})
+	v := newValidator(t, accesstoken.ValidatorConfig{Issuer: jwks.Issuer(), JWKSURL: jwks.JWKSURL(), RefreshUnknownKID: rate.NewLimiter(rate.Inf, 1)})
 	tok := jwktest.Sign(t, k, nil, jwktest.Claims(jwks.Issuer(), scope.AdminWebAPI, time.Hour))
-	if _, err := v.Validate(context.Background(), tok); !errors.Is(err, middleware.ErrKeysUnavailable) {
+	if _, err := v.Validate(context.Background(), tok); !errors.Is(err, accesstoken.ErrKeysUnavailable) {
 		t.Fatalf("err = %v, want ErrKeysUnavailable", err)
 	}
 	jwks.SetDown(false)
@@ -183,13 +183,13 @@ func TestValidatorDiscovery(t *testing.T) {
 	k := jwktest.NewKey(t, "ES256")
 	jwks := jwktest.NewJWKS(t, k)
 	t.Run("issuer mismatch is refused", func(t *testing.T) {
-		_, err := middleware.NewValidator(context.Background(), middleware.ValidatorConfig{Issuer: jwks.Issuer() + "/", AnyAudience: true})
+		_, err := accesstoken.NewValidator(context.Background(), accesstoken.ValidatorConfig{Issuer: jwks.Issuer() + "/", AnyAudience: true})
 		if err == nil || !strings.Contains(err.Error(), "names issuer") {
 			t.Fatalf("err = %v", err)
 		}
 	})
 	t.Run("unreachable discovery is an error", func(t *testing.T) {
-		_, err := middleware.NewValidator(context.Background(), middleware.ValidatorConfig{Issuer: jwks.Issuer() + "/nowhere", AnyAudience: true})
+		_, err := accesstoken.NewValidator(context.Background(), accesstoken.ValidatorConfig{Issuer: jwks.Issuer() + "/nowhere", AnyAudience: true})
 		if err == nil {
 			t.Fatal("no error")
 		}
@@ -198,7 +198,7 @@ func TestValidatorDiscovery(t *testing.T) {
 
 func TestValidatorConfigRefusesUnsafeAlgorithms(t *testing.T) {
 	for _, alg := range []string{"none", "HS256", "hs512", "XX1"} {
-		_, err := middleware.NewValidator(context.Background(), middleware.ValidatorConfig{Issuer: "https://x/ids", AnyAudience: true, Algorithms: []string{alg}})
+		_, err := accesstoken.NewValidator(context.Background(), accesstoken.ValidatorConfig{Issuer: "https://x/ids", AnyAudience: true, Algorithms: []string{alg}})
 		if err == nil {
 			t.Errorf("%s accepted", alg)
 		}
@@ -212,13 +212,13 @@ func TestValidatorConfigTakesTheAlgorithmTable(t *testing.T) {
 	k := jwktest.NewKey(t, "ES256")
 	jwks := jwktest.NewJWKS(t, k)
 	for _, alg := range []string{"RS512", "ES384", "PS512"} {
-		_, err := middleware.NewValidator(context.Background(), middleware.ValidatorConfig{Issuer: jwks.Issuer(), AnyAudience: true, Algorithms: []string{"ES256", alg}})
+		_, err := accesstoken.NewValidator(context.Background(), accesstoken.ValidatorConfig{Issuer: jwks.Issuer(), AnyAudience: true, Algorithms: []string{"ES256", alg}})
 		if err == nil || !strings.Contains(err.Error(), alg) {
 			t.Errorf("%s: %v", alg, err)
 		}
 	}
-	for _, alg := range middleware.DefaultAlgorithms() {
-		if _, err := middleware.NewValidator(context.Background(), middleware.ValidatorConfig{Issuer: jwks.Issuer(), AnyAudience: true, Algorithms: []string{alg}}); err != nil {
+	for _, alg := range accesstoken.DefaultAlgorithms() {
+		if _, err := accesstoken.NewValidator(context.Background(), accesstoken.ValidatorConfig{Issuer: jwks.Issuer(), AnyAudience: true, Algorithms: []string{alg}}); err != nil {
 			t.Errorf("%s: %v", alg, err)
 		}
 	}
@@ -227,9 +227,9 @@ func TestValidatorConfigTakesTheAlgorithmTable(t *testing.T) {
 func TestValidatorAlgorithmAllowList(t *testing.T) {
 	k := jwktest.NewKey(t, "RS256")
 	jwks := jwktest.NewJWKS(t, k)
-	v := newValidator(t, middleware.ValidatorConfig{Issuer: jwks.Issuer(), Algorithms: []string{"ES256"}})
+	v := newValidator(t, accesstoken.ValidatorConfig{Issuer: jwks.Issuer(), Algorithms: []string{"ES256"}})
 	tok := jwktest.Sign(t, k, nil, jwktest.Claims(jwks.Issuer(), scope.AdminWebAPI, time.Hour))
-	if _, err := v.Validate(context.Background(), tok); !errors.Is(err, middleware.ErrAlgorithm) {
+	if _, err := v.Validate(context.Background(), tok); !errors.Is(err, accesstoken.ErrAlgorithm) {
 		t.Fatalf("err = %v", err)
 	}
 }
@@ -256,12 +256,12 @@ func TestValidatorSlowJWKSNeverHoldsARequest(t *testing.T) {
 	srv = httptest.NewServer(mux)
 	defer srv.Close()
 	defer close(release)
-	v := newValidator(t, middleware.ValidatorConfig{Issuer: "https://ids.example/ids", JWKSURL: srv.URL + "/jwks", RefreshUnknownKID: rate.NewLimiter(rate.Inf, 1)})
+	v := newValidator(t, accesstoken.ValidatorConfig{Issuer: "https://ids.example/ids", JWKSURL: srv.URL + "/jwks", RefreshUnknownKID: rate.NewLimiter(rate.Inf, 1)})
 	slow.Store(true)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	tok := jwktest.Sign(t, jwktest.NewKey(t, "ES256"), nil, jwktest.Claims("https://ids.example/ids", scope.AdminWebAPI, time.Hour))
-	if _, err := v.Validate(ctx, tok); !errors.Is(err, middleware.ErrUnknownKey) {
+	if _, err := v.Validate(ctx, tok); !errors.Is(err, accesstoken.ErrUnknownKey) {
 		t.Fatalf("err = %v", err)
 	}
 	if ctx.Err() == nil {
@@ -327,7 +327,7 @@ func TestFetchesHaveADeadlineWhateverTheClient(t *testing.T) {
 		client := &http.Client{Transport: tr.Client().Transport} // no Timeout
 		done := make(chan error, 1)
 		go func() {
-			_, err := middleware.NewValidator(context.Background(), middleware.ValidatorConfig{
+			_, err := accesstoken.NewValidator(context.Background(), accesstoken.ValidatorConfig{
 				Issuer: tr.URL + "/ids", AnyAudience: true, HTTPClient: client, FetchTimeout: 300 * time.Millisecond,
 			})
 			done <- err
@@ -350,9 +350,9 @@ func TestFetchesHaveADeadlineWhateverTheClient(t *testing.T) {
 	t.Run("JWKS", func(t *testing.T) {
 		tr := newTrickle(t)
 		rec := &eventtest.Recorder{}
-		done := make(chan *middleware.Validator, 1)
+		done := make(chan *accesstoken.Validator, 1)
 		go func() {
-			v, err := middleware.NewValidator(t.Context(), middleware.ValidatorConfig{
+			v, err := accesstoken.NewValidator(t.Context(), accesstoken.ValidatorConfig{
 				Issuer: "https://ids.example/ids", JWKSURL: tr.URL + "/jwks", AnyAudience: true, Observer: rec,
 				HTTPClient: &http.Client{Transport: tr.Client().Transport}, FetchTimeout: 300 * time.Millisecond,
 			})
@@ -361,7 +361,7 @@ func TestFetchesHaveADeadlineWhateverTheClient(t *testing.T) {
 			}
 			done <- v
 		}()
-		var v *middleware.Validator
+		var v *accesstoken.Validator
 		select {
 		case v = <-done:
 		case <-time.After(hangGuard):
@@ -377,12 +377,12 @@ func TestFetchesHaveADeadlineWhateverTheClient(t *testing.T) {
 			t.Fatal("the server never saw the JWKS request cancelled")
 		}
 		k := jwktest.NewKey(t, "ES256")
-		if _, err := v.Validate(context.Background(), jwktest.Sign(t, k, nil, jwktest.Claims("https://ids.example/ids", scope.AdminWebAPI, time.Hour))); !errors.Is(err, middleware.ErrKeysUnavailable) {
+		if _, err := v.Validate(context.Background(), jwktest.Sign(t, k, nil, jwktest.Claims("https://ids.example/ids", scope.AdminWebAPI, time.Hour))); !errors.Is(err, accesstoken.ErrKeysUnavailable) {
 			t.Fatalf("err = %v, want ErrKeysUnavailable", err)
 		}
 	})
 	t.Run("a negative FetchTimeout is refused", func(t *testing.T) {
-		_, err := middleware.NewValidator(context.Background(), middleware.ValidatorConfig{Issuer: "https://ids.example/ids", JWKSURL: "https://ids.example/jwks", AnyAudience: true, FetchTimeout: -time.Second})
+		_, err := accesstoken.NewValidator(context.Background(), accesstoken.ValidatorConfig{Issuer: "https://ids.example/ids", JWKSURL: "https://ids.example/jwks", AnyAudience: true, FetchTimeout: -time.Second})
 		if err == nil || !strings.Contains(err.Error(), "FetchTimeout") {
 			t.Fatalf("err = %v", err)
 		}

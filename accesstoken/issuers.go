@@ -1,4 +1,4 @@
-package middleware
+package accesstoken
 
 import (
 	"fmt"
@@ -67,7 +67,7 @@ func (cfg *ValidatorConfig) issuerList() ([]TrustedIssuer, error) {
 	if !multi {
 		list = []TrustedIssuer{{Issuer: cfg.Issuer, JWKSURL: cfg.JWKSURL, Keys: cfg.Keys, Audience: cfg.Audience, AnyAudience: cfg.AnyAudience}}
 	} else if set := cfg.singleIssuerFields(); len(set) > 0 {
-		return nil, fmt.Errorf("middleware: ValidatorConfig.Issuers cannot be combined with %s, which each of Issuers sets for itself", strings.Join(set, ", "))
+		return nil, fmt.Errorf("accesstoken: ValidatorConfig.Issuers cannot be combined with %s, which each of Issuers sets for itself", strings.Join(set, ", "))
 	}
 	seen := make(map[string]int, len(list))
 	fetches := false
@@ -77,17 +77,17 @@ func (cfg *ValidatorConfig) issuerList() ([]TrustedIssuer, error) {
 			field = fmt.Sprintf("ValidatorConfig.Issuers[%d].", i)
 		}
 		if ti.Issuer == "" {
-			return nil, fmt.Errorf("middleware: %sIssuer is required", field)
+			return nil, fmt.Errorf("accesstoken: %sIssuer is required", field)
 		}
 		if j, dup := seen[ti.Issuer]; dup {
-			return nil, fmt.Errorf("middleware: %sIssuer %q is Issuers[%d]'s too", field, ti.Issuer, j)
+			return nil, fmt.Errorf("accesstoken: %sIssuer %q is Issuers[%d]'s too", field, ti.Issuer, j)
 		}
 		seen[ti.Issuer] = i
 		switch {
 		case len(ti.Audience) == 0 && !ti.AnyAudience:
-			return nil, fmt.Errorf(`middleware: %sAudience is required (RFC 9068 §4): set it to what the issuer puts in "aud" (IdentityServer: "{issuer}/resources" or the API resource names), or set AnyAudience`, field)
+			return nil, fmt.Errorf(`accesstoken: %sAudience is required (RFC 9068 §4): set it to what the issuer puts in "aud" (IdentityServer: "{issuer}/resources" or the API resource names), or set AnyAudience`, field)
 		case len(ti.Audience) > 0 && ti.AnyAudience:
-			return nil, fmt.Errorf("middleware: %sAudience and AnyAudience exclude each other", field)
+			return nil, fmt.Errorf("accesstoken: %sAudience and AnyAudience exclude each other", field)
 		}
 		if ti.Keys == nil {
 			fetches = true
@@ -101,11 +101,11 @@ func (cfg *ValidatorConfig) issuerList() ([]TrustedIssuer, error) {
 			fetchOnly = append(fetchOnly, cfg.fetchSettings()...)
 		}
 		if len(fetchOnly) > 0 {
-			return nil, fmt.Errorf("middleware: %sKeys cannot be combined with %s, which only apply to a fetched JWKS", field, strings.Join(fetchOnly, ", "))
+			return nil, fmt.Errorf("accesstoken: %sKeys cannot be combined with %s, which only apply to a fetched JWKS", field, strings.Join(fetchOnly, ", "))
 		}
 	}
 	if set := cfg.fetchSettings(); multi && !fetches && len(set) > 0 {
-		return nil, fmt.Errorf("middleware: ValidatorConfig.Issuers all have Keys, so %s, which only apply to a fetched JWKS, cannot be set", strings.Join(set, ", "))
+		return nil, fmt.Errorf("accesstoken: ValidatorConfig.Issuers all have Keys, so %s, which only apply to a fetched JWKS, cannot be set", strings.Join(set, ", "))
 	}
 	return list, nil
 }

@@ -1,4 +1,4 @@
-package middleware
+package accesstoken
 
 import (
 	"context"
@@ -15,7 +15,7 @@ func discover(ctx context.Context, client *http.Client, issuer string) (string, 
 		return "", err
 	}
 	if doc.JWKSURI == "" {
-		return "", fmt.Errorf("middleware: discovery: %s names no jwks_uri", issuer)
+		return "", fmt.Errorf("accesstoken: discovery: %s names no jwks_uri", issuer)
 	}
 	return doc.JWKSURI, nil
 }
@@ -33,22 +33,22 @@ func discoverDocument(ctx context.Context, client *http.Client, issuer string) (
 	u := strings.TrimSuffix(issuer, "/") + "/.well-known/openid-configuration"
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return nil, fmt.Errorf("middleware: discovery: %w", err)
+		return nil, fmt.Errorf("accesstoken: discovery: %w", err)
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("middleware: discovery: %w", err)
+		return nil, fmt.Errorf("accesstoken: discovery: %w", err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("middleware: discovery: %s answered %s", u, resp.Status)
+		return nil, fmt.Errorf("accesstoken: discovery: %s answered %s", u, resp.Status)
 	}
 	var doc discoveryDocument
 	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil {
-		return nil, fmt.Errorf("middleware: discovery: %s: %w", u, err)
+		return nil, fmt.Errorf("accesstoken: discovery: %s: %w", u, err)
 	}
 	if doc.Issuer != issuer {
-		return nil, fmt.Errorf("middleware: discovery: document names issuer %q, want %q", doc.Issuer, issuer)
+		return nil, fmt.Errorf("accesstoken: discovery: document names issuer %q, want %q", doc.Issuer, issuer)
 	}
 	return &doc, nil
 }

@@ -1,4 +1,4 @@
-package middleware
+package accesstoken
 
 // IntrospectionWaiters is how many validations wait for the call in
 // flight about token: the tests count it instead of guessing at timing.
