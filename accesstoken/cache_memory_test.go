@@ -30,7 +30,7 @@ func TestCacheEntryMemory(t *testing.T) {
 	}
 	const n = 20000
 	ctx := context.Background()
-	v, err := NewValidator(ctx, ValidatorConfig{Issuer: "http://127.0.0.1:8080/ids", AnyAudience: true, Keys: noKeys{}})
+	v, err := New(ctx, Config{Issuer: "http://127.0.0.1:8080/ids", AnyAudience: true, Keys: noKeys{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func TestCacheEntryMemory(t *testing.T) {
 	runtime.KeepAlive(tokens)
 	runtime.KeepAlive(payloads)
 
-	// The number in ValidatorConfig's documentation is this one.
+	// The number in Config's documentation is this one.
 	src, err := os.ReadFile("validator.go")
 	if err != nil {
 		t.Fatal(err)

@@ -66,7 +66,7 @@ const iss = "https://ids.example/ids"
 func TestCacheSkipsRepeatedValidation(t *testing.T) {
 	k := jwktest.NewKey(t, "ES256")
 	src := newCountingKeys(k)
-	v := newValidator(t, accesstoken.ValidatorConfig{Issuer: iss, Keys: src})
+	v := newValidator(t, accesstoken.Config{Issuer: iss, Keys: src})
 	tok := jwktest.Sign(t, k, nil, jwktest.Claims(iss, scope.AdminWebAPI, time.Hour))
 	for range 100 {
 		if _, err := v.Validate(context.Background(), tok); err != nil {
@@ -76,7 +76,7 @@ func TestCacheSkipsRepeatedValidation(t *testing.T) {
 	if n := src.lookups.Load(); n != 1 {
 		t.Fatalf("%d full validations for one token seen 100 times, want 1", n)
 	}
-	off := newValidator(t, accesstoken.ValidatorConfig{Issuer: iss, Keys: src, CacheSize: -1})
+	off := newValidator(t, accesstoken.Config{Issuer: iss, Keys: src, CacheSize: -1})
 	before := src.lookups.Load()
 	for range 10 {
 		if _, err := off.Validate(context.Background(), tok); err != nil {
@@ -92,7 +92,7 @@ func TestCachedTokenLeavesAtItsExp(t *testing.T) {
 	k := jwktest.NewKey(t, "ES256")
 	start := time.Now().Truncate(time.Second)
 	clk := newClock(start)
-	v := newValidator(t, accesstoken.ValidatorConfig{Issuer: iss, Keys: newCountingKeys(k), Now: clk.now, CacheMaxAge: time.Hour})
+	v := newValidator(t, accesstoken.Config{Issuer: iss, Keys: newCountingKeys(k), Now: clk.now, CacheMaxAge: time.Hour})
 	exp := start.Add(time.Minute)
 	tok := jwktest.Sign(t, k, nil, jwktest.With(jwktest.Claims(iss, scope.AdminWebAPI, time.Hour), "iat", start.Unix(), "nbf", start.Unix(), "exp", exp.Unix()))
 	if _, err := v.Validate(context.Background(), tok); err != nil {
@@ -112,7 +112,7 @@ func TestCacheMaxAge(t *testing.T) {
 	k := jwktest.NewKey(t, "ES256")
 	src := newCountingKeys(k)
 	clk := newClock(time.Now())
-	v := newValidator(t, accesstoken.ValidatorConfig{Issuer: iss, Keys: src, Now: clk.now, CacheMaxAge: time.Minute})
+	v := newValidator(t, accesstoken.Config{Issuer: iss, Keys: src, Now: clk.now, CacheMaxAge: time.Minute})
 	tok := jwktest.Sign(t, k, nil, jwktest.Claims(iss, scope.AdminWebAPI, time.Hour))
 	for _, step := range []time.Duration{0, 30 * time.Second, 31 * time.Second} {
 		clk.add(step)
@@ -127,7 +127,7 @@ func TestCacheMaxAge(t *testing.T) {
 
 func TestCacheNeverAcceptsAnotherToken(t *testing.T) {
 	k := jwktest.NewKey(t, "ES256")
-	v := newValidator(t, accesstoken.ValidatorConfig{Issuer: iss, Keys: newCountingKeys(k)})
+	v := newValidator(t, accesstoken.Config{Issuer: iss, Keys: newCountingKeys(k)})
 	tok := jwktest.Sign(t, k, nil, jwktest.Claims(iss, scope.AdminWebAPI, time.Hour))
 	if _, err := v.Validate(context.Background(), tok); err != nil {
 		t.Fatal(err)
@@ -148,7 +148,7 @@ func TestCacheDropsTokensOfARemovedKey(t *testing.T) {
 	t.Run("in-process source", func(t *testing.T) {
 		k1, k2 := jwktest.NewKey(t, "ES256"), jwktest.NewKey(t, "ES256")
 		src := newCountingKeys(k1, k2)
-		v := newValidator(t, accesstoken.ValidatorConfig{Issuer: iss, Keys: src})
+		v := newValidator(t, accesstoken.Config{Issuer: iss, Keys: src})
 		tok := jwktest.Sign(t, k1, nil, jwktest.Claims(iss, scope.AdminWebAPI, time.Hour))
 		if _, err := v.Validate(context.Background(), tok); err != nil {
 			t.Fatal(err)
@@ -161,7 +161,7 @@ func TestCacheDropsTokensOfARemovedKey(t *testing.T) {
 	t.Run("JWKS, within one refresh", func(t *testing.T) {
 		k1, k2 := jwktest.NewKey(t, "RS256"), jwktest.NewKey(t, "RS256")
 		jwks := jwktest.NewJWKS(t, k1, k2)
-		v := newValidator(t, accesstoken.ValidatorConfig{Issuer: jwks.Issuer(), RefreshInterval: 20 * time.Millisecond})
+		v := newValidator(t, accesstoken.Config{Issuer: jwks.Issuer(), RefreshInterval: 20 * time.Millisecond})
 		tok := jwktest.Sign(t, k1, nil, jwktest.Claims(jwks.Issuer(), scope.AdminWebAPI, time.Hour))
 		if _, err := v.Validate(context.Background(), tok); err != nil {
 			t.Fatal(err)
@@ -179,7 +179,7 @@ func TestCacheDropsTokensOfARemovedKey(t *testing.T) {
 func TestCacheConcurrentHits(t *testing.T) {
 	k := jwktest.NewKey(t, "EdDSA")
 	src := newCountingKeys(k)
-	v := newValidator(t, accesstoken.ValidatorConfig{Issuer: iss, Keys: src, CacheSize: 64})
+	v := newValidator(t, accesstoken.Config{Issuer: iss, Keys: src, CacheSize: 64})
 	toks := make([]string, 200)
 	for i := range toks {
 		toks[i] = jwktest.Sign(t, k, nil, jwktest.With(jwktest.Claims(iss, scope.AdminWebAPI, time.Hour), "jti", fmt.Sprint(i)))
@@ -211,7 +211,7 @@ func TestCacheConcurrentHits(t *testing.T) {
 // TestCacheHitAllocatesNothing: the warm path stays allocation-free.
 func TestCacheHitAllocatesNothing(t *testing.T) {
 	k := jwktest.NewKey(t, "ES256")
-	v := newValidator(t, accesstoken.ValidatorConfig{Issuer: iss, Keys: newCountingKeys(k)})
+	v := newValidator(t, accesstoken.Config{Issuer: iss, Keys: newCountingKeys(k)})
 	tok := jwktest.Sign(t, k, nil, jwktest.Claims(iss, scope.AdminWebAPI, time.Hour))
 	ctx := context.Background()
 	if _, err := v.Validate(ctx, tok); err != nil {

@@ -21,7 +21,7 @@ import (
 func TestValidationErrorFacts(t *testing.T) {
 	k := jwktest.NewKey(t, "ES256")
 	now := time.Unix(1_900_000_000, 0)
-	v := newValidator(t, accesstoken.ValidatorConfig{Issuer: iss, Keys: newCountingKeys(k), CacheSize: -1, Now: func() time.Time { return now }})
+	v := newValidator(t, accesstoken.Config{Issuer: iss, Keys: newCountingKeys(k), CacheSize: -1, Now: func() time.Time { return now }})
 	n := func(v int64) string { return strconv.FormatInt(v, 10) }
 	base := `"iss":"` + iss + `","aud":"` + iss + `/resources"`
 	cases := []struct {

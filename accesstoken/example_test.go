@@ -58,7 +58,7 @@ func ExampleNewValidator() {
 	// and refreshed in the background until ctx ends.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	v, err := accesstoken.NewValidator(ctx, accesstoken.ValidatorConfig{
+	v, err := accesstoken.New(ctx, accesstoken.Config{
 		Issuer:   iss.URL(),
 		Audience: []string{iss.URL() + "/resources"},
 	})
@@ -97,7 +97,7 @@ func ExampleNewValidator() {
 // "{issuer}/resources". A token is checked against the issuer its "iss"
 // names, exactly, and no other; an "iss" on no list is refused before any
 // key is fetched.
-func ExampleValidatorConfig_issuers() {
+func ExampleConfig_issuers() {
 	// Stand-ins on loopback: "legacy" writes tokens as IdentityServer does
 	// with its static audience off (aud "admin-api", scope an array).
 	legacySrv, legacy := exampleIssuerWith(func(c *issuer.Config) {
@@ -112,7 +112,7 @@ func ExampleValidatorConfig_issuers() {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	v, err := accesstoken.NewValidator(ctx, accesstoken.ValidatorConfig{
+	v, err := accesstoken.New(ctx, accesstoken.Config{
 		Issuers: []accesstoken.TrustedIssuer{
 			{Issuer: legacy.URL(), Audience: []string{"admin-api"}},
 			{Issuer: ids.URL(), Audience: []string{ids.URL() + "/resources"}},
@@ -173,7 +173,7 @@ func ExampleValidationError() {
 	ids, iss := exampleIssuer()
 	defer ids.Close()
 	later := func() time.Time { return time.Now().Add(2 * time.Hour) } // the default token lives an hour
-	v, err := accesstoken.NewValidator(context.Background(), accesstoken.ValidatorConfig{Issuer: iss.URL(), Audience: []string{iss.URL() + "/resources"}, Keys: iss, Now: later})
+	v, err := accesstoken.New(context.Background(), accesstoken.Config{Issuer: iss.URL(), Audience: []string{iss.URL() + "/resources"}, Keys: iss, Now: later})
 	if err != nil {
 		log.Fatal(err)
 	}

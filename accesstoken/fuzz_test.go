@@ -40,7 +40,7 @@ func FuzzValidate(f *testing.F) {
 	f.Add("")
 	const maxSize = 1 << 10
 	f.Add(jwktest.Sign(f, k, nil, jwktest.With(claims, "pad", strings.Repeat("p", maxSize))))
-	v, err := accesstoken.NewValidator(context.Background(), accesstoken.ValidatorConfig{Issuer: iss, Audience: []string{iss + "/resources"}, Keys: newCountingKeys(k), MaxTokenSize: maxSize})
+	v, err := accesstoken.New(context.Background(), accesstoken.Config{Issuer: iss, Audience: []string{iss + "/resources"}, Keys: newCountingKeys(k), MaxTokenSize: maxSize})
 	if err != nil {
 		f.Fatal(err)
 	}

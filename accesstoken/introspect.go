@@ -111,7 +111,7 @@ type IntrospectorConfig struct {
 	// else can answer on: TLS to it, or a network of your own.
 	Unauthenticated bool
 
-	// Audience and AnyAudience: as in ValidatorConfig. An answer's "aud"
+	// Audience and AnyAudience: as in Config. An answer's "aud"
 	// must hold one of Audience.
 	//
 	// It is also what refuses a refresh token where the endpoint's answer
@@ -154,7 +154,7 @@ type IntrospectorConfig struct {
 	// MaxIntrospectedTokenLength, for reference tokens; a JWT (to a
 	// command that introspects anything) needs DefaultMaxTokenSize.
 	MaxTokenLength int
-	// Leeway and AllowBoundTokens: as in ValidatorConfig.
+	// Leeway and AllowBoundTokens: as in Config.
 	Leeway           time.Duration
 	AllowBoundTokens bool
 	// Now is the clock, for tests. Nil means time.Now.
@@ -280,7 +280,7 @@ func NewIntrospector(ctx context.Context, cfg IntrospectorConfig) (*Introspector
 	return in, nil
 }
 
-// leewayOf is ValidatorConfig.Leeway's rule: zero means 30 seconds,
+// leewayOf is Config.Leeway's rule: zero means 30 seconds,
 // negative none.
 func leewayOf(l time.Duration) time.Duration {
 	switch {

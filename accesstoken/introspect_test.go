@@ -150,7 +150,7 @@ func TestIntrospectorOverHTTP(t *testing.T) {
 	ri := newRefIssuer(t)
 	clk := newClock(time.Now())
 	in := ri.introspector(t, func(c *accesstoken.IntrospectorConfig) { c.Now = clk.now; c.CacheMaxAge = 30 * time.Second })
-	jv := newValidator(t, accesstoken.ValidatorConfig{Issuer: ri.issuerURL(), Keys: ri.iss})
+	jv := newValidator(t, accesstoken.Config{Issuer: ri.issuerURL(), Keys: ri.iss})
 	h := middleware.RequireBearer(middleware.JWTOrReference(jv, in))(middleware.RequireScope(scope.AdminWebAPI)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, _ := middleware.ClaimsFrom(r.Context())
 		_ = json.NewEncoder(w).Encode(map[string]any{"client": c.ClientID, "scopes": c.Scopes, "iss": c.Issuer, "aud": c.Audience})
@@ -424,7 +424,7 @@ func TestIntrospectedClaimsMatchTheJWTs(t *testing.T) {
 	}
 	srv.Config.Handler = iss
 	aud := []string{iss.URL() + "/resources"}
-	jv := newValidator(t, accesstoken.ValidatorConfig{Issuer: iss.URL(), Audience: aud, Keys: iss})
+	jv := newValidator(t, accesstoken.Config{Issuer: iss.URL(), Audience: aud, Keys: iss})
 	in, err := accesstoken.NewIntrospector(context.Background(), accesstoken.IntrospectorConfig{Issuer: iss.URL(), ClientID: "api", Local: iss, Audience: aud})
 	if err != nil {
 		t.Fatal(err)

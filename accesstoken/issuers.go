@@ -6,16 +6,16 @@ import (
 )
 
 // TrustedIssuer is one of the issuers a Validator accepts tokens from, in
-// ValidatorConfig.Issuers: as during a move from the product's
+// Config.Issuers: as during a move from the product's
 // IdentityServer to this module's issuer, when tokens of both are live.
-// Its fields mean what the ValidatorConfig fields of the same names mean,
+// Its fields mean what the Config fields of the same names mean,
 // for this issuer alone.
 //
 // The issuer of a token is the one whose Issuer is the token's "iss",
 // byte for byte; its signature is checked with that issuer's keys alone,
 // and its "aud" against that issuer's Audience. A token whose "iss" is no
 // issuer's fails with ErrIssuer before any key is looked up, so it never
-// causes a fetch. A Validator of one issuer (ValidatorConfig.Issuer)
+// causes a fetch. A Validator of one issuer (Config.Issuer)
 // chooses the same way, from a list of one.
 //
 // To choose the keys, "iss" is read before the signature is checked, and
@@ -62,19 +62,19 @@ type TrustedIssuer struct {
 // issuerList returns the issuers of cfg, Issuer and its fields as a list
 // of one when Issuers is empty, or an error naming the first field that
 // is wrong.
-func (cfg *ValidatorConfig) issuerList() ([]TrustedIssuer, error) {
+func (cfg *Config) issuerList() ([]TrustedIssuer, error) {
 	list, multi := cfg.Issuers, len(cfg.Issuers) > 0
 	if !multi {
 		list = []TrustedIssuer{{Issuer: cfg.Issuer, JWKSURL: cfg.JWKSURL, Keys: cfg.Keys, Audience: cfg.Audience, AnyAudience: cfg.AnyAudience}}
 	} else if set := cfg.singleIssuerFields(); len(set) > 0 {
-		return nil, fmt.Errorf("accesstoken: ValidatorConfig.Issuers cannot be combined with %s, which each of Issuers sets for itself", strings.Join(set, ", "))
+		return nil, fmt.Errorf("accesstoken: Config.Issuers cannot be combined with %s, which each of Issuers sets for itself", strings.Join(set, ", "))
 	}
 	seen := make(map[string]int, len(list))
 	fetches := false
 	for i, ti := range list {
-		field := "ValidatorConfig."
+		field := "Config."
 		if multi {
-			field = fmt.Sprintf("ValidatorConfig.Issuers[%d].", i)
+			field = fmt.Sprintf("Config.Issuers[%d].", i)
 		}
 		if ti.Issuer == "" {
 			return nil, fmt.Errorf("accesstoken: %sIssuer is required", field)
@@ -105,13 +105,13 @@ func (cfg *ValidatorConfig) issuerList() ([]TrustedIssuer, error) {
 		}
 	}
 	if set := cfg.fetchSettings(); multi && !fetches && len(set) > 0 {
-		return nil, fmt.Errorf("accesstoken: ValidatorConfig.Issuers all have Keys, so %s, which only apply to a fetched JWKS, cannot be set", strings.Join(set, ", "))
+		return nil, fmt.Errorf("accesstoken: Config.Issuers all have Keys, so %s, which only apply to a fetched JWKS, cannot be set", strings.Join(set, ", "))
 	}
 	return list, nil
 }
 
 // singleIssuerFields names the fields of cfg, set, that Issuers replaces.
-func (cfg *ValidatorConfig) singleIssuerFields() []string {
+func (cfg *Config) singleIssuerFields() []string {
 	var set []string
 	for _, f := range []struct {
 		name string
@@ -132,7 +132,7 @@ func (cfg *ValidatorConfig) singleIssuerFields() []string {
 
 // fetchSettings names the settings of cfg, set, that only apply to a
 // fetched JWKS.
-func (cfg *ValidatorConfig) fetchSettings() []string {
+func (cfg *Config) fetchSettings() []string {
 	var set []string
 	if cfg.HTTPClient != nil {
 		set = append(set, "HTTPClient")

@@ -47,7 +47,7 @@ func newTwoIssuers(t *testing.T) *twoIssuers {
 	w := &twoIssuers{ka: jwktest.NewKey(t, "ES256"), kb: jwktest.NewKey(t, "RS256"), fetches: &countingTransport{}}
 	w.a, w.b = jwktest.NewJWKS(t, w.ka), jwktest.NewJWKS(t, w.kb)
 	w.audA, w.audB = w.a.Issuer()+"/resources", "admin-api"
-	w.v = newValidatorOf(t, accesstoken.ValidatorConfig{
+	w.v = newValidatorOf(t, accesstoken.Config{
 		Issuers: []accesstoken.TrustedIssuer{
 			{Issuer: w.a.Issuer(), Audience: []string{w.audA}},
 			{Issuer: w.b.Issuer(), Audience: []string{w.audB}},
@@ -72,11 +72,11 @@ func (w *twoIssuers) tokenB(t *testing.T, kv ...any) string {
 	return jwktest.Sign(t, w.kb, nil, jwktest.With(claims, kv...))
 }
 
-func newValidatorOf(t *testing.T, cfg accesstoken.ValidatorConfig) *accesstoken.Validator {
+func newValidatorOf(t *testing.T, cfg accesstoken.Config) *accesstoken.Validator {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	v, err := accesstoken.NewValidator(ctx, cfg)
+	v, err := accesstoken.New(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +226,7 @@ func TestIssuersAudiencePerIssuer(t *testing.T) {
 		})
 	}
 	t.Run("AnyAudience for one issuer only", func(t *testing.T) {
-		v := newValidatorOf(t, accesstoken.ValidatorConfig{Issuers: []accesstoken.TrustedIssuer{
+		v := newValidatorOf(t, accesstoken.Config{Issuers: []accesstoken.TrustedIssuer{
 			{Issuer: w.a.Issuer(), Audience: []string{w.audA}},
 			{Issuer: w.b.Issuer(), AnyAudience: true},
 		}})
@@ -245,31 +245,31 @@ func TestIssuersConfig(t *testing.T) {
 	in := newCountingKeys()
 	cases := []struct {
 		name string
-		cfg  accesstoken.ValidatorConfig
+		cfg  accesstoken.Config
 		want string // in the error
 	}{
-		{"discovery naming another issuer", accesstoken.ValidatorConfig{Issuers: []accesstoken.TrustedIssuer{good, {Issuer: b.Issuer() + "/", Audience: []string{"api"}}}}, "names issuer"},
-		{"unreachable discovery", accesstoken.ValidatorConfig{Issuers: []accesstoken.TrustedIssuer{good, {Issuer: b.Issuer() + "/nowhere", Audience: []string{"api"}}}}, "discovery"},
-		{"an issuer twice", accesstoken.ValidatorConfig{Issuers: []accesstoken.TrustedIssuer{good, {Issuer: a.Issuer(), AnyAudience: true}}}, `Issuers[1].Issuer "` + a.Issuer() + `" is Issuers[0]'s too`},
-		{"an issuer without a name", accesstoken.ValidatorConfig{Issuers: []accesstoken.TrustedIssuer{good, {Audience: []string{"api"}}}}, "Issuers[1].Issuer is required"},
-		{"an issuer without an audience", accesstoken.ValidatorConfig{Issuers: []accesstoken.TrustedIssuer{good, {Issuer: b.Issuer()}}}, "Issuers[1].Audience is required"},
-		{"Audience and AnyAudience", accesstoken.ValidatorConfig{Issuers: []accesstoken.TrustedIssuer{{Issuer: a.Issuer(), Audience: []string{"api"}, AnyAudience: true}}}, "Issuers[0].Audience and AnyAudience"},
-		{"Keys and JWKSURL", accesstoken.ValidatorConfig{Issuers: []accesstoken.TrustedIssuer{{Issuer: a.Issuer(), Audience: []string{"api"}, Keys: in, JWKSURL: a.JWKSURL()}}}, "Issuers[0].Keys cannot be combined with JWKSURL"},
-		{"Issuers and Issuer", accesstoken.ValidatorConfig{Issuer: a.Issuer(), Issuers: []accesstoken.TrustedIssuer{good}}, "Issuers cannot be combined with Issuer"},
-		{"Issuers and Audience", accesstoken.ValidatorConfig{Audience: []string{"api"}, Issuers: []accesstoken.TrustedIssuer{good}}, "Issuers cannot be combined with Audience"},
-		{"Issuers and Keys", accesstoken.ValidatorConfig{Keys: in, Issuers: []accesstoken.TrustedIssuer{good}}, "Issuers cannot be combined with Keys"},
-		{"HTTPClient when every issuer has Keys", accesstoken.ValidatorConfig{HTTPClient: http.DefaultClient, Issuers: []accesstoken.TrustedIssuer{{Issuer: iss, Keys: in, AnyAudience: true}}}, "Issuers all have Keys, so HTTPClient"},
+		{"discovery naming another issuer", accesstoken.Config{Issuers: []accesstoken.TrustedIssuer{good, {Issuer: b.Issuer() + "/", Audience: []string{"api"}}}}, "names issuer"},
+		{"unreachable discovery", accesstoken.Config{Issuers: []accesstoken.TrustedIssuer{good, {Issuer: b.Issuer() + "/nowhere", Audience: []string{"api"}}}}, "discovery"},
+		{"an issuer twice", accesstoken.Config{Issuers: []accesstoken.TrustedIssuer{good, {Issuer: a.Issuer(), AnyAudience: true}}}, `Issuers[1].Issuer "` + a.Issuer() + `" is Issuers[0]'s too`},
+		{"an issuer without a name", accesstoken.Config{Issuers: []accesstoken.TrustedIssuer{good, {Audience: []string{"api"}}}}, "Issuers[1].Issuer is required"},
+		{"an issuer without an audience", accesstoken.Config{Issuers: []accesstoken.TrustedIssuer{good, {Issuer: b.Issuer()}}}, "Issuers[1].Audience is required"},
+		{"Audience and AnyAudience", accesstoken.Config{Issuers: []accesstoken.TrustedIssuer{{Issuer: a.Issuer(), Audience: []string{"api"}, AnyAudience: true}}}, "Issuers[0].Audience and AnyAudience"},
+		{"Keys and JWKSURL", accesstoken.Config{Issuers: []accesstoken.TrustedIssuer{{Issuer: a.Issuer(), Audience: []string{"api"}, Keys: in, JWKSURL: a.JWKSURL()}}}, "Issuers[0].Keys cannot be combined with JWKSURL"},
+		{"Issuers and Issuer", accesstoken.Config{Issuer: a.Issuer(), Issuers: []accesstoken.TrustedIssuer{good}}, "Issuers cannot be combined with Issuer"},
+		{"Issuers and Audience", accesstoken.Config{Audience: []string{"api"}, Issuers: []accesstoken.TrustedIssuer{good}}, "Issuers cannot be combined with Audience"},
+		{"Issuers and Keys", accesstoken.Config{Keys: in, Issuers: []accesstoken.TrustedIssuer{good}}, "Issuers cannot be combined with Keys"},
+		{"HTTPClient when every issuer has Keys", accesstoken.Config{HTTPClient: http.DefaultClient, Issuers: []accesstoken.TrustedIssuer{{Issuer: iss, Keys: in, AnyAudience: true}}}, "Issuers all have Keys, so HTTPClient"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := accesstoken.NewValidator(context.Background(), c.cfg)
+			_, err := accesstoken.New(context.Background(), c.cfg)
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("err = %v, want one saying %q", err, c.want)
 			}
 		})
 	}
 	t.Run("HTTPClient with one issuer that fetches and one in process", func(t *testing.T) {
-		newValidatorOf(t, accesstoken.ValidatorConfig{HTTPClient: http.DefaultClient, Issuers: []accesstoken.TrustedIssuer{good, {Issuer: iss, Keys: in, AnyAudience: true}}})
+		newValidatorOf(t, accesstoken.Config{HTTPClient: http.DefaultClient, Issuers: []accesstoken.TrustedIssuer{good, {Issuer: iss, Keys: in, AnyAudience: true}}})
 	})
 }
 
@@ -280,7 +280,7 @@ func TestIssuersCacheIsPerIssuer(t *testing.T) {
 	ka, kb, kc := jwktest.NewKey(t, "ES256"), jwktest.NewKey(t, "ES256"), jwktest.NewKey(t, "ES256")
 	srcA, srcB, srcC := newCountingKeys(ka), newCountingKeys(kb), newCountingKeys(kc)
 	const a, b, c = "https://a.example/ids", "https://b.example/ids", "https://c.example/ids"
-	v := newValidatorOf(t, accesstoken.ValidatorConfig{Issuers: []accesstoken.TrustedIssuer{
+	v := newValidatorOf(t, accesstoken.Config{Issuers: []accesstoken.TrustedIssuer{
 		{Issuer: a, Keys: srcA, AnyAudience: true},
 		{Issuer: b, Keys: srcB, AnyAudience: true},
 		{Issuer: c, Keys: unversioned{srcC}, AnyAudience: true},
@@ -312,14 +312,14 @@ func TestIssuersCacheIsPerIssuer(t *testing.T) {
 }
 
 // TestIssuersOfOneStillChoose: a list of one issuer and
-// ValidatorConfig.Issuer read "iss" before the keys as a longer list
+// Config.Issuer read "iss" before the keys as a longer list
 // does: another issuer's token, even signed by the trusted key, looks up
 // no key.
 func TestIssuersOfOneStillChoose(t *testing.T) {
 	k := jwktest.NewKey(t, "ES256")
 	src := newCountingKeys(k)
-	list := newValidatorOf(t, accesstoken.ValidatorConfig{Issuers: []accesstoken.TrustedIssuer{{Issuer: iss, Keys: src, AnyAudience: true}}})
-	one := newValidatorOf(t, accesstoken.ValidatorConfig{Issuer: iss, Keys: src, AnyAudience: true})
+	list := newValidatorOf(t, accesstoken.Config{Issuers: []accesstoken.TrustedIssuer{{Issuer: iss, Keys: src, AnyAudience: true}}})
+	one := newValidatorOf(t, accesstoken.Config{Issuer: iss, Keys: src, AnyAudience: true})
 	other := jwktest.Sign(t, k, nil, jwktest.Claims("https://other.example/ids", scope.AdminWebAPI, time.Hour))
 	for _, c := range []struct {
 		name    string
@@ -358,7 +358,7 @@ func FuzzValidateIssuers(f *testing.F) {
 	f.Add(jwktest.Sign(f, ka, nil, jwktest.With(claimsA, "iss", []string{a})))
 	f.Add(jwktest.Segment(map[string]any{"alg": "ES256"}) + "." + jwktest.Segment(`{"iss":"`+a+`","iss":"`+b+`"}`) + ".AA")
 	f.Add("a.b.c")
-	v, err := accesstoken.NewValidator(context.Background(), accesstoken.ValidatorConfig{Issuers: []accesstoken.TrustedIssuer{
+	v, err := accesstoken.New(context.Background(), accesstoken.Config{Issuers: []accesstoken.TrustedIssuer{
 		{Issuer: a, Audience: []string{a + "/resources"}, Keys: newCountingKeys(ka)},
 		{Issuer: b, Audience: []string{b + "/resources"}, Keys: newCountingKeys(kb)},
 	}})
@@ -394,7 +394,7 @@ func FuzzValidateIssuers(f *testing.F) {
 func TestForeignIssuerSpendsNoRefetch(t *testing.T) {
 	k := jwktest.NewKey(t, "RS256")
 	trusted := jwktest.NewJWKS(t, k)
-	v := newValidator(t, accesstoken.ValidatorConfig{
+	v := newValidator(t, accesstoken.Config{
 		Issuer: trusted.Issuer(),
 		// No refresh in the background, and one refetch an hour on an
 		// unknown kid (the default is one per 30 s): every fetch the test

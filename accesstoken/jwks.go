@@ -39,7 +39,7 @@ type jwksSource struct {
 	kf         keyfunc.Keyfunc // for golang-jwt's parser (keyfunc)
 }
 
-func newJWKSSource(ctx context.Context, client *http.Client, jwksURL string, cfg ValidatorConfig) (*jwksSource, error) {
+func newJWKSSource(ctx context.Context, client *http.Client, jwksURL string, cfg Config) (*jwksSource, error) {
 	refresh := cfg.RefreshInterval
 	if refresh <= 0 {
 		refresh = 5 * time.Minute

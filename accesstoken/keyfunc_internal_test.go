@@ -22,7 +22,7 @@ func TestJWKSKeyfunc(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	limit := rate.NewLimiter(rate.Every(time.Hour), 1)
-	src, err := newJWKSSource(ctx, limitedClient(nil, time.Second), set.JWKSURL(), ValidatorConfig{RefreshUnknownKID: limit})
+	src, err := newJWKSSource(ctx, limitedClient(nil, time.Second), set.JWKSURL(), Config{RefreshUnknownKID: limit})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 )
 
 // KeySource gives the public keys that may verify a token. Set
-// ValidatorConfig.Keys (or TrustedIssuer.Keys) to one to validate without
+// Config.Keys (or TrustedIssuer.Keys) to one to validate without
 // fetching a JWKS, as when the issuer runs in the same process:
 // *issuer.Issuer is one.
 //

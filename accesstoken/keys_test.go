@@ -41,7 +41,7 @@ func TestKeySource(t *testing.T) {
 
 	t.Run("an unversioned source turns the cache off", func(t *testing.T) {
 		src := unversioned{newCountingKeys(k)}
-		v := newValidator(t, accesstoken.ValidatorConfig{Issuer: iss, Keys: src})
+		v := newValidator(t, accesstoken.Config{Issuer: iss, Keys: src})
 		for range 5 {
 			if _, err := v.Validate(context.Background(), tok); err != nil {
 				t.Fatal(err)
@@ -54,7 +54,7 @@ func TestKeySource(t *testing.T) {
 
 	t.Run("the source gets the request's context", func(t *testing.T) {
 		src := &ctxKeys{countingKeys: newCountingKeys(k)}
-		v := newValidator(t, accesstoken.ValidatorConfig{Issuer: iss, Keys: src, CacheSize: -1})
+		v := newValidator(t, accesstoken.Config{Issuer: iss, Keys: src, CacheSize: -1})
 		type key struct{}
 		ctx := context.WithValue(context.Background(), key{}, "request")
 		if _, err := v.Validate(ctx, tok); err != nil {
@@ -66,18 +66,18 @@ func TestKeySource(t *testing.T) {
 	})
 
 	t.Run("a source's own error counts as an unknown key", func(t *testing.T) {
-		v := newValidator(t, accesstoken.ValidatorConfig{Issuer: iss, Keys: failingKeys{errors.New("database down: secret details")}})
+		v := newValidator(t, accesstoken.Config{Issuer: iss, Keys: failingKeys{errors.New("database down: secret details")}})
 		if _, err := v.Validate(context.Background(), tok); !errors.Is(err, accesstoken.ErrUnknownKey) {
 			t.Fatalf("err = %v, want ErrUnknownKey", err)
 		}
-		v = newValidator(t, accesstoken.ValidatorConfig{Issuer: iss, Keys: failingKeys{accesstoken.ErrKeysUnavailable}})
+		v = newValidator(t, accesstoken.Config{Issuer: iss, Keys: failingKeys{accesstoken.ErrKeysUnavailable}})
 		if _, err := v.Validate(context.Background(), tok); !errors.Is(err, accesstoken.ErrKeysUnavailable) {
 			t.Fatalf("err = %v, want ErrKeysUnavailable", err)
 		}
 	})
 
 	t.Run("Keys excludes the settings of a fetched JWKS", func(t *testing.T) {
-		cases := map[string]accesstoken.ValidatorConfig{
+		cases := map[string]accesstoken.Config{
 			"JWKSURL":           {JWKSURL: "https://ids.example/jwks"},
 			"HTTPClient":        {HTTPClient: http.DefaultClient},
 			"FetchTimeout":      {FetchTimeout: time.Second},
@@ -86,7 +86,7 @@ func TestKeySource(t *testing.T) {
 		}
 		for field, cfg := range cases {
 			cfg.Issuer, cfg.AnyAudience, cfg.Keys = iss, true, newCountingKeys(k)
-			_, err := accesstoken.NewValidator(context.Background(), cfg)
+			_, err := accesstoken.New(context.Background(), cfg)
 			if err == nil || !strings.Contains(err.Error(), field) {
 				t.Errorf("Keys with %s: err = %v", field, err)
 			}

@@ -24,7 +24,7 @@ func kidlessWorld(tb testing.TB, n int) (*jwktest.JWKS, []*keys.Key, *accesstoke
 	j := jwktest.NewJWKS(tb, ks...)
 	ctx, cancel := context.WithCancel(context.Background())
 	tb.Cleanup(cancel)
-	v, err := accesstoken.NewValidator(ctx, accesstoken.ValidatorConfig{
+	v, err := accesstoken.New(ctx, accesstoken.Config{
 		Issuer: j.Issuer(), JWKSURL: j.JWKSURL(), Audience: []string{j.Issuer() + "/resources"}, CacheSize: -1,
 	})
 	if err != nil {
@@ -133,7 +133,7 @@ func TestKidlessLookupFollowsTheKeySet(t *testing.T) {
 	j.SetKeys(old, next, third)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	v, err := accesstoken.NewValidator(ctx, accesstoken.ValidatorConfig{Issuer: j.Issuer(), JWKSURL: j.JWKSURL(), Audience: []string{j.Issuer() + "/resources"}, CacheSize: -1})
+	v, err := accesstoken.New(ctx, accesstoken.Config{Issuer: j.Issuer(), JWKSURL: j.JWKSURL(), Audience: []string{j.Issuer() + "/resources"}, CacheSize: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

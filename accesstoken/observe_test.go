@@ -27,7 +27,7 @@ func TestEventsOfJWKSFetches(t *testing.T) {
 	j := jwktest.NewJWKS(t, k)
 	j.SetDown(true)
 	rec := &eventtest.Recorder{}
-	v, err := accesstoken.NewValidator(t.Context(), accesstoken.ValidatorConfig{
+	v, err := accesstoken.New(t.Context(), accesstoken.Config{
 		Issuer: j.Issuer(), AnyAudience: true, JWKSURL: j.JWKSURL(), Observer: rec,
 		RefreshUnknownKID: rate.NewLimiter(rate.Inf, 1),
 	})

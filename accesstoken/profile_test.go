@@ -50,7 +50,7 @@ func TestValidatorTakesBothProfiles(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Over HTTP, by discovery and the JWKS, as a service would.
-		v := newValidator(t, accesstoken.ValidatorConfig{Issuer: iss.URL(), Audience: []string{aud(iss.URL())}})
+		v := newValidator(t, accesstoken.Config{Issuer: iss.URL(), Audience: []string{aud(iss.URL())}})
 		c, err := v.Validate(context.Background(), tok.AccessToken)
 		if err != nil {
 			t.Fatalf("%s: %v", profile, err)
@@ -78,7 +78,7 @@ func TestValidatorTakesBothProfiles(t *testing.T) {
 // array of strings (another issuer's) is left in Raw, never refused.
 func TestClientClaimsOfOtherShapes(t *testing.T) {
 	k := jwktest.NewKey(t, "ES256")
-	v := newValidator(t, accesstoken.ValidatorConfig{Issuer: iss, Keys: newCountingKeys(k)})
+	v := newValidator(t, accesstoken.Config{Issuer: iss, Keys: newCountingKeys(k)})
 	c, err := v.Validate(context.Background(), jwktest.Sign(t, k, nil, jwktest.With(jwktest.Claims(iss, scope.AdminWebAPI, time.Hour),
 		"client_n", 5, "client_obj", map[string]any{"a": 1}, "client_tenant", "acme", "client_", "x")))
 	if err != nil {

@@ -22,7 +22,7 @@ import (
 // them the same way.
 func TestScpClaimIsReadWhenScopeIsAbsent(t *testing.T) {
 	k := jwktest.NewKey(t, "ES256")
-	v := newValidator(t, accesstoken.ValidatorConfig{Issuer: iss, Keys: newCountingKeys(k), CacheSize: -1})
+	v := newValidator(t, accesstoken.Config{Issuer: iss, Keys: newCountingKeys(k), CacheSize: -1})
 	base := `"iss":"` + iss + `","aud":"` + iss + `/resources","exp":` + strconv.FormatInt(time.Now().Unix()+3600, 10)
 	both := scope.Set{scope.AdminWebAPI, scope.ConnectWebAPI}
 	cases := []struct {

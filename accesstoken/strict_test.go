@@ -37,7 +37,7 @@ func signPayload(t *testing.T, k *keys.Key, payload string) string {
 func TestValidatorStrictClaims(t *testing.T) {
 	k := jwktest.NewKey(t, "ES256")
 	src := newCountingKeys(k)
-	v := newValidator(t, accesstoken.ValidatorConfig{Issuer: iss, Keys: src, CacheSize: -1})
+	v := newValidator(t, accesstoken.Config{Issuer: iss, Keys: src, CacheSize: -1})
 	now := time.Now().Unix()
 	n := func(v int64) string { return strconv.FormatInt(v, 10) }
 	head := `"iss":"` + iss + `","aud":"` + iss + `/resources","scope":"pd_AdminWebApi"`
@@ -103,7 +103,7 @@ func TestValidatorStrictClaims(t *testing.T) {
 	t.Run("a 1e300 nbf never reaches the time checks", func(t *testing.T) {
 		// With a clock far in the future the check would pass if 1e300
 		// were read as a time at all.
-		far := newValidator(t, accesstoken.ValidatorConfig{Issuer: iss, Keys: src, Now: func() time.Time { return time.Unix(1<<40, 0) }, Leeway: -1})
+		far := newValidator(t, accesstoken.Config{Issuer: iss, Keys: src, Now: func() time.Time { return time.Unix(1<<40, 0) }, Leeway: -1})
 		if _, err := far.Validate(context.Background(), signPayload(t, k, times(n(now), "1e300", "1e300"))); !errors.Is(err, accesstoken.ErrMalformed) {
 			t.Fatalf("err = %v", err)
 		}
@@ -113,11 +113,11 @@ func TestValidatorStrictClaims(t *testing.T) {
 func TestValidatorBoundTokensOptIn(t *testing.T) {
 	k := jwktest.NewKey(t, "ES256")
 	tok := jwktest.Sign(t, k, nil, jwktest.With(jwktest.Claims(iss, scope.AdminWebAPI, time.Hour), "cnf", map[string]any{"jkt": "abc"}))
-	v := newValidator(t, accesstoken.ValidatorConfig{Issuer: iss, Keys: newCountingKeys(k)})
+	v := newValidator(t, accesstoken.Config{Issuer: iss, Keys: newCountingKeys(k)})
 	if _, err := v.Validate(context.Background(), tok); !errors.Is(err, accesstoken.ErrBoundToken) || err.Error() != "token is bound to a key" {
 		t.Fatalf("default: err = %v", err)
 	}
-	opt := newValidator(t, accesstoken.ValidatorConfig{Issuer: iss, Keys: newCountingKeys(k), AllowBoundTokens: true})
+	opt := newValidator(t, accesstoken.Config{Issuer: iss, Keys: newCountingKeys(k), AllowBoundTokens: true})
 	c, err := opt.Validate(context.Background(), tok)
 	if err != nil {
 		t.Fatalf("opted in: %v", err)
@@ -143,8 +143,8 @@ func TestValidatorSizeCap(t *testing.T) {
 		}
 		return tok
 	}
-	def := newValidator(t, accesstoken.ValidatorConfig{Issuer: iss, Keys: src, CacheSize: -1})
-	small := newValidator(t, accesstoken.ValidatorConfig{Issuer: iss, Keys: src, CacheSize: -1, MaxTokenSize: 2048})
+	def := newValidator(t, accesstoken.Config{Issuer: iss, Keys: src, CacheSize: -1})
+	small := newValidator(t, accesstoken.Config{Issuer: iss, Keys: src, CacheSize: -1, MaxTokenSize: 2048})
 	at, over := pad(16<<10-8), pad(16<<10+8)
 	if len(at) > accesstoken.DefaultMaxTokenSize || len(over) <= accesstoken.DefaultMaxTokenSize {
 		t.Fatalf("sizes %d %d", len(at), len(over))
@@ -170,7 +170,7 @@ func TestValidatorSizeCap(t *testing.T) {
 	if n := src.lookups.Load() - before; n != 2 {
 		t.Errorf("%d key lookups, want 2: an oversized token must not get that far", n)
 	}
-	if _, err := accesstoken.NewValidator(context.Background(), accesstoken.ValidatorConfig{Issuer: iss, Keys: src, AnyAudience: true, MaxTokenSize: -1}); err == nil {
+	if _, err := accesstoken.New(context.Background(), accesstoken.Config{Issuer: iss, Keys: src, AnyAudience: true, MaxTokenSize: -1}); err == nil {
 		t.Error("a negative MaxTokenSize was accepted")
 	}
 }
@@ -183,7 +183,7 @@ func TestValidatorSizeCap(t *testing.T) {
 func TestValidatorSignatureBeforeClaims(t *testing.T) {
 	k, other := jwktest.NewKey(t, "ES256"), jwktest.NewKey(t, "ES256")
 	src := newCountingKeys(k)
-	v := newValidator(t, accesstoken.ValidatorConfig{Issuer: iss, Keys: src, CacheSize: -1})
+	v := newValidator(t, accesstoken.Config{Issuer: iss, Keys: src, CacheSize: -1})
 	// other's signature under k's kid
 	forge := func(payload string) string {
 		tok := signPayload(t, other, payload)
@@ -217,17 +217,17 @@ func TestValidatorSignatureBeforeClaims(t *testing.T) {
 func TestValidatorAudienceRequired(t *testing.T) {
 	k := jwktest.NewKey(t, "ES256")
 	src := newCountingKeys(k)
-	if _, err := accesstoken.NewValidator(context.Background(), accesstoken.ValidatorConfig{Issuer: iss, Keys: src}); err == nil || !strings.Contains(err.Error(), "Audience is required") {
+	if _, err := accesstoken.New(context.Background(), accesstoken.Config{Issuer: iss, Keys: src}); err == nil || !strings.Contains(err.Error(), "Audience is required") {
 		t.Fatalf("no audience: err = %v", err)
 	}
-	if _, err := accesstoken.NewValidator(context.Background(), accesstoken.ValidatorConfig{Issuer: iss, Keys: src, Audience: []string{"a"}, AnyAudience: true}); err == nil {
+	if _, err := accesstoken.New(context.Background(), accesstoken.Config{Issuer: iss, Keys: src, Audience: []string{"a"}, AnyAudience: true}); err == nil {
 		t.Fatal("Audience with AnyAudience accepted")
 	}
 	mine := jwktest.Sign(t, k, nil, jwktest.With(jwktest.Claims(iss, scope.AdminWebAPI, time.Hour), "aud", "https://admin-api.example"))
 	theirs := jwktest.Sign(t, k, nil, jwktest.With(jwktest.Claims(iss, scope.AdminWebAPI, time.Hour), "aud", []string{"https://billing.example"}))
 	none := jwktest.Sign(t, k, nil, jwktest.With(jwktest.Claims(iss, scope.AdminWebAPI, time.Hour), "aud", nil))
-	strict := newValidator(t, accesstoken.ValidatorConfig{Issuer: iss, Keys: src, Audience: []string{"https://admin-api.example"}})
-	anyAud := newValidator(t, accesstoken.ValidatorConfig{Issuer: iss, Keys: src, AnyAudience: true})
+	strict := newValidator(t, accesstoken.Config{Issuer: iss, Keys: src, Audience: []string{"https://admin-api.example"}})
+	anyAud := newValidator(t, accesstoken.Config{Issuer: iss, Keys: src, AnyAudience: true})
 	for _, c := range []struct {
 		name string
 		v    *accesstoken.Validator
@@ -288,7 +288,7 @@ func TestValidatorJWKUse(t *testing.T) {
 			t.Run(c.name+" kid "+strconv.FormatBool(withKID), func(t *testing.T) {
 				jwks := jwktest.NewJWKS(t)
 				jwks.SetBody(jwksBody(t, c.jwk))
-				v := newValidator(t, accesstoken.ValidatorConfig{Issuer: jwks.Issuer(), RefreshUnknownKID: rate.NewLimiter(rate.Every(time.Hour), 1)})
+				v := newValidator(t, accesstoken.Config{Issuer: jwks.Issuer(), RefreshUnknownKID: rate.NewLimiter(rate.Every(time.Hour), 1)})
 				var header map[string]any
 				if !withKID {
 					header = map[string]any{"kid": nil}
@@ -316,7 +316,7 @@ func TestValidatorJWKAlg(t *testing.T) {
 		t.Fatal(err)
 	}
 	jwks := jwktest.NewJWKS(t, ps)
-	v := newValidator(t, accesstoken.ValidatorConfig{Issuer: jwks.Issuer(), RefreshUnknownKID: rate.NewLimiter(rate.Every(time.Hour), 1)})
+	v := newValidator(t, accesstoken.Config{Issuer: jwks.Issuer(), RefreshUnknownKID: rate.NewLimiter(rate.Every(time.Hour), 1)})
 	c := jwktest.Claims(jwks.Issuer(), scope.AdminWebAPI, time.Hour)
 	for _, withKID := range []bool{true, false} {
 		var header map[string]any
@@ -348,7 +348,7 @@ func TestValidatorEd25519Alg(t *testing.T) {
 			j.Alg = jwkAlg
 			jwks := jwktest.NewJWKS(t)
 			jwks.SetBody(jwksBody(t, j))
-			v := newValidator(t, accesstoken.ValidatorConfig{Issuer: jwks.Issuer()})
+			v := newValidator(t, accesstoken.Config{Issuer: jwks.Issuer()})
 			c := jwktest.With(claims, "iss", jwks.Issuer(), "aud", jwks.Issuer()+"/resources")
 			for _, alg := range []string{"Ed25519", "EdDSA"} {
 				if _, err := v.Validate(context.Background(), jwktest.Sign(t, ed, map[string]any{"alg": alg}, c)); err != nil {
@@ -360,7 +360,7 @@ func TestValidatorEd25519Alg(t *testing.T) {
 	c := jwktest.With(claims, "iss", iss, "aud", iss+"/resources")
 	edTok := jwktest.Sign(t, ed, map[string]any{"alg": "Ed25519"}, c)
 	t.Run("listed alone in Algorithms", func(t *testing.T) {
-		v := newValidator(t, accesstoken.ValidatorConfig{Issuer: iss, Keys: newCountingKeys(ed), Algorithms: []string{"Ed25519"}})
+		v := newValidator(t, accesstoken.Config{Issuer: iss, Keys: newCountingKeys(ed), Algorithms: []string{"Ed25519"}})
 		if _, err := v.Validate(context.Background(), edTok); err != nil {
 			t.Fatal(err)
 		}
@@ -369,13 +369,13 @@ func TestValidatorEd25519Alg(t *testing.T) {
 		}
 	})
 	t.Run("not listed", func(t *testing.T) {
-		v := newValidator(t, accesstoken.ValidatorConfig{Issuer: iss, Keys: newCountingKeys(ed), Algorithms: []string{"EdDSA"}})
+		v := newValidator(t, accesstoken.Config{Issuer: iss, Keys: newCountingKeys(ed), Algorithms: []string{"EdDSA"}})
 		if _, err := v.Validate(context.Background(), edTok); !errors.Is(err, accesstoken.ErrAlgorithm) {
 			t.Fatalf("err = %v", err)
 		}
 	})
 	t.Run("over an ECDSA key", func(t *testing.T) {
-		v := newValidator(t, accesstoken.ValidatorConfig{Issuer: iss, Keys: newCountingKeys(ec)})
+		v := newValidator(t, accesstoken.Config{Issuer: iss, Keys: newCountingKeys(ec)})
 		tok := jwktest.Sign(t, ec, nil, c)
 		parts := strings.Split(tok, ".")
 		h := jwktest.Segment(map[string]any{"alg": "Ed25519", "typ": "at+jwt", "kid": ec.KID})
@@ -393,7 +393,7 @@ func TestValidatorEd25519Alg(t *testing.T) {
 func TestValidatorIdenticalJWKSRefetchKeepsCache(t *testing.T) {
 	k := jwktest.NewKey(t, "ES256")
 	jwks := jwktest.NewJWKS(t, k)
-	v := newValidator(t, accesstoken.ValidatorConfig{Issuer: jwks.Issuer(), RefreshUnknownKID: rate.NewLimiter(rate.Inf, 1)})
+	v := newValidator(t, accesstoken.Config{Issuer: jwks.Issuer(), RefreshUnknownKID: rate.NewLimiter(rate.Inf, 1)})
 	c := jwktest.Claims(jwks.Issuer(), scope.AdminWebAPI, time.Hour)
 	tok := jwktest.Sign(t, k, nil, c)
 	first, err := v.Validate(context.Background(), tok)

@@ -18,7 +18,7 @@ import (
 )
 
 // DefaultAlgorithms returns the signing algorithms a Validator accepts
-// when ValidatorConfig.Algorithms is empty: ES256, RS256, PS256, EdDSA and
+// when Config.Algorithms is empty: ES256, RS256, PS256, EdDSA and
 // Ed25519, [RFC 9864]'s fully-specified name for EdDSA over an Ed25519
 // key. Each call returns a new slice.
 //
@@ -26,19 +26,19 @@ import (
 func DefaultAlgorithms() []string { return slices.Clone(jws.Algorithms) }
 
 // DefaultMaxTokenSize is the longest token a Validator reads when
-// ValidatorConfig.MaxTokenSize is zero: 16 KiB, far above the 0.5 to 2 KiB
+// Config.MaxTokenSize is zero: 16 KiB, far above the 0.5 to 2 KiB
 // of real access tokens.
 const DefaultMaxTokenSize = 16 << 10
 
 // DefaultFetchTimeout bounds each fetch of a discovery document or a JWKS
-// when ValidatorConfig.FetchTimeout is zero.
+// when Config.FetchTimeout is zero.
 const DefaultFetchTimeout = 10 * time.Second
 
-// ValidatorConfig configures a Validator. Issuer is required, and so is
+// Config configures a Validator. Issuer is required, and so is
 // Audience unless AnyAudience says otherwise; every other zero value is a
 // safe default. A Validator that accepts the tokens of several issuers
 // names them in Issuers instead.
-type ValidatorConfig struct {
+type Config struct {
 	// Issuer is the expected "iss" claim, e.g. "https://host/ids". When
 	// neither JWKSURL nor Keys is set, the JWKS URL is read from
 	// {Issuer}/.well-known/openid-configuration, whose "issuer" must equal
@@ -59,7 +59,7 @@ type ValidatorConfig struct {
 	// module's issuer by default, put "{issuer}/resources", e.g.
 	// "https://host/ids/resources"; with it off, IdentityServer puts the
 	// names of the API resources whose scopes the token carries, e.g.
-	// "admin-api". NewValidator refuses an empty Audience unless
+	// "admin-api". New refuses an empty Audience unless
 	// AnyAudience is set.
 	Audience []string
 
@@ -73,11 +73,11 @@ type ValidatorConfig struct {
 	// fetched over HTTP. Use it when the issuer runs in the same process
 	// (Keys: iss, an *issuer.Issuer). It cannot be combined with JWKSURL,
 	// HTTPClient, FetchTimeout, RefreshInterval or RefreshUnknownKID,
-	// which only apply to a fetched JWKS: NewValidator refuses the mix.
+	// which only apply to a fetched JWKS: New refuses the mix.
 	Keys KeySource
 
 	// Algorithms are the accepted "alg" values, names of
-	// DefaultAlgorithms(), which is what empty means. NewValidator refuses
+	// DefaultAlgorithms(), which is what empty means. New refuses
 	// any other name: "none", the HMAC algorithms and the rest. The list
 	// is matched exactly: "EdDSA" and "Ed25519" are listed apart.
 	Algorithms []string
@@ -93,7 +93,7 @@ type ValidatorConfig struct {
 
 	// MaxTokenSize is the longest token, in bytes, that is read at all:
 	// a longer one fails with ErrTooLarge before any decoding. Zero means
-	// DefaultMaxTokenSize (16 KiB); NewValidator refuses a negative value.
+	// DefaultMaxTokenSize (16 KiB); New refuses a negative value.
 	MaxTokenSize int
 
 	// AllowBoundTokens accepts tokens that carry a "cnf" claim, which
@@ -116,7 +116,7 @@ type ValidatorConfig struct {
 	// FetchTimeout bounds each fetch of the discovery document or the
 	// JWKS, from the request to the last byte of the answer, redirects
 	// included: at start, in the background and on an unknown kid. Zero
-	// means DefaultFetchTimeout (10 seconds); NewValidator refuses a
+	// means DefaultFetchTimeout (10 seconds); New refuses a
 	// negative value.
 	FetchTimeout time.Duration
 
@@ -178,7 +178,7 @@ type ValidatorConfig struct {
 // Validator validates access tokens ([RFC 9068]) against the issuer's
 // keys. It is safe for concurrent use. A Validator that fetches a JWKS
 // owns a goroutine that refreshes it (one per issuer that fetches); the
-// goroutines end when the context given to NewValidator ends.
+// goroutines end when the context given to New ends.
 //
 // [RFC 9068]: https://www.rfc-editor.org/rfc/rfc9068
 type Validator struct {
@@ -194,7 +194,7 @@ type Validator struct {
 	checks      atomic.Uint64 // signature checks made: counted, for tests
 }
 
-// trustedIssuer is one issuer a Validator accepts, as NewValidator
+// trustedIssuer is one issuer a Validator accepts, as New
 // prepared it.
 type trustedIssuer struct {
 	issuer    string
@@ -203,7 +203,7 @@ type trustedIssuer struct {
 	versioned VersionedKeySource // nil when the source has no version: its tokens are not cached
 }
 
-// NewValidator returns a Validator for cfg. With a JWKS URL (given or
+// New returns a Validator for cfg. With a JWKS URL (given or
 // discovered) it fetches the key set once before it returns; if that
 // fetch fails it still returns, validation fails with ErrKeysUnavailable,
 // and the keys are fetched again on the refresh interval and, rate
@@ -214,16 +214,16 @@ type trustedIssuer struct {
 // a fetched JWKS. With Issuers, all of this holds for each issuer, two
 // issuers with the same Issuer are an error too, and on any error the
 // JWKS of the issuers before it are not refreshed.
-func NewValidator(ctx context.Context, cfg ValidatorConfig) (_ *Validator, err error) {
+func New(ctx context.Context, cfg Config) (_ *Validator, err error) {
 	list, err := cfg.issuerList()
 	if err != nil {
 		return nil, err
 	}
 	if cfg.MaxTokenSize < 0 {
-		return nil, errors.New("accesstoken: ValidatorConfig.MaxTokenSize is negative")
+		return nil, errors.New("accesstoken: Config.MaxTokenSize is negative")
 	}
 	if cfg.FetchTimeout < 0 {
-		return nil, errors.New("accesstoken: ValidatorConfig.FetchTimeout is negative")
+		return nil, errors.New("accesstoken: Config.FetchTimeout is negative")
 	}
 	algs := cfg.Algorithms
 	if len(algs) == 0 {
@@ -297,7 +297,7 @@ func NewValidator(ctx context.Context, cfg ValidatorConfig) (_ *Validator, err e
 
 // fetchedKeys returns the JWKS source of ti, from its JWKSURL or by
 // discovery.
-func fetchedKeys(ctx context.Context, client *http.Client, ti TrustedIssuer, cfg ValidatorConfig) (KeySource, error) {
+func fetchedKeys(ctx context.Context, client *http.Client, ti TrustedIssuer, cfg Config) (KeySource, error) {
 	jwksURL := ti.JWKSURL
 	if jwksURL == "" {
 		u, err := discover(ctx, client, ti.Issuer)
@@ -314,7 +314,7 @@ func fetchedKeys(ctx context.Context, client *http.Client, ti TrustedIssuer, cfg
 }
 
 // fetchTimeout is FetchTimeout, or its default.
-func (cfg *ValidatorConfig) fetchTimeout() time.Duration {
+func (cfg *Config) fetchTimeout() time.Duration {
 	if cfg.FetchTimeout == 0 {
 		return DefaultFetchTimeout
 	}
@@ -329,7 +329,7 @@ func (cfg *ValidatorConfig) fetchTimeout() time.Duration {
 // returns a *ValidationError whose Reason is one of the Err* values of
 // this package.
 //
-// The issuer is the one trusted issuer (ValidatorConfig.Issuer, or one of
+// The issuer is the one trusted issuer (Config.Issuer, or one of
 // Issuers) whose name is the payload's "iss", exactly; it is found before
 // the signature is checked, since only its keys may check it (see
 // TrustedIssuer). A payload that is not a JSON object, or whose "iss" is

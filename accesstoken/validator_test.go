@@ -23,14 +23,14 @@ import (
 	"github.com/idsauth/idsauth/scope"
 )
 
-func newValidator(t *testing.T, cfg accesstoken.ValidatorConfig) *accesstoken.Validator {
+func newValidator(t *testing.T, cfg accesstoken.Config) *accesstoken.Validator {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	if len(cfg.Audience) == 0 && !cfg.AnyAudience {
 		cfg.Audience = []string{cfg.Issuer + "/resources"} // what jwktest.Claims puts in aud
 	}
-	v, err := accesstoken.NewValidator(ctx, cfg)
+	v, err := accesstoken.New(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func newValidator(t *testing.T, cfg accesstoken.ValidatorConfig) *accesstoken.Va
 func TestValidatorClaims(t *testing.T) {
 	k := jwktest.NewKey(t, "ES256")
 	jwks := jwktest.NewJWKS(t, k)
-	v := newValidator(t, accesstoken.ValidatorConfig{Issuer: jwks.Issuer()})
+	v := newValidator(t, accesstoken.Config{Issuer: jwks.Issuer()})
 	claims := jwktest.With(jwktest.Claims(jwks.Issuer(), "pd_AdminWebApi pd_ConnectWebApi", time.Hour), "tenant", "acme")
 	c, err := v.Validate(context.Background(), jwktest.Sign(t, k, nil, claims))
 	if err != nil {
@@ -85,7 +85,7 @@ func TestValidatorLeewayBoundary(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			now := c.now
-			v := newValidator(t, accesstoken.ValidatorConfig{Issuer: jwks.Issuer(), Now: func() time.Time { return now }})
+			v := newValidator(t, accesstoken.Config{Issuer: jwks.Issuer(), Now: func() time.Time { return now }})
 			if _, err := v.Validate(context.Background(), tok); !errors.Is(err, c.want) || (c.want == nil && err != nil) {
 				t.Fatalf("err = %v, want %v", err, c.want)
 			}
@@ -93,7 +93,7 @@ func TestValidatorLeewayBoundary(t *testing.T) {
 	}
 	t.Run("no leeway", func(t *testing.T) {
 		now := exp.Add(time.Second)
-		v := newValidator(t, accesstoken.ValidatorConfig{Issuer: jwks.Issuer(), Leeway: -1, Now: func() time.Time { return now }})
+		v := newValidator(t, accesstoken.Config{Issuer: jwks.Issuer(), Leeway: -1, Now: func() time.Time { return now }})
 		if _, err := v.Validate(context.Background(), tok); !errors.Is(err, accesstoken.ErrExpired) {
 			t.Fatalf("err = %v", err)
 		}
@@ -103,7 +103,7 @@ func TestValidatorLeewayBoundary(t *testing.T) {
 func TestValidatorKeyRotation(t *testing.T) {
 	old := jwktest.NewKey(t, "ES256")
 	jwks := jwktest.NewJWKS(t, old)
-	v := newValidator(t, accesstoken.ValidatorConfig{Issuer: jwks.Issuer(), RefreshUnknownKID: rate.NewLimiter(rate.Inf, 1)})
+	v := newValidator(t, accesstoken.Config{Issuer: jwks.Issuer(), RefreshUnknownKID: rate.NewLimiter(rate.Inf, 1)})
 	claims := jwktest.Claims(jwks.Issuer(), scope.AdminWebAPI, time.Hour)
 	if _, err := v.Validate(context.Background(), jwktest.Sign(t, old, nil, claims)); err != nil {
 		t.Fatal(err)
@@ -118,7 +118,7 @@ func TestValidatorKeyRotation(t *testing.T) {
 func TestValidatorUnknownKIDRefreshIsRateLimited(t *testing.T) {
 	k := jwktest.NewKey(t, "ES256")
 	jwks := jwktest.NewJWKS(t, k)
-	v := newValidator(t, accesstoken.ValidatorConfig{Issuer: jwks.Issuer(), RefreshUnknownKID: rate.NewLimiter(rate.Every(time.Hour), 1)})
+	v := newValidator(t, accesstoken.Config{Issuer: jwks.Issuer(), RefreshUnknownKID: rate.NewLimiter(rate.Every(time.Hour), 1)})
 	before := jwks.Hits()
 	claims := jwktest.Claims(jwks.Issuer(), scope.AdminWebAPI, time.Hour)
 	for range 20 {
@@ -135,7 +135,7 @@ func TestValidatorUnknownKIDRefreshIsRateLimited(t *testing.T) {
 func TestValidatorJWKSDownAfterStart(t *testing.T) {
 	k := jwktest.NewKey(t, "RS256")
 	jwks := jwktest.NewJWKS(t, k)
-	v := newValidator(t, accesstoken.ValidatorConfig{Issuer: jwks.Issuer(), RefreshInterval: 10 * time.Millisecond})
+	v := newValidator(t, accesstoken.Config{Issuer: jwks.Issuer(), RefreshInterval: 10 * time.Millisecond})
 	jwks.SetDown(true)
 	hits := jwks.Hits()
 	for jwks.Hits() < hits+3 { // let refreshes fail a few times
@@ -168,7 +168,7 @@ func TestValidatorJWKSUnreachableAtStart(t *testing.T) {
 	k := jwktest.NewKey(t, "EdDSA")
 	jwks := jwktest.NewJWKS(t, k)
 	jwks.SetDown(true)
-	v := newValidator(t, accesstoken.ValidatorConfig{Issuer: jwks.Issuer(), JWKSURL: jwks.JWKSURL(), RefreshUnknownKID: rate.NewLimiter(rate.Inf, 1)})
+	v := newValidator(t, accesstoken.Config{Issuer: jwks.Issuer(), JWKSURL: jwks.JWKSURL(), RefreshUnknownKID: rate.NewLimiter(rate.Inf, 1)})
 	tok := jwktest.Sign(t, k, nil, jwktest.Claims(jwks.Issuer(), scope.AdminWebAPI, time.Hour))
 	if _, err := v.Validate(context.Background(), tok); !errors.Is(err, accesstoken.ErrKeysUnavailable) {
 		t.Fatalf("err = %v, want ErrKeysUnavailable", err)
@@ -183,13 +183,13 @@ func TestValidatorDiscovery(t *testing.T) {
 	k := jwktest.NewKey(t, "ES256")
 	jwks := jwktest.NewJWKS(t, k)
 	t.Run("issuer mismatch is refused", func(t *testing.T) {
-		_, err := accesstoken.NewValidator(context.Background(), accesstoken.ValidatorConfig{Issuer: jwks.Issuer() + "/", AnyAudience: true})
+		_, err := accesstoken.New(context.Background(), accesstoken.Config{Issuer: jwks.Issuer() + "/", AnyAudience: true})
 		if err == nil || !strings.Contains(err.Error(), "names issuer") {
 			t.Fatalf("err = %v", err)
 		}
 	})
 	t.Run("unreachable discovery is an error", func(t *testing.T) {
-		_, err := accesstoken.NewValidator(context.Background(), accesstoken.ValidatorConfig{Issuer: jwks.Issuer() + "/nowhere", AnyAudience: true})
+		_, err := accesstoken.New(context.Background(), accesstoken.Config{Issuer: jwks.Issuer() + "/nowhere", AnyAudience: true})
 		if err == nil {
 			t.Fatal("no error")
 		}
@@ -198,7 +198,7 @@ func TestValidatorDiscovery(t *testing.T) {
 
 func TestValidatorConfigRefusesUnsafeAlgorithms(t *testing.T) {
 	for _, alg := range []string{"none", "HS256", "hs512", "XX1"} {
-		_, err := accesstoken.NewValidator(context.Background(), accesstoken.ValidatorConfig{Issuer: "https://x/ids", AnyAudience: true, Algorithms: []string{alg}})
+		_, err := accesstoken.New(context.Background(), accesstoken.Config{Issuer: "https://x/ids", AnyAudience: true, Algorithms: []string{alg}})
 		if err == nil {
 			t.Errorf("%s accepted", alg)
 		}
@@ -212,13 +212,13 @@ func TestValidatorConfigTakesTheAlgorithmTable(t *testing.T) {
 	k := jwktest.NewKey(t, "ES256")
 	jwks := jwktest.NewJWKS(t, k)
 	for _, alg := range []string{"RS512", "ES384", "PS512"} {
-		_, err := accesstoken.NewValidator(context.Background(), accesstoken.ValidatorConfig{Issuer: jwks.Issuer(), AnyAudience: true, Algorithms: []string{"ES256", alg}})
+		_, err := accesstoken.New(context.Background(), accesstoken.Config{Issuer: jwks.Issuer(), AnyAudience: true, Algorithms: []string{"ES256", alg}})
 		if err == nil || !strings.Contains(err.Error(), alg) {
 			t.Errorf("%s: %v", alg, err)
 		}
 	}
 	for _, alg := range accesstoken.DefaultAlgorithms() {
-		if _, err := accesstoken.NewValidator(context.Background(), accesstoken.ValidatorConfig{Issuer: jwks.Issuer(), AnyAudience: true, Algorithms: []string{alg}}); err != nil {
+		if _, err := accesstoken.New(context.Background(), accesstoken.Config{Issuer: jwks.Issuer(), AnyAudience: true, Algorithms: []string{alg}}); err != nil {
 			t.Errorf("%s: %v", alg, err)
 		}
 	}
@@ -227,7 +227,7 @@ func TestValidatorConfigTakesTheAlgorithmTable(t *testing.T) {
 func TestValidatorAlgorithmAllowList(t *testing.T) {
 	k := jwktest.NewKey(t, "RS256")
 	jwks := jwktest.NewJWKS(t, k)
-	v := newValidator(t, accesstoken.ValidatorConfig{Issuer: jwks.Issuer(), Algorithms: []string{"ES256"}})
+	v := newValidator(t, accesstoken.Config{Issuer: jwks.Issuer(), Algorithms: []string{"ES256"}})
 	tok := jwktest.Sign(t, k, nil, jwktest.Claims(jwks.Issuer(), scope.AdminWebAPI, time.Hour))
 	if _, err := v.Validate(context.Background(), tok); !errors.Is(err, accesstoken.ErrAlgorithm) {
 		t.Fatalf("err = %v", err)
@@ -256,7 +256,7 @@ func TestValidatorSlowJWKSNeverHoldsARequest(t *testing.T) {
 	srv = httptest.NewServer(mux)
 	defer srv.Close()
 	defer close(release)
-	v := newValidator(t, accesstoken.ValidatorConfig{Issuer: "https://ids.example/ids", JWKSURL: srv.URL + "/jwks", RefreshUnknownKID: rate.NewLimiter(rate.Inf, 1)})
+	v := newValidator(t, accesstoken.Config{Issuer: "https://ids.example/ids", JWKSURL: srv.URL + "/jwks", RefreshUnknownKID: rate.NewLimiter(rate.Inf, 1)})
 	slow.Store(true)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
@@ -317,9 +317,9 @@ const hangGuard = 15 * time.Second
 
 // TestFetchesHaveADeadlineWhateverTheClient: with a caller's client that
 // has no Timeout (&http.Client{Transport: t}), a discovery document that
-// trickles forever does not hold NewValidator: it fails with a deadline
+// trickles forever does not hold New: it fails with a deadline
 // error and the server sees the request cancelled (issue 23, row 4). The
-// JWKS fetch ends the same way: NewValidator returns, the failed fetch is
+// JWKS fetch ends the same way: New returns, the failed fetch is
 // a timeout, and tokens meet ErrKeysUnavailable.
 func TestFetchesHaveADeadlineWhateverTheClient(t *testing.T) {
 	t.Run("discovery", func(t *testing.T) {
@@ -327,7 +327,7 @@ func TestFetchesHaveADeadlineWhateverTheClient(t *testing.T) {
 		client := &http.Client{Transport: tr.Client().Transport} // no Timeout
 		done := make(chan error, 1)
 		go func() {
-			_, err := accesstoken.NewValidator(context.Background(), accesstoken.ValidatorConfig{
+			_, err := accesstoken.New(context.Background(), accesstoken.Config{
 				Issuer: tr.URL + "/ids", AnyAudience: true, HTTPClient: client, FetchTimeout: 300 * time.Millisecond,
 			})
 			done <- err
@@ -336,7 +336,7 @@ func TestFetchesHaveADeadlineWhateverTheClient(t *testing.T) {
 		select {
 		case err = <-done:
 		case <-time.After(hangGuard):
-			t.Fatalf("NewValidator still blocked on a trickling discovery document after %v: the fetch has no deadline", hangGuard)
+			t.Fatalf("New still blocked on a trickling discovery document after %v: the fetch has no deadline", hangGuard)
 		}
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("err = %v, want a deadline error", err)
@@ -352,7 +352,7 @@ func TestFetchesHaveADeadlineWhateverTheClient(t *testing.T) {
 		rec := &eventtest.Recorder{}
 		done := make(chan *accesstoken.Validator, 1)
 		go func() {
-			v, err := accesstoken.NewValidator(t.Context(), accesstoken.ValidatorConfig{
+			v, err := accesstoken.New(t.Context(), accesstoken.Config{
 				Issuer: "https://ids.example/ids", JWKSURL: tr.URL + "/jwks", AnyAudience: true, Observer: rec,
 				HTTPClient: &http.Client{Transport: tr.Client().Transport}, FetchTimeout: 300 * time.Millisecond,
 			})
@@ -365,7 +365,7 @@ func TestFetchesHaveADeadlineWhateverTheClient(t *testing.T) {
 		select {
 		case v = <-done:
 		case <-time.After(hangGuard):
-			t.Fatalf("NewValidator still blocked on a trickling JWKS after %v: the fetch has no deadline", hangGuard)
+			t.Fatalf("New still blocked on a trickling JWKS after %v: the fetch has no deadline", hangGuard)
 		}
 		if v == nil {
 			return
@@ -382,7 +382,7 @@ func TestFetchesHaveADeadlineWhateverTheClient(t *testing.T) {
 		}
 	})
 	t.Run("a negative FetchTimeout is refused", func(t *testing.T) {
-		_, err := accesstoken.NewValidator(context.Background(), accesstoken.ValidatorConfig{Issuer: "https://ids.example/ids", JWKSURL: "https://ids.example/jwks", AnyAudience: true, FetchTimeout: -time.Second})
+		_, err := accesstoken.New(context.Background(), accesstoken.Config{Issuer: "https://ids.example/ids", JWKSURL: "https://ids.example/jwks", AnyAudience: true, FetchTimeout: -time.Second})
 		if err == nil || !strings.Contains(err.Error(), "FetchTimeout") {
 			t.Fatalf("err = %v", err)
 		}

@@ -8,11 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idsauth/idsauth/accesstoken"
+
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/idsauth/idsauth/internal/jwktest"
 	"github.com/idsauth/idsauth/internal/keys"
-	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/scope"
 )
 
@@ -32,8 +33,8 @@ func BenchmarkCacheAtCapacity(b *testing.B) {
 			j := jwktest.NewJWKS(b, k)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			newValidator := func(size int) *middleware.Validator {
-				v, err := middleware.NewValidator(ctx, middleware.ValidatorConfig{
+			newValidator := func(size int) *accesstoken.Validator {
+				v, err := accesstoken.New(ctx, accesstoken.Config{
 					Issuer: j.Issuer(), Audience: []string{j.Issuer() + "/resources"}, JWKSURL: j.JWKSURL(),
 					CacheSize: size, CacheMaxAge: time.Hour,
 				})

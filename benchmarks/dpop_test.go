@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idsauth/idsauth/accesstoken"
+
 	"github.com/idsauth/idsauth/internal/clientauth"
 	"github.com/idsauth/idsauth/internal/dpop"
 	"github.com/idsauth/idsauth/internal/jwktest"
@@ -33,7 +35,7 @@ func BenchmarkDPoP(b *testing.B) {
 	jwks := jwktest.NewJWKS(b, k)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	v, err := middleware.NewValidator(ctx, middleware.ValidatorConfig{Issuer: jwks.Issuer(), Audience: []string{jwks.Issuer() + "/resources"}, JWKSURL: jwks.JWKSURL()})
+	v, err := accesstoken.New(ctx, accesstoken.Config{Issuer: jwks.Issuer(), Audience: []string{jwks.Issuer() + "/resources"}, JWKSURL: jwks.JWKSURL()})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -5,6 +5,8 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/idsauth/idsauth/accesstoken"
+
 	"golang.org/x/oauth2/clientcredentials"
 
 	"github.com/idsauth/idsauth/issuer"
@@ -39,11 +41,11 @@ func BenchmarkIntrospection(b *testing.B) {
 	srv.Config.Handler = iss
 	ctx := context.Background()
 	aud := []string{iss.URL() + "/resources"}
-	jv, err := middleware.NewValidator(ctx, middleware.ValidatorConfig{Issuer: iss.URL(), Audience: aud, Keys: iss})
+	jv, err := accesstoken.New(ctx, accesstoken.Config{Issuer: iss.URL(), Audience: aud, Keys: iss})
 	if err != nil {
 		b.Fatal(err)
 	}
-	in, err := middleware.NewIntrospector(ctx, middleware.IntrospectorConfig{Issuer: iss.URL(), ClientID: "api", ClientSecret: "s", Audience: aud})
+	in, err := accesstoken.NewIntrospector(ctx, accesstoken.IntrospectorConfig{Issuer: iss.URL(), ClientID: "api", ClientSecret: "s", Audience: aud})
 	if err != nil {
 		b.Fatal(err)
 	}

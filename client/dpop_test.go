@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/idsauth/idsauth/accesstoken"
+
 	"github.com/idsauth/idsauth/client"
 	"github.com/idsauth/idsauth/internal/keys"
 	"github.com/idsauth/idsauth/issuer"
@@ -50,11 +52,11 @@ func newDPoPWorld(t *testing.T, nonces bool, tokenType string) *dpopWorld {
 		iss.ServeHTTP(rw, r)
 	})
 	aud := []string{iss.URL() + "/resources"}
-	v, err := middleware.NewValidator(context.Background(), middleware.ValidatorConfig{Issuer: iss.URL(), Audience: aud, Keys: iss})
+	v, err := accesstoken.New(context.Background(), accesstoken.Config{Issuer: iss.URL(), Audience: aud, Keys: iss})
 	if err != nil {
 		t.Fatal(err)
 	}
-	in, err := middleware.NewIntrospector(context.Background(), middleware.IntrospectorConfig{Issuer: iss.URL(), ClientID: "api", Local: iss, Audience: aud})
+	in, err := accesstoken.NewIntrospector(context.Background(), accesstoken.IntrospectorConfig{Issuer: iss.URL(), ClientID: "api", Local: iss, Audience: aud})
 	if err != nil {
 		t.Fatal(err)
 	}

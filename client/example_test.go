@@ -11,6 +11,8 @@ import (
 	"net/http/httptest"
 	"os"
 
+	"github.com/idsauth/idsauth/accesstoken"
+
 	"github.com/justinas/alice"
 	"golang.org/x/oauth2"
 
@@ -94,7 +96,7 @@ func startExampleService(more ...issuer.ClientConfig) *httptest.Server {
 	if err != nil {
 		log.Fatal(err)
 	}
-	v, err := middleware.NewValidator(context.Background(), middleware.ValidatorConfig{Issuer: iss.URL(), Audience: []string{iss.URL() + "/resources"}, Keys: iss})
+	v, err := accesstoken.New(context.Background(), accesstoken.Config{Issuer: iss.URL(), Audience: []string{iss.URL() + "/resources"}, Keys: iss})
 	if err != nil {
 		log.Fatal(err)
 	}

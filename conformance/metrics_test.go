@@ -6,6 +6,8 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/idsauth/idsauth/accesstoken"
+
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -40,7 +42,7 @@ func TestMetricsAreReadByPrometheus(t *testing.T) {
 		t.Fatal(err)
 	}
 	mux.Handle("/ids/", iss)
-	v, err := middleware.NewValidator(ctx, middleware.ValidatorConfig{
+	v, err := accesstoken.New(ctx, accesstoken.Config{
 		Issuer: iss.URL(), Audience: []string{iss.URL() + "/resources"}, Keys: iss, Observer: m,
 	})
 	if err != nil {

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/idsauth/idsauth/accesstoken"
+
 	"github.com/justinas/alice"
 
 	"github.com/idsauth/idsauth/internal/clientip"
@@ -72,7 +74,7 @@ func newService(ctx context.Context, src configSource, logger *slog.Logger) (*se
 	// The audience is the issuer's default for its clients, the resource
 	// these APIs are; a token minted for another audience is refused
 	// (RFC 9068 §4).
-	v, err := middleware.NewValidator(ctx, middleware.ValidatorConfig{
+	v, err := accesstoken.New(ctx, accesstoken.Config{
 		Issuer:   iss.URL(),
 		Audience: []string{iss.URL() + "/resources"},
 		Keys:     iss,
@@ -87,7 +89,7 @@ func newService(ctx context.Context, src configSource, logger *slog.Logger) (*se
 		// resource of the configuration: nothing on the wire, and no
 		// cache, so that a revocation holds at the next request.
 		api := cfg.APIResources[0].Name
-		in, err := middleware.NewIntrospector(ctx, middleware.IntrospectorConfig{
+		in, err := accesstoken.NewIntrospector(ctx, accesstoken.IntrospectorConfig{
 			Issuer:     iss.URL(),
 			ClientID:   api,
 			Local:      iss,

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/idsauth/idsauth/accesstoken"
+
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -68,7 +70,7 @@ func newWorld(t *testing.T) *world {
 		t.Fatal(err)
 	}
 	mux.Handle("/ids/", iss)
-	v, err := middleware.NewValidator(t.Context(), middleware.ValidatorConfig{
+	v, err := accesstoken.New(t.Context(), accesstoken.Config{
 		Issuer: iss.URL(), Audience: []string{iss.URL() + "/resources"}, JWKSURL: iss.JWKSURL(), Observer: obs,
 	})
 	if err != nil {

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idsauth/idsauth/accesstoken"
+
 	"github.com/justinas/alice"
 
 	"github.com/idsauth/idsauth/client"
@@ -82,14 +84,14 @@ func TestCheckProtectedWithReferenceTokens(t *testing.T) {
 // every scope, without asking anyone.
 type anyOpaque struct{}
 
-func (anyOpaque) Validate(context.Context, string) (*middleware.Claims, error) {
-	return middleware.NewClaims([]byte(`{"client_id":"x","scope":"pd_AdminWebApi pd_ConnectWebApi","exp":4102444800}`))
+func (anyOpaque) Validate(context.Context, string) (*accesstoken.Claims, error) {
+	return accesstoken.NewClaims([]byte(`{"client_id":"x","scope":"pd_AdminWebApi pd_ConnectWebApi","exp":4102444800}`))
 }
 
 // Each broken chain is reported, on the case it breaks.
 func TestCheckProtectedReportsWhatIsWrong(t *testing.T) {
 	iss := idsauthtest.NewIssuer(t)
-	anyAud, err := middleware.NewValidator(context.Background(), middleware.ValidatorConfig{Issuer: iss.URL(), AnyAudience: true, Keys: iss.Issuer})
+	anyAud, err := accesstoken.New(context.Background(), accesstoken.Config{Issuer: iss.URL(), AnyAudience: true, Keys: iss.Issuer})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,13 +218,13 @@ func TestMintedTokensAreRefusedForTheirReason(t *testing.T) {
 		want error
 	}{
 		"valid":         {iss.Token(t, scope.AdminWebAPI), nil},
-		"expired":       {iss.ExpiredToken(t, scope.AdminWebAPI), middleware.ErrExpired},
-		"not yet valid": {iss.NotYetValidToken(t, scope.AdminWebAPI), middleware.ErrNotYetValid},
-		"wrong issuer":  {iss.WrongIssuerToken(t, scope.AdminWebAPI), middleware.ErrIssuer},
-		"wrong aud":     {iss.WrongAudienceToken(t, scope.AdminWebAPI), middleware.ErrAudience},
-		"unknown key":   {iss.UnknownKeyToken(t, scope.AdminWebAPI), middleware.ErrUnknownKey},
-		"alg none":      {iss.AlgNoneToken(t, scope.AdminWebAPI), middleware.ErrAlgorithm},
-		"tampered":      {iss.TamperedToken(t, scope.AdminWebAPI), middleware.ErrSignature},
+		"expired":       {iss.ExpiredToken(t, scope.AdminWebAPI), accesstoken.ErrExpired},
+		"not yet valid": {iss.NotYetValidToken(t, scope.AdminWebAPI), accesstoken.ErrNotYetValid},
+		"wrong issuer":  {iss.WrongIssuerToken(t, scope.AdminWebAPI), accesstoken.ErrIssuer},
+		"wrong aud":     {iss.WrongAudienceToken(t, scope.AdminWebAPI), accesstoken.ErrAudience},
+		"unknown key":   {iss.UnknownKeyToken(t, scope.AdminWebAPI), accesstoken.ErrUnknownKey},
+		"alg none":      {iss.AlgNoneToken(t, scope.AdminWebAPI), accesstoken.ErrAlgorithm},
+		"tampered":      {iss.TamperedToken(t, scope.AdminWebAPI), accesstoken.ErrSignature},
 	} {
 		_, err := v.Validate(context.Background(), c.tok)
 		if (c.want == nil) != (err == nil) || (c.want != nil && !errors.Is(err, c.want)) {

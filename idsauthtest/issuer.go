@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idsauth/idsauth/accesstoken"
+
 	"github.com/golang-jwt/jwt/v5"
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
@@ -144,8 +146,8 @@ func (i *Issuer) Config(scopes ...string) *clientcredentials.Config {
 
 // Validator returns a validator for the issuer's tokens that reads the
 // keys in process: RequireBearer needs no HTTP round trip to the issuer.
-func (i *Issuer) Validator() *middleware.Validator {
-	v, err := middleware.NewValidator(context.Background(), middleware.ValidatorConfig{
+func (i *Issuer) Validator() *accesstoken.Validator {
+	v, err := accesstoken.New(context.Background(), accesstoken.Config{
 		Issuer: i.URL(), Audience: []string{i.Audience}, Keys: i.Issuer,
 	})
 	if err != nil {
@@ -158,8 +160,8 @@ func (i *Issuer) Validator() *middleware.Validator {
 // asks the issuer in process, without a cache: a revoked token is refused
 // at once. A route that accepts both kinds of token validates with
 // middleware.JWTOrReference(iss.Validator(), iss.Introspector()).
-func (i *Issuer) Introspector() *middleware.Introspector {
-	in, err := middleware.NewIntrospector(context.Background(), middleware.IntrospectorConfig{
+func (i *Issuer) Introspector() *accesstoken.Introspector {
+	in, err := accesstoken.NewIntrospector(context.Background(), accesstoken.IntrospectorConfig{
 		Issuer: i.URL(), ClientID: testAPI, Local: i.Issuer, Audience: []string{i.Audience}, CacheBytes: -1,
 	})
 	if err != nil {
@@ -343,7 +345,7 @@ func WithClaims(t TB, r *http.Request, claims Claims) *http.Request {
 	if err != nil {
 		t.Fatalf("idsauthtest: claims: %v", err)
 	}
-	c, err := middleware.NewClaims(payload)
+	c, err := accesstoken.NewClaims(payload)
 	if err != nil {
 		t.Fatalf("idsauthtest: claims: %v", err)
 	}

@@ -76,7 +76,7 @@ type Config struct {
 	JWKSMaxAgeSeconds int `json:"jwksMaxAgeSeconds,omitempty"`
 
 	// ValidatorRefreshSeconds is how often the validators of this
-	// issuer's tokens fetch its JWKS again (middleware.ValidatorConfig.
+	// issuer's tokens fetch its JWKS again (accesstoken.Config.
 	// RefreshInterval). A key's signAt must come at least this long plus
 	// JWKSMaxAgeSeconds after its publishAt, so that every validator has
 	// the key before its first token. Zero means 300, the validator's

@@ -15,12 +15,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idsauth/idsauth/accesstoken"
+
 	"golang.org/x/time/rate"
 
 	"github.com/idsauth/idsauth/internal/keys"
 	"github.com/idsauth/idsauth/internal/testlog"
 	"github.com/idsauth/idsauth/issuer"
-	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/observe"
 	"github.com/idsauth/idsauth/scope"
 )
@@ -455,7 +456,7 @@ func TestScheduledRotationUnderLoad(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	aud := []string{iss.URL() + "/resources"}
-	remote, err := middleware.NewValidator(ctx, middleware.ValidatorConfig{
+	remote, err := accesstoken.New(ctx, accesstoken.Config{
 		Issuer: iss.URL(), Audience: aud, JWKSURL: iss.JWKSURL(), Now: clock.now,
 		RefreshInterval:   5 * time.Millisecond,
 		RefreshUnknownKID: rate.NewLimiter(0, 0), // never
@@ -464,7 +465,7 @@ func TestScheduledRotationUnderLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	var cached atomic.Int64
-	local, err := middleware.NewValidator(ctx, middleware.ValidatorConfig{Issuer: iss.URL(), Audience: aud, Keys: iss, Now: clock.now,
+	local, err := accesstoken.New(ctx, accesstoken.Config{Issuer: iss.URL(), Audience: aud, Keys: iss, Now: clock.now,
 		Observer: observe.Func(func(_ context.Context, e observe.Event) {
 			if e.Kind == observe.ValidationSucceeded && e.Cached {
 				cached.Add(1)
@@ -555,8 +556,8 @@ func TestScheduledRotationUnderLoad(t *testing.T) {
 		case at.Equal(retire):
 			// Expired a second ago, within the validators' 30 s of
 			// leeway: only the retired key refuses it.
-			for name, v := range map[string]*middleware.Validator{"remote": remote, "in process": local} {
-				if _, err := v.Validate(ctx, old); !errors.Is(err, middleware.ErrUnknownKey) {
+			for name, v := range map[string]*accesstoken.Validator{"remote": remote, "in process": local} {
+				if _, err := v.Validate(ctx, old); !errors.Is(err, accesstoken.ErrUnknownKey) {
 					t.Errorf("%s: the token of a retired key: %v, want ErrUnknownKey", name, err)
 				}
 			}

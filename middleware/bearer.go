@@ -144,7 +144,7 @@ func RequireBearerWithConfig(v TokenValidator, cfg BearerConfig) func(http.Handl
 				// allowed (AllowBoundTokens, one of your own), where DPoP
 				// is accepted the binding is checked, and this one has no
 				// proof.
-				resp.fail(w, r, http.StatusUnauthorized, ErrBoundToken, oauthwire.Error{Code: "invalid_token", Description: describe(ErrBoundToken)})
+				resp.fail(w, r, http.StatusUnauthorized, accesstoken.ErrBoundToken, oauthwire.Error{Code: "invalid_token", Description: describe(accesstoken.ErrBoundToken)})
 				return
 			}
 			if isDPoP {

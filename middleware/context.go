@@ -3,6 +3,8 @@ package middleware
 import (
 	"context"
 	"net/http"
+
+	"github.com/idsauth/idsauth/accesstoken"
 )
 
 type stateKey struct{}
@@ -10,13 +12,13 @@ type stateKey struct{}
 // state is what RequireBearer (or SCIMAuth, for an identity-service
 // token) leaves in the request context for RequireScope and the handler.
 type state struct {
-	claims *Claims
+	claims *accesstoken.Claims
 	resp   *responder
 }
 
 // ClaimsFrom returns the validated claims that RequireBearer or SCIMAuth
 // (with identity-service tokens enabled) put in the request context.
-func ClaimsFrom(ctx context.Context) (*Claims, bool) {
+func ClaimsFrom(ctx context.Context) (*accesstoken.Claims, bool) {
 	s, ok := stateFrom(ctx)
 	if !ok {
 		return nil, false
@@ -33,7 +35,7 @@ var defaultResponder = &responder{realm: DefaultRealm, scheme: "Bearer"}
 // for testing a handler without a token (see idsauthtest.WithClaims), and
 // for middleware of your own that authenticates some other way. c must be
 // claims you trust: nothing here checks them. A nil c is not stored.
-func ContextWithClaims(ctx context.Context, c *Claims) context.Context {
+func ContextWithClaims(ctx context.Context, c *accesstoken.Claims) context.Context {
 	if c == nil {
 		return ctx
 	}
@@ -49,7 +51,7 @@ func stateFrom(ctx context.Context) (*state, bool) {
 	return s, true
 }
 
-func withState(r *http.Request, c *Claims, o *responder) *http.Request {
+func withState(r *http.Request, c *accesstoken.Claims, o *responder) *http.Request {
 	return r.WithContext(&stateCtx{Context: r.Context(), st: state{claims: c, resp: o}})
 }
 

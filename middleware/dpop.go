@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idsauth/idsauth/accesstoken"
+
 	"github.com/idsauth/idsauth/internal/dpop"
 	"github.com/idsauth/idsauth/internal/oauthwire"
 	"github.com/idsauth/idsauth/internal/replay"
@@ -160,7 +162,7 @@ func newDPoPChecker(cfg *DPoPConfig) (*dpopChecker, error) {
 // good, so that a request with a bad token costs no signature check, and
 // only the holder of a good token's key can take a place in the replay
 // memory. It returns the reason to refuse, and a nonce to send with it.
-func (d *dpopChecker) check(ctx context.Context, r *http.Request, token string, c *Claims) (nonce string, reason error) {
+func (d *dpopChecker) check(ctx context.Context, r *http.Request, token string, c *accesstoken.Claims) (nonce string, reason error) {
 	if c.JKT == "" {
 		return "", ErrUnboundToken
 	}
@@ -189,7 +191,7 @@ func (d *dpopChecker) check(ctx context.Context, r *http.Request, token string, 
 // under the token's client: a subject's IDs go to an eighth of the
 // memory, so that a client that floods it, with as many bound tokens and
 // keys as it holds, fills its own share and not the other clients'.
-func (d *dpopChecker) remember(ctx context.Context, c *Claims, p *dpop.Proof, now time.Time) error {
+func (d *dpopChecker) remember(ctx context.Context, c *accesstoken.Claims, p *dpop.Proof, now time.Time) error {
 	subject, id := "dpop:"+c.Issuer+" "+c.ClientID, p.JKT+" "+p.ID
 	if d.store != nil {
 		fresh, err := d.store.Remember(ctx, limit.Replay{Subject: subject, ID: id, Until: p.Expires, Now: now})

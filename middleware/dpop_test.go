@@ -23,6 +23,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idsauth/idsauth/accesstoken"
+
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/idsauth/idsauth/internal/clientauth"
@@ -64,8 +66,8 @@ func newDPoPWorld(t *testing.T, dcfg middleware.DPoPConfig) *dpopWorld {
 	}
 	w.issSrv.Config.Handler = w.iss
 	aud := []string{w.iss.URL() + "/resources"}
-	jv := newValidator(t, middleware.ValidatorConfig{Issuer: w.iss.URL(), Audience: aud, Keys: w.iss})
-	in, err := middleware.NewIntrospector(context.Background(), middleware.IntrospectorConfig{Issuer: w.iss.URL(), ClientID: "api", Local: w.iss, Audience: aud})
+	jv := newValidator(t, accesstoken.Config{Issuer: w.iss.URL(), Audience: aud, Keys: w.iss})
+	in, err := accesstoken.NewIntrospector(context.Background(), accesstoken.IntrospectorConfig{Issuer: w.iss.URL(), ClientID: "api", Local: w.iss, Audience: aud})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,7 +321,7 @@ func TestDPoPReplayMemoryIsBounded(t *testing.T) {
 // htu is the path the client sent, not the one http.StripPrefix left.
 func TestDPoPRedTeamFixes(t *testing.T) {
 	w := newDPoPWorld(t, middleware.DPoPConfig{})
-	lax := newValidator(t, middleware.ValidatorConfig{Issuer: w.iss.URL(), Keys: w.iss, AllowBoundTokens: true})
+	lax := newValidator(t, accesstoken.Config{Issuer: w.iss.URL(), Keys: w.iss, AllowBoundTokens: true})
 	tok := w.token(t, "c", w.key, scope.AdminWebAPI)
 	h := middleware.RequireBearerWithConfig(lax, middleware.BearerConfig{DPoP: newDPoP(t, middleware.DPoPConfig{PublicURL: "https://api.test"})})(http.NotFoundHandler())
 	req := httptest.NewRequest(http.MethodGet, "https://api.test/admin", nil)
@@ -366,7 +368,7 @@ func TestDPoPRedTeamFixes(t *testing.T) {
 	}
 
 	// Behind http.StripPrefix, the proof is for the URL the client sent.
-	v := newValidator(t, middleware.ValidatorConfig{Issuer: w.iss.URL(), Keys: w.iss})
+	v := newValidator(t, accesstoken.Config{Issuer: w.iss.URL(), Keys: w.iss})
 	api := httptest.NewServer(nil)
 	defer api.Close()
 	inner := middleware.RequireBearerWithConfig(v, middleware.BearerConfig{DPoP: newDPoP(t, middleware.DPoPConfig{PublicURL: api.URL})})(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
@@ -388,7 +390,7 @@ func TestDPoPRedTeamFixes(t *testing.T) {
 // 9864) in it.
 func TestDPoPAdvertisesWhatItAccepts(t *testing.T) {
 	signing := jwktest.NewKey(t, "ES256")
-	v := newValidator(t, middleware.ValidatorConfig{Issuer: iss, Keys: newCountingKeys(signing)})
+	v := newValidator(t, accesstoken.Config{Issuer: iss, Keys: newCountingKeys(signing)})
 	api := httptest.NewServer(nil)
 	defer api.Close()
 	api.Config.Handler = middleware.RequireBearerWithConfig(v, middleware.BearerConfig{DPoP: newDPoP(t, middleware.DPoPConfig{PublicURL: api.URL})})(http.NotFoundHandler())

@@ -2,6 +2,8 @@ package middleware
 
 import (
 	"errors"
+
+	"github.com/idsauth/idsauth/accesstoken"
 )
 
 // reasons is the one table of what this package says about a refusal: to
@@ -16,30 +18,30 @@ var reasons = []struct {
 	wire string // error_description; "" for a reason with no OAuth error body
 	log  string // "" means wire
 }{
-	{ErrTooLarge, "too_large", "token is too large", ""},
-	{ErrMalformed, "malformed", "token is malformed", ""},
-	{ErrAlgorithm, "algorithm", "token signing algorithm not allowed", ""},
-	{ErrCritical, "critical_header", "token has critical header parameters that are not supported", ""},
-	{ErrType, "type", "token type is not an access token", ""},
-	{ErrAmbiguousKey, "ambiguous_key", "token names no signing key (kid) and more than two fit it", ""},
-	{ErrUnknownKey, "unknown_key", "unknown signing key", ""},
-	{ErrKeysUnavailable, "keys_unavailable", "signing keys unavailable", ""},
-	{ErrSignature, "signature", "signature invalid", ""},
-	{ErrExpired, "expired", "token expired", ""},
-	{ErrNotYetValid, "not_yet_valid", "token not valid yet", ""},
-	{ErrIssuedInFuture, "issued_in_future", "token issued in the future", ""},
-	{ErrMissingClaim, "missing_claim", "token lacks a required claim", ""},
-	{ErrIssuer, "issuer", "token issuer not accepted", ""},
-	{ErrAudience, "audience", "token audience not accepted", ""},
-	{ErrScopeName, "scope_name", "token scope claim holds a scope name with whitespace in it", ""},
-	{ErrScopeClaim, "scope_claim", "token scope claim is neither a string nor an array of strings", ""},
-	{ErrBoundToken, "bound_token", "token is bound to a key", ""},
-	{ErrInactive, "inactive", "token is not active", ""},
+	{accesstoken.ErrTooLarge, "too_large", "token is too large", ""},
+	{accesstoken.ErrMalformed, "malformed", "token is malformed", ""},
+	{accesstoken.ErrAlgorithm, "algorithm", "token signing algorithm not allowed", ""},
+	{accesstoken.ErrCritical, "critical_header", "token has critical header parameters that are not supported", ""},
+	{accesstoken.ErrType, "type", "token type is not an access token", ""},
+	{accesstoken.ErrAmbiguousKey, "ambiguous_key", "token names no signing key (kid) and more than two fit it", ""},
+	{accesstoken.ErrUnknownKey, "unknown_key", "unknown signing key", ""},
+	{accesstoken.ErrKeysUnavailable, "keys_unavailable", "signing keys unavailable", ""},
+	{accesstoken.ErrSignature, "signature", "signature invalid", ""},
+	{accesstoken.ErrExpired, "expired", "token expired", ""},
+	{accesstoken.ErrNotYetValid, "not_yet_valid", "token not valid yet", ""},
+	{accesstoken.ErrIssuedInFuture, "issued_in_future", "token issued in the future", ""},
+	{accesstoken.ErrMissingClaim, "missing_claim", "token lacks a required claim", ""},
+	{accesstoken.ErrIssuer, "issuer", "token issuer not accepted", ""},
+	{accesstoken.ErrAudience, "audience", "token audience not accepted", ""},
+	{accesstoken.ErrScopeName, "scope_name", "token scope claim holds a scope name with whitespace in it", ""},
+	{accesstoken.ErrScopeClaim, "scope_claim", "token scope claim is neither a string nor an array of strings", ""},
+	{accesstoken.ErrBoundToken, "bound_token", "token is bound to a key", ""},
+	{accesstoken.ErrInactive, "inactive", "token is not active", ""},
 	{ErrDPoPKey, "dpop_key", "invalid DPoP proof: key is not the token's", ""},
 	{ErrDPoPNonce, "dpop_nonce", "DPoP proof lacks the nonce", ""},
 	{ErrDPoPProof, "dpop_proof", "invalid DPoP proof", ""},
 	{ErrUnboundToken, "not_bound", "token is not bound to a key", ""},
-	{ErrIntrospectionUnavailable, "introspection_unavailable", "token could not be checked", "token introspection unavailable"},
+	{accesstoken.ErrIntrospectionUnavailable, "introspection_unavailable", "token could not be checked", "token introspection unavailable"},
 	// Refusals that are not a failed validation.
 	{ErrNoToken, "no_token", "", "no bearer token"},
 	{ErrMultipleHeaders, "multiple_headers", "more than one Authorization header", ""},

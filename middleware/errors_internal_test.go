@@ -4,6 +4,8 @@ import (
 	"errors"
 	"regexp"
 	"testing"
+
+	"github.com/idsauth/idsauth/accesstoken"
 )
 
 var snakeCase = regexp.MustCompile(`^[a-z]+(_[a-z]+)*$`)
@@ -13,10 +15,10 @@ var snakeCase = regexp.MustCompile(`^[a-z]+(_[a-z]+)*$`)
 // cannot hide a reason behind a wider one.
 func TestReasonsTable(t *testing.T) {
 	all := []error{
-		ErrTooLarge, ErrMalformed, ErrAlgorithm, ErrCritical, ErrType, ErrAmbiguousKey, ErrUnknownKey,
-		ErrKeysUnavailable, ErrSignature, ErrExpired, ErrNotYetValid, ErrIssuedInFuture,
-		ErrMissingClaim, ErrIssuer, ErrAudience, ErrScopeClaim, ErrScopeName, ErrBoundToken,
-		ErrInactive, ErrIntrospectionUnavailable, ErrDPoPKey, ErrDPoPNonce, ErrDPoPProof, ErrUnboundToken,
+		accesstoken.ErrTooLarge, accesstoken.ErrMalformed, accesstoken.ErrAlgorithm, accesstoken.ErrCritical, accesstoken.ErrType, accesstoken.ErrAmbiguousKey, accesstoken.ErrUnknownKey,
+		accesstoken.ErrKeysUnavailable, accesstoken.ErrSignature, accesstoken.ErrExpired, accesstoken.ErrNotYetValid, accesstoken.ErrIssuedInFuture,
+		accesstoken.ErrMissingClaim, accesstoken.ErrIssuer, accesstoken.ErrAudience, accesstoken.ErrScopeClaim, accesstoken.ErrScopeName, accesstoken.ErrBoundToken,
+		accesstoken.ErrInactive, accesstoken.ErrIntrospectionUnavailable, ErrDPoPKey, ErrDPoPNonce, ErrDPoPProof, ErrUnboundToken,
 		ErrNoToken, ErrMultipleHeaders, ErrSpaceInToken, ErrInsufficientScope, ErrNoClaims,
 		ErrSCIMToken, ErrSCIMTooManyFailures,
 	}
@@ -31,7 +33,7 @@ func TestReasonsTable(t *testing.T) {
 		if logReason(err) == genericWire {
 			t.Errorf("%v: logged as the generic text", err)
 		}
-		if logReason(&ValidationError{Reason: err}) != logReason(err) {
+		if logReason(&accesstoken.ValidationError{Reason: err}) != logReason(err) {
 			t.Errorf("%v: wrapped, it logs otherwise", err)
 		}
 	}
@@ -41,7 +43,7 @@ func TestReasonsTable(t *testing.T) {
 			t.Errorf("%v: code %q is not snake case, or not unique", r.err, r.code)
 		}
 		codes[r.code] = true
-		if ReasonCode(r.err) != r.code || ReasonCode(&ValidationError{Reason: r.err}) != r.code {
+		if ReasonCode(r.err) != r.code || ReasonCode(&accesstoken.ValidationError{Reason: r.err}) != r.code {
 			t.Errorf("%v: ReasonCode is not its row's code", r.err)
 		}
 	}

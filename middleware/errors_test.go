@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idsauth/idsauth/accesstoken"
+
 	"github.com/idsauth/idsauth/internal/jwktest"
 	"github.com/idsauth/idsauth/internal/testlog"
 	"github.com/idsauth/idsauth/middleware"
@@ -17,12 +19,12 @@ import (
 func TestRejectionLogHoldsFactsWireDoesNot(t *testing.T) {
 	logs, logger := testlog.New()
 	var hooked error
-	s := newAPI(t, "ES256", middleware.ValidatorConfig{}, middleware.BearerConfig{Logger: logger, OnReject: func(_ *http.Request, _ int, err error) { hooked = err }})
+	s := newAPI(t, "ES256", accesstoken.Config{}, middleware.BearerConfig{Logger: logger, OnReject: func(_ *http.Request, _ int, err error) { hooked = err }})
 	exp := time.Now().Add(-time.Hour).Truncate(time.Second)
 	expired := jwktest.Sign(t, s.key, nil, jwktest.With(jwktest.Claims(s.jwks.Issuer(), scope.AdminWebAPI, time.Hour), "exp", exp.Unix()))
 	a := call(t, s.URL+"/admin", "Bearer "+expired)
 	wantError(t, a, 401, "invalid_token", "token expired")
-	if hooked != middleware.ErrExpired {
+	if hooked != accesstoken.ErrExpired {
 		t.Errorf("hook got %#v, want ErrExpired itself", hooked)
 	}
 	out := logs.String()

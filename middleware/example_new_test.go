@@ -8,6 +8,8 @@ import (
 	"net/http/httptest"
 	"strings"
 
+	"github.com/idsauth/idsauth/accesstoken"
+
 	"golang.org/x/oauth2/clientcredentials"
 
 	"github.com/idsauth/idsauth/issuer"
@@ -27,11 +29,11 @@ func ExampleJWTOrReference() {
 	})
 	defer ids.Close()
 	aud := []string{iss.URL() + "/resources"}
-	v, err := middleware.NewValidator(context.Background(), middleware.ValidatorConfig{Issuer: iss.URL(), Audience: aud, Keys: iss})
+	v, err := accesstoken.New(context.Background(), accesstoken.Config{Issuer: iss.URL(), Audience: aud, Keys: iss})
 	if err != nil {
 		log.Fatal(err)
 	}
-	in, err := middleware.NewIntrospector(context.Background(), middleware.IntrospectorConfig{
+	in, err := accesstoken.NewIntrospector(context.Background(), accesstoken.IntrospectorConfig{
 		Issuer: iss.URL(), ClientID: "admin-api", Local: iss, Audience: aud,
 	})
 	if err != nil {
@@ -54,7 +56,7 @@ func ExampleJWTOrReference() {
 func ExampleNewDPoP() {
 	ids, iss := exampleIssuer()
 	defer ids.Close()
-	v, err := middleware.NewValidator(context.Background(), middleware.ValidatorConfig{Issuer: iss.URL(), Audience: []string{iss.URL() + "/resources"}, Keys: iss})
+	v, err := accesstoken.New(context.Background(), accesstoken.Config{Issuer: iss.URL(), Audience: []string{iss.URL() + "/resources"}, Keys: iss})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -91,7 +93,7 @@ func ExampleResourceMetadata() {
 
 	ids, iss := exampleIssuer()
 	defer ids.Close()
-	v, err := middleware.NewValidator(context.Background(), middleware.ValidatorConfig{Issuer: iss.URL(), Audience: []string{iss.URL() + "/resources"}, Keys: iss})
+	v, err := accesstoken.New(context.Background(), accesstoken.Config{Issuer: iss.URL(), Audience: []string{iss.URL() + "/resources"}, Keys: iss})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -10,6 +10,8 @@ import (
 	"net/http/httptest"
 	"slices"
 
+	"github.com/idsauth/idsauth/accesstoken"
+
 	"github.com/justinas/alice"
 	"golang.org/x/oauth2/clientcredentials"
 
@@ -49,7 +51,7 @@ func ExampleRequireBearer() {
 	ids, iss := exampleIssuer()
 	defer ids.Close()
 	// The issuer runs in this process: validate with its keys directly.
-	v, err := middleware.NewValidator(context.Background(), middleware.ValidatorConfig{Issuer: iss.URL(), Audience: []string{iss.URL() + "/resources"}, Keys: iss})
+	v, err := accesstoken.New(context.Background(), accesstoken.Config{Issuer: iss.URL(), Audience: []string{iss.URL() + "/resources"}, Keys: iss})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -83,7 +85,7 @@ func ExampleRequireBearer() {
 func ExampleRequireScope() {
 	ids, iss := exampleIssuer()
 	defer ids.Close()
-	v, err := middleware.NewValidator(context.Background(), middleware.ValidatorConfig{Issuer: iss.URL(), Audience: []string{iss.URL() + "/resources"}, Keys: iss})
+	v, err := accesstoken.New(context.Background(), accesstoken.Config{Issuer: iss.URL(), Audience: []string{iss.URL() + "/resources"}, Keys: iss})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -133,7 +135,7 @@ func Example_issuerInProcess() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	v, err := middleware.NewValidator(context.Background(), middleware.ValidatorConfig{
+	v, err := accesstoken.New(context.Background(), accesstoken.Config{
 		Issuer:   iss.URL(),
 		Audience: []string{iss.URL() + "/resources"}, // the issuer's default "aud"
 		Keys:     iss,
@@ -162,7 +164,7 @@ func Example_issuerInProcess() {
 func ExampleClaimsFrom() {
 	ids, iss := exampleIssuer()
 	defer ids.Close()
-	v, err := middleware.NewValidator(context.Background(), middleware.ValidatorConfig{Issuer: iss.URL(), Audience: []string{iss.URL() + "/resources"}, Keys: iss})
+	v, err := accesstoken.New(context.Background(), accesstoken.Config{Issuer: iss.URL(), Audience: []string{iss.URL() + "/resources"}, Keys: iss})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/idsauth/idsauth/accesstoken"
+
 	"github.com/idsauth/idsauth/internal/keys"
 	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/secret"
@@ -17,14 +19,14 @@ const iss = "https://ids.example/ids"
 
 // newValidator makes a validator for cfg that lives as long as the test;
 // an empty Audience is what jwktest.Claims puts in aud.
-func newValidator(t *testing.T, cfg middleware.ValidatorConfig) *middleware.Validator {
+func newValidator(t *testing.T, cfg accesstoken.Config) *accesstoken.Validator {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	if len(cfg.Audience) == 0 && !cfg.AnyAudience {
 		cfg.Audience = []string{cfg.Issuer + "/resources"}
 	}
-	v, err := middleware.NewValidator(ctx, cfg)
+	v, err := accesstoken.New(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +57,7 @@ func (c *countingKeys) VerificationKeys(_ context.Context, kid, _ string) ([]cry
 	defer c.mu.Unlock()
 	k, ok := c.keys[kid]
 	if !ok {
-		return nil, middleware.ErrUnknownKey
+		return nil, accesstoken.ErrUnknownKey
 	}
 	return []crypto.PublicKey{k.Public()}, nil
 }

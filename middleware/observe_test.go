@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idsauth/idsauth/accesstoken"
+
 	"github.com/idsauth/idsauth/internal/eventtest"
 	"github.com/idsauth/idsauth/internal/jwktest"
 	"github.com/idsauth/idsauth/internal/testlog"
@@ -27,7 +29,7 @@ func TestEventsOfRequireBearer(t *testing.T) {
 	rec := &eventtest.Recorder{}
 	var hooked []error
 	logs, logger := testlog.New()
-	s := newAPI(t, "ES256", middleware.ValidatorConfig{Observer: rec}, middleware.BearerConfig{
+	s := newAPI(t, "ES256", accesstoken.Config{Observer: rec}, middleware.BearerConfig{
 		Observer: rec, Logger: logger,
 		OnReject: func(_ *http.Request, _ int, err error) { hooked = append(hooked, err) },
 	})
@@ -123,7 +125,7 @@ func TestEventOfAForeignValidatorError(t *testing.T) {
 
 type failingValidator struct{ err error }
 
-func (f failingValidator) Validate(context.Context, string) (*middleware.Claims, error) {
+func (f failingValidator) Validate(context.Context, string) (*accesstoken.Claims, error) {
 	return nil, f.err
 }
 
@@ -139,7 +141,7 @@ func (discard) WriteHeader(int)             {}
 func TestEventsOfSCIMAuth(t *testing.T) {
 	tenants := tenantsOf(t, "acme", secret.HashSHA256("acme-token"))
 	k := jwktest.NewKey(t, "ES256")
-	v, err := middleware.NewValidator(t.Context(), middleware.ValidatorConfig{Issuer: iss, AnyAudience: true, Keys: newCountingKeys(k)})
+	v, err := accesstoken.New(t.Context(), accesstoken.Config{Issuer: iss, AnyAudience: true, Keys: newCountingKeys(k)})
 	if err != nil {
 		t.Fatal(err)
 	}

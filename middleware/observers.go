@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/idsauth/idsauth/accesstoken"
+
 	"github.com/idsauth/idsauth/limit"
 	"github.com/idsauth/idsauth/observe"
 )
@@ -16,7 +18,7 @@ import (
 // only, and these are not.
 type rejection struct {
 	r      *http.Request
-	err    error // as refused, a *ValidationError with its facts
+	err    error // as refused, a *accesstoken.ValidationError with its facts
 	reason error // err reduced to its Reason
 }
 
@@ -54,7 +56,7 @@ func (o logObserver) Observe(ctx context.Context, e observe.Event) {
 		slog.Int("status", e.Status),
 		slog.String("reason", logReason(rj.reason)),
 	}
-	if ve, isVE := rj.err.(*ValidationError); isVE && reasonRow(rj.reason) >= 0 {
+	if ve, isVE := rj.err.(*accesstoken.ValidationError); isVE && reasonRow(rj.reason) >= 0 {
 		if detail := ve.Error(); detail != rj.reason.Error() {
 			attrs = append(attrs, slog.String("detail", detail))
 		}

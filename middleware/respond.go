@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/idsauth/idsauth/accesstoken"
+
 	"github.com/idsauth/idsauth/internal/oauthwire"
 	"github.com/idsauth/idsauth/observe"
 )
@@ -80,7 +82,7 @@ func (o *responder) rejectWith(r *http.Request, err error, e observe.Event) {
 		return
 	}
 	rj := &rejection{r: r, err: err, reason: err}
-	if ve, ok := err.(*ValidationError); ok {
+	if ve, ok := err.(*accesstoken.ValidationError); ok {
 		rj.reason = ve.Reason
 	}
 	e.Kind, e.Reason = o.kind, ReasonCode(rj.reason)

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idsauth/idsauth/accesstoken"
+
 	"github.com/idsauth/idsauth/internal/jwktest"
 	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/scope"
@@ -23,7 +25,7 @@ func TestHydraTokenScopesAreReadFromScp(t *testing.T) {
 	k.KID = "9f1c6a2e-4b7d-4e0a-8c53-2d1e7f6b9a04"
 	hydra := jwktest.NewJWKS(t, k)
 	const aud = "https://docs.example.com/webapi"
-	v := newValidator(t, middleware.ValidatorConfig{Issuer: hydra.Issuer(), Audience: []string{aud}})
+	v := newValidator(t, accesstoken.Config{Issuer: hydra.Issuer(), Audience: []string{aud}})
 	now := time.Now().Unix()
 	tok := jwktest.Sign(t, k, map[string]any{"typ": "JWT"}, map[string]any{
 		"iss":       hydra.Issuer(),

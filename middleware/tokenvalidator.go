@@ -3,13 +3,15 @@ package middleware
 import (
 	"context"
 	"strings"
+
+	"github.com/idsauth/idsauth/accesstoken"
 )
 
 // TokenValidator validates a raw access token and returns its claims.
 // *Validator is the implementation; RequireBearer takes the interface so
 // a service can put its own in front of it.
 type TokenValidator interface {
-	Validate(ctx context.Context, token string) (*Claims, error)
+	Validate(ctx context.Context, token string) (*accesstoken.Claims, error)
 }
 
 // JWTOrReference returns a TokenValidator that accepts both kinds of
@@ -28,7 +30,7 @@ func JWTOrReference(jwt, reference TokenValidator) TokenValidator {
 
 type shapeRouter struct{ jwt, reference TokenValidator }
 
-func (r shapeRouter) Validate(ctx context.Context, token string) (*Claims, error) {
+func (r shapeRouter) Validate(ctx context.Context, token string) (*accesstoken.Claims, error) {
 	if strings.Count(token, ".") == 2 {
 		return r.jwt.Validate(ctx, token)
 	}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/idsauth/idsauth/middleware"
+	"github.com/idsauth/idsauth/accesstoken"
 )
 
 // apiSecretEnv is the environment variable introspect reads the API's
@@ -54,7 +54,7 @@ input. The exit status is 1 when the token is not active.`)
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	in, err := middleware.NewIntrospector(ctx, middleware.IntrospectorConfig{
+	in, err := accesstoken.NewIntrospector(ctx, accesstoken.IntrospectorConfig{
 		Issuer:       strings.TrimSuffix(*issuerURL, "/"),
 		Endpoint:     *endpoint,
 		ClientID:     *api,
@@ -64,14 +64,14 @@ input. The exit status is 1 when the token is not active.`)
 		FetchTimeout: *timeout,
 		// Anything the endpoint takes: JWTs too, and bound tokens, whose
 		// cnf is printed with the other claims.
-		MaxTokenLength:   middleware.DefaultMaxTokenSize,
+		MaxTokenLength:   accesstoken.DefaultMaxTokenSize,
 		AllowBoundTokens: true,
 	})
 	if err != nil {
 		return err
 	}
 	claims, err := in.Validate(ctx, tok)
-	if errors.Is(err, middleware.ErrInactive) {
+	if errors.Is(err, accesstoken.ErrInactive) {
 		fmt.Fprintln(e.stdout, "inactive")
 		return errInactive
 	}

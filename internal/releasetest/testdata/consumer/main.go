@@ -21,6 +21,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/idsauth/idsauth/accesstoken"
+
 	"github.com/redis/go-redis/v9"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -83,7 +85,7 @@ func run(out io.Writer) error {
 
 	// The validator finds the keys as a service elsewhere would: discovery
 	// and the JWKS over HTTP.
-	v, err := middleware.NewValidator(ctx, middleware.ValidatorConfig{
+	v, err := accesstoken.New(ctx, accesstoken.Config{
 		Issuer:   iss.URL(),
 		Audience: []string{iss.URL() + "/resources"},
 		Observer: obs,
