@@ -89,11 +89,11 @@ func TestCacheEntryMemory(t *testing.T) {
 	runtime.KeepAlive(payloads)
 
 	// The number in Config's documentation is this one.
-	src, err := os.ReadFile("validator.go")
+	src, err := os.ReadFile("config.go")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := fmt.Sprintf("about %d bytes plus", cacheEntryOverhead); !strings.Contains(strings.Join(strings.Fields(string(src)), " "), want) {
-		t.Errorf("validator.go does not say %q", want)
+		t.Errorf("config.go does not say %q", want)
 	}
 }

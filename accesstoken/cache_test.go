@@ -161,7 +161,7 @@ func TestCacheDropsTokensOfARemovedKey(t *testing.T) {
 	t.Run("JWKS, within one refresh", func(t *testing.T) {
 		k1, k2 := jwktest.NewKey(t, "RS256"), jwktest.NewKey(t, "RS256")
 		jwks := jwktest.NewJWKS(t, k1, k2)
-		v := newValidator(t, accesstoken.Config{Issuer: jwks.Issuer(), RefreshInterval: 20 * time.Millisecond})
+		v := newValidator(t, accesstoken.Config{Issuer: jwks.Issuer(), Keys: newJWKS(t, accesstoken.JWKSConfig{URL: jwks.JWKSURL(), RefreshInterval: 20 * time.Millisecond})})
 		tok := jwktest.Sign(t, k1, nil, jwktest.Claims(jwks.Issuer(), scope.AdminWebAPI, time.Hour))
 		if _, err := v.Validate(context.Background(), tok); err != nil {
 			t.Fatal(err)

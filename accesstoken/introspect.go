@@ -143,7 +143,7 @@ type IntrospectorConfig struct {
 	// request about its token, and ends at FetchTimeout whatever any of
 	// them does). Zero means DefaultMaxConcurrentIntrospections.
 	MaxConcurrent int
-	// FetchTimeout bounds each call. Zero means DefaultFetchTimeout.
+	// FetchTimeout bounds each call. Zero means defaultTimeout.
 	FetchTimeout time.Duration
 	// HTTPClient makes the calls (its Transport); nil means
 	// http.DefaultTransport. Calls never follow a redirect: the
@@ -242,7 +242,7 @@ func NewIntrospector(ctx context.Context, cfg IntrospectorConfig) (*Introspector
 		in.rules.now = time.Now
 	}
 	if in.timeout == 0 {
-		in.timeout = DefaultFetchTimeout
+		in.timeout = defaultTimeout
 	}
 	in.slots = make(chan struct{}, cmp.Or(cfg.MaxConcurrent, DefaultMaxConcurrentIntrospections))
 	if cfg.CacheBytes >= 0 {

@@ -49,16 +49,24 @@ func newTwoIssuers(t *testing.T) *twoIssuers {
 	w.audA, w.audB = w.a.Issuer()+"/resources", "admin-api"
 	w.v = newValidatorOf(t, accesstoken.Config{
 		Issuers: []accesstoken.TrustedIssuer{
-			{Issuer: w.a.Issuer(), Audience: []string{w.audA}},
-			{Issuer: w.b.Issuer(), Audience: []string{w.audB}},
+			{Issuer: w.a.Issuer(), Audience: []string{w.audA}, Keys: newJWKS(t, fetchedAs(w.a, w.fetches))},
+			{Issuer: w.b.Issuer(), Audience: []string{w.audB}, Keys: newJWKS(t, fetchedAs(w.b, w.fetches))},
 		},
-		HTTPClient: &http.Client{Transport: w.fetches},
-		// Nothing in the background, and no limit on the fetches an
-		// unknown kid may cause: a fetch the test sees is one Validate made.
-		RefreshInterval:   time.Hour,
-		RefreshUnknownKID: rate.NewLimiter(rate.Inf, 1),
 	})
 	return w
+}
+
+// fetchedAs is how the two issuers' key sets are fetched: through the
+// counting transport, nothing in the background, and no limit on the
+// fetches an unknown kid may cause: a fetch the test sees is one Validate
+// made.
+func fetchedAs(j *jwktest.JWKS, fetches *countingTransport) accesstoken.JWKSConfig {
+	return accesstoken.JWKSConfig{
+		Issuer:            j.Issuer(),
+		HTTPClient:        &http.Client{Transport: fetches},
+		RefreshInterval:   time.Hour,
+		RefreshUnknownKID: rate.NewLimiter(rate.Inf, 1),
+	}
 }
 
 // tokenA and tokenB are tokens as a and b issue them, with entries of
@@ -254,11 +262,9 @@ func TestIssuersConfig(t *testing.T) {
 		{"an issuer without a name", accesstoken.Config{Issuers: []accesstoken.TrustedIssuer{good, {Audience: []string{"api"}}}}, "Issuers[1].Issuer is required"},
 		{"an issuer without an audience", accesstoken.Config{Issuers: []accesstoken.TrustedIssuer{good, {Issuer: b.Issuer()}}}, "Issuers[1].Audience is required"},
 		{"Audience and AnyAudience", accesstoken.Config{Issuers: []accesstoken.TrustedIssuer{{Issuer: a.Issuer(), Audience: []string{"api"}, AnyAudience: true}}}, "Issuers[0].Audience and AnyAudience"},
-		{"Keys and JWKSURL", accesstoken.Config{Issuers: []accesstoken.TrustedIssuer{{Issuer: a.Issuer(), Audience: []string{"api"}, Keys: in, JWKSURL: a.JWKSURL()}}}, "Issuers[0].Keys cannot be combined with JWKSURL"},
 		{"Issuers and Issuer", accesstoken.Config{Issuer: a.Issuer(), Issuers: []accesstoken.TrustedIssuer{good}}, "Issuers cannot be combined with Issuer"},
 		{"Issuers and Audience", accesstoken.Config{Audience: []string{"api"}, Issuers: []accesstoken.TrustedIssuer{good}}, "Issuers cannot be combined with Audience"},
 		{"Issuers and Keys", accesstoken.Config{Keys: in, Issuers: []accesstoken.TrustedIssuer{good}}, "Issuers cannot be combined with Keys"},
-		{"HTTPClient when every issuer has Keys", accesstoken.Config{HTTPClient: http.DefaultClient, Issuers: []accesstoken.TrustedIssuer{{Issuer: iss, Keys: in, AnyAudience: true}}}, "Issuers all have Keys, so HTTPClient"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -268,8 +274,8 @@ func TestIssuersConfig(t *testing.T) {
 			}
 		})
 	}
-	t.Run("HTTPClient with one issuer that fetches and one in process", func(t *testing.T) {
-		newValidatorOf(t, accesstoken.Config{HTTPClient: http.DefaultClient, Issuers: []accesstoken.TrustedIssuer{good, {Issuer: iss, Keys: in, AnyAudience: true}}})
+	t.Run("one issuer that fetches and one in process", func(t *testing.T) {
+		newValidatorOf(t, accesstoken.Config{Issuers: []accesstoken.TrustedIssuer{good, {Issuer: iss, Keys: in, AnyAudience: true}}})
 	})
 }
 
@@ -399,8 +405,11 @@ func TestForeignIssuerSpendsNoRefetch(t *testing.T) {
 		// No refresh in the background, and one refetch an hour on an
 		// unknown kid (the default is one per 30 s): every fetch the test
 		// counts is one a token caused.
-		RefreshInterval:   time.Hour,
-		RefreshUnknownKID: rate.NewLimiter(rate.Every(time.Hour), 1),
+		Keys: newJWKS(t, accesstoken.JWKSConfig{
+			Issuer:            trusted.Issuer(),
+			RefreshInterval:   time.Hour,
+			RefreshUnknownKID: rate.NewLimiter(rate.Every(time.Hour), 1),
+		}),
 	})
 	ctx := context.Background()
 	hits := trusted.Hits()

@@ -1,6 +1,7 @@
 package accesstoken
 
 import (
+	"cmp"
 	"context"
 	"crypto"
 	"encoding/json"
@@ -23,32 +24,103 @@ import (
 	"github.com/idsauth/idsauth/observe"
 )
 
-// jwksSource is the VersionedKeySource of a fetched JWKS. jwkset fetches
-// the set and refreshes it into store, which indexes each new set once
-// (keySet); a token's keys are read from that index by its kid, or for a
-// token without kid by its alg, with one usability check (usable). A kid
-// the index lacks fetches the set again, as the unknown-kid limit allows:
-// a token that finds it spent fails at once, it never waits.
-type jwksSource struct {
+// JWKSConfig configures a JWKS fetched over HTTP (NewJWKS). URL or
+// Issuer is required; every other zero value is a safe default.
+type JWKSConfig struct {
+	// URL is where the key set is published, such as
+	// "https://host/ids/.well-known/openid-configuration/jwks".
+	URL string
+
+	// Issuer, when URL is empty, is the issuer whose discovery document,
+	// {Issuer}/.well-known/openid-configuration, names the URL
+	// ("jwks_uri"); the document's "issuer" must be Issuer exactly.
+	Issuer string
+
+	// HTTPClient fetches the discovery document and the key set: its
+	// Transport (proxy, TLS, connection pool) is the one used. Nil means
+	// http.DefaultTransport. Whatever it is, every fetch ends after
+	// Timeout, even with a client that has no Timeout of its own (a
+	// shorter Timeout of its own applies too), provided its Transport
+	// honours the request's context, as http.Transport does; and answers
+	// larger than 1 MiB are refused.
+	HTTPClient *http.Client
+
+	// Timeout bounds each fetch of the discovery document or the key set,
+	// from the request to the last byte of the answer, redirects
+	// included: at start, in the background and on an unknown kid. Zero
+	// means 10 seconds; NewJWKS refuses a negative value.
+	Timeout time.Duration
+
+	// RefreshInterval is how often the key set is fetched again in the
+	// background. Zero means 5 minutes.
+	RefreshInterval time.Duration
+
+	// RefreshUnknownKID limits how often a token with an unknown "kid"
+	// fetches the key set again. Nil means at most once every 30 seconds.
+	// A token that arrives while the limit is spent is refused at once
+	// (ErrUnknownKey); it never waits. A fetch that brings back the same
+	// key set leaves the version, and so the validator's cache, as they
+	// were. Give the key sets of several issuers one limiter to share it.
+	RefreshUnknownKID *rate.Limiter
+
+	// Logger receives the failures of the background refresh. Nil logs
+	// nothing.
+	Logger *slog.Logger
+
+	// Observer gets an observe.KeysFetched or KeysFetchFailed event for
+	// every fetch. Nil sends none.
+	Observer observe.Observer
+}
+
+// defaultTimeout bounds a fetch or a call when no Timeout is given.
+const defaultTimeout = 10 * time.Second
+
+// JWKS is a JSON Web Key Set ([RFC 7517]) as a KeySource: an issuer's
+// published keys, fetched and kept fresh (NewJWKS), or given (ParseJWKS).
+// It is safe for concurrent use.
+//
+// jwkset, by the author of keyfunc, fetches the set and refreshes it; each
+// new set is indexed once, so that a token's keys are read by its kid,
+// or for a token without kid by its alg, with one check of each key: its
+// "use" absent or "sig", its "key_ops", if any, holding "verify", and its
+// "alg", if any, the token's ("EdDSA" and "Ed25519" being one). A kid the
+// set lacks fetches it again, as RefreshUnknownKID allows. For
+// golang-jwt's own parser, Keyfunc gives keyfunc's view of the same keys.
+//
+// [RFC 7517]: https://www.rfc-editor.org/rfc/rfc7517
+type JWKS struct {
 	store *versionedStorage
 	// remote reads store through jwkset's HTTP client: reading a kid
 	// store lacks from it fetches the set again (its own limit is off:
-	// unknownKID is the limit).
+	// unknownKID is the limit). Nil for a set given (ParseJWKS).
 	remote     jwkset.Storage
 	unknownKID *rate.Limiter
-	kf         keyfunc.Keyfunc // for golang-jwt's parser (keyfunc)
+	kf         keyfunc.Keyfunc
 }
 
-func newJWKSSource(ctx context.Context, client *http.Client, jwksURL string, cfg Config) (*jwksSource, error) {
-	refresh := cfg.RefreshInterval
-	if refresh <= 0 {
-		refresh = 5 * time.Minute
+// NewJWKS returns the key set that cfg names, fetched once before it
+// returns and then every RefreshInterval, until ctx ends. A failed first
+// fetch is no error: the set is empty (a token is refused with
+// ErrKeysUnavailable) until a fetch succeeds. A failed discovery is an
+// error, since without it there is no URL to fetch.
+func NewJWKS(ctx context.Context, cfg JWKSConfig) (*JWKS, error) {
+	switch {
+	case cfg.URL == "" && cfg.Issuer == "":
+		return nil, errors.New("accesstoken: JWKSConfig needs a URL or an Issuer")
+	case cfg.Timeout < 0:
+		return nil, errors.New("accesstoken: JWKSConfig.Timeout is negative")
 	}
-	s := &jwksSource{
-		store:      &versionedStorage{Storage: jwkset.NewMemoryStorage(), observer: cfg.Observer},
-		unknownKID: cfg.RefreshUnknownKID,
+	timeout := cmp.Or(cfg.Timeout, defaultTimeout)
+	client := limitedClient(cfg.HTTPClient, timeout)
+	jwksURL := cfg.URL
+	if jwksURL == "" {
+		u, err := discover(ctx, client, cfg.Issuer)
+		if err != nil {
+			return nil, err
+		}
+		jwksURL = u
 	}
-	s.store.set.Store(newKeySet(0, nil)) // until the first fetch
+	s := &JWKS{store: newVersionedStorage(cfg.Observer), unknownKID: cfg.RefreshUnknownKID}
 	if s.unknownKID == nil {
 		s.unknownKID = rate.NewLimiter(rate.Every(30*time.Second), 1)
 	}
@@ -56,9 +128,9 @@ func newJWKSSource(ctx context.Context, client *http.Client, jwksURL string, cfg
 	fetched, err := jwkset.NewStorageFromHTTP(jwksURL, jwkset.HTTPClientStorageOptions{
 		Client:                    client,
 		Ctx:                       ctx,
-		HTTPTimeout:               cfg.fetchTimeout(), // the client's Timeout bounds it too
+		HTTPTimeout:               timeout, // the client's Timeout bounds it too
 		NoErrorReturnFirstHTTPReq: true,
-		RefreshInterval:           refresh,
+		RefreshInterval:           cmp.Or(max(0, cfg.RefreshInterval), 5*time.Minute),
 		Storage:                   s.store,
 		RefreshErrorHandler: func(ctx context.Context, err error) {
 			send(ctx, cfg.Observer, observe.Event{Kind: observe.KeysFetchFailed, Reason: fetchFailure(err)})
@@ -74,16 +146,47 @@ func newJWKSSource(ctx context.Context, client *http.Client, jwksURL string, cfg
 	s.remote, err = jwkset.NewHTTPClient(jwkset.HTTPClientOptions{
 		HTTPURLs: map[string]jwkset.Storage{jwksURL: fetched},
 		// Its wait bound also bounds the fetch that follows.
-		RateLimitWaitMax:  cfg.fetchTimeout(),
+		RateLimitWaitMax:  timeout,
 		RefreshUnknownKID: rate.NewLimiter(rate.Inf, 1),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("accesstoken: JWKS %s: %w", jwksURL, err)
 	}
-	s.kf, err = keyfunc.New(keyfunc.Options{Ctx: ctx, Storage: limitedStorage{s.store, s}})
-	if err != nil {
+	if s.kf, err = keyfunc.New(keyfunc.Options{Ctx: ctx, Storage: limitedStorage{s.store, s}}); err != nil {
 		return nil, fmt.Errorf("accesstoken: JWKS %s: %w", jwksURL, err)
 	}
+	return s, nil
+}
+
+// ParseJWKS returns the key set data holds, the JSON of a JWKS
+// ({"keys": [...]}): keys given rather than fetched, which never change.
+// Keys of a type this module does not read are left out, as from a
+// fetched set.
+func ParseJWKS(data []byte) (*JWKS, error) {
+	var set jwkset.JWKSMarshal
+	if err := json.Unmarshal(data, &set); err != nil {
+		return nil, fmt.Errorf("accesstoken: a JWKS: %w", err)
+	}
+	given := make([]jwkset.JWK, 0, len(set.Keys))
+	for _, m := range set.Keys {
+		j, err := jwkset.NewJWKFromMarshal(m, jwkset.JWKMarshalOptions{Private: true}, jwkset.JWKValidateOptions{})
+		switch {
+		case errors.Is(err, jwkset.ErrUnsupportedKey):
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("accesstoken: a JWKS: %w", err)
+		}
+		given = append(given, j)
+	}
+	s := &JWKS{store: newVersionedStorage(nil)}
+	if err := s.store.KeyReplaceAll(context.Background(), given); err != nil {
+		return nil, fmt.Errorf("accesstoken: a JWKS: %w", err)
+	}
+	kf, err := keyfunc.New(keyfunc.Options{Storage: s.store})
+	if err != nil {
+		return nil, fmt.Errorf("accesstoken: a JWKS: %w", err)
+	}
+	s.kf = kf
 	return s, nil
 }
 
@@ -91,14 +194,14 @@ func newJWKSSource(ctx context.Context, client *http.Client, jwksURL string, cfg
 // with this kid and alg: the JWK named by kid, or, without a kid, every
 // JWK that fits (see usable). A kid the set lacks fetches it again, as
 // the unknown-kid limit allows.
-func (s *jwksSource) VerificationKeys(ctx context.Context, kid, alg string) ([]crypto.PublicKey, error) {
+func (s *JWKS) VerificationKeys(ctx context.Context, kid, alg string) ([]crypto.PublicKey, error) {
 	set := s.store.set.Load()
 	if kid == "" {
 		a := set.withoutKID[alg]
 		return a.keys, a.err
 	}
 	k, ok := set.byKID[kid]
-	if !ok && s.unknownKID.Allow() {
+	if !ok && s.remote != nil && s.unknownKID.Allow() {
 		_, _ = s.remote.KeyRead(ctx, kid) // fetches the set again into store
 		set = s.store.set.Load()
 		k, ok = set.byKID[kid]
@@ -116,18 +219,20 @@ func (s *jwksSource) VerificationKeys(ctx context.Context, kid, alg string) ([]c
 }
 
 // KeysVersion changes each time a fetch brings a key set unlike the last.
-func (s *jwksSource) KeysVersion() uint64 { return s.store.set.Load().version }
+func (s *JWKS) KeysVersion() uint64 { return s.store.set.Load().version }
 
-// keyfunc returns keyfunc's jwt.Keyfunc over the same keys, for
-// golang-jwt's parser: keyfunc's checks ("use", a JWK's "alg"), and an
-// unknown kid fetching the set again as the same limit allows.
-func (s *jwksSource) keyfunc() jwt.Keyfunc { return s.kf.Keyfunc }
+// Keyfunc is keyfunc's jwt.Keyfunc over the same keys, for golang-jwt's
+// own parser (jwt.Parse(token, jwks.Keyfunc)): the JWK the token's kid
+// names, with keyfunc's checks ("use", the JWK's "alg"), and a kid the
+// set lacks fetching it again as RefreshUnknownKID allows. Validate does
+// more than a parser: see Validator.
+func (s *JWKS) Keyfunc(token *jwt.Token) (any, error) { return s.kf.Keyfunc(token) }
 
 // limitedStorage is the storage keyfunc reads: the stored JWKs, and
 // the remote set for a kid they lack, as the unknown-kid limit allows.
 type limitedStorage struct {
 	*versionedStorage
-	s *jwksSource
+	s *JWKS
 }
 
 func (l limitedStorage) KeyRead(ctx context.Context, kid string) (jwkset.JWK, error) {
@@ -219,6 +324,12 @@ func newKeySet(version uint64, set []jwkset.JWK) *keySet {
 		ks.withoutKID[alg] = a
 	}
 	return ks
+}
+
+func newVersionedStorage(o observe.Observer) *versionedStorage {
+	s := &versionedStorage{Storage: jwkset.NewMemoryStorage(), observer: o}
+	s.set.Store(newKeySet(0, nil)) // until the first fetch
+	return s
 }
 
 // versionedStorage is the storage jwkset fetches the set into. It indexes

@@ -25,7 +25,7 @@ func kidlessWorld(tb testing.TB, n int) (*jwktest.JWKS, []*keys.Key, *accesstoke
 	ctx, cancel := context.WithCancel(context.Background())
 	tb.Cleanup(cancel)
 	v, err := accesstoken.New(ctx, accesstoken.Config{
-		Issuer: j.Issuer(), JWKSURL: j.JWKSURL(), Audience: []string{j.Issuer() + "/resources"}, CacheSize: -1,
+		Issuer: j.Issuer(), Keys: newJWKS(tb, accesstoken.JWKSConfig{URL: j.JWKSURL()}), Audience: []string{j.Issuer() + "/resources"}, CacheSize: -1,
 	})
 	if err != nil {
 		tb.Fatal(err)
@@ -133,7 +133,7 @@ func TestKidlessLookupFollowsTheKeySet(t *testing.T) {
 	j.SetKeys(old, next, third)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	v, err := accesstoken.New(ctx, accesstoken.Config{Issuer: j.Issuer(), JWKSURL: j.JWKSURL(), Audience: []string{j.Issuer() + "/resources"}, CacheSize: -1})
+	v, err := accesstoken.New(ctx, accesstoken.Config{Issuer: j.Issuer(), Keys: newJWKS(t, accesstoken.JWKSConfig{URL: j.JWKSURL()}), Audience: []string{j.Issuer() + "/resources"}, CacheSize: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,10 +27,11 @@ func TestEventsOfJWKSFetches(t *testing.T) {
 	j := jwktest.NewJWKS(t, k)
 	j.SetDown(true)
 	rec := &eventtest.Recorder{}
-	v, err := accesstoken.New(t.Context(), accesstoken.Config{
-		Issuer: j.Issuer(), AnyAudience: true, JWKSURL: j.JWKSURL(), Observer: rec,
-		RefreshUnknownKID: rate.NewLimiter(rate.Inf, 1),
-	})
+	keys, err := accesstoken.NewJWKS(t.Context(), accesstoken.JWKSConfig{URL: j.JWKSURL(), Observer: rec, RefreshUnknownKID: rate.NewLimiter(rate.Inf, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := accesstoken.New(t.Context(), accesstoken.Config{Issuer: j.Issuer(), AnyAudience: true, Keys: keys, Observer: rec})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -146,7 +146,7 @@ func TestValidatorSizeCap(t *testing.T) {
 	def := newValidator(t, accesstoken.Config{Issuer: iss, Keys: src, CacheSize: -1})
 	small := newValidator(t, accesstoken.Config{Issuer: iss, Keys: src, CacheSize: -1, MaxTokenSize: 2048})
 	at, over := pad(16<<10-8), pad(16<<10+8)
-	if len(at) > accesstoken.DefaultMaxTokenSize || len(over) <= accesstoken.DefaultMaxTokenSize {
+	if len(at) > 16<<10 || len(over) <= 16<<10 { // the default MaxTokenSize
 		t.Fatalf("sizes %d %d", len(at), len(over))
 	}
 	before := src.lookups.Load()
@@ -288,7 +288,7 @@ func TestValidatorJWKUse(t *testing.T) {
 			t.Run(c.name+" kid "+strconv.FormatBool(withKID), func(t *testing.T) {
 				jwks := jwktest.NewJWKS(t)
 				jwks.SetBody(jwksBody(t, c.jwk))
-				v := newValidator(t, accesstoken.Config{Issuer: jwks.Issuer(), RefreshUnknownKID: rate.NewLimiter(rate.Every(time.Hour), 1)})
+				v := newValidator(t, accesstoken.Config{Issuer: jwks.Issuer(), Keys: newJWKS(t, accesstoken.JWKSConfig{URL: jwks.JWKSURL(), RefreshUnknownKID: rate.NewLimiter(rate.Every(time.Hour), 1)})})
 				var header map[string]any
 				if !withKID {
 					header = map[string]any{"kid": nil}
@@ -316,7 +316,7 @@ func TestValidatorJWKAlg(t *testing.T) {
 		t.Fatal(err)
 	}
 	jwks := jwktest.NewJWKS(t, ps)
-	v := newValidator(t, accesstoken.Config{Issuer: jwks.Issuer(), RefreshUnknownKID: rate.NewLimiter(rate.Every(time.Hour), 1)})
+	v := newValidator(t, accesstoken.Config{Issuer: jwks.Issuer(), Keys: newJWKS(t, accesstoken.JWKSConfig{URL: jwks.JWKSURL(), RefreshUnknownKID: rate.NewLimiter(rate.Every(time.Hour), 1)})})
 	c := jwktest.Claims(jwks.Issuer(), scope.AdminWebAPI, time.Hour)
 	for _, withKID := range []bool{true, false} {
 		var header map[string]any
@@ -393,7 +393,7 @@ func TestValidatorEd25519Alg(t *testing.T) {
 func TestValidatorIdenticalJWKSRefetchKeepsCache(t *testing.T) {
 	k := jwktest.NewKey(t, "ES256")
 	jwks := jwktest.NewJWKS(t, k)
-	v := newValidator(t, accesstoken.Config{Issuer: jwks.Issuer(), RefreshUnknownKID: rate.NewLimiter(rate.Inf, 1)})
+	v := newValidator(t, accesstoken.Config{Issuer: jwks.Issuer(), Keys: newJWKS(t, accesstoken.JWKSConfig{URL: jwks.JWKSURL(), RefreshUnknownKID: rate.NewLimiter(rate.Inf, 1)})})
 	c := jwktest.Claims(jwks.Issuer(), scope.AdminWebAPI, time.Hour)
 	tok := jwktest.Sign(t, k, nil, c)
 	first, err := v.Validate(context.Background(), tok)

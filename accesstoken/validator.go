@@ -1,179 +1,22 @@
 package accesstoken
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
-	"net/http"
 	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/time/rate"
-
 	"github.com/idsauth/idsauth/internal/jws"
 	"github.com/idsauth/idsauth/observe"
 )
 
-// DefaultAlgorithms returns the signing algorithms a Validator accepts
-// when Config.Algorithms is empty: ES256, RS256, PS256, EdDSA and
-// Ed25519, [RFC 9864]'s fully-specified name for EdDSA over an Ed25519
-// key. Each call returns a new slice.
-//
-// [RFC 9864]: https://www.rfc-editor.org/rfc/rfc9864
-func DefaultAlgorithms() []string { return slices.Clone(jws.Algorithms) }
-
-// DefaultMaxTokenSize is the longest token a Validator reads when
-// Config.MaxTokenSize is zero: 16 KiB, far above the 0.5 to 2 KiB
-// of real access tokens.
-const DefaultMaxTokenSize = 16 << 10
-
-// DefaultFetchTimeout bounds each fetch of a discovery document or a JWKS
-// when Config.FetchTimeout is zero.
-const DefaultFetchTimeout = 10 * time.Second
-
-// Config configures a Validator. Issuer is required, and so is
-// Audience unless AnyAudience says otherwise; every other zero value is a
-// safe default. A Validator that accepts the tokens of several issuers
-// names them in Issuers instead.
-type Config struct {
-	// Issuer is the expected "iss" claim, e.g. "https://host/ids". When
-	// neither JWKSURL nor Keys is set, the JWKS URL is read from
-	// {Issuer}/.well-known/openid-configuration, whose "issuer" must equal
-	// Issuer exactly.
-	Issuer string
-
-	// JWKSURL is where the signing keys are published. Empty means: found
-	// by discovery (unless Keys is set).
-	JWKSURL string
-
-	// Audience is who this service is, as the issuer names it in "aud": a
-	// token is accepted only if its "aud" holds at least one of these
-	// values. RFC 9068 §4 requires a resource server to check it, or a
-	// token the same issuer minted for another API would work here too.
-	//
-	// What to put here is what the issuer puts in "aud". IdentityServer
-	// (Duende, IdentityServer4) with EmitStaticAudienceClaim on, and this
-	// module's issuer by default, put "{issuer}/resources", e.g.
-	// "https://host/ids/resources"; with it off, IdentityServer puts the
-	// names of the API resources whose scopes the token carries, e.g.
-	// "admin-api". New refuses an empty Audience unless
-	// AnyAudience is set.
-	Audience []string
-
-	// AnyAudience accepts a token whatever its "aud" says, or without
-	// one. Set it only when every API that trusts this issuer may accept
-	// every token it issues (a single resource server, say); it cannot be
-	// combined with Audience.
-	AnyAudience bool
-
-	// Keys, when set, is the only source of verification keys: nothing is
-	// fetched over HTTP. Use it when the issuer runs in the same process
-	// (Keys: iss, an *issuer.Issuer). It cannot be combined with JWKSURL,
-	// HTTPClient, FetchTimeout, RefreshInterval or RefreshUnknownKID,
-	// which only apply to a fetched JWKS: New refuses the mix.
-	Keys KeySource
-
-	// Algorithms are the accepted "alg" values, names of
-	// DefaultAlgorithms(), which is what empty means. New refuses
-	// any other name: "none", the HMAC algorithms and the rest. The list
-	// is matched exactly: "EdDSA" and "Ed25519" are listed apart.
-	Algorithms []string
-
-	// Leeway is the clock skew allowed on exp, nbf and iat. Zero means 30
-	// seconds; a negative value means none.
-	Leeway time.Duration
-
-	// RequireType rejects tokens whose header has no "typ". By default a
-	// missing typ is accepted, for issuers that omit it; a typ that is
-	// present must always be "at+jwt", "application/at+jwt" or "JWT".
-	RequireType bool
-
-	// MaxTokenSize is the longest token, in bytes, that is read at all:
-	// a longer one fails with ErrTooLarge before any decoding. Zero means
-	// DefaultMaxTokenSize (16 KiB); New refuses a negative value.
-	MaxTokenSize int
-
-	// AllowBoundTokens accepts tokens that carry a "cnf" claim, which
-	// binds them to a key (DPoP, RFC 9449; mutual TLS, RFC 8705; RFC
-	// 7800). By default such a token fails with ErrBoundToken: presented
-	// as a plain bearer token it is probably stolen, since its holder
-	// would prove the key. Set it only if the handler checks the binding
-	// itself (the "cnf" claim is in Claims.Raw).
-	AllowBoundTokens bool
-
-	// HTTPClient fetches the discovery document and the JWKS: its
-	// Transport (proxy, TLS, connection pool) is the one used. Nil means
-	// http.DefaultTransport. Whatever it is, every fetch ends after
-	// FetchTimeout, even with a client that has no Timeout of its own (a
-	// shorter Timeout of its own applies too), provided its Transport
-	// honours the request's context, as http.Transport does; and answers
-	// larger than 1 MiB are refused.
-	HTTPClient *http.Client
-
-	// FetchTimeout bounds each fetch of the discovery document or the
-	// JWKS, from the request to the last byte of the answer, redirects
-	// included: at start, in the background and on an unknown kid. Zero
-	// means DefaultFetchTimeout (10 seconds); New refuses a
-	// negative value.
-	FetchTimeout time.Duration
-
-	// RefreshInterval is how often the JWKS is fetched again in the
-	// background. Zero means 5 minutes.
-	RefreshInterval time.Duration
-
-	// RefreshUnknownKID limits how often a token with an unknown "kid"
-	// triggers a JWKS fetch. Nil means at most once every 30 seconds. A
-	// token that arrives while the limit is exhausted fails at once with
-	// ErrUnknownKey; it never waits. A fetch that brings back the same
-	// key set leaves the verified-token cache as it was.
-	RefreshUnknownKID *rate.Limiter
-
-	// Logger receives the failures of the background JWKS refresh. Nil
-	// logs nothing. Rejected requests are logged by the middleware's own
-	// Logger (BearerConfig, SCIMConfig).
-	Logger *slog.Logger
-
-	// CacheSize is how many validated tokens are remembered, so that a
-	// token seen again skips the signature check (see below). Zero means
-	// 10000; a negative value turns the cache off.
-	//
-	// A cached token is the same token to the byte; it is remembered until
-	// the earlier of its exp (with leeway) and CacheMaxAge, and forgotten
-	// as soon as the key set changes (a JWKS refresh that brings other
-	// keys, an issuer reload). CacheSize is the real capacity: when the
-	// cache is full, the oldest entry makes room, in constant time. An
-	// entry costs about 520 bytes plus the token, as measured after a GC
-	// (about 1 KB for a typical 500-byte token); tokens over 4 KiB are not
-	// cached. The default 10000 entries thus take about 10 MB. With a Keys
-	// source that is not a VersionedKeySource the cache stays off, since
-	// it could not follow key removals.
-	CacheSize int
-
-	// CacheMaxAge bounds how long a validated token is remembered. Zero
-	// means 5 minutes.
-	CacheMaxAge time.Duration
-
-	// Now is the clock, for tests. Nil means time.Now.
-	Now func() time.Time
-
-	// Issuers, when set, are the issuers whose tokens are accepted, each
-	// with its own keys and audience, in place of Issuer, JWKSURL, Keys,
-	// Audience and AnyAudience, which must then be empty: during a move
-	// from one identity service to another, say. See TrustedIssuer. The
-	// other settings apply to every issuer; a RefreshUnknownKID given
-	// here is one limit shared by the JWKS of all of them, and nil gives
-	// each its own.
-	Issuers []TrustedIssuer
-
-	// Observer gets an event for every validation (observe.
-	// ValidationSucceeded, from the cache or not, or ValidationFailed with
-	// the reason's code) and every JWKS fetch (observe.KeysFetched or
-	// KeysFetchFailed). Nil sends none, at no cost.
-	Observer observe.Observer
-}
+// maxTokenSize is the longest token read when Config.MaxTokenSize is
+// zero.
+const maxTokenSize = 16 << 10
 
 // Validator validates access tokens ([RFC 9068]) against the issuer's
 // keys. It is safe for concurrent use. A Validator that fetches a JWKS
@@ -203,17 +46,18 @@ type trustedIssuer struct {
 	versioned VersionedKeySource // nil when the source has no version: its tokens are not cached
 }
 
-// New returns a Validator for cfg. With a JWKS URL (given or
-// discovered) it fetches the key set once before it returns; if that
-// fetch fails it still returns, validation fails with ErrKeysUnavailable,
-// and the keys are fetched again on the refresh interval and, rate
-// limited, when a token names a key it does not know. A failed discovery
-// is an error, since without it there is no URL to fetch keys from, and
-// so is a config without an Issuer, without an Audience (unless
-// AnyAudience), with a forbidden algorithm, or with Keys and a setting of
-// a fetched JWKS. With Issuers, all of this holds for each issuer, two
-// issuers with the same Issuer are an error too, and on any error the
-// JWKS of the issuers before it are not refreshed.
+// New returns a Validator for cfg. An issuer without Keys gets the JWKS
+// its discovery document names (see NewJWKS): the discovery is done, and
+// the key set fetched once, before New returns; if that fetch fails New
+// still returns, validation fails with ErrKeysUnavailable, and the keys
+// are fetched again on the refresh interval and, rate limited, when a
+// token names a key it does not know. A failed discovery is an error,
+// since without it there is no URL to fetch keys from, and so is a
+// config without an Issuer, without an Audience (unless AnyAudience), or
+// with an algorithm New refuses. With Issuers, all of this holds for
+// each issuer, two issuers with the same Issuer are an error too, and on
+// any error the JWKS fetched for the issuers before it are not
+// refreshed.
 func New(ctx context.Context, cfg Config) (_ *Validator, err error) {
 	list, err := cfg.issuerList()
 	if err != nil {
@@ -222,12 +66,9 @@ func New(ctx context.Context, cfg Config) (_ *Validator, err error) {
 	if cfg.MaxTokenSize < 0 {
 		return nil, errors.New("accesstoken: Config.MaxTokenSize is negative")
 	}
-	if cfg.FetchTimeout < 0 {
-		return nil, errors.New("accesstoken: Config.FetchTimeout is negative")
-	}
 	algs := cfg.Algorithms
 	if len(algs) == 0 {
-		algs = DefaultAlgorithms()
+		algs = jws.Algorithms
 	}
 	allowed := make(map[string]bool, len(algs))
 	for _, a := range algs {
@@ -239,19 +80,15 @@ func New(ctx context.Context, cfg Config) (_ *Validator, err error) {
 		}
 		allowed[a] = true
 	}
-	leeway := leewayOf(cfg.Leeway)
 	v := &Validator{
 		allowed:     allowed,
 		requireType: cfg.RequireType,
 		allowBound:  cfg.AllowBoundTokens,
-		maxSize:     cfg.MaxTokenSize,
-		leeway:      leeway,
+		maxSize:     cmp.Or(cfg.MaxTokenSize, maxTokenSize),
+		leeway:      leewayOf(cfg.Leeway),
 		now:         cfg.Now,
 		observer:    cfg.Observer,
 		issuers:     make(map[string]*trustedIssuer, len(list)),
-	}
-	if v.maxSize == 0 {
-		v.maxSize = DefaultMaxTokenSize
 	}
 	if v.now == nil {
 		v.now = time.Now
@@ -263,15 +100,11 @@ func New(ctx context.Context, cfg Config) (_ *Validator, err error) {
 			cancel()
 		}
 	}()
-	var client *http.Client // made for the first issuer that fetches
-	versioned := false      // some issuer's keys have a version
+	versioned := false // some issuer's keys have a version
 	for _, ti := range list {
 		src := ti.Keys
 		if src == nil {
-			if client == nil {
-				client = limitedClient(cfg.HTTPClient, cfg.fetchTimeout())
-			}
-			if src, err = fetchedKeys(ctx, client, ti, cfg); err != nil {
+			if src, err = NewJWKS(ctx, JWKSConfig{Issuer: ti.Issuer, Logger: cfg.Logger, Observer: cfg.Observer}); err != nil {
 				return nil, err
 			}
 		}
@@ -283,42 +116,9 @@ func New(ctx context.Context, cfg Config) (_ *Validator, err error) {
 	// Without a version, cached tokens could not follow key removals:
 	// the cache is for the issuers whose keys have one.
 	if cfg.CacheSize >= 0 && versioned {
-		size, age := cfg.CacheSize, cfg.CacheMaxAge
-		if size == 0 {
-			size = 10000
-		}
-		if age <= 0 {
-			age = 5 * time.Minute
-		}
-		v.cache = newTokenCache(size, age)
+		v.cache = newTokenCache(cmp.Or(cfg.CacheSize, 10000), cmp.Or(max(0, cfg.CacheMaxAge), 5*time.Minute))
 	}
 	return v, nil
-}
-
-// fetchedKeys returns the JWKS source of ti, from its JWKSURL or by
-// discovery.
-func fetchedKeys(ctx context.Context, client *http.Client, ti TrustedIssuer, cfg Config) (KeySource, error) {
-	jwksURL := ti.JWKSURL
-	if jwksURL == "" {
-		u, err := discover(ctx, client, ti.Issuer)
-		if err != nil {
-			return nil, err
-		}
-		jwksURL = u
-	}
-	src, err := newJWKSSource(ctx, client, jwksURL, cfg)
-	if err != nil {
-		return nil, err
-	}
-	return src, nil
-}
-
-// fetchTimeout is FetchTimeout, or its default.
-func (cfg *Config) fetchTimeout() time.Duration {
-	if cfg.FetchTimeout == 0 {
-		return DefaultFetchTimeout
-	}
-	return cfg.FetchTimeout
 }
 
 // Validate checks a raw access token, in this order: its size, its form,

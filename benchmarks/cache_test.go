@@ -35,7 +35,7 @@ func BenchmarkCacheAtCapacity(b *testing.B) {
 			defer cancel()
 			newValidator := func(size int) *accesstoken.Validator {
 				v, err := accesstoken.New(ctx, accesstoken.Config{
-					Issuer: j.Issuer(), Audience: []string{j.Issuer() + "/resources"}, JWKSURL: j.JWKSURL(),
+					Issuer: j.Issuer(), Audience: []string{j.Issuer() + "/resources"},
 					CacheSize: size, CacheMaxAge: time.Hour,
 				})
 				if err != nil {

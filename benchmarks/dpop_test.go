@@ -35,7 +35,7 @@ func BenchmarkDPoP(b *testing.B) {
 	jwks := jwktest.NewJWKS(b, k)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	v, err := accesstoken.New(ctx, accesstoken.Config{Issuer: jwks.Issuer(), Audience: []string{jwks.Issuer() + "/resources"}, JWKSURL: jwks.JWKSURL()})
+	v, err := accesstoken.New(ctx, accesstoken.Config{Issuer: jwks.Issuer(), Audience: []string{jwks.Issuer() + "/resources"}})
 	if err != nil {
 		b.Fatal(err)
 	}

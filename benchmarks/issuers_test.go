@@ -22,12 +22,12 @@ func BenchmarkIssuers(b *testing.B) {
 	s := newSetup(b, "ES256")
 	other := jwktest.NewJWKS(b, jwktest.NewKey(b, "ES256"))
 	one := func(cacheSize int) accesstoken.Config {
-		return accesstoken.Config{Issuer: s.jwks.Issuer(), Audience: []string{s.jwks.Issuer() + "/resources"}, JWKSURL: s.jwks.JWKSURL(), CacheSize: cacheSize}
+		return accesstoken.Config{Issuer: s.jwks.Issuer(), Audience: []string{s.jwks.Issuer() + "/resources"}, CacheSize: cacheSize}
 	}
 	two := func(cacheSize int) accesstoken.Config {
 		return accesstoken.Config{CacheSize: cacheSize, Issuers: []accesstoken.TrustedIssuer{
-			{Issuer: other.Issuer(), Audience: []string{other.Issuer() + "/resources"}, JWKSURL: other.JWKSURL()},
-			{Issuer: s.jwks.Issuer(), Audience: []string{s.jwks.Issuer() + "/resources"}, JWKSURL: s.jwks.JWKSURL()},
+			{Issuer: other.Issuer(), Audience: []string{other.Issuer() + "/resources"}},
+			{Issuer: s.jwks.Issuer(), Audience: []string{s.jwks.Issuer() + "/resources"}},
 		}}
 	}
 	for _, c := range []struct {

@@ -62,7 +62,7 @@ func run(b *testing.B, h http.Handler, token string) {
 func idsauth(b *testing.B, s *setup, cacheSize int) http.Handler {
 	ctx, cancel := context.WithCancel(context.Background())
 	b.Cleanup(cancel)
-	v, err := accesstoken.New(ctx, accesstoken.Config{Issuer: s.jwks.Issuer(), Audience: []string{s.jwks.Issuer() + "/resources"}, JWKSURL: s.jwks.JWKSURL(), CacheSize: cacheSize})
+	v, err := accesstoken.New(ctx, accesstoken.Config{Issuer: s.jwks.Issuer(), Audience: []string{s.jwks.Issuer() + "/resources"}, CacheSize: cacheSize})
 	if err != nil {
 		b.Fatal(err)
 	}

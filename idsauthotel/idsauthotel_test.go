@@ -71,7 +71,7 @@ func newWorld(t *testing.T) *world {
 	}
 	mux.Handle("/ids/", iss)
 	v, err := accesstoken.New(t.Context(), accesstoken.Config{
-		Issuer: iss.URL(), Audience: []string{iss.URL() + "/resources"}, JWKSURL: iss.JWKSURL(), Observer: obs,
+		Issuer: iss.URL(), Audience: []string{iss.URL() + "/resources"}, Observer: obs,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -456,11 +456,15 @@ func TestScheduledRotationUnderLoad(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	aud := []string{iss.URL() + "/resources"}
-	remote, err := accesstoken.New(ctx, accesstoken.Config{
-		Issuer: iss.URL(), Audience: aud, JWKSURL: iss.JWKSURL(), Now: clock.now,
+	published, err := accesstoken.NewJWKS(ctx, accesstoken.JWKSConfig{
+		URL:               iss.JWKSURL(),
 		RefreshInterval:   5 * time.Millisecond,
 		RefreshUnknownKID: rate.NewLimiter(0, 0), // never
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	remote, err := accesstoken.New(ctx, accesstoken.Config{Issuer: iss.URL(), Audience: aud, Keys: published, Now: clock.now})
 	if err != nil {
 		t.Fatal(err)
 	}
