@@ -43,15 +43,22 @@ type Config struct {
 	// your own. Nil means the JWKS that Issuer's discovery document
 	// ({Issuer}/.well-known/openid-configuration) names, fetched by
 	// NewJWKS with its defaults and this Config's Logger and Observer,
-	// and refreshed until the context given to New ends.
+	// and refreshed until the context given to New ends; or, with
+	// Introspection, no keys: every token is introspected.
 	Keys KeySource
 
 	// Issuers, when set, are the issuers whose tokens are accepted, each
 	// with its own audience and keys, in place of Issuer, Audience,
 	// AnyAudience and Keys, which must then be empty: during a move from
 	// one identity service to another, say. See TrustedIssuer. The other
-	// settings apply to every issuer.
+	// settings apply to every issuer; Introspection does not apply, since
+	// an opaque token names no issuer.
 	Issuers []TrustedIssuer
+
+	// Introspection, when set, asks the issuer about the tokens Keys do
+	// not check (RFC 7662): the opaque (reference) tokens, or, without
+	// Keys, every token. Nil: a token that is not a JWT is malformed.
+	Introspection *Introspection
 
 	// Algorithms are the accepted "alg" values, among ES256, RS256,
 	// PS256, EdDSA and Ed25519 (RFC 9864's name of EdDSA over an Ed25519
@@ -70,9 +77,11 @@ type Config struct {
 	RequireType bool
 
 	// MaxTokenSize is the longest token, in bytes, that is read at all: a
-	// longer one is refused ("too_large") before any decoding. Zero means
-	// 16 KiB, far above the 0.5 to 2 KiB of real access tokens; New
-	// refuses a negative value.
+	// longer one is refused ("too_large") before any decoding or call.
+	// Zero means 16 KiB, far above the 0.5 to 2 KiB of real access
+	// tokens, and 512 bytes for a token that is introspected: reference
+	// tokens are short (43 characters from this module's issuer, 66 from
+	// IdentityServer). New refuses a negative value.
 	MaxTokenSize int
 
 	// AllowBoundTokens accepts, presented as plain bearer tokens, tokens
@@ -107,8 +116,9 @@ type Config struct {
 	// Now is the clock, for tests. Nil means time.Now.
 	Now func() time.Time
 
-	// Logger receives what fails in the background: the refreshes of
-	// the JWKS this validator fetches itself (Keys nil). Nil logs
+	// Logger receives what fails out of the caller's sight: the refreshes
+	// of the JWKS this validator fetches itself (Keys nil), and the
+	// introspection calls that fail (never with the token). Nil logs
 	// nothing. Refused tokens are not logged here: the caller has them
 	// (middleware.BearerConfig.Logger).
 	Logger *slog.Logger
@@ -175,6 +185,8 @@ func (cfg *Config) issuerList() ([]TrustedIssuer, error) {
 		list = []TrustedIssuer{{Issuer: cfg.Issuer, Keys: cfg.Keys, Audience: cfg.Audience, AnyAudience: cfg.AnyAudience}}
 	} else if set := cfg.singleIssuerFields(); len(set) > 0 {
 		return nil, fmt.Errorf("accesstoken: Config.Issuers cannot be combined with %s, which each of Issuers sets for itself", strings.Join(set, ", "))
+	} else if cfg.Introspection != nil {
+		return nil, fmt.Errorf("accesstoken: Config.Issuers cannot be combined with Introspection: an opaque token names no issuer to ask")
 	}
 	seen := make(map[string]int, len(list))
 	for i, ti := range list {

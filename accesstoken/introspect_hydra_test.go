@@ -102,20 +102,20 @@ func (h *hydraAdmin) answer(token, use string, ttl time.Duration, sc string, ext
 	h.answers[token] = string(b)
 }
 
-func (h *hydraAdmin) introspector(t *testing.T, edit func(*accesstoken.IntrospectorConfig)) *accesstoken.Introspector {
+func (h *hydraAdmin) introspector(t *testing.T, edit func(*accesstoken.Config)) *accesstoken.Validator {
 	t.Helper()
-	cfg := accesstoken.IntrospectorConfig{
-		Issuer: h.issuer(), Endpoint: h.endpoint(), Unauthenticated: true,
-		Audience: []string{hydraAudience}, CacheBytes: -1,
+	cfg := accesstoken.Config{
+		Issuer: h.issuer(), Audience: []string{hydraAudience},
+		Introspection: &accesstoken.Introspection{Endpoint: h.endpoint(), Unauthenticated: true, CacheBytes: -1},
 	}
 	if edit != nil {
 		edit(&cfg)
 	}
-	in, err := accesstoken.NewIntrospector(context.Background(), cfg)
+	v, err := accesstoken.New(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return in
+	return v
 }
 
 // TestIntrospectorRefusesHydraRefreshTokens: against Hydra's admin
@@ -167,7 +167,7 @@ func TestIntrospectorRefusesHydraRefreshTokens(t *testing.T) {
 func TestIntrospectorAnswerKinds(t *testing.T) {
 	h := newHydraAdmin(t)
 	strict := h.introspector(t, nil)
-	anyAud := h.introspector(t, func(c *accesstoken.IntrospectorConfig) { c.Audience, c.AnyAudience = nil, true })
+	anyAud := h.introspector(t, func(c *accesstoken.Config) { c.Audience, c.AnyAudience = nil, true })
 	for i, c := range []struct {
 		name  string
 		extra map[string]any
@@ -218,30 +218,31 @@ func TestIntrospectorUnauthenticated(t *testing.T) {
 	if err != nil || c.ClientID != "reporting" || !c.Scopes.Has(scope.AdminWebAPI) {
 		t.Fatalf("Unauthenticated: %+v %v", c, err)
 	}
-	withID := h.introspector(t, func(c *accesstoken.IntrospectorConfig) { c.ClientID = "my-api" })
+	withID := h.introspector(t, func(c *accesstoken.Config) { c.Introspection.ClientID = "my-api" })
 	if _, err := withID.Validate(context.Background(), "tok"); !errors.Is(err, accesstoken.ErrIntrospectionUnavailable) {
 		t.Fatalf("Unauthenticated with a ClientID, which this endpoint refuses: %v", err)
 	}
-	base := accesstoken.IntrospectorConfig{Issuer: h.issuer(), Endpoint: h.endpoint(), Audience: []string{hydraAudience}}
-	for name, edit := range map[string]func(*accesstoken.IntrospectorConfig){
-		"no credential":             func(*accesstoken.IntrospectorConfig) {},
-		"a ClientID, no credential": func(c *accesstoken.IntrospectorConfig) { c.ClientID = "my-api" },
-		"Unauthenticated and a secret": func(c *accesstoken.IntrospectorConfig) {
-			c.Unauthenticated, c.ClientID, c.ClientSecret = true, "my-api", "s"
+	base := accesstoken.Config{Issuer: h.issuer(), Audience: []string{hydraAudience}}
+	for name, edit := range map[string]func(*accesstoken.Config){
+		"no credential":             func(*accesstoken.Config) {},
+		"a ClientID, no credential": func(c *accesstoken.Config) { c.Introspection.ClientID = "my-api" },
+		"Unauthenticated and a secret": func(c *accesstoken.Config) {
+			c.Introspection.Unauthenticated, c.Introspection.ClientID, c.Introspection.ClientSecret = true, "my-api", "s"
 		},
-		"Unauthenticated and a key": func(c *accesstoken.IntrospectorConfig) {
-			c.Unauthenticated, c.ClientID, c.Key = true, "my-api", apiKey()
+		"Unauthenticated and a key": func(c *accesstoken.Config) {
+			c.Introspection.Unauthenticated, c.Introspection.ClientID, c.Introspection.Key = true, "my-api", apiKey()
 		},
-		"Unauthenticated and Local": func(c *accesstoken.IntrospectorConfig) {
-			c.Unauthenticated, c.Endpoint, c.Local = true, "", newRefIssuer(t).iss
+		"Unauthenticated and Local": func(c *accesstoken.Config) {
+			c.Introspection.Unauthenticated, c.Introspection.Endpoint, c.Introspection.Local = true, "", newRefIssuer(t).iss
 		},
-		"Unauthenticated, no audience":    func(c *accesstoken.IntrospectorConfig) { c.Unauthenticated, c.Audience = true, nil },
-		"Unauthenticated, no issuer":      func(c *accesstoken.IntrospectorConfig) { c.Unauthenticated, c.Issuer = true, "" },
-		"a secret, no ClientID, no Local": func(c *accesstoken.IntrospectorConfig) { c.ClientSecret = "s" },
+		"Unauthenticated, no audience":    func(c *accesstoken.Config) { c.Introspection.Unauthenticated, c.Audience = true, nil },
+		"Unauthenticated, no issuer":      func(c *accesstoken.Config) { c.Introspection.Unauthenticated, c.Issuer = true, "" },
+		"a secret, no ClientID, no Local": func(c *accesstoken.Config) { c.Introspection.ClientSecret = "s" },
 	} {
 		cfg := base
+		cfg.Introspection = &accesstoken.Introspection{Endpoint: h.endpoint()}
 		edit(&cfg)
-		if _, err := accesstoken.NewIntrospector(context.Background(), cfg); err == nil {
+		if _, err := accesstoken.New(context.Background(), cfg); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}

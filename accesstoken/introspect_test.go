@@ -124,22 +124,23 @@ func (ri *refIssuer) revoke(t *testing.T, id, pass, token string) {
 	}
 }
 
-func (ri *refIssuer) introspector(t *testing.T, edit func(*accesstoken.IntrospectorConfig)) *accesstoken.Introspector {
+// introspector is a validator that introspects every token at ri's
+// endpoint as the API resource admin-api, its config changed by edit.
+func (ri *refIssuer) introspector(t *testing.T, edit func(*accesstoken.Config)) *accesstoken.Validator {
 	t.Helper()
-	cfg := accesstoken.IntrospectorConfig{
-		Issuer:       ri.issuerURL(),
-		ClientID:     "admin-api",
-		ClientSecret: apiSecret,
-		Audience:     []string{ri.issuerURL() + "/resources"},
+	cfg := accesstoken.Config{
+		Issuer:        ri.issuerURL(),
+		Audience:      []string{ri.issuerURL() + "/resources"},
+		Introspection: &accesstoken.Introspection{ClientID: "admin-api", ClientSecret: apiSecret},
 	}
 	if edit != nil {
 		edit(&cfg)
 	}
-	in, err := accesstoken.NewIntrospector(context.Background(), cfg)
+	v, err := accesstoken.New(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return in
+	return v
 }
 
 // TestIntrospectorOverHTTP: one route accepts JWTs and reference tokens
@@ -149,9 +150,13 @@ func (ri *refIssuer) introspector(t *testing.T, edit func(*accesstoken.Introspec
 func TestIntrospectorOverHTTP(t *testing.T) {
 	ri := newRefIssuer(t)
 	clk := newClock(time.Now())
-	in := ri.introspector(t, func(c *accesstoken.IntrospectorConfig) { c.Now = clk.now; c.CacheMaxAge = 30 * time.Second })
-	jv := newValidator(t, accesstoken.Config{Issuer: ri.issuerURL(), Keys: ri.iss})
-	h := middleware.RequireBearer(middleware.JWTOrReference(jv, in))(middleware.RequireScope(scope.AdminWebAPI)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	// JWTs checked with the issuer's keys, the rest introspected.
+	both := ri.introspector(t, func(c *accesstoken.Config) {
+		c.Now = clk.now
+		c.Introspection.CacheMaxAge = 30 * time.Second
+		c.Keys = ri.iss
+	})
+	h := middleware.RequireBearer(both)(middleware.RequireScope(scope.AdminWebAPI)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, _ := middleware.ClaimsFrom(r.Context())
 		_ = json.NewEncoder(w).Encode(map[string]any{"client": c.ClientID, "scopes": c.Scopes, "iss": c.Issuer, "aud": c.Audience})
 	})))
@@ -204,8 +209,8 @@ func TestIntrospectorOverHTTP(t *testing.T) {
 // each call signs a new one; another key is refused (no answer).
 func TestIntrospectorWithAKey(t *testing.T) {
 	ri := newRefIssuer(t)
-	in := ri.introspector(t, func(c *accesstoken.IntrospectorConfig) {
-		c.ClientID, c.ClientSecret, c.Key, c.CacheBytes = "key-api", "", apiKey(), -1
+	in := ri.introspector(t, func(c *accesstoken.Config) {
+		c.Introspection.ClientID, c.Introspection.ClientSecret, c.Introspection.Key, c.Introspection.CacheBytes = "key-api", "", apiKey(), -1
 	})
 	tok := ri.token(t, "ref", refClientSecret, scope.AdminWebAPI)
 	for range 3 {
@@ -215,8 +220,8 @@ func TestIntrospectorWithAKey(t *testing.T) {
 		}
 	}
 	other, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	wrong := ri.introspector(t, func(c *accesstoken.IntrospectorConfig) {
-		c.ClientID, c.ClientSecret, c.Key = "key-api", "", other
+	wrong := ri.introspector(t, func(c *accesstoken.Config) {
+		c.Introspection.ClientID, c.Introspection.ClientSecret, c.Introspection.Key = "key-api", "", other
 	})
 	if _, err := wrong.Validate(context.Background(), tok); !errors.Is(err, accesstoken.ErrIntrospectionUnavailable) {
 		t.Fatalf("another key: %v", err)
@@ -228,7 +233,7 @@ func TestIntrospectorWithAKey(t *testing.T) {
 // that only the collapsing can explain it.
 func TestIntrospectorCollapsesConcurrentChecks(t *testing.T) {
 	ri := newRefIssuer(t)
-	in := ri.introspector(t, func(c *accesstoken.IntrospectorConfig) { c.CacheBytes = -1 })
+	in := ri.introspector(t, func(c *accesstoken.Config) { c.Introspection.CacheBytes = -1 })
 	tok := ri.token(t, "ref", refClientSecret, scope.AdminWebAPI)
 	gate := make(chan struct{})
 	ri.mu.Lock()
@@ -305,7 +310,7 @@ func TestIntrospectorEndpointFailures(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ri := newRefIssuer(t)
 			logs, logger := testlog.New()
-			in := ri.introspector(t, func(c *accesstoken.IntrospectorConfig) { c.FetchTimeout = 200 * time.Millisecond; c.Logger = logger })
+			in := ri.introspector(t, func(c *accesstoken.Config) { c.Introspection.Timeout = 200 * time.Millisecond; c.Logger = logger })
 			tok := ri.token(t, "ref", refClientSecret, scope.AdminWebAPI)
 			ri.mu.Lock()
 			ri.front = front
@@ -367,16 +372,16 @@ func TestIntrospectorRefusals(t *testing.T) {
 	if got := ri.calls.Load(); got != 1 {
 		t.Fatalf("%d calls for one unknown token asked thrice, want 1", got)
 	}
-	if _, err := in.Validate(context.Background(), strings.Repeat("a", accesstoken.MaxIntrospectedTokenLength+1)); !errors.Is(err, accesstoken.ErrTooLarge) || ri.calls.Load() != 1 {
+	if _, err := in.Validate(context.Background(), strings.Repeat("a", 512+1)); !errors.Is(err, accesstoken.ErrTooLarge) || ri.calls.Load() != 1 {
 		t.Fatalf("over-long token: %v, %d calls", err, ri.calls.Load())
 	}
-	wrong := ri.introspector(t, func(c *accesstoken.IntrospectorConfig) { c.ClientSecret = "wrong" })
+	wrong := ri.introspector(t, func(c *accesstoken.Config) { c.Introspection.ClientSecret = "wrong" })
 	tok := ri.token(t, "ref", refClientSecret, scope.AdminWebAPI)
 	if _, err := wrong.Validate(context.Background(), tok); !errors.Is(err, accesstoken.ErrIntrospectionUnavailable) {
 		t.Fatalf("wrong API secret: %v", err)
 	}
 	// Another audience than the API's: refused as a JWT's would be.
-	other := ri.introspector(t, func(c *accesstoken.IntrospectorConfig) { c.Audience = []string{"https://elsewhere"} })
+	other := ri.introspector(t, func(c *accesstoken.Config) { c.Audience = []string{"https://elsewhere"} })
 	if _, err := other.Validate(context.Background(), tok); !errors.Is(err, accesstoken.ErrAudience) {
 		t.Fatalf("audience: %v", err)
 	}
@@ -387,8 +392,8 @@ func TestIntrospectorRefusals(t *testing.T) {
 // when the cache is off.
 func TestIntrospectorInProcess(t *testing.T) {
 	ri := newRefIssuer(t)
-	in := ri.introspector(t, func(c *accesstoken.IntrospectorConfig) {
-		c.Local, c.ClientSecret, c.CacheBytes = ri.iss, "", -1
+	in := ri.introspector(t, func(c *accesstoken.Config) {
+		c.Introspection.Local, c.Introspection.ClientSecret, c.Introspection.CacheBytes = ri.iss, "", -1
 	})
 	tok := ri.token(t, "ref", refClientSecret, scope.AdminWebAPI)
 	c, err := in.Validate(context.Background(), tok)
@@ -424,12 +429,7 @@ func TestIntrospectedClaimsMatchTheJWTs(t *testing.T) {
 	}
 	srv.Config.Handler = iss
 	aud := []string{iss.URL() + "/resources"}
-	jv := newValidator(t, accesstoken.Config{Issuer: iss.URL(), Audience: aud, Keys: iss})
-	in, err := accesstoken.NewIntrospector(context.Background(), accesstoken.IntrospectorConfig{Issuer: iss.URL(), ClientID: "api", Local: iss, Audience: aud})
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := middleware.JWTOrReference(jv, in)
+	v := newValidator(t, accesstoken.Config{Issuer: iss.URL(), Audience: aud, Keys: iss, Introspection: &accesstoken.Introspection{ClientID: "api", Local: iss}})
 	for _, client := range []string{"ref", "jwt"} {
 		cc := clientcredentials.Config{ClientID: client, ClientSecret: "s", TokenURL: iss.TokenURL(), Scopes: []string{scope.AdminWebAPI}}
 		tok, err := cc.Token(context.Background())
@@ -440,5 +440,36 @@ func TestIntrospectedClaimsMatchTheJWTs(t *testing.T) {
 		if err != nil || c.Subject != client || c.ClientID != client || len(c.ClientClaims["tenant"]) != 1 || c.ClientClaims["tenant"][0] != "acme" {
 			t.Errorf("%s: %+v %v", client, c, err)
 		}
+	}
+}
+
+// TestIntrospectionBesideKeys: with Keys, a token shaped like a JWT is
+// checked with them and costs no call, and the others are introspected;
+// without Keys, every token is introspected, JWTs too, up to the size
+// the config allows; and an opaque token names no issuer, so that
+// Introspection and Issuers exclude each other.
+func TestIntrospectionBesideKeys(t *testing.T) {
+	ri := newRefIssuer(t)
+	jwt := ri.token(t, "jwt", "jwt-secret", scope.AdminWebAPI)
+	ref := ri.token(t, "ref", refClientSecret, scope.AdminWebAPI)
+	both := ri.introspector(t, func(c *accesstoken.Config) { c.Keys = ri.iss; c.Introspection.CacheBytes = -1 })
+	calls := ri.calls.Load()
+	if _, err := both.Validate(context.Background(), jwt); err != nil || ri.calls.Load() != calls {
+		t.Fatalf("a JWT beside Keys: %v, %d calls", err, ri.calls.Load()-calls)
+	}
+	if _, err := both.Validate(context.Background(), ref); err != nil || ri.calls.Load() != calls+1 {
+		t.Fatalf("a reference token: %v, %d calls", err, ri.calls.Load()-calls)
+	}
+	every := ri.introspector(t, func(c *accesstoken.Config) { c.MaxTokenSize = 16 << 10; c.Introspection.CacheBytes = -1 })
+	calls = ri.calls.Load()
+	if _, err := every.Validate(context.Background(), jwt); err != nil || ri.calls.Load() != calls+1 {
+		t.Fatalf("a JWT without Keys: %v, %d calls", err, ri.calls.Load()-calls)
+	}
+	_, err := accesstoken.New(context.Background(), accesstoken.Config{
+		Issuers:       []accesstoken.TrustedIssuer{{Issuer: ri.issuerURL(), AnyAudience: true, Keys: ri.iss}},
+		Introspection: &accesstoken.Introspection{ClientID: "admin-api", ClientSecret: apiSecret},
+	})
+	if err == nil || !strings.Contains(err.Error(), "Issuers cannot be combined with Introspection") {
+		t.Fatalf("Issuers with Introspection: %v", err)
 	}
 }

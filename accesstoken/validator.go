@@ -18,12 +18,15 @@ import (
 // zero.
 const maxTokenSize = 16 << 10
 
-// Validator validates access tokens ([RFC 9068]) against the issuer's
-// keys. It is safe for concurrent use. A Validator that fetches a JWKS
-// owns a goroutine that refreshes it (one per issuer that fetches); the
-// goroutines end when the context given to New ends.
+// Validator decides whether access tokens are good: JWTs ([RFC 9068])
+// checked with their issuer's keys, and, with Config.Introspection,
+// opaque tokens asked about at the issuer ([RFC 7662]); both kinds give
+// the same Claims and the same refusals. It is safe for concurrent use.
+// The key sets New fetches itself are refreshed by goroutines that end
+// when the context given to New ends.
 //
 // [RFC 9068]: https://www.rfc-editor.org/rfc/rfc9068
+// [RFC 7662]: https://www.rfc-editor.org/rfc/rfc7662
 type Validator struct {
 	issuers     map[string]*trustedIssuer // by exact "iss": Issuer alone, or each of Issuers
 	allowed     map[string]bool
@@ -32,7 +35,8 @@ type Validator struct {
 	maxSize     int
 	leeway      time.Duration
 	now         func() time.Time
-	cache       *tokenCache // nil when off, and when no issuer's keys have a version
+	cache       *tokenCache   // nil when off, and when no issuer's keys have a version
+	in          *introspector // nil without Config.Introspection
 	observer    observe.Observer
 	checks      atomic.Uint64 // signature checks made: counted, for tests
 }
@@ -103,7 +107,10 @@ func New(ctx context.Context, cfg Config) (_ *Validator, err error) {
 	versioned := false // some issuer's keys have a version
 	for _, ti := range list {
 		src := ti.Keys
-		if src == nil {
+		switch {
+		case src == nil && cfg.Introspection != nil:
+			continue // every token is introspected
+		case src == nil:
 			if src, err = NewJWKS(ctx, JWKSConfig{Issuer: ti.Issuer, Logger: cfg.Logger, Observer: cfg.Observer}); err != nil {
 				return nil, err
 			}
@@ -118,10 +125,18 @@ func New(ctx context.Context, cfg Config) (_ *Validator, err error) {
 	if cfg.CacheSize >= 0 && versioned {
 		v.cache = newTokenCache(cmp.Or(cfg.CacheSize, 10000), cmp.Or(max(0, cfg.CacheMaxAge), 5*time.Minute))
 	}
+	if cfg.Introspection != nil {
+		if v.in, err = newIntrospector(ctx, &cfg, v); err != nil {
+			return nil, err
+		}
+	}
 	return v, nil
 }
 
-// Validate checks a raw access token, in this order: its size, its form,
+// Validate checks a raw access token. A token Keys cannot check (every
+// token, with Introspection and no Keys; else one not shaped as a JWT,
+// with Introspection) is introspected: see Introspection. A JWT is
+// checked in this order: its size, its form,
 // its header (alg on the allow-list, typ, no crit), its issuer, its
 // signature, and only then its other claims: each registered claim of the
 // right JSON type (names matched exactly, NumericDates as JSON numbers),
@@ -138,6 +153,9 @@ func New(ctx context.Context, cfg Config) (_ *Validator, err error) {
 // causes a fetch, nor spends the unknown-kid limit that the trusted
 // issuer's new keys need.
 func (v *Validator) Validate(ctx context.Context, token string) (*Claims, error) {
+	if v.in != nil && (len(v.issuers) == 0 || strings.Count(token, ".") != 2) {
+		return v.in.validate(ctx, token)
+	}
 	start := v.startTimer()
 	if len(token) > v.maxSize {
 		return nil, v.failed(ctx, start, refused(ErrTooLarge))

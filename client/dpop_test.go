@@ -52,11 +52,7 @@ func newDPoPWorld(t *testing.T, nonces bool, tokenType string) *dpopWorld {
 		iss.ServeHTTP(rw, r)
 	})
 	aud := []string{iss.URL() + "/resources"}
-	v, err := accesstoken.New(context.Background(), accesstoken.Config{Issuer: iss.URL(), Audience: aud, Keys: iss})
-	if err != nil {
-		t.Fatal(err)
-	}
-	in, err := accesstoken.NewIntrospector(context.Background(), accesstoken.IntrospectorConfig{Issuer: iss.URL(), ClientID: "api", Local: iss, Audience: aud})
+	v, err := accesstoken.New(context.Background(), accesstoken.Config{Issuer: iss.URL(), Audience: aud, Keys: iss, Introspection: &accesstoken.Introspection{ClientID: "api", Local: iss}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +62,7 @@ func newDPoPWorld(t *testing.T, nonces bool, tokenType string) *dpopWorld {
 	if err != nil {
 		t.Fatal(err)
 	}
-	protect := middleware.RequireBearerWithConfig(middleware.JWTOrReference(v, in), middleware.BearerConfig{DPoP: dp})
+	protect := middleware.RequireBearerWithConfig(v, middleware.BearerConfig{DPoP: dp})
 	h := protect(middleware.RequireScope(scope.AdminWebAPI)(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		c, _ := middleware.ClaimsFrom(r.Context())
 		body, _ := io.ReadAll(r.Body)

@@ -74,34 +74,23 @@ func newService(ctx context.Context, src configSource, logger *slog.Logger) (*se
 	// The audience is the issuer's default for its clients, the resource
 	// these APIs are; a token minted for another audience is refused
 	// (RFC 9068 §4).
-	v, err := accesstoken.New(ctx, accesstoken.Config{
+	vc := accesstoken.Config{
 		Issuer:   iss.URL(),
 		Audience: []string{iss.URL() + "/resources"},
 		Keys:     iss,
 		Observer: m,
-	})
-	if err != nil {
-		return nil, err
 	}
-	var tv middleware.TokenValidator = v
 	if len(cfg.APIResources) > 0 {
 		// Reference tokens are checked in this process, as the first API
 		// resource of the configuration: nothing on the wire, and no
 		// cache, so that a revocation holds at the next request.
 		api := cfg.APIResources[0].Name
-		in, err := accesstoken.NewIntrospector(ctx, accesstoken.IntrospectorConfig{
-			Issuer:     iss.URL(),
-			ClientID:   api,
-			Local:      iss,
-			Audience:   []string{iss.URL() + "/resources"},
-			CacheBytes: -1,
-			Observer:   m,
-		})
-		if err != nil {
-			return nil, err
-		}
-		tv = middleware.JWTOrReference(v, in)
+		vc.Introspection = &accesstoken.Introspection{ClientID: api, Local: iss, CacheBytes: -1}
 		logger.Info("the APIs accept reference tokens, introspected in this process", slog.String("api_resource", api))
+	}
+	tv, err := accesstoken.New(ctx, vc)
+	if err != nil {
+		return nil, err
 	}
 	return &service{
 		src:      src,

@@ -62,7 +62,7 @@ func TestCheckProtectedPassesTheMiddleware(t *testing.T) {
 // any opaque token is reported on them.
 func TestCheckProtectedWithReferenceTokens(t *testing.T) {
 	iss := idsauthtest.NewIssuer(t)
-	both := middleware.JWTOrReference(iss.Validator(), iss.Introspector())
+	both := iss.ValidatorWithReferences()
 	rec := &recorder{TB: t}
 	iss.CheckProtected(rec, protected(both, scope.AdminWebAPI), "GET /webapi/api/v3/demo/Admin/Users", scope.AdminWebAPI)
 	if len(rec.errs) > 0 {
@@ -72,7 +72,7 @@ func TestCheckProtectedWithReferenceTokens(t *testing.T) {
 		t.Fatalf("not a reference token: %q", tok)
 	}
 	rec = &recorder{TB: t}
-	iss.CheckProtected(rec, protected(middleware.JWTOrReference(iss.Validator(), anyOpaque{}), scope.AdminWebAPI), "GET /webapi/api/v3/demo/Admin/Users", scope.AdminWebAPI)
+	iss.CheckProtected(rec, protected(anyOpaque{iss.Validator()}, scope.AdminWebAPI), "GET /webapi/api/v3/demo/Admin/Users", scope.AdminWebAPI)
 	for _, w := range []string{"a revoked reference token: status 200, want 401", "a reference token without the route's scope: status 200, want 403"} {
 		if !strings.Contains(rec.report(), w) {
 			t.Errorf("not reported: %q\nreport:\n%s", w, rec.report())
@@ -80,11 +80,15 @@ func TestCheckProtectedWithReferenceTokens(t *testing.T) {
 	}
 }
 
-// anyOpaque is a broken validator of reference tokens: it admits any, for
-// every scope, without asking anyone.
-type anyOpaque struct{}
+// anyOpaque is a validator broken for reference tokens: it checks JWTs
+// with jwt, and admits any other token, for every scope, without asking
+// anyone.
+type anyOpaque struct{ jwt middleware.TokenValidator }
 
-func (anyOpaque) Validate(context.Context, string) (*accesstoken.Claims, error) {
+func (a anyOpaque) Validate(ctx context.Context, token string) (*accesstoken.Claims, error) {
+	if strings.Count(token, ".") == 2 {
+		return a.jwt.Validate(ctx, token)
+	}
 	return accesstoken.NewClaims([]byte(`{"client_id":"x","scope":"pd_AdminWebApi pd_ConnectWebApi","exp":4102444800}`))
 }
 

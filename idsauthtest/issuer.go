@@ -156,22 +156,23 @@ func (i *Issuer) Validator() *accesstoken.Validator {
 	return v
 }
 
-// Introspector returns a validator of the issuer's reference tokens that
-// asks the issuer in process, without a cache: a revoked token is refused
-// at once. A route that accepts both kinds of token validates with
-// middleware.JWTOrReference(iss.Validator(), iss.Introspector()).
-func (i *Issuer) Introspector() *accesstoken.Introspector {
-	in, err := accesstoken.NewIntrospector(context.Background(), accesstoken.IntrospectorConfig{
-		Issuer: i.URL(), ClientID: testAPI, Local: i.Issuer, Audience: []string{i.Audience}, CacheBytes: -1,
+// ValidatorWithReferences returns a validator that accepts the issuer's
+// JWTs, as Validator's, and its reference tokens, which it asks the
+// issuer about in process (accesstoken.Introspection), without a cache: a
+// revoked token is refused at once.
+func (i *Issuer) ValidatorWithReferences() *accesstoken.Validator {
+	v, err := accesstoken.New(context.Background(), accesstoken.Config{
+		Issuer: i.URL(), Audience: []string{i.Audience}, Keys: i.Issuer,
+		Introspection: &accesstoken.Introspection{ClientID: testAPI, Local: i.Issuer, CacheBytes: -1},
 	})
 	if err != nil {
 		panic("idsauthtest: " + err.Error())
 	}
-	return in
+	return v
 }
 
 // ReferenceToken returns a reference token for scopes from the token
-// endpoint: opaque, checked by introspection (see Introspector).
+// endpoint: opaque, checked by introspection (see ValidatorWithReferences).
 func (i *Issuer) ReferenceToken(t TB, scopes ...string) string {
 	t.Helper()
 	cc := clientcredentials.Config{ClientID: referenceClient, ClientSecret: i.refSecret, TokenURL: i.TokenURL(), Scopes: scopes, AuthStyle: oauth2.AuthStyleInHeader}

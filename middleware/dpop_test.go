@@ -1,7 +1,6 @@
 package middleware_test
 
 import (
-	"context"
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/ed25519"
@@ -66,16 +65,12 @@ func newDPoPWorld(t *testing.T, dcfg middleware.DPoPConfig) *dpopWorld {
 	}
 	w.issSrv.Config.Handler = w.iss
 	aud := []string{w.iss.URL() + "/resources"}
-	jv := newValidator(t, accesstoken.Config{Issuer: w.iss.URL(), Audience: aud, Keys: w.iss})
-	in, err := accesstoken.NewIntrospector(context.Background(), accesstoken.IntrospectorConfig{Issuer: w.iss.URL(), ClientID: "api", Local: w.iss, Audience: aud})
-	if err != nil {
-		t.Fatal(err)
-	}
+	both := newValidator(t, accesstoken.Config{Issuer: w.iss.URL(), Audience: aud, Keys: w.iss, Introspection: &accesstoken.Introspection{ClientID: "api", Local: w.iss}})
 	w.api = httptest.NewUnstartedServer(nil)
 	w.api.Start()
 	t.Cleanup(w.api.Close)
 	dcfg.PublicURL = w.api.URL
-	bearer := middleware.RequireBearerWithConfig(middleware.JWTOrReference(jv, in), middleware.BearerConfig{DPoP: newDPoP(t, dcfg)})
+	bearer := middleware.RequireBearerWithConfig(both, middleware.BearerConfig{DPoP: newDPoP(t, dcfg)})
 	mux := http.NewServeMux()
 	handler := http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		c, _ := middleware.ClaimsFrom(r.Context())

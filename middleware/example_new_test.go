@@ -18,28 +18,24 @@ import (
 	"github.com/idsauth/idsauth/secret"
 )
 
-// One route takes both kinds of token: a JWT goes to the Validator, a
-// reference token to the Introspector, here answered by the issuer in the
-// same process (against a remote one: Endpoint or discovery, and the
-// API's ClientSecret or Key).
-func ExampleJWTOrReference() {
+// One route takes both kinds of token: a JWT is checked with the
+// issuer's keys, a reference token is introspected, here answered by the
+// issuer in the same process (against a remote one: Endpoint or
+// discovery, and the API's ClientSecret or Key).
+func Example_referenceTokens() {
 	ids, iss := exampleIssuerWith(func(c *issuer.Config) {
 		c.Clients[0].AccessTokenType = "reference"
 		c.APIResources = []issuer.APIResourceConfig{{Name: "admin-api", SecretHashes: []string{secret.HashSHA256("api-secret").String()}, Scopes: []string{scope.AdminWebAPI}}}
 	})
 	defer ids.Close()
 	aud := []string{iss.URL() + "/resources"}
-	v, err := accesstoken.New(context.Background(), accesstoken.Config{Issuer: iss.URL(), Audience: aud, Keys: iss})
-	if err != nil {
-		log.Fatal(err)
-	}
-	in, err := accesstoken.NewIntrospector(context.Background(), accesstoken.IntrospectorConfig{
-		Issuer: iss.URL(), ClientID: "admin-api", Local: iss, Audience: aud,
+	both, err := accesstoken.New(context.Background(), accesstoken.Config{
+		Issuer: iss.URL(), Audience: aud, Keys: iss,
+		Introspection: &accesstoken.Introspection{ClientID: "admin-api", Local: iss},
 	})
 	if err != nil {
 		log.Fatal(err)
 	}
-	both := middleware.JWTOrReference(v, in)
 
 	cc := clientcredentials.Config{ClientID: "reporting", ClientSecret: "s3cret", TokenURL: iss.TokenURL(), Scopes: []string{scope.AdminWebAPI}}
 	tok, err := cc.Token(context.Background())

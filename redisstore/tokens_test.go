@@ -172,8 +172,9 @@ func TestReplicasShareReferenceTokens(t *testing.T) {
 	if !introspect(urls[1]) {
 		t.Fatal("the other replica does not see the token")
 	}
-	in, err := accesstoken.NewIntrospector(context.Background(), accesstoken.IntrospectorConfig{
-		Issuer: sharedIssuer, Endpoint: urls[0] + "/connect/introspect", ClientID: "admin-api", ClientSecret: "api-secret", AnyAudience: true, CacheBytes: -1,
+	in, err := accesstoken.New(context.Background(), accesstoken.Config{
+		Issuer: sharedIssuer, AnyAudience: true,
+		Introspection: &accesstoken.Introspection{Endpoint: urls[0] + "/connect/introspect", ClientID: "admin-api", ClientSecret: "api-secret", CacheBytes: -1},
 	})
 	if err != nil {
 		t.Fatal(err)

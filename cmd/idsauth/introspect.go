@@ -54,18 +54,21 @@ input. The exit status is 1 when the token is not active.`)
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	in, err := accesstoken.NewIntrospector(ctx, accesstoken.IntrospectorConfig{
-		Issuer:       strings.TrimSuffix(*issuerURL, "/"),
-		Endpoint:     *endpoint,
-		ClientID:     *api,
-		ClientSecret: sec,
-		AnyAudience:  true,
-		CacheBytes:   -1,
-		FetchTimeout: *timeout,
-		// Anything the endpoint takes: JWTs too, and bound tokens, whose
-		// cnf is printed with the other claims.
-		MaxTokenLength:   16 << 10, // a JWT as long as a validator reads
+	in, err := accesstoken.New(ctx, accesstoken.Config{
+		Issuer:      strings.TrimSuffix(*issuerURL, "/"),
+		AnyAudience: true,
+		// No Keys: anything the endpoint takes is introspected, JWTs too,
+		// as long as a validator reads them, and bound tokens, whose cnf
+		// is printed with the other claims.
+		MaxTokenSize:     16 << 10,
 		AllowBoundTokens: true,
+		Introspection: &accesstoken.Introspection{
+			Endpoint:     *endpoint,
+			ClientID:     *api,
+			ClientSecret: sec,
+			CacheBytes:   -1,
+			Timeout:      *timeout,
+		},
 	})
 	if err != nil {
 		return err
