@@ -69,21 +69,21 @@ func (c *Claims) Raw() (map[string]any, error) {
 // of the claims' form (each registered claim of its JSON type, names
 // matched exactly ([RFC 7519] §4), no name twice, the scope claim
 // ("scope", or "scp" without it) as scope.ParseClaim reads it) and
-// nothing else: no time, issuer, audience or "cnf". It fails with
-// ErrMalformed, ErrScopeName or ErrScopeClaim.
+// nothing else: no time, issuer, audience or "cnf". It fails with a
+// *ValidationError whose Code is malformed, scope_name or scope_claim.
 //
 // [RFC 7519]: https://www.rfc-editor.org/rfc/rfc7519
 func NewClaims(payload []byte) (*Claims, error) {
 	raw, err := readClaimSet(payload)
 	if err != nil {
-		return nil, err
+		return nil, refused(err)
 	}
 	c, f, err := parseClaims(raw, base64.RawURLEncoding.EncodeToString(payload), "")
 	if err != nil {
-		return nil, err
+		return nil, refused(err)
 	}
 	if c.Scopes, err = scope.ParseClaim(f.scope); err != nil {
-		return nil, err
+		return nil, refused(err)
 	}
 	return c, nil
 }
@@ -96,13 +96,13 @@ type claimFacts struct {
 
 // readClaimSet splits a payload into its claims by the rules of the one
 // reader (jws.ReadClaims: names matched exactly, a name given twice
-// refused, null absent), or fails with ErrMalformed. It runs before the
+// refused, null absent), or fails with errMalformed. It runs before the
 // signature is checked, to find the issuer, on at most MaxTokenSize
 // bytes; it decodes no claim's value.
 func readClaimSet(payload []byte) (jws.Claims, error) {
 	raw, err := jws.ReadClaims(payload)
 	if err != nil {
-		return jws.Claims{}, ErrMalformed
+		return jws.Claims{}, errMalformed
 	}
 	return raw, nil
 }
@@ -121,13 +121,13 @@ func parseClaims(raw jws.Claims, payload64, issuer string) (*Claims, claimFacts,
 		dst  *string
 	}{{"iss", &c.Issuer}, {"sub", &c.Subject}, {"client_id", &c.ClientID}, {"jti", &c.ID}} {
 		if v, ok, serr := raw.String(s.name); serr != nil {
-			return nil, f, ErrMalformed
+			return nil, f, errMalformed
 		} else if ok {
 			*s.dst = v
 		}
 	}
 	if c.Audience, _, err = raw.Strings("aud"); err != nil {
-		return nil, f, ErrMalformed
+		return nil, f, errMalformed
 	}
 	for _, d := range [...]struct {
 		name    string
@@ -135,7 +135,7 @@ func parseClaims(raw jws.Claims, payload64, issuer string) (*Claims, claimFacts,
 		present *bool
 	}{{"exp", &c.ExpiresAt, &f.exp}, {"nbf", &c.NotBefore, &f.nbf}, {"iat", &c.IssuedAt, &f.iat}} {
 		if *d.dst, *d.present, err = raw.Time(d.name); err != nil {
-			return nil, f, ErrMalformed
+			return nil, f, errMalformed
 		}
 	}
 	if cnf, ok := raw.Raw("cnf"); ok {
@@ -144,11 +144,11 @@ func parseClaims(raw jws.Claims, payload64, issuer string) (*Claims, claimFacts,
 		c.bound = true
 		m, err := jws.ReadClaims(cnf)
 		if err != nil {
-			return nil, f, ErrMalformed
+			return nil, f, errMalformed
 		}
 		jkt, present, err := m.String("jkt")
 		if err != nil || (present && jkt == "") {
-			return nil, f, ErrMalformed
+			return nil, f, errMalformed
 		}
 		c.JKT = jkt
 	}
@@ -188,7 +188,7 @@ func scopeClaim(raw jws.Claims) json.RawMessage {
 func issuerClaim(raw jws.Claims) (string, error) {
 	iss, _, err := raw.String("iss")
 	if err != nil {
-		return "", ErrMalformed
+		return "", errMalformed
 	}
 	return iss, nil
 }
@@ -206,47 +206,78 @@ func (v *Validator) claims(from *trustedIssuer, raw jws.Claims, payload64, issue
 	case err != nil:
 		return nil, err
 	case !t.exp:
-		return nil, ErrMissingClaim
+		return nil, errMissingClaim
 	case !now.Before(c.ExpiresAt.Add(v.leeway)):
-		return nil, &ValidationError{Reason: ErrExpired, Expiry: c.ExpiresAt, Now: now}
+		e := refused(ErrExpired)
+		e.Expiry, e.Now = c.ExpiresAt, now
+		return nil, e
 	case t.nbf && now.Add(v.leeway).Before(c.NotBefore):
-		return nil, &ValidationError{Reason: ErrNotYetValid, NotBefore: c.NotBefore, Now: now}
+		e := refused(errNotYetValid)
+		e.NotBefore, e.Now = c.NotBefore, now
+		return nil, e
 	case t.iat && now.Add(v.leeway).Before(c.IssuedAt):
-		return nil, &ValidationError{Reason: ErrIssuedInFuture, IssuedAt: c.IssuedAt, Now: now}
+		e := refused(errIssuedInFuture)
+		e.IssuedAt, e.Now = c.IssuedAt, now
+		return nil, e
 	case c.Issuer != from.issuer:
 		// Unreachable while the issuer is chosen by "iss"; kept as a
 		// guard. An untrusted "iss" is never reported: it never verified.
-		return nil, &ValidationError{Reason: ErrIssuer}
+		return nil, errIssuer
 	case len(from.audience) > 0 && !slices.ContainsFunc(c.Audience, func(a string) bool { return slices.Contains(from.audience, a) }):
-		return nil, &ValidationError{Reason: ErrAudience, Audience: c.Audience}
+		e := refused(errAudience)
+		e.Audience = c.Audience
+		return nil, e
 	}
-	// ErrScopeName and ErrScopeClaim are ParseClaim's own errors.
+	// errScopeName and errScopeClaim are ParseClaim's own errors.
 	if c.Scopes, err = scope.ParseClaim(t.scope); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
-// binding refuses a token bound to a key (cnf) presented as a plain
-// bearer token, unless AllowBoundTokens: presented so it is probably
-// stolen, since its holder would prove the key. A request that presents
-// it with DPoP (Presentation.NewContext; RequireBearer then checks the
-// proof, and compares the proof's key with c.JKT) passes here.
+// binding checks the binding the token's presentation needs (see
+// Presentation): presented as a plain bearer token, a token bound to a
+// key (cnf) is refused unless AllowBoundTokens, since its holder would
+// prove the key; presented with DPoP, it must be bound to a DPoP key.
 func (v *Validator) binding(ctx context.Context, c *Claims) error {
-	if c.bound && !v.allowBound && !presentationOf(ctx).DPoP {
-		return ErrBoundToken
+	p := presentationOf(ctx)
+	if !p.DPoP && c.bound && !v.allowBound {
+		return errBoundToken
+	}
+	if p.DPoP {
+		return p.Check(c)
 	}
 	return nil
 }
 
 // Presentation is how a request presented its access token, beside the
-// token itself. The zero value is a bearer token (RFC 6750).
+// token itself, which decides the binding the token needs (RFC 7800's
+// "cnf"). The zero value is a plain bearer token (RFC 6750). Validate
+// reads it from the request's context (NewContext); the caller that
+// checks the proof, such as middleware.RequireBearer, asks Check.
 type Presentation struct {
 	// DPoP says the token came as "Authorization: DPoP" with a proof
-	// (RFC 9449 §7): a token bound to a key passes, and the caller
-	// checks, once Validate has accepted it, that the proof is by that
-	// key (Claims.JKT).
+	// (RFC 9449 §7): the token must be bound to a DPoP key (cnf.jkt), and
+	// the caller checks, once Validate has accepted it, that the proof is
+	// by that key (Claims.JKT).
 	DPoP bool
+}
+
+// Check returns why c may not be used as presented so, or nil: presented
+// with DPoP, c must be bound to a DPoP key ("not_bound"); presented as a
+// bearer token, it must not be, since the proof of that key is missing
+// ("bound_token"). The refusal is a *ValidationError. A Validator also
+// refuses a bearer token bound to a key of any kind, unless
+// Config.AllowBoundTokens; Check is the rule that holds whatever the
+// validator, where DPoP is accepted.
+func (p Presentation) Check(c *Claims) error {
+	switch {
+	case p.DPoP && c.JKT == "":
+		return refused(errUnboundToken)
+	case !p.DPoP && c.JKT != "":
+		return refused(errBoundToken)
+	}
+	return nil
 }
 
 type presentationKey struct{}

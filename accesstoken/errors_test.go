@@ -51,7 +51,7 @@ func TestValidationErrorFacts(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := v.Validate(context.Background(), signPayload(t, k, c.payload))
 			var ve *accesstoken.ValidationError
-			if !errors.As(err, &ve) || ve.Reason != c.reason || !errors.Is(err, c.reason) {
+			if !errors.As(err, &ve) || ve.Unwrap() != c.reason || !errors.Is(err, c.reason) {
 				t.Fatalf("err = %#v, want a ValidationError for %v", err, c.reason)
 			}
 			if !c.check(ve) {
@@ -65,7 +65,7 @@ func TestValidationErrorFacts(t *testing.T) {
 	t.Run("before the signature, no facts but the reason", func(t *testing.T) {
 		_, err := v.Validate(context.Background(), strings.Repeat("a", 20000))
 		var ve *accesstoken.ValidationError
-		if !errors.As(err, &ve) || ve.Reason != accesstoken.ErrTooLarge || err.Error() != "token is too large" {
+		if !errors.As(err, &ve) || ve.Code != "too_large" || !errors.Is(err, accesstoken.ErrTooLarge) || err.Error() != "token is too large" {
 			t.Fatalf("err = %#v", err)
 		}
 	})

@@ -161,10 +161,11 @@ func ExampleNewClaims() {
 	fmt.Println(c.ClientID, c.Scopes, c.ExpiresAt.UTC().Format(time.RFC3339), extra.Tenant)
 
 	_, err = accesstoken.NewClaims([]byte(`{"exp":"tomorrow"}`))
-	fmt.Println(errors.Is(err, accesstoken.ErrMalformed))
+	var ve *accesstoken.ValidationError
+	fmt.Println(errors.As(err, &ve), ve.Code)
 	// Output:
 	// reporting pd_AdminWebApi 2030-03-17T17:46:40Z acme
-	// true
+	// true malformed
 }
 
 // A refusal says on the wire only its fixed reason; the ValidationError
@@ -185,7 +186,7 @@ func ExampleValidationError() {
 	_, err = v.Validate(context.Background(), tok.AccessToken)
 	var ve *accesstoken.ValidationError
 	if errors.As(err, &ve) {
-		fmt.Println(errors.Is(err, accesstoken.ErrExpired), ve.Reason, ve.Expiry.Before(ve.Now))
+		fmt.Println(errors.Is(err, accesstoken.ErrExpired), ve.Code, ve.Expiry.Before(ve.Now))
 	}
-	// Output: true token expired true
+	// Output: true expired true
 }

@@ -46,8 +46,8 @@ func (t limitTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// errTooLarge is what a body past the limit reads as.
-var errTooLarge = errors.New("answer larger than 1 MiB")
+// errAnswerTooLarge is what a body past the limit reads as.
+var errAnswerTooLarge = errors.New("answer larger than 1 MiB")
 
 type limitedBody struct {
 	rc   io.ReadCloser
@@ -56,7 +56,7 @@ type limitedBody struct {
 
 func (b *limitedBody) Read(p []byte) (int, error) {
 	if b.left <= 0 {
-		return 0, errTooLarge
+		return 0, errAnswerTooLarge
 	}
 	if int64(len(p)) > b.left {
 		p = p[:b.left]

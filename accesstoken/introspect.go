@@ -65,9 +65,9 @@ func (in *introspector) validate(ctx context.Context, token string) (*Claims, er
 	start := v.startTimer()
 	switch {
 	case len(token) > in.maxToken:
-		return nil, v.failed(ctx, start, refused(ErrTooLarge))
+		return nil, v.failed(ctx, start, refused(errTooLarge))
 	case token == "":
-		return nil, v.failed(ctx, start, refused(ErrMalformed))
+		return nil, v.failed(ctx, start, refused(errMalformed))
 	}
 	now := v.now()
 	if c, hit, err := v.fromCache(ctx, in.active, token, now, start); hit {
@@ -131,7 +131,7 @@ func (in *introspector) call(ctx context.Context, token string) (*Claims, error)
 		return nil, ErrInactive
 	}
 	if !describesAccessToken(raw) {
-		return nil, ErrType // a refresh token, say; not cached: a retry costs a call, as an unknown token's first does
+		return nil, errType // a refresh token, say; not cached: a retry costs a call, as an unknown token's first does
 	}
 	// RFC 7662 makes "iss" optional: without it, the issuer asked.
 	c, err := in.rules.claims(in.from, raw, base64.RawURLEncoding.EncodeToString(answer), in.from.issuer, now)

@@ -10,7 +10,7 @@ import (
 // refresh tokens included, often whatever token_type_hint says: ORY
 // Hydra calls a refresh token active, with the access token's aud, when
 // asked with token_type_hint=access_token. An active answer that says it
-// describes another kind of token is refused (ErrType), in each way the
+// describes another kind of token is refused ("type"), in each way the
 // servers say it:
 //
 //   - "token_use", ORY Hydra's (fosite's): "access_token" or

@@ -419,7 +419,7 @@ func TestForeignIssuerSpendsNoRefetch(t *testing.T) {
 		jwktest.With(jwktest.Claims("https://hydra-b.example/", scope.AdminWebAPI, time.Hour), "aud", trusted.Issuer()+"/resources"))
 	_, err := v.Validate(ctx, foreign)
 	var ve *accesstoken.ValidationError
-	if !errors.As(err, &ve) || ve.Reason != accesstoken.ErrIssuer || strings.Contains(err.Error(), "hydra-b") {
+	if !errors.As(err, &ve) || ve.Code != "issuer" || !errors.Is(err, accesstoken.ErrIssuer) || strings.Contains(err.Error(), "hydra-b") {
 		t.Errorf("foreign token: err = %v, want ErrIssuer, naming no issuer (it never verified)", err)
 	}
 	if n := trusted.Hits() - hits; n != 0 {

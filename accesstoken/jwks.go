@@ -271,9 +271,9 @@ type jwk struct {
 	alg    string // its "alg", "" for none
 }
 
-// errAlgorithm is the error of a JWK that is for another algorithm than
-// the token's.
-var errAlgorithm = fmt.Errorf("%w: the JWK is for another alg", ErrAlgorithm)
+// errJWKAlgorithm is the error of a JWK that is for another algorithm
+// than the token's.
+var errJWKAlgorithm = fmt.Errorf("%w: the JWK is for another alg", errAlgorithm)
 
 // errUnusable is the error of a JWK that may not verify anything.
 var errUnusable = fmt.Errorf("%w: the JWK may not verify", ErrUnknownKey)
@@ -286,7 +286,7 @@ func (k jwk) usable(alg string) error {
 	case !k.verify:
 		return errUnusable // an encryption key, or another use
 	case k.alg != "" && !jws.SameAlgorithm(k.alg, alg):
-		return errAlgorithm
+		return errJWKAlgorithm
 	}
 	return nil
 }

@@ -15,23 +15,22 @@ import (
 // issuer whose source it asks (and no other's); it reads the other claims
 // only once a key has verified the signature. A KeySource is trusted as
 // it is: the checks on a JWK's "use", "key_ops" and "alg" are those of
-// the validator's own JWKS source.
+// a JWKS.
 type KeySource interface {
 	// VerificationKeys returns the keys that may verify a token signed
 	// with alg whose header names kid, or every such key when kid is "".
 	// The validator checks at most MaxKeysPerToken of them: a token
-	// offered more is refused with ErrAmbiguousKey, unchecked.
-	// It fails with ErrUnknownKey when there is none, ErrAlgorithm when
-	// the key named kid is for another algorithm, and ErrKeysUnavailable
-	// when the source has no keys at all; any other error counts as
-	// ErrUnknownKey. ctx is the request's.
+	// offered more is refused ("ambiguous_key"), unchecked. It fails with
+	// ErrUnknownKey when there is none, and ErrKeysUnavailable when the
+	// source has no keys at all; any other error counts as ErrUnknownKey.
+	// ctx is the request's.
 	VerificationKeys(ctx context.Context, kid, alg string) ([]crypto.PublicKey, error)
 }
 
 // VersionedKeySource is a KeySource that tells when its keys change. The
 // validator's cache of verified tokens is on only for one: without a
 // version, a cached token would outlive the removal of its key.
-// *issuer.Issuer and the validator's own JWKS source are versioned.
+// *issuer.Issuer and *JWKS are versioned.
 type VersionedKeySource interface {
 	KeySource
 	// KeysVersion changes whenever keys are added or removed.

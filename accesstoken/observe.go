@@ -39,7 +39,10 @@ func (v *Validator) failed(ctx context.Context, start time.Time, err error) erro
 func (v *Validator) report(ctx context.Context, start time.Time, cached bool, err error) {
 	e := observe.Event{Kind: observe.ValidationSucceeded, Cached: cached, Duration: time.Since(start)}
 	if err != nil {
-		e.Kind, e.Reason = observe.ValidationFailed, reasonCode(err)
+		e.Kind, e.Reason = observe.ValidationFailed, "other"
+		if ve, ok := err.(*ValidationError); ok {
+			e.Reason = ve.Code
+		}
 	}
 	v.observer.Observe(ctx, e)
 }

@@ -12,8 +12,8 @@ import (
 
 // MaxKeysPerToken is the most signature checks one token costs: a token
 // for which the key source offers more keys than this (a token without
-// "kid" against a JWKS with several keys of its alg) is refused with
-// ErrAmbiguousKey before any check. Two lets a token without kid through
+// "kid" against a JWKS with several keys of its alg) is refused
+// ("ambiguous_key") before any check. Two lets a token without kid through
 // while its issuer rotates keys, the old one and the new one published
 // side by side.
 const MaxKeysPerToken = 2
@@ -34,31 +34,31 @@ func (v *Validator) verify(method jwt.SigningMethod, signingInput string, sig []
 // (or none, unless RequireType).
 func (v *Validator) checkHeader(t *jws.Token) error {
 	if !v.allowed[t.Alg] {
-		return ErrAlgorithm
+		return errAlgorithm
 	}
 	if t.Has("crit") {
-		return ErrCritical
+		return errCritical
 	}
 	typ, present, err := t.String("typ")
 	switch {
 	case !present:
 		if v.requireType {
-			return ErrType
+			return errType
 		}
 		return nil
 	case err != nil:
-		return ErrType
+		return errType
 	}
 	if !strings.EqualFold(typ, "at+jwt") && !strings.EqualFold(typ, "application/at+jwt") && !strings.EqualFold(typ, "JWT") {
-		return ErrType
+		return errType
 	}
 	return nil
 }
 
 // keyError turns a key source's failure into one of ours:
-// ErrKeysUnavailable or ErrAlgorithm when it says so, else ErrUnknownKey.
+// ErrKeysUnavailable or errAlgorithm when it says so, else ErrUnknownKey.
 func keyError(err error) error {
-	for _, r := range []error{ErrKeysUnavailable, ErrAlgorithm} {
+	for _, r := range []error{ErrKeysUnavailable, errAlgorithm} {
 		if errors.Is(err, r) {
 			return r
 		}

@@ -140,16 +140,16 @@ func New(ctx context.Context, cfg Config) (_ *Validator, err error) {
 // its header (alg on the allow-list, typ, no crit), its issuer, its
 // signature, and only then its other claims: each registered claim of the
 // right JSON type (names matched exactly, NumericDates as JSON numbers),
-// no cnf, exp/nbf/iat with leeway, aud, and the scope claim. On failure it
-// returns a *ValidationError whose Reason is one of the Err* values of
-// this package.
+// the binding ("cnf") the presentation needs (see Presentation),
+// exp/nbf/iat with leeway, aud, and the scope claim. On failure it
+// returns a *ValidationError, whose Code says why.
 //
 // The issuer is the one trusted issuer (Config.Issuer, or one of
 // Issuers) whose name is the payload's "iss", exactly; it is found before
 // the signature is checked, since only its keys may check it (see
 // TrustedIssuer). A payload that is not a JSON object, or whose "iss" is
-// not a string, fails with ErrMalformed, and an "iss" of no trusted
-// issuer with ErrIssuer, before any key is looked up: such a token never
+// not a string, is refused as malformed, and an "iss" of no trusted
+// issuer as "issuer", before any key is looked up: such a token never
 // causes a fetch, nor spends the unknown-kid limit that the trusted
 // issuer's new keys need.
 func (v *Validator) Validate(ctx context.Context, token string) (*Claims, error) {
@@ -158,7 +158,7 @@ func (v *Validator) Validate(ctx context.Context, token string) (*Claims, error)
 	}
 	start := v.startTimer()
 	if len(token) > v.maxSize {
-		return nil, v.failed(ctx, start, refused(ErrTooLarge))
+		return nil, v.failed(ctx, start, refused(errTooLarge))
 	}
 	now := v.now()
 	if c, hit, err := v.fromCache(ctx, v.cache, token, now, start); hit {
@@ -208,18 +208,18 @@ func (v *Validator) fromCache(ctx context.Context, cache *tokenCache, token stri
 func (v *Validator) validate(ctx context.Context, token string, now time.Time) (*Claims, *trustedIssuer, uint64, error) {
 	t, err := jws.Parse(token)
 	if err != nil {
-		return nil, nil, 0, ErrMalformed
+		return nil, nil, 0, errMalformed
 	}
 	if err := v.checkHeader(t); err != nil {
 		return nil, nil, 0, err
 	}
 	sig, err := t.Signature()
 	if err != nil {
-		return nil, nil, 0, ErrMalformed
+		return nil, nil, 0, errMalformed
 	}
 	payload, err := t.Payload()
 	if err != nil {
-		return nil, nil, 0, ErrMalformed
+		return nil, nil, 0, errMalformed
 	}
 	raw, err := readClaimSet(payload)
 	if err != nil {
@@ -244,10 +244,10 @@ func (v *Validator) validate(ctx context.Context, token string, now time.Time) (
 		// A token without kid against a set with many keys of its alg:
 		// trying them all would let anyone make each forged token cost
 		// as many checks as the set holds.
-		return nil, nil, 0, ErrAmbiguousKey
+		return nil, nil, 0, errAmbiguousKey
 	}
 	if !v.verify(jws.Method(t.Alg), t.SigningInput, sig, keys) {
-		return nil, nil, 0, ErrSignature
+		return nil, nil, 0, errSignature
 	}
 	// Only now, with the signature good, are the claims but "iss" read.
 	c, err := v.claims(ti, raw, t.Payload64, "", now)
@@ -265,7 +265,7 @@ func (v *Validator) chooseIssuer(raw jws.Claims) (*trustedIssuer, error) {
 	}
 	t, ok := v.issuers[iss]
 	if !ok {
-		return nil, ErrIssuer
+		return nil, errIssuer
 	}
 	return t, nil
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/idsauth/idsauth/accesstoken"
+	"github.com/idsauth/idsauth/internal/oauthwire"
 )
 
 type stateKey struct{}
@@ -27,11 +28,11 @@ func ClaimsFrom(ctx context.Context) (*accesstoken.Claims, bool) {
 }
 
 // defaultResponder answers for claims put in a context by ContextWithClaims.
-var defaultResponder = &responder{realm: DefaultRealm, scheme: "Bearer"}
+var defaultResponder = &responder{realm: oauthwire.Realm, scheme: "Bearer"}
 
 // ContextWithClaims returns a copy of ctx that carries c as RequireBearer
 // leaves validated claims: ClaimsFrom finds c, and a RequireScope after it
-// checks c's scopes (answering, when it refuses, with DefaultRealm). It is
+// checks c's scopes (answering, when it refuses, with the realm "idsauth"). It is
 // for testing a handler without a token (see idsauthtest.WithClaims), and
 // for middleware of your own that authenticates some other way. c must be
 // claims you trust: nothing here checks them. A nil c is not stored.

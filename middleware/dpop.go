@@ -89,22 +89,20 @@ type DPoPConfig struct {
 	Now func() time.Time
 }
 
-// DPoP failures, given to the reject hook and the observer.
+// DPoP failures, given to the reject hook (codes dpop_proof, dpop_nonce,
+// dpop_key; see ReasonCode).
 var (
-	// ErrDPoPProof: the DPoP proof is missing, not one, malformed, or
+	// errDPoPProof: the DPoP proof is missing, not one, malformed, or
 	// fails a check of RFC 9449 §4.3 (its signature, htm, htu, iat, ath),
 	// or was used before. 401 invalid_dpop_proof.
-	ErrDPoPProof = errors.New("invalid DPoP proof")
-	// ErrDPoPNonce: the proof lacks the current nonce. 401
+	errDPoPProof = errors.New("invalid DPoP proof")
+	// errDPoPNonce: the proof lacks the current nonce. 401
 	// use_dpop_nonce, with the nonce in DPoP-Nonce.
-	ErrDPoPNonce = errors.New("DPoP proof lacks the nonce")
-	// ErrDPoPKey: the proof is by another key than the token is bound
+	errDPoPNonce = errors.New("DPoP proof lacks the nonce")
+	// errDPoPKey: the proof is by another key than the token is bound
 	// to. 401 invalid_dpop_proof, described as every other refused proof
 	// is: "invalid DPoP proof: key is not the token's".
-	ErrDPoPKey = errors.New("DPoP proof key is not the token's")
-	// ErrUnboundToken: a token presented with DPoP is bound to no key. 401
-	// invalid_token.
-	ErrUnboundToken = errors.New("token is not bound to a key")
+	errDPoPKey = errors.New("DPoP proof key is not the token's")
 )
 
 // dpopChecker is the DPoPConfig of a RequireBearer, prepared.
@@ -163,9 +161,6 @@ func newDPoPChecker(cfg *DPoPConfig) (*dpopChecker, error) {
 // only the holder of a good token's key can take a place in the replay
 // memory. It returns the reason to refuse, and a nonce to send with it.
 func (d *dpopChecker) check(ctx context.Context, r *http.Request, token string, c *accesstoken.Claims) (nonce string, reason error) {
-	if c.JKT == "" {
-		return "", ErrUnboundToken
-	}
 	proofs := r.Header["Dpop"] // canonical: Values would allocate to canonicalize "DPoP"
 	if len(proofs) != 1 {
 		return "", proofFailure(fmt.Sprintf("%d DPoP headers, want one", len(proofs)), nil)
@@ -174,7 +169,7 @@ func (d *dpopChecker) check(ctx context.Context, r *http.Request, token string, 
 	p, err := dpop.Verify(proofs[0], dpop.Check{Method: r.Method, URL: d.publicURL + requestPath(r), AccessToken: token, Nonces: d.nonces, Now: now, Window: d.window, Leeway: dpopLeeway})
 	switch {
 	case errors.Is(err, dpop.ErrNonce):
-		return d.nonces.At(now), ErrDPoPNonce
+		return d.nonces.At(now), errDPoPNonce
 	case err != nil:
 		var f *dpop.Failure
 		if !errors.As(err, &f) {
@@ -182,7 +177,7 @@ func (d *dpopChecker) check(ctx context.Context, r *http.Request, token string, 
 		}
 		return "", proofFailure(f.Check, err)
 	case p.JKT != c.JKT:
-		return "", ErrDPoPKey
+		return "", errDPoPKey
 	}
 	return "", d.remember(ctx, c, p, now)
 }
@@ -225,7 +220,7 @@ func requestPath(r *http.Request) string {
 	return r.URL.EscapedPath()
 }
 
-// dpopFailure is an ErrDPoPProof with what went wrong: why is fixed text,
+// dpopFailure is an errDPoPProof with what went wrong: why is fixed text,
 // fit for error_description (never the proof's or the token's content);
 // err, when set, is its cause, for the log alone.
 type dpopFailure struct {
@@ -241,7 +236,7 @@ func (f *dpopFailure) Error() string {
 	}
 	return "invalid DPoP proof: " + f.why
 }
-func (f *dpopFailure) Is(target error) bool { return target == ErrDPoPProof }
+func (f *dpopFailure) Is(target error) bool { return target == errDPoPProof }
 func (f *dpopFailure) Unwrap() error        { return f.err }
 
 // dpopAlgs is what a DPoP challenge says of the proof algorithms.

@@ -4,50 +4,66 @@ import (
 	"errors"
 
 	"github.com/idsauth/idsauth/accesstoken"
+	"github.com/idsauth/idsauth/internal/bearer"
 )
 
-// reasons is the one table of what this package says about a refusal: to
-// an observer (a code), on the wire (error_description) and in a log
-// line. Clients may match the wire text and dashboards the code, so, as
-// net/http says of MaxBytesError, neither can be changed; the Go text of
-// the errors can. The first row that errors.Is matches
-// wins, so a narrower error comes before a wider one.
+// This package's own reasons to refuse a request, beside accesstoken's
+// (a *accesstoken.ValidationError): the reject hook gets them, and
+// ReasonCode names each.
+var (
+	errNoToken           = bearer.ErrMissing // "no bearer token"
+	errMultipleHeaders   = bearer.ErrMultipleHeaders
+	errSpaceInToken      = bearer.ErrSpaceInToken
+	errInsufficientScope = errors.New("token lacks the scope this API requires")
+	// errNoClaims: a TokenValidator returned neither claims nor an error,
+	// a bug in that validator. The request is refused (401 invalid_token,
+	// described on the wire only as "token invalid"), never admitted.
+	errNoClaims = errors.New("token validator returned no claims and no error")
+)
+
+// reasons is the one table of what this package says about a refusal, by
+// its code: on the wire (error_description) and in a log line. The codes
+// are accesstoken's (a ValidationError's Code) and this package's own
+// reasons'. Clients may match the wire text and dashboards the code, so,
+// as net/http says of MaxBytesError, neither can be changed; the Go text
+// of the errors can. Of this package's own reasons, the first row that
+// errors.Is matches wins, so a narrower error comes before a wider one.
 var reasons = []struct {
-	err  error
+	err  error  // this package's own reason; nil for accesstoken's
 	code string // observe.Event's Reason: fixed, snake case, unique
 	wire string // error_description; "" for a reason with no OAuth error body
 	log  string // "" means wire
 }{
-	{accesstoken.ErrTooLarge, "too_large", "token is too large", ""},
-	{accesstoken.ErrMalformed, "malformed", "token is malformed", ""},
-	{accesstoken.ErrAlgorithm, "algorithm", "token signing algorithm not allowed", ""},
-	{accesstoken.ErrCritical, "critical_header", "token has critical header parameters that are not supported", ""},
-	{accesstoken.ErrType, "type", "token type is not an access token", ""},
-	{accesstoken.ErrAmbiguousKey, "ambiguous_key", "token names no signing key (kid) and more than two fit it", ""},
-	{accesstoken.ErrUnknownKey, "unknown_key", "unknown signing key", ""},
-	{accesstoken.ErrKeysUnavailable, "keys_unavailable", "signing keys unavailable", ""},
-	{accesstoken.ErrSignature, "signature", "signature invalid", ""},
-	{accesstoken.ErrExpired, "expired", "token expired", ""},
-	{accesstoken.ErrNotYetValid, "not_yet_valid", "token not valid yet", ""},
-	{accesstoken.ErrIssuedInFuture, "issued_in_future", "token issued in the future", ""},
-	{accesstoken.ErrMissingClaim, "missing_claim", "token lacks a required claim", ""},
-	{accesstoken.ErrIssuer, "issuer", "token issuer not accepted", ""},
-	{accesstoken.ErrAudience, "audience", "token audience not accepted", ""},
-	{accesstoken.ErrScopeName, "scope_name", "token scope claim holds a scope name with whitespace in it", ""},
-	{accesstoken.ErrScopeClaim, "scope_claim", "token scope claim is neither a string nor an array of strings", ""},
-	{accesstoken.ErrBoundToken, "bound_token", "token is bound to a key", ""},
-	{accesstoken.ErrInactive, "inactive", "token is not active", ""},
-	{ErrDPoPKey, "dpop_key", "invalid DPoP proof: key is not the token's", ""},
-	{ErrDPoPNonce, "dpop_nonce", "DPoP proof lacks the nonce", ""},
-	{ErrDPoPProof, "dpop_proof", "invalid DPoP proof", ""},
-	{ErrUnboundToken, "not_bound", "token is not bound to a key", ""},
-	{accesstoken.ErrIntrospectionUnavailable, "introspection_unavailable", "token could not be checked", "token introspection unavailable"},
+	{nil, "too_large", "token is too large", ""},
+	{nil, "malformed", "token is malformed", ""},
+	{nil, "algorithm", "token signing algorithm not allowed", ""},
+	{nil, "critical_header", "token has critical header parameters that are not supported", ""},
+	{nil, "type", "token type is not an access token", ""},
+	{nil, "ambiguous_key", "token names no signing key (kid) and more than two fit it", ""},
+	{nil, "unknown_key", "unknown signing key", ""},
+	{nil, "keys_unavailable", "signing keys unavailable", ""},
+	{nil, "signature", "signature invalid", ""},
+	{nil, "expired", "token expired", ""},
+	{nil, "not_yet_valid", "token not valid yet", ""},
+	{nil, "issued_in_future", "token issued in the future", ""},
+	{nil, "missing_claim", "token lacks a required claim", ""},
+	{nil, "issuer", "token issuer not accepted", ""},
+	{nil, "audience", "token audience not accepted", ""},
+	{nil, "scope_name", "token scope claim holds a scope name with whitespace in it", ""},
+	{nil, "scope_claim", "token scope claim is neither a string nor an array of strings", ""},
+	{nil, "bound_token", "token is bound to a key", ""},
+	{nil, "not_bound", "token is not bound to a key", ""},
+	{nil, "inactive", "token is not active", ""},
+	{nil, "introspection_unavailable", "token could not be checked", "token introspection unavailable"},
+	{errDPoPKey, "dpop_key", "invalid DPoP proof: key is not the token's", ""},
+	{errDPoPNonce, "dpop_nonce", "DPoP proof lacks the nonce", ""},
+	{errDPoPProof, "dpop_proof", "invalid DPoP proof", ""},
 	// Refusals that are not a failed validation.
-	{ErrNoToken, "no_token", "", "no bearer token"},
-	{ErrMultipleHeaders, "multiple_headers", "more than one Authorization header", ""},
-	{ErrSpaceInToken, "space_in_token", "bearer token contains a space", ""},
-	{ErrInsufficientScope, "insufficient_scope", "token lacks the scope this API requires", ""},
-	{ErrNoClaims, "no_claims", genericWire, "token validator returned no claims and no error"},
+	{errNoToken, "no_token", "", "no bearer token"},
+	{errMultipleHeaders, "multiple_headers", "more than one Authorization header", ""},
+	{errSpaceInToken, "space_in_token", "bearer token contains a space", ""},
+	{errInsufficientScope, "insufficient_scope", "token lacks the scope this API requires", ""},
+	{errNoClaims, "no_claims", genericWire, "token validator returned no claims and no error"},
 	{ErrSCIMToken, "scim_token", "", "the authorization header is invalid or missing"},
 	{ErrSCIMTooManyFailures, "too_many_failures", "", "too many failed attempts"},
 }
@@ -58,8 +74,17 @@ const genericWire = "token invalid"
 
 // reasonRow returns the table's row for err, or -1.
 func reasonRow(err error) int {
+	var ve *accesstoken.ValidationError
+	if errors.As(err, &ve) {
+		for i, r := range reasons {
+			if r.err == nil && r.code == ve.Code {
+				return i
+			}
+		}
+		return -1
+	}
 	for i, r := range reasons {
-		if errors.Is(err, r.err) {
+		if r.err != nil && errors.Is(err, r.err) {
 			return i
 		}
 	}
@@ -78,11 +103,14 @@ func describe(err error) string {
 	return genericWire
 }
 
-// ReasonCode returns the fixed code of a rejection reason: what an
-// observe.Event's Reason holds, fit for a metric label. err is one of this
-// package's Err* values, or an error that wraps one (a *ValidationError);
-// any other error, such as one of a TokenValidator of your own, is
-// "other". The codes are stable.
+// ReasonCode returns the fixed code of a reason to refuse a request, as
+// the reject hook (BearerConfig.OnReject, SCIMConfig.OnReject) gets it:
+// what an observe.Event's Reason holds, fit for a metric label. A
+// *accesstoken.ValidationError's is its Code; this package's own reasons
+// are no_token, multiple_headers, space_in_token, insufficient_scope,
+// no_claims, dpop_proof, dpop_nonce, dpop_key, scim_token and
+// too_many_failures. Any other error, such as one of a TokenValidator of
+// your own, is "other". The codes are stable.
 func ReasonCode(err error) string {
 	if i := reasonRow(err); i >= 0 {
 		return reasons[i].code

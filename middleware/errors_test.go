@@ -1,6 +1,7 @@
 package middleware_test
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -15,7 +16,8 @@ import (
 )
 
 // TestRejectionLogHoldsFactsWireDoesNot: RequireBearer writes the fixed
-// reason on the wire, gives the hook the bare reason, and logs the facts.
+// reason on the wire, gives the hook the refusal with its code and facts,
+// and logs the facts.
 func TestRejectionLogHoldsFactsWireDoesNot(t *testing.T) {
 	logs, logger := testlog.New()
 	var hooked error
@@ -24,8 +26,9 @@ func TestRejectionLogHoldsFactsWireDoesNot(t *testing.T) {
 	expired := jwktest.Sign(t, s.key, nil, jwktest.With(jwktest.Claims(s.jwks.Issuer(), scope.AdminWebAPI, time.Hour), "exp", exp.Unix()))
 	a := call(t, s.URL+"/admin", "Bearer "+expired)
 	wantError(t, a, 401, "invalid_token", "token expired")
-	if hooked != accesstoken.ErrExpired {
-		t.Errorf("hook got %#v, want ErrExpired itself", hooked)
+	var ve *accesstoken.ValidationError
+	if !errors.As(hooked, &ve) || ve.Code != "expired" || !errors.Is(hooked, accesstoken.ErrExpired) || !ve.Expiry.Equal(exp) {
+		t.Errorf("hook got %#v, want the ValidationError of the expired token", hooked)
 	}
 	out := logs.String()
 	if !strings.Contains(out, `"reason":"token expired"`) || !strings.Contains(out, `"detail":"token expired: exp `+exp.UTC().Format(time.RFC3339)) {

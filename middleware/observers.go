@@ -17,9 +17,8 @@ import (
 // so that no other observer can read it: an Event holds bounded values
 // only, and these are not.
 type rejection struct {
-	r      *http.Request
-	err    error // as refused, a *accesstoken.ValidationError with its facts
-	reason error // err reduced to its Reason
+	r   *http.Request
+	err error // as refused: a *accesstoken.ValidationError holds its facts
 }
 
 type rejectionKey struct{}
@@ -36,7 +35,7 @@ type hookObserver RejectFunc
 
 func (h hookObserver) Observe(ctx context.Context, e observe.Event) {
 	if rj, ok := rejectionFrom(ctx); ok && isRejection(e.Kind) {
-		h(rj.r, e.Status, rj.reason)
+		h(rj.r, e.Status, rj.err)
 	}
 }
 
@@ -54,10 +53,10 @@ func (o logObserver) Observe(ctx context.Context, e observe.Event) {
 		slog.String("method", rj.r.Method),
 		slog.String("path", rj.r.URL.Path),
 		slog.Int("status", e.Status),
-		slog.String("reason", logReason(rj.reason)),
+		slog.String("reason", logReason(rj.err)),
 	}
-	if ve, isVE := rj.err.(*accesstoken.ValidationError); isVE && reasonRow(rj.reason) >= 0 {
-		if detail := ve.Error(); detail != rj.reason.Error() {
+	if ve, isVE := rj.err.(*accesstoken.ValidationError); isVE && reasonRow(ve) >= 0 {
+		if detail := ve.Error(); detail != ve.Unwrap().Error() {
 			attrs = append(attrs, slog.String("detail", detail))
 		}
 	}

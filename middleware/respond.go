@@ -5,22 +5,17 @@ import (
 	"log/slog"
 	"net/http"
 
-	"github.com/idsauth/idsauth/accesstoken"
-
 	"github.com/idsauth/idsauth/internal/oauthwire"
 	"github.com/idsauth/idsauth/observe"
 )
 
-// DefaultRealm, "idsauth", is RequireBearer's realm when none is
-// configured; the issuer's Basic challenge uses it too.
-const DefaultRealm = "idsauth"
-
 // RejectFunc is called on every rejected request with the answer's status
-// and the reason: one of this package's Err* values (a *ValidationError is
-// given as its Reason; its facts go to the log line), or, from a
-// TokenValidator of your own, its error. It never receives the token. Use it for audit
-// logs; for metrics, an observe.Observer (BearerConfig.Observer) gets
-// every rejection with its reason as a fixed code.
+// and the reason: a *accesstoken.ValidationError, with its facts, for a
+// token that failed validation, one of this package's own reasons, or,
+// from a TokenValidator of your own, its error. ReasonCode names each
+// with a fixed code. It never receives the token. Use it for audit logs;
+// for metrics, an observe.Observer (BearerConfig.Observer) gets every
+// rejection with its code.
 type RejectFunc func(r *http.Request, status int, err error)
 
 // responder holds what every answer of RequireBearer and SCIMAuth needs:
@@ -81,11 +76,8 @@ func (o *responder) rejectWith(r *http.Request, err error, e observe.Event) {
 	if o.obs == nil {
 		return
 	}
-	rj := &rejection{r: r, err: err, reason: err}
-	if ve, ok := err.(*accesstoken.ValidationError); ok {
-		rj.reason = ve.Reason
-	}
-	e.Kind, e.Reason = o.kind, ReasonCode(rj.reason)
+	rj := &rejection{r: r, err: err}
+	e.Kind, e.Reason = o.kind, ReasonCode(err)
 	o.obs.Observe(context.WithValue(r.Context(), rejectionKey{}, rj), e)
 }
 

@@ -228,7 +228,7 @@ func SCIMAuthWithConfig(tenants TenantStore, cfg SCIMConfig) func(http.Handler) 
 						next.ServeHTTP(w, withState(r, claims, o))
 						return
 					}
-					o.rejectWith(r, ErrInsufficientScope, observe.Event{Status: http.StatusForbidden, Tenant: o.registered(tenants, tenantOf(r))})
+					o.rejectWith(r, errInsufficientScope, observe.Event{Status: http.StatusForbidden, Tenant: o.registered(tenants, tenantOf(r))})
 					scimerr.Write(w, scimerr.Forbidden("the token does not grant SCIM access"))
 					return
 				}
