@@ -246,7 +246,7 @@ func (v *Validator) validate(ctx context.Context, token string, now time.Time) (
 		// as many checks as the set holds.
 		return nil, nil, 0, errAmbiguousKey
 	}
-	if !v.verify(jws.Method(t.Alg), t.SigningInput, sig, keys) {
+	if !v.verify(t.Alg, t.SigningInput, sig, keys) {
 		return nil, nil, 0, errSignature
 	}
 	// Only now, with the signature good, are the claims but "iss" read.

@@ -106,7 +106,7 @@ func Verify(proof string, c Check) (*Proof, error) {
 	if jws.Method(t.Alg) == nil || t.Has("crit") {
 		return nil, ErrAlgorithm
 	}
-	rawJWK, ok := t.Header["jwk"]
+	rawJWK, ok := t.Header.Raw("jwk")
 	if !ok {
 		return nil, ErrKey
 	}

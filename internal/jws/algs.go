@@ -2,6 +2,9 @@ package jws
 
 import (
 	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/sha256"
 
 	"github.com/golang-jwt/jwt/v5"
 )
@@ -68,16 +71,64 @@ func SameAlgorithm(a, b string) bool {
 // base64url and ErrSignature for any other failure, an "alg" Method does
 // not know included.
 func (t *Token) Verify(key crypto.PublicKey) error {
-	m := Method(t.Alg)
-	if m == nil {
-		return ErrSignature
-	}
 	sig, err := t.Signature()
 	if err != nil {
 		return err
 	}
-	if m.Verify(t.SigningInput, sig, key) != nil {
+	return Verify(t.Alg, t.SigningInput, sig, key)
+}
+
+// Verify checks sig, a signature of alg over signingInput, with key. It
+// fails with ErrSignature, for an alg Method does not know too. ES256 is
+// checked by crypto/ecdsa itself, its r and s written as the ASN.1 it
+// reads: what golang-jwt does through big.Int, at less than half the
+// allocations, on the path of every cold token and every DPoP proof.
+func Verify(alg, signingInput string, sig []byte, key crypto.PublicKey) error {
+	m := Method(alg)
+	switch {
+	case m == nil:
+		return ErrSignature
+	case m == jwt.SigningMethodES256:
+		pub, ok := key.(*ecdsa.PublicKey)
+		if !ok || pub.Curve != elliptic.P256() || len(sig) != 64 {
+			return ErrSignature
+		}
+		h := sha256.Sum256([]byte(signingInput))
+		var der [72]byte
+		if !ecdsa.VerifyASN1(pub, h[:], asn1Signature(der[:0], sig[:32], sig[32:])) {
+			return ErrSignature
+		}
+		return nil
+	}
+	if m.Verify(signingInput, sig, key) != nil {
 		return ErrSignature
 	}
 	return nil
+}
+
+// asn1Signature appends to out the DER of ECDSA-Sig-Value (SEQUENCE of
+// two INTEGERs) for r and s, big-endian unsigned: each without its
+// leading zero bytes, with one zero byte before a high bit. It fits in 72
+// bytes for P-256.
+func asn1Signature(out, r, s []byte) []byte {
+	integer := func(out, v []byte) []byte {
+		for len(v) > 1 && v[0] == 0 {
+			v = v[1:]
+		}
+		pad := len(v) > 0 && v[0]&0x80 != 0
+		n := len(v)
+		if pad {
+			n++
+		}
+		out = append(out, 0x02, byte(n))
+		if pad {
+			out = append(out, 0)
+		}
+		return append(out, v...)
+	}
+	out = append(out, 0x30, 0) // the length is set below: under 128
+	out = integer(out, r)
+	out = integer(out, s)
+	out[1] = byte(len(out) - 2)
+	return out
 }
