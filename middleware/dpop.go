@@ -113,6 +113,7 @@ type dpopChecker struct {
 	cache     *replay.Cache
 	store     limit.ReplayStore
 	nonces    *dpop.Nonces // nil when off
+	keys      *dpop.Keys   // the proofs' keys, read once each
 	now       func() time.Time
 }
 
@@ -136,6 +137,7 @@ func newDPoPChecker(cfg *DPoPConfig) (*dpopChecker, error) {
 		publicURL: strings.TrimSuffix(cfg.PublicURL, "/"),
 		window:    cmp.Or(cfg.ProofMaxAge, time.Minute),
 		store:     cfg.Replays,
+		keys:      dpop.NewKeys(),
 		now:       cfg.Now,
 	}
 	if d.now == nil {
@@ -166,7 +168,7 @@ func (d *dpopChecker) check(ctx context.Context, r *http.Request, token string, 
 		return "", proofFailure(fmt.Sprintf("%d DPoP headers, want one", len(proofs)), nil)
 	}
 	now := d.now()
-	p, err := dpop.Verify(proofs[0], dpop.Check{Method: r.Method, URL: d.publicURL + requestPath(r), AccessToken: token, Nonces: d.nonces, Now: now, Window: d.window, Leeway: dpopLeeway})
+	p, err := dpop.Verify(proofs[0], dpop.Check{Method: r.Method, URL: d.publicURL + requestPath(r), AccessToken: token, Nonces: d.nonces, Now: now, Window: d.window, Leeway: dpopLeeway, Keys: d.keys})
 	switch {
 	case errors.Is(err, dpop.ErrNonce):
 		return d.nonces.At(now), errDPoPNonce
@@ -212,12 +214,35 @@ func (d *dpopChecker) remember(ctx context.Context, c *accesstoken.Claims, p *dp
 // which a handler in front (http.StripPrefix) does not rewrite, so that a
 // proof made for another resource of the host cannot pass for this one.
 func requestPath(r *http.Request) string {
+	if plainPath(r.RequestURI) {
+		return r.RequestURI // its own escaped path: nothing to parse
+	}
 	if r.RequestURI != "" && r.RequestURI != "*" {
 		if u, err := url.ParseRequestURI(r.RequestURI); err == nil {
 			return u.EscapedPath()
 		}
 	}
 	return r.URL.EscapedPath()
+}
+
+// plainPath reports whether uri is an origin-form path of characters a
+// path holds as they are (RFC 3986 §3.3: unreserved, sub-delims, ":",
+// "@", "/"), without query, fragment or escape: its escaped path is
+// itself.
+func plainPath(uri string) bool {
+	if uri == "" || uri[0] != '/' {
+		return false
+	}
+	for i := 0; i < len(uri); i++ {
+		c := uri[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte("-._~!$&'()*+,;=:@/", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // dpopFailure is an errDPoPProof with what went wrong: why is fixed text,

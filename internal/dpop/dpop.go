@@ -12,6 +12,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"errors"
+	"io"
 	"net/url"
 	"strings"
 	"time"
@@ -79,6 +80,9 @@ type Check struct {
 	// Window is how old a proof may be; Leeway how far in the future
 	// its iat may be (the client's clock ahead).
 	Window, Leeway time.Duration
+	// Keys, when set, remembers the keys of the proofs that verify, so
+	// that a client's next proofs cost no reading of their key.
+	Keys *Keys
 }
 
 // Proof is a checked proof.
@@ -110,7 +114,7 @@ func Verify(proof string, c Check) (*Proof, error) {
 	if !ok {
 		return nil, ErrKey
 	}
-	pub, _, _, err := keys.ParsePublicJWK(rawJWK)
+	pub, jkt, known, err := c.Keys.read(rawJWK)
 	if err != nil || keys.FitPublic(t.Alg, pub) != nil {
 		return nil, ErrKey
 	}
@@ -132,21 +136,22 @@ func Verify(proof string, c Check) (*Proof, error) {
 	if claims.htm != c.Method {
 		return nil, ErrMethod
 	}
-	if got, err := NormalizeURL(claims.htu); err != nil || got != mustNormalize(c.URL) {
-		return nil, ErrURL
+	if claims.htu != c.URL { // the same string is the same URL: no parsing
+		if got, err := NormalizeURL(claims.htu); err != nil || got != mustNormalize(c.URL) {
+			return nil, ErrURL
+		}
 	}
 	if claims.iat.Before(c.Now.Add(-c.Window)) || claims.iat.After(c.Now.Add(c.Leeway)) {
 		return nil, ErrIssuedAt
 	}
-	if c.AccessToken != "" && (!claims.hasATH || claims.ath != TokenHash(c.AccessToken)) {
+	if c.AccessToken != "" && (!claims.hasATH || !hashes(claims.ath, c.AccessToken)) {
 		return nil, ErrHash
 	}
 	if c.Nonces != nil && (!claims.hasNonce || !c.Nonces.accepts(claims.nonce, c.Now)) {
 		return nil, ErrNonce
 	}
-	jkt, err := keys.Thumbprint(pub)
-	if err != nil {
-		return nil, ErrKey
+	if !known {
+		c.Keys.remember(rawJWK, pub, jkt)
 	}
 	return &Proof{JKT: jkt, ID: claims.jti, Expires: claims.iat.Add(c.Window + c.Leeway), Key: pub, IssuedAt: claims.iat}, nil
 }
@@ -226,6 +231,17 @@ func (n *Nonces) of(now time.Time, offset int64) string {
 func TokenHash(token string) string {
 	h := sha256.Sum256([]byte(token))
 	return base64.RawURLEncoding.EncodeToString(h[:])
+}
+
+// hashes reports whether ath is TokenHash(token), without making the
+// string: this is on the path of every request with a proof.
+func hashes(ath, token string) bool {
+	h := sha256.New()
+	_, _ = io.WriteString(h, token)
+	var sum [sha256.Size]byte
+	var b64 [43]byte // base64url of 32 bytes, unpadded
+	base64.RawURLEncoding.Encode(b64[:], h.Sum(sum[:0]))
+	return ath == string(b64[:])
 }
 
 // NormalizeURL returns u as htu is compared (RFC 9449 §4.3, RFC 3986
