@@ -59,8 +59,8 @@ type cacheShard struct {
 type cacheEntry struct {
 	claims  *Claims
 	expires time.Time
-	from    *trustedIssuer // the issuer that accepted it, whose keys have a version
-	keys    uint64         // the version of those keys it was validated under
+	keys    VersionedKeySource // of the issuer that accepted it
+	version uint64             // of those keys, when it was validated
 }
 
 func newTokenCache(size int, maxAge time.Duration) *tokenCache {
@@ -82,17 +82,17 @@ func (c *tokenCache) get(token string, now time.Time) (*Claims, bool) {
 	s.mu.RLock()
 	e, ok := s.m[token]
 	s.mu.RUnlock()
-	if !ok || !now.Before(e.expires) || e.from.versioned.KeysVersion() != e.keys {
+	if !ok || !now.Before(e.expires) || e.keys.KeysVersion() != e.version {
 		return nil, false
 	}
 	return e.claims, true
 }
 
-// put remembers a token that from accepted under version keys of its
-// keys, until expires, or maxAge from now if that is earlier. from's keys
-// must have a version. The cache keeps token itself: pass a copy that
-// nothing else holds.
-func (c *tokenCache) put(token string, claims *Claims, now, expires time.Time, from *trustedIssuer, keys uint64) {
+// put remembers a token validated under version of keys, the keys of the
+// issuer that accepted it, until expires, or maxAge from now if that is
+// earlier. The cache keeps token itself: pass a copy that nothing else
+// holds.
+func (c *tokenCache) put(token string, claims *Claims, now, expires time.Time, keys VersionedKeySource, version uint64) {
 	if len(token) > maxCachedToken {
 		return
 	}
@@ -102,7 +102,7 @@ func (c *tokenCache) put(token string, claims *Claims, now, expires time.Time, f
 	if !now.Before(expires) {
 		return
 	}
-	e := cacheEntry{claims: claims, expires: expires, from: from, keys: keys}
+	e := cacheEntry{claims: claims, expires: expires, keys: keys, version: version}
 	s := c.shard(token)
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -31,7 +31,7 @@ func TestTokenCacheBound(t *testing.T) {
 	claims := &Claims{}
 	from, src := issuerAt()
 	for i := range 100_000 {
-		c.put(fmt.Sprint("token-", i), claims, now, now.Add(time.Hour), from, 1)
+		c.put(fmt.Sprint("token-", i), claims, now, now.Add(time.Hour), from.versioned, 1)
 	}
 	// Each of the 16 shards holds at most ceil(100/16) = 7.
 	if n := c.len(); n > 16*7 || n < size/2 {
@@ -46,11 +46,11 @@ func TestTokenCacheBound(t *testing.T) {
 	// that expire, then add 16 live ones; none may be evicted.
 	c = newTokenCache(16*16, time.Hour)
 	for i := range 16 * 16 * 8 {
-		c.put(fmt.Sprint("old-", i), claims, now, now.Add(time.Second), from, 1)
+		c.put(fmt.Sprint("old-", i), claims, now, now.Add(time.Second), from.versioned, 1)
 	}
 	later := now.Add(time.Minute)
 	for i := range 16 {
-		c.put(fmt.Sprint("new-", i), claims, later, later.Add(time.Hour), from, 1)
+		c.put(fmt.Sprint("new-", i), claims, later, later.Add(time.Hour), from.versioned, 1)
 	}
 	for i := range 16 {
 		if _, ok := c.get(fmt.Sprint("new-", i), later); !ok {
@@ -62,7 +62,7 @@ func TestTokenCacheBound(t *testing.T) {
 		t.Fatal("hit under another key set version")
 	}
 	n := c.len()
-	c.put(string(make([]byte, maxCachedToken+1)), claims, now, later, from, 1)
+	c.put(string(make([]byte, maxCachedToken+1)), claims, now, later, from.versioned, 1)
 	if c.len() != n {
 		t.Fatal("an oversized token was cached")
 	}
@@ -77,13 +77,13 @@ func TestTokenCacheCapacityAndOrder(t *testing.T) {
 	claims := &Claims{}
 	from, src := issuerAt()
 	for i := range size {
-		c.put(fmt.Sprint("token-", i), claims, now, now.Add(time.Hour), from, 1)
+		c.put(fmt.Sprint("token-", i), claims, now, now.Add(time.Hour), from.versioned, 1)
 	}
 	if n := c.len(); n != size {
 		t.Fatalf("%d of %d tokens kept", n, size)
 	}
 	for i := range 3 * size {
-		c.put(fmt.Sprint("more-", i), claims, now, now.Add(time.Hour), from, 1)
+		c.put(fmt.Sprint("more-", i), claims, now, now.Add(time.Hour), from.versioned, 1)
 		if _, ok := c.get(fmt.Sprint("more-", i), now); !ok {
 			t.Fatalf("the newest entry %d is missing", i)
 		}
@@ -105,7 +105,7 @@ func TestTokenCacheCapacityAndOrder(t *testing.T) {
 	}
 	// A token put again, under new keys, keeps its one slot.
 	src.version.Store(2)
-	c.put("more-29999", claims, now, now.Add(time.Hour), from, 2)
+	c.put("more-29999", claims, now, now.Add(time.Hour), from.versioned, 2)
 	if n := c.len(); n != size || len(c.ring) != size {
 		t.Fatalf("%d entries, ring %d", n, len(c.ring))
 	}

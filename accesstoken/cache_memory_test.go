@@ -70,7 +70,7 @@ func TestCacheEntryMemory(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c.put(key, claims, now, now.Add(time.Hour), from, 1)
+		c.put(key, claims, now, now.Add(time.Hour), from.versioned, 1)
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&after)

@@ -1,10 +1,8 @@
 package accesstoken
 
 import (
-	"context"
 	"encoding/base64"
 	"encoding/json"
-	"slices"
 	"strings"
 	"time"
 
@@ -191,106 +189,4 @@ func issuerClaim(raw jws.Claims) (string, error) {
 		return "", errMalformed
 	}
 	return iss, nil
-}
-
-// claims decodes and checks the claim set of a token whose signature the
-// keys of from verified: its form (parseClaims), then exp, nbf, iat with
-// leeway, iss and aud against from, and last the scope claim. A binding
-// (cnf) is checked by binding, for each request, since the cache keeps
-// the claims. The "iss"
-// was checked when from was chosen by it; it is compared again so that
-// this function alone says every claim is right.
-func (v *Validator) claims(from *trustedIssuer, raw jws.Claims, payload64, issuer string, now time.Time) (*Claims, error) {
-	c, t, err := parseClaims(raw, payload64, issuer)
-	switch {
-	case err != nil:
-		return nil, err
-	case !t.exp:
-		return nil, errMissingClaim
-	case !now.Before(c.ExpiresAt.Add(v.leeway)):
-		e := refused(ErrExpired)
-		e.Expiry, e.Now = c.ExpiresAt, now
-		return nil, e
-	case t.nbf && now.Add(v.leeway).Before(c.NotBefore):
-		e := refused(errNotYetValid)
-		e.NotBefore, e.Now = c.NotBefore, now
-		return nil, e
-	case t.iat && now.Add(v.leeway).Before(c.IssuedAt):
-		e := refused(errIssuedInFuture)
-		e.IssuedAt, e.Now = c.IssuedAt, now
-		return nil, e
-	case c.Issuer != from.issuer:
-		// Unreachable while the issuer is chosen by "iss"; kept as a
-		// guard. An untrusted "iss" is never reported: it never verified.
-		return nil, errIssuer
-	case len(from.audience) > 0 && !slices.ContainsFunc(c.Audience, func(a string) bool { return slices.Contains(from.audience, a) }):
-		e := refused(errAudience)
-		e.Audience = c.Audience
-		return nil, e
-	}
-	// errScopeName and errScopeClaim are ParseClaim's own errors.
-	if c.Scopes, err = scope.ParseClaim(t.scope); err != nil {
-		return nil, err
-	}
-	return c, nil
-}
-
-// binding checks the binding the token's presentation needs (see
-// Presentation): presented as a plain bearer token, a token bound to a
-// key (cnf) is refused unless AllowBoundTokens, since its holder would
-// prove the key; presented with DPoP, it must be bound to a DPoP key.
-func (v *Validator) binding(ctx context.Context, c *Claims) error {
-	p := presentationOf(ctx)
-	if !p.DPoP && c.bound && !v.allowBound {
-		return errBoundToken
-	}
-	if p.DPoP {
-		return p.Check(c)
-	}
-	return nil
-}
-
-// Presentation is how a request presented its access token, beside the
-// token itself, which decides the binding the token needs (RFC 7800's
-// "cnf"). The zero value is a plain bearer token (RFC 6750). Validate
-// reads it from the request's context (NewContext); the caller that
-// checks the proof, such as middleware.RequireBearer, asks Check.
-type Presentation struct {
-	// DPoP says the token came as "Authorization: DPoP" with a proof
-	// (RFC 9449 §7): the token must be bound to a DPoP key (cnf.jkt), and
-	// the caller checks, once Validate has accepted it, that the proof is
-	// by that key (Claims.JKT).
-	DPoP bool
-}
-
-// Check returns why c may not be used as presented so, or nil: presented
-// with DPoP, c must be bound to a DPoP key ("not_bound"); presented as a
-// bearer token, it must not be, since the proof of that key is missing
-// ("bound_token"). The refusal is a *ValidationError. A Validator also
-// refuses a bearer token bound to a key of any kind, unless
-// Config.AllowBoundTokens; Check is the rule that holds whatever the
-// validator, where DPoP is accepted.
-func (p Presentation) Check(c *Claims) error {
-	switch {
-	case p.DPoP && c.JKT == "":
-		return refused(errUnboundToken)
-	case !p.DPoP && c.JKT != "":
-		return refused(errBoundToken)
-	}
-	return nil
-}
-
-type presentationKey struct{}
-
-// NewContext returns a copy of ctx that tells Validate how the request
-// presented its token.
-func (p Presentation) NewContext(ctx context.Context) context.Context {
-	return context.WithValue(ctx, presentationKey{}, p)
-}
-
-// presentationOf returns how the request of ctx presented its token: as
-// a bearer token unless NewContext says otherwise.
-func presentationOf(ctx context.Context) Presentation {
-	p, _ := ctx.Value(presentationKey{}).(Presentation)
-	return p
 }

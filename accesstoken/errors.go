@@ -26,6 +26,16 @@ var (
 	ErrKeysUnavailable = keyerr.ErrKeysUnavailable // "signing keys unavailable"
 )
 
+// ErrInactive is the reason of a token the introspection endpoint says is
+// not active: unknown, expired, revoked, or not for this API.
+var ErrInactive = errors.New("token is not active")
+
+// ErrIntrospectionUnavailable is the reason of a token that could not be
+// introspected: the endpoint was down, slow, or answered what is not an
+// introspection answer. The token is refused, never let through; the log
+// says why. It is not the token's fault: a caller may answer otherwise.
+var ErrIntrospectionUnavailable = errors.New("token introspection unavailable")
+
 // The other reasons, known by their codes alone (see ValidationError).
 var (
 	errTooLarge       = errors.New("token is too large")

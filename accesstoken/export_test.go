@@ -6,7 +6,7 @@ func IntrospectionWaiters(v *Validator, token string) int { return v.in.flights.
 
 // SignatureChecks is how many signature checks v has made: the tests
 // count them instead of timing validations.
-func SignatureChecks(v *Validator) uint64 { return v.checks.Load() }
+func SignatureChecks(v *Validator) uint64 { return v.sigChecks.Load() }
 
 // The reasons known outside by their codes alone, for the tests'
 // errors.Is.

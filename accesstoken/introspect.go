@@ -1,6 +1,7 @@
 package accesstoken
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"fmt"
@@ -20,7 +21,7 @@ import (
 // API's credentials, and reuses the answers.
 type introspector struct {
 	from     *trustedIssuer // the issuer and audience; its version never changes
-	rules    *Validator     // leeway, bound tokens, observer, clock
+	checks   *checks        // the Validator's
 	endpoint string
 	clientID string
 	secret   string
@@ -38,30 +39,70 @@ type introspector struct {
 	logger           *slog.Logger
 }
 
+// newIntrospector prepares i for a Validator: its answers are checked
+// with ch, as from's, and tokens longer than maxToken are refused. Without
+// Endpoint or Local it reads the endpoint from the issuer's discovery
+// document, and fails if it cannot.
+func newIntrospector(ctx context.Context, i *Introspection, ch *checks, from *trustedIssuer, maxToken int, logger *slog.Logger) (*introspector, error) {
+	if err := i.check(); err != nil {
+		return nil, err
+	}
+	in := &introspector{
+		from:     from,
+		checks:   ch,
+		endpoint: i.Endpoint,
+		clientID: i.ClientID,
+		secret:   i.ClientSecret,
+		noAuth:   i.Unauthenticated,
+		local:    i.Local,
+		timeout:  cmp.Or(i.Timeout, defaultTimeout),
+		maxToken: maxToken,
+		logger:   logger,
+	}
+	in.slots = make(chan struct{}, cmp.Or(i.MaxConcurrent, 64))
+	if i.CacheBytes >= 0 {
+		size := cmp.Or(i.CacheBytes, 16<<20) / introspectionEntryBytes
+		in.active = newTokenCache(max(1, size*3/4), cmp.Or(i.CacheMaxAge, time.Minute))
+		if in.inactiveAge = cmp.Or(i.InactiveCacheMaxAge, 10*time.Second); in.inactiveAge > 0 {
+			in.inactive = newTokenCache(max(1, size/4), in.inactiveAge)
+		}
+	}
+	if in.local != nil {
+		return in, nil
+	}
+	in.client = clientauth.RefuseRedirects(limitedClient(i.HTTPClient, in.timeout))
+	if i.Key != nil {
+		s, err := clientauth.NewSigner(i.Key, i.KeyAlg, i.KeyID)
+		if err != nil {
+			return nil, fmt.Errorf("accesstoken: Config.Introspection.Key: %w", err)
+		}
+		in.signer = s
+	}
+	if in.endpoint == "" {
+		doc, err := discoverDocument(ctx, limitedClient(i.HTTPClient, in.timeout), from.issuer)
+		if err != nil {
+			return nil, err
+		}
+		if doc.IntrospectionEndpoint == "" {
+			return nil, fmt.Errorf("accesstoken: discovery: %s names no introspection_endpoint", from.issuer)
+		}
+		in.endpoint = doc.IntrospectionEndpoint
+	}
+	return in, nil
+}
+
 // constantVersion is the key version of an Introspector's answers, which
 // no key change makes stale.
 type constantVersion struct{ KeySource }
 
 func (constantVersion) KeysVersion() uint64 { return 0 }
 
-// leewayOf is Config.Leeway's rule: zero means 30 seconds,
-// negative none.
-func leewayOf(l time.Duration) time.Duration {
-	switch {
-	case l == 0:
-		return 30 * time.Second
-	case l < 0:
-		return 0
-	}
-	return l
-}
-
 // inactiveClaims marks an inactive answer in the cache.
 var inactiveClaims = &Claims{}
 
 // validate introspects token, or reuses an answer about it.
 func (in *introspector) validate(ctx context.Context, token string) (*Claims, error) {
-	v := in.rules
+	v := in.checks
 	start := v.startTimer()
 	switch {
 	case len(token) > in.maxToken:
@@ -121,12 +162,12 @@ func (in *introspector) call(ctx context.Context, token string) (*Claims, error)
 		in.log(ctx, `the answer has no boolean "active"`, nil)
 		return nil, ErrIntrospectionUnavailable
 	}
-	now := in.rules.now()
+	now := in.checks.now()
 	cacheable := len(token) <= maxCachedReference && len(answer) <= maxCachedAnswer
 	token = strings.Clone(token) // the caches keep it
 	if !active {
 		if in.inactive != nil && cacheable {
-			in.inactive.put(token, inactiveClaims, now, now.Add(in.inactiveAge), in.from, 0)
+			in.inactive.put(token, inactiveClaims, now, now.Add(in.inactiveAge), in.from.versioned, 0)
 		}
 		return nil, ErrInactive
 	}
@@ -134,12 +175,12 @@ func (in *introspector) call(ctx context.Context, token string) (*Claims, error)
 		return nil, errType // a refresh token, say; not cached: a retry costs a call, as an unknown token's first does
 	}
 	// RFC 7662 makes "iss" optional: without it, the issuer asked.
-	c, err := in.rules.claims(in.from, raw, base64.RawURLEncoding.EncodeToString(answer), in.from.issuer, now)
+	c, err := in.checks.claims(in.from, raw, base64.RawURLEncoding.EncodeToString(answer), in.from.issuer, now)
 	if err != nil {
 		return nil, err
 	}
 	if in.active != nil && cacheable {
-		in.active.put(token, c, now, c.ExpiresAt.Add(in.rules.leeway), in.from, 0)
+		in.active.put(token, c, now, c.ExpiresAt.Add(in.checks.leeway), in.from.versioned, 0)
 	}
 	return c, nil
 }

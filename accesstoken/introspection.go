@@ -1,15 +1,11 @@
 package accesstoken
 
 import (
-	"cmp"
 	"context"
 	"crypto"
 	"errors"
-	"fmt"
 	"net/http"
 	"time"
-
-	"github.com/idsauth/idsauth/internal/clientauth"
 )
 
 // Introspection says how a Validator asks its issuer about the tokens it
@@ -107,16 +103,6 @@ type LocalIntrospector interface {
 	IntrospectToken(ctx context.Context, api, token string) ([]byte, error)
 }
 
-// ErrInactive is the reason of a token the introspection endpoint says is
-// not active: unknown, expired, revoked, or not for this API.
-var ErrInactive = errors.New("token is not active")
-
-// ErrIntrospectionUnavailable is the reason of a token that could not be
-// introspected: the endpoint was down, slow, or answered what is not an
-// introspection answer. The token is refused, never let through; the log
-// says why. It is not the token's fault: a caller may answer otherwise.
-var ErrIntrospectionUnavailable = errors.New("token introspection unavailable")
-
 // maxReferenceSize is the longest token introspected when
 // Config.MaxTokenSize is zero: reference tokens are short, 43 characters
 // from this module's issuer and 66 from IdentityServer.
@@ -154,56 +140,4 @@ func (i *Introspection) check() error {
 		return errors.New("accesstoken: Config.Introspection: a negative Timeout, CacheMaxAge or MaxConcurrent")
 	}
 	return nil
-}
-
-// newIntrospector prepares cfg.Introspection for v. Without Endpoint or
-// Local it reads the endpoint from the issuer's discovery document, and
-// fails if it cannot.
-func newIntrospector(ctx context.Context, cfg *Config, v *Validator) (*introspector, error) {
-	i := cfg.Introspection
-	if err := i.check(); err != nil {
-		return nil, err
-	}
-	in := &introspector{
-		from:     &trustedIssuer{issuer: cfg.Issuer, audience: cfg.Audience, versioned: constantVersion{}},
-		rules:    v,
-		endpoint: i.Endpoint,
-		clientID: i.ClientID,
-		secret:   i.ClientSecret,
-		noAuth:   i.Unauthenticated,
-		local:    i.Local,
-		timeout:  cmp.Or(i.Timeout, defaultTimeout),
-		maxToken: cmp.Or(cfg.MaxTokenSize, maxReferenceSize),
-		logger:   cfg.Logger,
-	}
-	in.slots = make(chan struct{}, cmp.Or(i.MaxConcurrent, 64))
-	if i.CacheBytes >= 0 {
-		size := cmp.Or(i.CacheBytes, 16<<20) / introspectionEntryBytes
-		in.active = newTokenCache(max(1, size*3/4), cmp.Or(i.CacheMaxAge, time.Minute))
-		if in.inactiveAge = cmp.Or(i.InactiveCacheMaxAge, 10*time.Second); in.inactiveAge > 0 {
-			in.inactive = newTokenCache(max(1, size/4), in.inactiveAge)
-		}
-	}
-	if in.local != nil {
-		return in, nil
-	}
-	in.client = clientauth.RefuseRedirects(limitedClient(i.HTTPClient, in.timeout))
-	if i.Key != nil {
-		s, err := clientauth.NewSigner(i.Key, i.KeyAlg, i.KeyID)
-		if err != nil {
-			return nil, fmt.Errorf("accesstoken: Config.Introspection.Key: %w", err)
-		}
-		in.signer = s
-	}
-	if in.endpoint == "" {
-		doc, err := discoverDocument(ctx, limitedClient(i.HTTPClient, in.timeout), cfg.Issuer)
-		if err != nil {
-			return nil, err
-		}
-		if doc.IntrospectionEndpoint == "" {
-			return nil, fmt.Errorf("accesstoken: discovery: %s names no introspection_endpoint", cfg.Issuer)
-		}
-		in.endpoint = doc.IntrospectionEndpoint
-	}
-	return in, nil
 }

@@ -3,6 +3,7 @@ package accesstoken
 import (
 	"context"
 	"crypto"
+	"errors"
 )
 
 // KeySource gives the public keys that may verify a token. Set
@@ -35,4 +36,23 @@ type VersionedKeySource interface {
 	KeySource
 	// KeysVersion changes whenever keys are added or removed.
 	KeysVersion() uint64
+}
+
+// MaxKeysPerToken is the most signature checks one token costs: a token
+// for which the key source offers more keys than this (a token without
+// "kid" against a JWKS with several keys of its alg) is refused
+// ("ambiguous_key") before any check. Two lets a token without kid through
+// while its issuer rotates keys, the old one and the new one published
+// side by side.
+const MaxKeysPerToken = 2
+
+// keyError turns a key source's failure into one of ours:
+// ErrKeysUnavailable or errAlgorithm when it says so, else ErrUnknownKey.
+func keyError(err error) error {
+	for _, r := range []error{ErrKeysUnavailable, errAlgorithm} {
+		if errors.Is(err, r) {
+			return r
+		}
+	}
+	return ErrUnknownKey
 }

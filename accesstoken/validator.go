@@ -3,6 +3,7 @@ package accesstoken
 import (
 	"cmp"
 	"context"
+	"crypto"
 	"errors"
 	"fmt"
 	"slices"
@@ -11,7 +12,6 @@ import (
 	"time"
 
 	"github.com/idsauth/idsauth/internal/jws"
-	"github.com/idsauth/idsauth/observe"
 )
 
 // maxTokenSize is the longest token read when Config.MaxTokenSize is
@@ -28,26 +28,14 @@ const maxTokenSize = 16 << 10
 // [RFC 9068]: https://www.rfc-editor.org/rfc/rfc9068
 // [RFC 7662]: https://www.rfc-editor.org/rfc/rfc7662
 type Validator struct {
+	checks                                // of every token's claims, whichever its kind
 	issuers     map[string]*trustedIssuer // by exact "iss": Issuer alone, or each of Issuers
 	allowed     map[string]bool
 	requireType bool
-	allowBound  bool
 	maxSize     int
-	leeway      time.Duration
-	now         func() time.Time
 	cache       *tokenCache   // nil when off, and when no issuer's keys have a version
 	in          *introspector // nil without Config.Introspection
-	observer    observe.Observer
-	checks      atomic.Uint64 // signature checks made: counted, for tests
-}
-
-// trustedIssuer is one issuer a Validator accepts, as New
-// prepared it.
-type trustedIssuer struct {
-	issuer    string
-	audience  []string // empty with AnyAudience
-	keys      KeySource
-	versioned VersionedKeySource // nil when the source has no version: its tokens are not cached
+	sigChecks   atomic.Uint64 // signature checks made: counted, for tests
 }
 
 // New returns a Validator for cfg. An issuer without Keys gets the JWKS
@@ -85,17 +73,11 @@ func New(ctx context.Context, cfg Config) (_ *Validator, err error) {
 		allowed[a] = true
 	}
 	v := &Validator{
+		checks:      newChecks(&cfg),
 		allowed:     allowed,
 		requireType: cfg.RequireType,
-		allowBound:  cfg.AllowBoundTokens,
 		maxSize:     cmp.Or(cfg.MaxTokenSize, maxTokenSize),
-		leeway:      leewayOf(cfg.Leeway),
-		now:         cfg.Now,
-		observer:    cfg.Observer,
 		issuers:     make(map[string]*trustedIssuer, len(list)),
-	}
-	if v.now == nil {
-		v.now = time.Now
 	}
 	// An error ends the refreshes of the issuers set up before it.
 	ctx, cancel := context.WithCancel(ctx)
@@ -126,7 +108,9 @@ func New(ctx context.Context, cfg Config) (_ *Validator, err error) {
 		v.cache = newTokenCache(cmp.Or(cfg.CacheSize, 10000), cmp.Or(max(0, cfg.CacheMaxAge), 5*time.Minute))
 	}
 	if cfg.Introspection != nil {
-		if v.in, err = newIntrospector(ctx, &cfg, v); err != nil {
+		// An opaque token names no issuer: the one of Config.Issuer.
+		from := &trustedIssuer{issuer: cfg.Issuer, audience: cfg.Audience, versioned: constantVersion{}}
+		if v.in, err = newIntrospector(ctx, cfg.Introspection, &v.checks, from, cmp.Or(cfg.MaxTokenSize, maxReferenceSize), cfg.Logger); err != nil {
 			return nil, err
 		}
 	}
@@ -180,27 +164,10 @@ func (v *Validator) Validate(ctx context.Context, token string) (*Claims, error)
 		token = strings.Clone(token)
 		_, rest, _ := strings.Cut(token, ".")
 		c.payload, _, _ = strings.Cut(rest, ".")
-		v.cache.put(token, c, now, c.ExpiresAt.Add(v.leeway), t, keys)
+		v.cache.put(token, c, now, c.ExpiresAt.Add(v.leeway), t.versioned, keys)
 	}
 	v.succeeded(ctx, start, false)
 	return c, nil
-}
-
-// fromCache answers for token from cache (nil: off) when it holds it: its
-// claims, or the refusal of its binding for this request; hit is false
-// when the token must be checked.
-func (v *Validator) fromCache(ctx context.Context, cache *tokenCache, token string, now, start time.Time) (c *Claims, hit bool, err error) {
-	if cache == nil {
-		return nil, false, nil
-	}
-	if c, hit = cache.get(token, now); !hit {
-		return nil, false, nil
-	}
-	if err := v.binding(ctx, c); err != nil {
-		return nil, true, v.failed(ctx, start, refused(err))
-	}
-	v.succeeded(ctx, start, true)
-	return c, true, nil
 }
 
 // validate is Validate without the cache. It returns the issuer that
@@ -268,4 +235,42 @@ func (v *Validator) chooseIssuer(raw jws.Claims) (*trustedIssuer, error) {
 		return nil, errIssuer
 	}
 	return t, nil
+}
+
+// verify reports whether sig, of alg, signs signingInput under any of
+// keys.
+func (v *Validator) verify(alg, signingInput string, sig []byte, keys []crypto.PublicKey) bool {
+	for _, k := range keys {
+		v.sigChecks.Add(1)
+		if jws.Verify(alg, signingInput, sig, k) == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// checkHeader checks what the validator requires of a token's header:
+// an "alg" on the allow-list, no "crit", and a "typ" of an access token
+// (or none, unless RequireType).
+func (v *Validator) checkHeader(t *jws.Token) error {
+	if !v.allowed[t.Alg] {
+		return errAlgorithm
+	}
+	if t.Has("crit") {
+		return errCritical
+	}
+	typ, present, err := t.String("typ")
+	switch {
+	case !present:
+		if v.requireType {
+			return errType
+		}
+		return nil
+	case err != nil:
+		return errType
+	}
+	if !strings.EqualFold(typ, "at+jwt") && !strings.EqualFold(typ, "application/at+jwt") && !strings.EqualFold(typ, "JWT") {
+		return errType
+	}
+	return nil
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/idsauth/idsauth/accesstoken"
 
 	"github.com/idsauth/idsauth/internal/dpop"
-	"github.com/idsauth/idsauth/internal/oauthwire"
 	"github.com/idsauth/idsauth/internal/replay"
 	"github.com/idsauth/idsauth/limit"
 )
@@ -88,22 +87,6 @@ type DPoPConfig struct {
 	// Now is the clock, for tests. Nil means time.Now.
 	Now func() time.Time
 }
-
-// DPoP failures, given to the reject hook (codes dpop_proof, dpop_nonce,
-// dpop_key; see ReasonCode).
-var (
-	// errDPoPProof: the DPoP proof is missing, not one, malformed, or
-	// fails a check of RFC 9449 §4.3 (its signature, htm, htu, iat, ath),
-	// or was used before. 401 invalid_dpop_proof.
-	errDPoPProof = errors.New("invalid DPoP proof")
-	// errDPoPNonce: the proof lacks the current nonce. 401
-	// use_dpop_nonce, with the nonce in DPoP-Nonce.
-	errDPoPNonce = errors.New("DPoP proof lacks the nonce")
-	// errDPoPKey: the proof is by another key than the token is bound
-	// to. 401 invalid_dpop_proof, described as every other refused proof
-	// is: "invalid DPoP proof: key is not the token's".
-	errDPoPKey = errors.New("DPoP proof key is not the token's")
-)
 
 // dpopChecker is the DPoPConfig of a RequireBearer, prepared.
 type dpopChecker struct {
@@ -208,71 +191,4 @@ func (d *dpopChecker) remember(ctx context.Context, c *accesstoken.Claims, p *dp
 		return proofFailure("its jti was already used", nil)
 	}
 	return nil
-}
-
-// requestPath is the path the client addressed: the request line's,
-// which a handler in front (http.StripPrefix) does not rewrite, so that a
-// proof made for another resource of the host cannot pass for this one.
-func requestPath(r *http.Request) string {
-	if plainPath(r.RequestURI) {
-		return r.RequestURI // its own escaped path: nothing to parse
-	}
-	if r.RequestURI != "" && r.RequestURI != "*" {
-		if u, err := url.ParseRequestURI(r.RequestURI); err == nil {
-			return u.EscapedPath()
-		}
-	}
-	return r.URL.EscapedPath()
-}
-
-// plainPath reports whether uri is an origin-form path of characters a
-// path holds as they are (RFC 3986 §3.3: unreserved, sub-delims, ":",
-// "@", "/"), without query, fragment or escape: its escaped path is
-// itself.
-func plainPath(uri string) bool {
-	if uri == "" || uri[0] != '/' {
-		return false
-	}
-	for i := 0; i < len(uri); i++ {
-		c := uri[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case strings.IndexByte("-._~!$&'()*+,;=:@/", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-// dpopFailure is an errDPoPProof with what went wrong: why is fixed text,
-// fit for error_description (never the proof's or the token's content);
-// err, when set, is its cause, for the log alone.
-type dpopFailure struct {
-	why string
-	err error
-}
-
-func proofFailure(why string, err error) error { return &dpopFailure{why: why, err: err} }
-
-func (f *dpopFailure) Error() string {
-	if f.err != nil {
-		return "invalid DPoP proof: " + f.why + ": " + f.err.Error()
-	}
-	return "invalid DPoP proof: " + f.why
-}
-func (f *dpopFailure) Is(target error) bool { return target == errDPoPProof }
-func (f *dpopFailure) Unwrap() error        { return f.err }
-
-// dpopAlgs is what a DPoP challenge says of the proof algorithms.
-var dpopAlgs = strings.Join(dpop.Algs, " ")
-
-// challengeBoth answers a request that carried no token where DPoP is
-// accepted: a bare challenge for each scheme accepted (RFC 9449 §7.1).
-func (o *responder) challengeBoth(w http.ResponseWriter, r *http.Request, reason error, bearerToo bool) {
-	if bearerToo {
-		w.Header().Add("WWW-Authenticate", o.challengeOf(r, "Bearer", oauthwire.Error{}))
-	}
-	w.Header().Add("WWW-Authenticate", o.challengeOf(r, "DPoP", oauthwire.Error{}))
-	o.answerChallenge(w, r, reason)
 }

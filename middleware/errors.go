@@ -21,6 +21,50 @@ var (
 	errNoClaims = errors.New("token validator returned no claims and no error")
 )
 
+// DPoP failures, given to the reject hook (codes dpop_proof, dpop_nonce,
+// dpop_key; see ReasonCode).
+var (
+	// errDPoPProof: the DPoP proof is missing, not one, malformed, or
+	// fails a check of RFC 9449 §4.3 (its signature, htm, htu, iat, ath),
+	// or was used before. 401 invalid_dpop_proof.
+	errDPoPProof = errors.New("invalid DPoP proof")
+	// errDPoPNonce: the proof lacks the current nonce. 401
+	// use_dpop_nonce, with the nonce in DPoP-Nonce.
+	errDPoPNonce = errors.New("DPoP proof lacks the nonce")
+	// errDPoPKey: the proof is by another key than the token is bound
+	// to. 401 invalid_dpop_proof, described as every other refused proof
+	// is: "invalid DPoP proof: key is not the token's".
+	errDPoPKey = errors.New("DPoP proof key is not the token's")
+)
+
+// dpopFailure is an errDPoPProof with what went wrong: why is fixed text,
+// fit for error_description (never the proof's or the token's content);
+// err, when set, is its cause, for the log alone.
+type dpopFailure struct {
+	why string
+	err error
+}
+
+func proofFailure(why string, err error) error { return &dpopFailure{why: why, err: err} }
+
+func (f *dpopFailure) Error() string {
+	if f.err != nil {
+		return "invalid DPoP proof: " + f.why + ": " + f.err.Error()
+	}
+	return "invalid DPoP proof: " + f.why
+}
+func (f *dpopFailure) Is(target error) bool { return target == errDPoPProof }
+func (f *dpopFailure) Unwrap() error        { return f.err }
+
+// ErrSCIMToken is the reject hook's reason for every SCIM 401: a missing or
+// malformed Authorization header, a wrong token and an unknown tenant are
+// one case on purpose, so that tenants cannot be probed.
+var ErrSCIMToken = errors.New("the authorization header is invalid or missing")
+
+// ErrSCIMTooManyFailures is the reject hook's reason for a SCIM 429: the
+// address failed too often.
+var ErrSCIMTooManyFailures = errors.New("too many failed attempts")
+
 // reasons is the one table of what this package says about a refusal, by
 // its code: on the wire (error_description) and in a log line. The codes
 // are accesstoken's (a ValidationError's Code) and this package's own

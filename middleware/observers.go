@@ -30,6 +30,15 @@ func rejectionFrom(ctx context.Context) (*rejection, bool) {
 
 func isRejection(k observe.Kind) bool { return k == observe.Rejected || k == observe.SCIMRefused }
 
+// RejectFunc is called on every rejected request with the answer's status
+// and the reason: a *accesstoken.ValidationError, with its facts, for a
+// token that failed validation, one of this package's own reasons, or,
+// from a TokenValidator of your own, its error. ReasonCode names each
+// with a fixed code. It never receives the token. Use it for audit logs;
+// for metrics, an observe.Observer (BearerConfig.Observer) gets every
+// rejection with its code.
+type RejectFunc func(r *http.Request, status int, err error)
+
 // hookObserver is a RejectFunc as an observer.
 type hookObserver RejectFunc
 
@@ -61,16 +70,6 @@ func (o logObserver) Observe(ctx context.Context, e observe.Event) {
 		}
 	}
 	o.l.LogAttrs(ctx, slog.LevelInfo, "idsauth: request rejected", attrs...)
-}
-
-// registered returns tenant if it is registered in tenants, else "": an
-// event names registered tenants only. It asks the store only when there
-// is an observer to tell.
-func (o *responder) registered(tenants TenantStore, tenant string) string {
-	if o.obs == nil || len(tenants.TenantTokens(tenant)) == 0 {
-		return ""
-	}
-	return tenant
 }
 
 // scimLimit names the SCIM failure budget that refused a request.
