@@ -21,9 +21,6 @@ import (
 
 // exampleIssuer starts an identity service on loopback with one client,
 // "reporting" / "s3cret", allowed pd_AdminWebApi.
-
-// exampleIssuer starts an identity service on loopback with one client,
-// "reporting" / "s3cret", allowed pd_AdminWebApi.
 func exampleIssuer() (*httptest.Server, *issuer.Issuer) {
 	return exampleIssuerWith(func(*issuer.Config) {})
 }
@@ -48,7 +45,9 @@ func exampleIssuerWith(edit func(*issuer.Config)) (*httptest.Server, *issuer.Iss
 	return srv, iss
 }
 
-func ExampleNewValidator() {
+// An API that trusts one issuer: the keys are found by the issuer's
+// discovery, and every claim is checked.
+func ExampleNew() {
 	ids, iss := exampleIssuer()
 	defer ids.Close()
 

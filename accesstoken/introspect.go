@@ -91,7 +91,7 @@ func newIntrospector(ctx context.Context, i *Introspection, ch *checks, from *tr
 	return in, nil
 }
 
-// constantVersion is the key version of an Introspector's answers, which
+// constantVersion is the key version of introspection answers, which
 // no key change makes stale.
 type constantVersion struct{ KeySource }
 
@@ -136,7 +136,7 @@ func (in *introspector) validate(ctx context.Context, token string) (*Claims, er
 // call asks the endpoint about token, checks the answer, and caches it.
 func (in *introspector) call(ctx context.Context, token string) (*Claims, error) {
 	// The callers who share this call wait for it: the first one's
-	// cancellation does not end it, FetchTimeout does.
+	// cancellation does not end it, Timeout does.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), in.timeout)
 	defer cancel()
 	select {

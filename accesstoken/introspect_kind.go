@@ -27,7 +27,7 @@ import (
 //     are refused.
 //
 // A member of the wrong JSON type is refused too. Where a server's
-// answer does not say (see IntrospectorConfig.Audience), nothing here
+// answer does not say (see Introspection on Config.Audience), nothing here
 // can tell.
 var notAccessTokens = map[string][]string{
 	"token_use": nil, // anything but access_token

@@ -50,7 +50,7 @@ type Validator struct {
 // each issuer, two issuers with the same Issuer are an error too, and on
 // any error the JWKS fetched for the issuers before it are not
 // refreshed.
-func New(ctx context.Context, cfg Config) (_ *Validator, err error) {
+func New(ctx context.Context, cfg Config) (*Validator, error) {
 	list, err := cfg.issuerList()
 	if err != nil {
 		return nil, err
@@ -81,8 +81,9 @@ func New(ctx context.Context, cfg Config) (_ *Validator, err error) {
 	}
 	// An error ends the refreshes of the issuers set up before it.
 	ctx, cancel := context.WithCancel(ctx)
+	made := false
 	defer func() {
-		if err != nil {
+		if !made {
 			cancel()
 		}
 	}()
@@ -114,6 +115,7 @@ func New(ctx context.Context, cfg Config) (_ *Validator, err error) {
 			return nil, err
 		}
 	}
+	made = true
 	return v, nil
 }
 

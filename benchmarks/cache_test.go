@@ -8,10 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idsauth/idsauth/accesstoken"
-
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/internal/jwktest"
 	"github.com/idsauth/idsauth/internal/keys"
 	"github.com/idsauth/idsauth/scope"

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/idsauth/idsauth/accesstoken"
-
 	"github.com/idsauth/idsauth/internal/clientauth"
 	"github.com/idsauth/idsauth/internal/dpop"
 	"github.com/idsauth/idsauth/internal/jwktest"

@@ -5,10 +5,9 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/idsauth/idsauth/accesstoken"
-
 	"golang.org/x/oauth2/clientcredentials"
 
+	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/issuer"
 	"github.com/idsauth/idsauth/scope"
 	"github.com/idsauth/idsauth/secret"

@@ -4,10 +4,9 @@ import (
 	"context"
 	"testing"
 
-	"github.com/idsauth/idsauth/accesstoken"
-
 	"github.com/justinas/alice"
 
+	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/internal/jwktest"
 	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/scope"

@@ -15,7 +15,6 @@ import (
 	"testing"
 
 	"github.com/idsauth/idsauth/accesstoken"
-
 	"github.com/idsauth/idsauth/client"
 	"github.com/idsauth/idsauth/internal/keys"
 	"github.com/idsauth/idsauth/issuer"

@@ -11,11 +11,10 @@ import (
 	"net/http/httptest"
 	"os"
 
-	"github.com/idsauth/idsauth/accesstoken"
-
 	"github.com/justinas/alice"
 	"golang.org/x/oauth2"
 
+	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/client"
 	"github.com/idsauth/idsauth/issuer"
 	"github.com/idsauth/idsauth/middleware"

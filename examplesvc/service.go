@@ -10,10 +10,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/idsauth/idsauth/accesstoken"
-
 	"github.com/justinas/alice"
 
+	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/internal/clientip"
 	"github.com/idsauth/idsauth/issuer"
 	"github.com/idsauth/idsauth/metrics"

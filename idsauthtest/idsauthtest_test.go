@@ -12,10 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idsauth/idsauth/accesstoken"
-
 	"github.com/justinas/alice"
 
+	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/client"
 	"github.com/idsauth/idsauth/idsauthtest"
 	"github.com/idsauth/idsauth/issuer"

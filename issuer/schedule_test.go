@@ -15,10 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idsauth/idsauth/accesstoken"
-
 	"golang.org/x/time/rate"
 
+	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/internal/keys"
 	"github.com/idsauth/idsauth/internal/testlog"
 	"github.com/idsauth/idsauth/issuer"

@@ -30,7 +30,7 @@ type BearerConfig struct {
 	// Observer gets an observe.Rejected event for every rejected request,
 	// from RequireBearer and the RequireScope after it, with the reason as
 	// a fixed code (see ReasonCode). Nil sends none. Validations are the
-	// Validator's events: see ValidatorConfig.Observer.
+	// validator's events: see accesstoken.Config.Observer.
 	Observer observe.Observer
 
 	// DPoP, when set, accepts DPoP-bound tokens with their proofs (RFC

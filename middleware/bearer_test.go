@@ -16,10 +16,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idsauth/idsauth/accesstoken"
-
 	"github.com/justinas/alice"
 
+	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/internal/jwktest"
 	"github.com/idsauth/idsauth/internal/keys"
 	"github.com/idsauth/idsauth/internal/testlog"

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/idsauth/idsauth/accesstoken"
-
 	"github.com/idsauth/idsauth/internal/dpop"
 	"github.com/idsauth/idsauth/internal/replay"
 	"github.com/idsauth/idsauth/limit"

@@ -9,43 +9,9 @@ import (
 	"strings"
 
 	"github.com/idsauth/idsauth/accesstoken"
-
-	"golang.org/x/oauth2/clientcredentials"
-
-	"github.com/idsauth/idsauth/issuer"
 	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/scope"
-	"github.com/idsauth/idsauth/secret"
 )
-
-// One route takes both kinds of token: a JWT is checked with the
-// issuer's keys, a reference token is introspected, here answered by the
-// issuer in the same process (against a remote one: Endpoint or
-// discovery, and the API's ClientSecret or Key).
-func Example_referenceTokens() {
-	ids, iss := exampleIssuerWith(func(c *issuer.Config) {
-		c.Clients[0].AccessTokenType = "reference"
-		c.APIResources = []issuer.APIResourceConfig{{Name: "admin-api", SecretHashes: []string{secret.HashSHA256("api-secret").String()}, Scopes: []string{scope.AdminWebAPI}}}
-	})
-	defer ids.Close()
-	aud := []string{iss.URL() + "/resources"}
-	both, err := accesstoken.New(context.Background(), accesstoken.Config{
-		Issuer: iss.URL(), Audience: aud, Keys: iss,
-		Introspection: &accesstoken.Introspection{ClientID: "admin-api", Local: iss},
-	})
-	if err != nil {
-		log.Fatal(err)
-	}
-
-	cc := clientcredentials.Config{ClientID: "reporting", ClientSecret: "s3cret", TokenURL: iss.TokenURL(), Scopes: []string{scope.AdminWebAPI}}
-	tok, err := cc.Token(context.Background())
-	if err != nil {
-		log.Fatal(err)
-	}
-	c, err := both.Validate(context.Background(), tok.AccessToken)
-	fmt.Println(len(tok.AccessToken), c.ClientID, c.Scopes, err)
-	// Output: 43 reporting pd_AdminWebApi <nil>
-}
 
 // One DPoP serves every route of a service, so that they share its replay
 // memory and nonces. A request without a token is told both schemes.

@@ -10,11 +10,10 @@ import (
 	"net/http/httptest"
 	"slices"
 
-	"github.com/idsauth/idsauth/accesstoken"
-
 	"github.com/justinas/alice"
 	"golang.org/x/oauth2/clientcredentials"
 
+	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/issuer"
 	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/scope"

@@ -6,7 +6,6 @@ import (
 	"net/http"
 
 	"github.com/idsauth/idsauth/accesstoken"
-
 	"github.com/idsauth/idsauth/limit"
 	"github.com/idsauth/idsauth/observe"
 )

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/idsauth/idsauth/accesstoken"
-
 	"github.com/idsauth/idsauth/internal/jwktest"
 	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/scope"

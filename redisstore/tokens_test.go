@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/idsauth/idsauth/accesstoken"
-
 	"github.com/idsauth/idsauth/issuer"
 	"github.com/idsauth/idsauth/redisstore"
 	"github.com/idsauth/idsauth/scope"

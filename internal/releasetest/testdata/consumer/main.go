@@ -21,14 +21,13 @@ import (
 	"os"
 	"strings"
 
-	"github.com/idsauth/idsauth/accesstoken"
-
 	"github.com/redis/go-redis/v9"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/client"
 	"github.com/idsauth/idsauth/idsauthotel"
 	"github.com/idsauth/idsauth/issuer"
