@@ -12,7 +12,11 @@
 //
 // This package holds no code. Start with:
 //
-//   - middleware: RequireBearer, RequireScope and SCIMAuth protect routes.
+//   - accesstoken: decides whether an access token is good, from any
+//     issuer: JWTs with the issuer's keys, reference tokens by
+//     introspection.
+//   - middleware: RequireBearer, RequireScope and SCIMAuth protect routes
+//     with it.
 //   - issuer: the identity service, an http.Handler to mount at /ids/.
 //   - client: an *http.Client that gets, caches and renews tokens.
 //   - idsauthtest: a real issuer in tests, and checkers that run the

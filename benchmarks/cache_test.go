@@ -10,9 +10,9 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/internal/jwktest"
 	"github.com/idsauth/idsauth/internal/keys"
-	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/scope"
 )
 
@@ -32,9 +32,9 @@ func BenchmarkCacheAtCapacity(b *testing.B) {
 			j := jwktest.NewJWKS(b, k)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			newValidator := func(size int) *middleware.Validator {
-				v, err := middleware.NewValidator(ctx, middleware.ValidatorConfig{
-					Issuer: j.Issuer(), Audience: []string{j.Issuer() + "/resources"}, JWKSURL: j.JWKSURL(),
+			newValidator := func(size int) *accesstoken.Validator {
+				v, err := accesstoken.New(ctx, accesstoken.Config{
+					Issuer: j.Issuer(), Audience: []string{j.Issuer() + "/resources"},
 					CacheSize: size, CacheMaxAge: time.Hour,
 				})
 				if err != nil {

@@ -16,9 +16,9 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/connectauth"
 	"github.com/idsauth/idsauth/grpcauth"
-	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/scope"
 )
 
@@ -109,10 +109,14 @@ func (bareConnect) WrapStreamingHandler(next connect.StreamingHandlerFunc) conne
 	return next
 }
 
-func newValidator(b *testing.B, s *setup) *middleware.Validator {
+func newValidator(b *testing.B, s *setup) *accesstoken.Validator {
 	ctx, cancel := context.WithCancel(context.Background())
 	b.Cleanup(cancel)
-	v, err := middleware.NewValidator(ctx, middleware.ValidatorConfig{Issuer: s.jwks.Issuer(), Audience: []string{s.jwks.Issuer() + "/resources"}, JWKSURL: s.jwks.JWKSURL()})
+	keys, err := accesstoken.NewJWKS(ctx, accesstoken.JWKSConfig{URL: s.jwks.JWKSURL()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	v, err := accesstoken.New(ctx, accesstoken.Config{Issuer: s.jwks.Issuer(), Audience: []string{s.jwks.Issuer() + "/resources"}, Keys: keys})
 	if err != nil {
 		b.Fatal(err)
 	}

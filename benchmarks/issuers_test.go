@@ -6,6 +6,7 @@ import (
 
 	"github.com/justinas/alice"
 
+	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/internal/jwktest"
 	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/scope"
@@ -19,18 +20,18 @@ import (
 func BenchmarkIssuers(b *testing.B) {
 	s := newSetup(b, "ES256")
 	other := jwktest.NewJWKS(b, jwktest.NewKey(b, "ES256"))
-	one := func(cacheSize int) middleware.ValidatorConfig {
-		return middleware.ValidatorConfig{Issuer: s.jwks.Issuer(), Audience: []string{s.jwks.Issuer() + "/resources"}, JWKSURL: s.jwks.JWKSURL(), CacheSize: cacheSize}
+	one := func(cacheSize int) accesstoken.Config {
+		return accesstoken.Config{Issuer: s.jwks.Issuer(), Audience: []string{s.jwks.Issuer() + "/resources"}, CacheSize: cacheSize}
 	}
-	two := func(cacheSize int) middleware.ValidatorConfig {
-		return middleware.ValidatorConfig{CacheSize: cacheSize, Issuers: []middleware.TrustedIssuer{
-			{Issuer: other.Issuer(), Audience: []string{other.Issuer() + "/resources"}, JWKSURL: other.JWKSURL()},
-			{Issuer: s.jwks.Issuer(), Audience: []string{s.jwks.Issuer() + "/resources"}, JWKSURL: s.jwks.JWKSURL()},
+	two := func(cacheSize int) accesstoken.Config {
+		return accesstoken.Config{CacheSize: cacheSize, Issuers: []accesstoken.TrustedIssuer{
+			{Issuer: other.Issuer(), Audience: []string{other.Issuer() + "/resources"}},
+			{Issuer: s.jwks.Issuer(), Audience: []string{s.jwks.Issuer() + "/resources"}},
 		}}
 	}
 	for _, c := range []struct {
 		name string
-		cfg  middleware.ValidatorConfig
+		cfg  accesstoken.Config
 	}{
 		{"one-issuer-warm", one(0)},
 		{"two-issuers-warm", two(0)},
@@ -40,7 +41,7 @@ func BenchmarkIssuers(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			v, err := middleware.NewValidator(ctx, c.cfg)
+			v, err := accesstoken.New(ctx, c.cfg)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -18,6 +18,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/justinas/alice"
 
+	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/internal/jwktest"
 	"github.com/idsauth/idsauth/internal/keys"
 	"github.com/idsauth/idsauth/middleware"
@@ -60,7 +61,7 @@ func run(b *testing.B, h http.Handler, token string) {
 func idsauth(b *testing.B, s *setup, cacheSize int) http.Handler {
 	ctx, cancel := context.WithCancel(context.Background())
 	b.Cleanup(cancel)
-	v, err := middleware.NewValidator(ctx, middleware.ValidatorConfig{Issuer: s.jwks.Issuer(), Audience: []string{s.jwks.Issuer() + "/resources"}, JWKSURL: s.jwks.JWKSURL(), CacheSize: cacheSize})
+	v, err := accesstoken.New(ctx, accesstoken.Config{Issuer: s.jwks.Issuer(), Audience: []string{s.jwks.Issuer() + "/resources"}, CacheSize: cacheSize})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/justinas/alice"
 	"golang.org/x/oauth2"
 
+	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/client"
 	"github.com/idsauth/idsauth/internal/keys"
 	"github.com/idsauth/idsauth/issuer"
@@ -36,7 +37,7 @@ type world struct {
 	cfg        *issuer.Config
 }
 
-func newWorld(t *testing.T, lifetime int, validator func(iss *issuer.Issuer) middleware.ValidatorConfig) *world {
+func newWorld(t *testing.T, lifetime int, validator func(iss *issuer.Issuer) accesstoken.Config) *world {
 	t.Helper()
 	w := &world{}
 	mux := http.NewServeMux()
@@ -61,11 +62,11 @@ func newWorld(t *testing.T, lifetime int, validator func(iss *issuer.Issuer) mid
 		}
 		iss.ServeHTTP(rw, r)
 	}))
-	vc := middleware.ValidatorConfig{Issuer: iss.URL(), Audience: []string{iss.URL() + "/resources"}, Keys: iss}
+	vc := accesstoken.Config{Issuer: iss.URL(), Audience: []string{iss.URL() + "/resources"}, Keys: iss}
 	if validator != nil {
 		vc = validator(iss)
 	}
-	v, err := middleware.NewValidator(context.Background(), vc)
+	v, err := accesstoken.New(context.Background(), vc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,8 +158,8 @@ func TestRejectedTokenIsRenewedOnce(t *testing.T) {
 }
 
 func TestEveryTokenRejectedGivesTypedErrorAfterOneRetry(t *testing.T) {
-	w := newWorld(t, 0, func(iss *issuer.Issuer) middleware.ValidatorConfig {
-		return middleware.ValidatorConfig{Issuer: "https://another.example/ids", Audience: []string{iss.URL() + "/resources"}, Keys: iss}
+	w := newWorld(t, 0, func(iss *issuer.Issuer) accesstoken.Config {
+		return accesstoken.Config{Issuer: "https://another.example/ids", Audience: []string{iss.URL() + "/resources"}, Keys: iss}
 	})
 	c := w.client()
 	_, _, err := get(t, c, w.api.URL)
@@ -184,8 +185,8 @@ type onceReader struct{ r io.Reader }
 func (o *onceReader) Read(p []byte) (int, error) { return o.r.Read(p) }
 
 func TestNonReplayableBodyIsNotRetried(t *testing.T) {
-	w := newWorld(t, 0, func(iss *issuer.Issuer) middleware.ValidatorConfig {
-		return middleware.ValidatorConfig{Issuer: "https://another.example/ids", Audience: []string{iss.URL() + "/resources"}, Keys: iss}
+	w := newWorld(t, 0, func(iss *issuer.Issuer) accesstoken.Config {
+		return accesstoken.Config{Issuer: "https://another.example/ids", Audience: []string{iss.URL() + "/resources"}, Keys: iss}
 	})
 	c := w.client()
 	req, _ := http.NewRequest(http.MethodPost, w.api.URL, &onceReader{strings.NewReader("stream")})

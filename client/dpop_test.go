@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/client"
 	"github.com/idsauth/idsauth/internal/keys"
 	"github.com/idsauth/idsauth/issuer"
@@ -50,11 +51,7 @@ func newDPoPWorld(t *testing.T, nonces bool, tokenType string) *dpopWorld {
 		iss.ServeHTTP(rw, r)
 	})
 	aud := []string{iss.URL() + "/resources"}
-	v, err := middleware.NewValidator(context.Background(), middleware.ValidatorConfig{Issuer: iss.URL(), Audience: aud, Keys: iss})
-	if err != nil {
-		t.Fatal(err)
-	}
-	in, err := middleware.NewIntrospector(context.Background(), middleware.IntrospectorConfig{Issuer: iss.URL(), ClientID: "api", Local: iss, Audience: aud})
+	v, err := accesstoken.New(context.Background(), accesstoken.Config{Issuer: iss.URL(), Audience: aud, Keys: iss, Introspection: &accesstoken.Introspection{ClientID: "api", Local: iss}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +61,7 @@ func newDPoPWorld(t *testing.T, nonces bool, tokenType string) *dpopWorld {
 	if err != nil {
 		t.Fatal(err)
 	}
-	protect := middleware.RequireBearerWithConfig(middleware.JWTOrReference(v, in), middleware.BearerConfig{DPoP: dp})
+	protect := middleware.RequireBearerWithConfig(v, middleware.BearerConfig{DPoP: dp})
 	h := protect(middleware.RequireScope(scope.AdminWebAPI)(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		c, _ := middleware.ClaimsFrom(r.Context())
 		body, _ := io.ReadAll(r.Body)

@@ -14,6 +14,7 @@ import (
 	"github.com/justinas/alice"
 	"golang.org/x/oauth2"
 
+	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/client"
 	"github.com/idsauth/idsauth/issuer"
 	"github.com/idsauth/idsauth/middleware"
@@ -94,7 +95,7 @@ func startExampleService(more ...issuer.ClientConfig) *httptest.Server {
 	if err != nil {
 		log.Fatal(err)
 	}
-	v, err := middleware.NewValidator(context.Background(), middleware.ValidatorConfig{Issuer: iss.URL(), Audience: []string{iss.URL() + "/resources"}, Keys: iss})
+	v, err := accesstoken.New(context.Background(), accesstoken.Config{Issuer: iss.URL(), Audience: []string{iss.URL() + "/resources"}, Keys: iss})
 	if err != nil {
 		log.Fatal(err)
 	}

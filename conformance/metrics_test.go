@@ -12,6 +12,7 @@ import (
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
 
+	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/issuer"
 	"github.com/idsauth/idsauth/metrics"
 	"github.com/idsauth/idsauth/middleware"
@@ -40,7 +41,7 @@ func TestMetricsAreReadByPrometheus(t *testing.T) {
 		t.Fatal(err)
 	}
 	mux.Handle("/ids/", iss)
-	v, err := middleware.NewValidator(ctx, middleware.ValidatorConfig{
+	v, err := accesstoken.New(ctx, accesstoken.Config{
 		Issuer: iss.URL(), Audience: []string{iss.URL() + "/resources"}, Keys: iss, Observer: m,
 	})
 	if err != nil {

@@ -12,7 +12,7 @@
 // middleware.ClaimsFrom.
 //
 //	auth, err := connectauth.New(connectauth.Config{
-//		Validator:     v, // a *middleware.Validator
+//		Validator:     v, // a *accesstoken.Validator
 //		DefaultScopes: []string{scope.AdminWebAPI},
 //	})
 //	mux.Handle(greetv1connect.NewGreetServiceHandler(svc, connect.WithInterceptors(auth)))

@@ -12,6 +12,7 @@ import (
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/client"
 	"github.com/idsauth/idsauth/connectauth"
 	"github.com/idsauth/idsauth/middleware"
@@ -21,10 +22,16 @@ import (
 // Protect Connect handlers: every procedure needs pd_AdminWebApi. A call
 // without a token gets the contract's answer.
 func ExampleNew() {
-	v, err := middleware.NewValidator(context.Background(), middleware.ValidatorConfig{
+	// The issuer's keys, fetched and kept fresh (a failed first fetch
+	// is no error: tokens are refused until one succeeds).
+	keys, err := accesstoken.NewJWKS(context.Background(), accesstoken.JWKSConfig{URL: "https://docs.example.com/ids/.well-known/openid-configuration/jwks"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	v, err := accesstoken.New(context.Background(), accesstoken.Config{
+		Keys:     keys,
 		Issuer:   "https://docs.example.com/ids",
 		Audience: []string{"https://docs.example.com/ids/resources"},
-		JWKSURL:  "https://docs.example.com/ids/.well-known/openid-configuration/jwks",
 	})
 	if err != nil {
 		log.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/connectauth"
 	"github.com/idsauth/idsauth/middleware"
 )
@@ -175,13 +176,13 @@ type seen struct {
 	tokens []string
 }
 
-func (s *seen) Validate(ctx context.Context, token string) (*middleware.Claims, error) {
+func (s *seen) Validate(ctx context.Context, token string) (*accesstoken.Claims, error) {
 	s.mu.Lock()
 	s.tokens = append(s.tokens, token)
 	refuse := s.reject != nil && s.reject(token)
 	s.mu.Unlock()
 	if refuse {
-		return nil, middleware.ErrInactive
+		return nil, accesstoken.ErrInactive
 	}
 	return s.next.Validate(ctx, token)
 }

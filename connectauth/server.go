@@ -17,9 +17,8 @@ import (
 // that a procedure added later stays closed until someone decides who may
 // call it.
 type Config struct {
-	// Validator checks each token: a *middleware.Validator (JWTs), a
-	// *middleware.Introspector (reference tokens), or
-	// middleware.JWTOrReference of both, as for an HTTP route. Required.
+	// Validator checks each token: an *accesstoken.Validator (JWTs,
+	// reference tokens, or both), as for an HTTP route. Required.
 	Validator middleware.TokenValidator
 
 	// Scopes maps a procedure, "/package.Service/Method", or a whole

@@ -29,7 +29,7 @@ func TestContract(t *testing.T) {
 		v    middleware.TokenValidator
 	}{
 		{"JWTs", iss.Validator()},
-		{"JWTs and reference tokens", middleware.JWTOrReference(iss.Validator(), iss.Introspector())},
+		{"JWTs and reference tokens", iss.ValidatorWithReferences()},
 	} {
 		auth := newAuth(t, connectauth.Config{Validator: v.v, DefaultScopes: []string{scope.AdminWebAPI}})
 		base := serve(t, handlers(connect.WithInterceptors(auth)))

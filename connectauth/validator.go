@@ -2,7 +2,9 @@ package connectauth
 
 import (
 	"context"
+	"errors"
 
+	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/scope"
 )
@@ -15,7 +17,7 @@ type tokens struct{ v middleware.TokenValidator }
 func (t tokens) Validate(ctx context.Context, token string) (context.Context, scope.Set, error) {
 	claims, err := t.v.Validate(ctx, token)
 	if err == nil && claims == nil {
-		err = middleware.ErrNoClaims // fail closed on a validator's bug
+		err = errNoClaims // fail closed on a validator's bug
 	}
 	if err == nil {
 		err = bound(ctx, claims)
@@ -26,20 +28,29 @@ func (t tokens) Validate(ctx context.Context, token string) (context.Context, sc
 	return middleware.ContextWithClaims(ctx, claims), claims.Scopes, nil
 }
 
-func (tokens) Reason(err error) string { return middleware.ReasonCode(err) }
+func (tokens) Reason(err error) string {
+	if errors.Is(err, errNoClaims) {
+		return "no_claims" // as middleware.ReasonCode names it on an HTTP route
+	}
+	return middleware.ReasonCode(err)
+}
+
+// errNoClaims: the Validator returned neither claims nor an error, a bug
+// in that validator; the call is refused, never admitted.
+var errNoClaims = errors.New("token validator returned no claims and no error")
 
 // realm is the realm of the challenges, the HTTP side's default.
-const realm = middleware.DefaultRealm
+const realm = "idsauth" // middleware.BearerConfig.Realm's default
 
 // bound is where a token bound to a key meets the call. A token with a
 // cnf claim is the validator's to refuse today (it refuses one unless
-// ValidatorConfig.AllowBoundTokens), as on an HTTP route without DPoP: a
+// accesstoken.Config.AllowBoundTokens), as on an HTTP route without DPoP: a
 // Connect call is checked without a DPoP proof. Certificate-bound tokens (RFC 8705,
 // cnf "x5t#S256") are checked here once the token-checking package reads
 // that claim: the thumbprint of the client's certificate, which a
 // connect handler does not see (its http.Request's TLS state is not in
 // the call): an http.Handler in front of it puts it in the context.
-func bound(ctx context.Context, c *middleware.Claims) error {
+func bound(ctx context.Context, c *accesstoken.Claims) error {
 	_, _ = ctx, c
 	return nil
 }

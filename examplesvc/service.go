@@ -11,6 +11,7 @@ import (
 
 	"github.com/justinas/alice"
 
+	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/issuer"
 	"github.com/idsauth/idsauth/metrics"
 	"github.com/idsauth/idsauth/middleware"
@@ -66,34 +67,23 @@ func newService(ctx context.Context, src configSource, logger *slog.Logger) (*se
 	// The audience is the issuer's default for its clients, the resource
 	// these APIs are; a token minted for another audience is refused
 	// (RFC 9068 §4).
-	v, err := middleware.NewValidator(ctx, middleware.ValidatorConfig{
+	vc := accesstoken.Config{
 		Issuer:   iss.URL(),
 		Audience: []string{iss.URL() + "/resources"},
 		Keys:     iss,
 		Observer: m,
-	})
-	if err != nil {
-		return nil, err
 	}
-	var tv middleware.TokenValidator = v
 	if len(cfg.APIResources) > 0 {
 		// Reference tokens are checked in this process, as the first API
 		// resource of the configuration: nothing on the wire, and no
 		// cache, so that a revocation holds at the next request.
 		api := cfg.APIResources[0].Name
-		in, err := middleware.NewIntrospector(ctx, middleware.IntrospectorConfig{
-			Issuer:     iss.URL(),
-			ClientID:   api,
-			Local:      iss,
-			Audience:   []string{iss.URL() + "/resources"},
-			CacheBytes: -1,
-			Observer:   m,
-		})
-		if err != nil {
-			return nil, err
-		}
-		tv = middleware.JWTOrReference(v, in)
+		vc.Introspection = &accesstoken.Introspection{ClientID: api, Local: iss, CacheBytes: -1}
 		logger.Info("the APIs accept reference tokens, introspected in this process", slog.String("api_resource", api))
+	}
+	tv, err := accesstoken.New(ctx, vc)
+	if err != nil {
+		return nil, err
 	}
 	return &service{
 		src:      src,

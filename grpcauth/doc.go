@@ -5,14 +5,14 @@
 // The server side is two interceptors, unary and streaming: the token
 // comes from the "authorization" metadata (the Bearer scheme, one value,
 // no space inside the token), is checked by the same validators as an
-// HTTP route (middleware.Validator, Introspector, JWTOrReference), and
+// HTTP route (an *accesstoken.Validator), and
 // the method's scopes come from a table of full method names with a
 // default; a method the table names nowhere is refused (fail closed).
 // The validated claims are in the handler's context, read by the HTTP
 // side's accessor, middleware.ClaimsFrom.
 //
 //	auth, err := grpcauth.New(grpcauth.Config{
-//		Validator: v, // a *middleware.Validator
+//		Validator: v, // a *accesstoken.Validator
 //		Scopes: map[string][]string{
 //			"/grpc.testing.TestService/": {scope.AdminWebAPI},
 //		},

@@ -13,9 +13,9 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
+	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/client"
 	"github.com/idsauth/idsauth/grpcauth"
-	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/scope"
 )
 
@@ -25,10 +25,16 @@ import (
 // service would be.
 func ExampleNew() {
 	ctx := context.Background()
-	v, err := middleware.NewValidator(ctx, middleware.ValidatorConfig{
+	// The issuer's keys, fetched and kept fresh (a failed first fetch
+	// is no error: tokens are refused until one succeeds).
+	keys, err := accesstoken.NewJWKS(ctx, accesstoken.JWKSConfig{URL: "https://docs.example.com/ids/.well-known/openid-configuration/jwks"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	v, err := accesstoken.New(ctx, accesstoken.Config{
+		Keys:     keys,
 		Issuer:   "https://docs.example.com/ids",
 		Audience: []string{"https://docs.example.com/ids/resources"},
-		JWKSURL:  "https://docs.example.com/ids/.well-known/openid-configuration/jwks",
 	})
 	if err != nil {
 		log.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
 
+	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/grpcauth"
 	"github.com/idsauth/idsauth/middleware"
 )
@@ -127,13 +128,13 @@ type seen struct {
 	tokens []string
 }
 
-func (s *seen) Validate(ctx context.Context, token string) (*middleware.Claims, error) {
+func (s *seen) Validate(ctx context.Context, token string) (*accesstoken.Claims, error) {
 	s.mu.Lock()
 	s.tokens = append(s.tokens, token)
 	refuse := s.reject != nil && s.reject(token)
 	s.mu.Unlock()
 	if refuse {
-		return nil, middleware.ErrInactive
+		return nil, accesstoken.ErrInactive
 	}
 	return s.next.Validate(ctx, token)
 }

@@ -78,7 +78,7 @@ func TestContract(t *testing.T) {
 		v    middleware.TokenValidator
 	}{
 		{"JWTs", iss.Validator()},
-		{"JWTs and reference tokens", middleware.JWTOrReference(iss.Validator(), iss.Introspector())},
+		{"JWTs and reference tokens", iss.ValidatorWithReferences()},
 	} {
 		t.Run(v.name, func(t *testing.T) {
 			auth := newAuth(t, grpcauth.Config{Validator: v.v, DefaultScopes: []string{scope.AdminWebAPI}})

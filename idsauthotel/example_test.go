@@ -25,7 +25,7 @@ func ExampleNew() {
 		log.Fatal(err)
 	}
 	// In a service:
-	//   middleware.ValidatorConfig{..., Observer: obs}
+	//   accesstoken.Config{..., Observer: obs}
 	//   middleware.BearerConfig{Observer: obs}, middleware.SCIMConfig{Observer: obs}
 	//   issuer.New(cfg, issuer.WithObserver(obs))
 	obs.Observe(context.Background(), observe.Event{Kind: observe.Rejected, Status: 401, Reason: "no_token"})

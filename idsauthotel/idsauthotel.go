@@ -4,7 +4,7 @@
 // imports this package takes OpenTelemetry in.
 //
 //	obs, err := idsauthotel.New(idsauthotel.Config{})
-//	v, err := middleware.NewValidator(ctx, middleware.ValidatorConfig{..., Observer: obs})
+//	v, err := accesstoken.New(ctx, accesstoken.Config{..., Observer: obs})
 //	bearer := middleware.RequireBearerWithConfig(v, middleware.BearerConfig{Observer: obs})
 //	iss, err := issuer.New(cfg, issuer.WithObserver(obs))
 //

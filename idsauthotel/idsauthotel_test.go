@@ -17,6 +17,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/idsauthotel"
 	"github.com/idsauth/idsauth/issuer"
 	"github.com/idsauth/idsauth/middleware"
@@ -68,8 +69,8 @@ func newWorld(t *testing.T) *world {
 		t.Fatal(err)
 	}
 	mux.Handle("/ids/", iss)
-	v, err := middleware.NewValidator(t.Context(), middleware.ValidatorConfig{
-		Issuer: iss.URL(), Audience: []string{iss.URL() + "/resources"}, JWKSURL: iss.JWKSURL(), Observer: obs,
+	v, err := accesstoken.New(t.Context(), accesstoken.Config{
+		Issuer: iss.URL(), Audience: []string{iss.URL() + "/resources"}, Observer: obs,
 	})
 	if err != nil {
 		t.Fatal(err)

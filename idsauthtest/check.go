@@ -136,7 +136,7 @@ func (i *Issuer) otherScope(need []string) string {
 // nor 403). route is "METHOD /path", e.g. "GET /webapi/api/v3/demo/Admin/Users".
 //
 // Reference tokens: when h accepts the issuer's reference tokens (its
-// validator is middleware.JWTOrReference(i.Validator(), i.Introspector())),
+// validator is i.ValidatorWithReferences()),
 // a valid one with the scope gets past it, a revoked one gets 401
 // invalid_token and one without the scope 403; when it does not, a
 // reference token gets 401 invalid_token.
@@ -199,7 +199,7 @@ func (i *Issuer) CheckProtected(t TB, h http.Handler, route string, need ...stri
 	}
 	wrongScope := i.Token(t, i.otherScope(need))
 	rows = append(rows, row{"a token without the route's scope", newRequest(t, route, "Bearer "+wrongScope), wrongScope, lacksScope})
-	// Reference tokens: a route that accepts them (through i.Introspector)
+	// Reference tokens: a route that accepts them (i.ValidatorWithReferences)
 	// gets their cases; one that does not must refuse them as invalid.
 	ref := i.ReferenceToken(t, need...)
 	if probe := serve(h, newRequest(t, route, "Bearer "+ref)); probe.status == http.StatusUnauthorized {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/idsauthtest"
 	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/scope"
@@ -65,7 +66,7 @@ func TestCheckProtectedFindsEveryEcho(t *testing.T) {
 		}
 	}
 
-	bound, err := middleware.NewValidator(t.Context(), middleware.ValidatorConfig{
+	bound, err := accesstoken.New(t.Context(), accesstoken.Config{
 		Issuer: iss.URL(), Audience: []string{iss.Audience}, Keys: iss, AllowBoundTokens: true,
 	})
 	if err != nil {

@@ -39,7 +39,7 @@ func ExampleIssuer_ReferenceToken() {
 	t := &printer{}
 	defer t.close()
 	iss := idsauthtest.NewIssuer(t)
-	h := alice.New(middleware.RequireBearer(middleware.JWTOrReference(iss.Validator(), iss.Introspector())),
+	h := alice.New(middleware.RequireBearer(iss.ValidatorWithReferences()),
 		middleware.RequireScope(scope.AdminWebAPI)).ThenFunc(listUsers)
 	iss.CheckProtected(t, h, "GET /webapi/api/v3/demo/Admin/Users", scope.AdminWebAPI)
 	fmt.Println(len(iss.ReferenceToken(t, scope.AdminWebAPI)), "characters")
@@ -71,7 +71,7 @@ func ExampleWithScopes() {
 	t := &printer{}
 	defer t.close()
 	iss := idsauthtest.NewIssuer(t, idsauthtest.WithScopes("orders.read", "orders.write"))
-	h := alice.New(middleware.RequireBearer(middleware.JWTOrReference(iss.Validator(), iss.Introspector())),
+	h := alice.New(middleware.RequireBearer(iss.ValidatorWithReferences()),
 		middleware.RequireScope("orders.read")).ThenFunc(listUsers)
 	iss.CheckProtected(t, h, "GET /orders", "orders.read")
 	tok, err := iss.Config("orders.read").Token(context.Background())

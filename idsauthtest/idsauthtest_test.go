@@ -14,6 +14,7 @@ import (
 
 	"github.com/justinas/alice"
 
+	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/client"
 	"github.com/idsauth/idsauth/idsauthtest"
 	"github.com/idsauth/idsauth/issuer"
@@ -60,7 +61,7 @@ func TestCheckProtectedPassesTheMiddleware(t *testing.T) {
 // any opaque token is reported on them.
 func TestCheckProtectedWithReferenceTokens(t *testing.T) {
 	iss := idsauthtest.NewIssuer(t)
-	both := middleware.JWTOrReference(iss.Validator(), iss.Introspector())
+	both := iss.ValidatorWithReferences()
 	rec := &recorder{TB: t}
 	iss.CheckProtected(rec, protected(both, scope.AdminWebAPI), "GET /webapi/api/v3/demo/Admin/Users", scope.AdminWebAPI)
 	if len(rec.errs) > 0 {
@@ -70,7 +71,7 @@ func TestCheckProtectedWithReferenceTokens(t *testing.T) {
 		t.Fatalf("not a reference token: %q", tok)
 	}
 	rec = &recorder{TB: t}
-	iss.CheckProtected(rec, protected(middleware.JWTOrReference(iss.Validator(), anyOpaque{}), scope.AdminWebAPI), "GET /webapi/api/v3/demo/Admin/Users", scope.AdminWebAPI)
+	iss.CheckProtected(rec, protected(anyOpaque{iss.Validator()}, scope.AdminWebAPI), "GET /webapi/api/v3/demo/Admin/Users", scope.AdminWebAPI)
 	for _, w := range []string{"a revoked reference token: status 200, want 401", "a reference token without the route's scope: status 200, want 403"} {
 		if !strings.Contains(rec.report(), w) {
 			t.Errorf("not reported: %q\nreport:\n%s", w, rec.report())
@@ -78,18 +79,22 @@ func TestCheckProtectedWithReferenceTokens(t *testing.T) {
 	}
 }
 
-// anyOpaque is a broken validator of reference tokens: it admits any, for
-// every scope, without asking anyone.
-type anyOpaque struct{}
+// anyOpaque is a validator broken for reference tokens: it checks JWTs
+// with jwt, and admits any other token, for every scope, without asking
+// anyone.
+type anyOpaque struct{ jwt middleware.TokenValidator }
 
-func (anyOpaque) Validate(context.Context, string) (*middleware.Claims, error) {
-	return middleware.NewClaims([]byte(`{"client_id":"x","scope":"pd_AdminWebApi pd_ConnectWebApi","exp":4102444800}`))
+func (a anyOpaque) Validate(ctx context.Context, token string) (*accesstoken.Claims, error) {
+	if strings.Count(token, ".") == 2 {
+		return a.jwt.Validate(ctx, token)
+	}
+	return accesstoken.NewClaims([]byte(`{"client_id":"x","scope":"pd_AdminWebApi pd_ConnectWebApi","exp":4102444800}`))
 }
 
 // Each broken chain is reported, on the case it breaks.
 func TestCheckProtectedReportsWhatIsWrong(t *testing.T) {
 	iss := idsauthtest.NewIssuer(t)
-	anyAud, err := middleware.NewValidator(context.Background(), middleware.ValidatorConfig{Issuer: iss.URL(), AnyAudience: true, Keys: iss.Issuer})
+	anyAud, err := accesstoken.New(context.Background(), accesstoken.Config{Issuer: iss.URL(), AnyAudience: true, Keys: iss.Issuer})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,20 +218,21 @@ func TestMintedTokensAreRefusedForTheirReason(t *testing.T) {
 	v := iss.Validator()
 	for name, c := range map[string]struct {
 		tok  string
-		want error
+		want string // the refusal's code
 	}{
-		"valid":         {iss.Token(t, scope.AdminWebAPI), nil},
-		"expired":       {iss.ExpiredToken(t, scope.AdminWebAPI), middleware.ErrExpired},
-		"not yet valid": {iss.NotYetValidToken(t, scope.AdminWebAPI), middleware.ErrNotYetValid},
-		"wrong issuer":  {iss.WrongIssuerToken(t, scope.AdminWebAPI), middleware.ErrIssuer},
-		"wrong aud":     {iss.WrongAudienceToken(t, scope.AdminWebAPI), middleware.ErrAudience},
-		"unknown key":   {iss.UnknownKeyToken(t, scope.AdminWebAPI), middleware.ErrUnknownKey},
-		"alg none":      {iss.AlgNoneToken(t, scope.AdminWebAPI), middleware.ErrAlgorithm},
-		"tampered":      {iss.TamperedToken(t, scope.AdminWebAPI), middleware.ErrSignature},
+		"valid":         {iss.Token(t, scope.AdminWebAPI), ""},
+		"expired":       {iss.ExpiredToken(t, scope.AdminWebAPI), "expired"},
+		"not yet valid": {iss.NotYetValidToken(t, scope.AdminWebAPI), "not_yet_valid"},
+		"wrong issuer":  {iss.WrongIssuerToken(t, scope.AdminWebAPI), "issuer"},
+		"wrong aud":     {iss.WrongAudienceToken(t, scope.AdminWebAPI), "audience"},
+		"unknown key":   {iss.UnknownKeyToken(t, scope.AdminWebAPI), "unknown_key"},
+		"alg none":      {iss.AlgNoneToken(t, scope.AdminWebAPI), "algorithm"},
+		"tampered":      {iss.TamperedToken(t, scope.AdminWebAPI), "signature"},
 	} {
 		_, err := v.Validate(context.Background(), c.tok)
-		if (c.want == nil) != (err == nil) || (c.want != nil && !errors.Is(err, c.want)) {
-			t.Errorf("%s: err = %v, want %v", name, err, c.want)
+		var ve *accesstoken.ValidationError
+		if (c.want == "") != (err == nil) || (c.want != "" && (!errors.As(err, &ve) || ve.Code != c.want)) {
+			t.Errorf("%s: err = %v, want %q", name, err, c.want)
 		}
 	}
 }

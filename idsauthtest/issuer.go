@@ -14,6 +14,7 @@ import (
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
 
+	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/internal/clientauth"
 	"github.com/idsauth/idsauth/internal/keys"
 	"github.com/idsauth/idsauth/issuer"
@@ -144,8 +145,8 @@ func (i *Issuer) Config(scopes ...string) *clientcredentials.Config {
 
 // Validator returns a validator for the issuer's tokens that reads the
 // keys in process: RequireBearer needs no HTTP round trip to the issuer.
-func (i *Issuer) Validator() *middleware.Validator {
-	v, err := middleware.NewValidator(context.Background(), middleware.ValidatorConfig{
+func (i *Issuer) Validator() *accesstoken.Validator {
+	v, err := accesstoken.New(context.Background(), accesstoken.Config{
 		Issuer: i.URL(), Audience: []string{i.Audience}, Keys: i.Issuer,
 	})
 	if err != nil {
@@ -154,22 +155,23 @@ func (i *Issuer) Validator() *middleware.Validator {
 	return v
 }
 
-// Introspector returns a validator of the issuer's reference tokens that
-// asks the issuer in process, without a cache: a revoked token is refused
-// at once. A route that accepts both kinds of token validates with
-// middleware.JWTOrReference(iss.Validator(), iss.Introspector()).
-func (i *Issuer) Introspector() *middleware.Introspector {
-	in, err := middleware.NewIntrospector(context.Background(), middleware.IntrospectorConfig{
-		Issuer: i.URL(), ClientID: testAPI, Local: i.Issuer, Audience: []string{i.Audience}, CacheBytes: -1,
+// ValidatorWithReferences returns a validator that accepts the issuer's
+// JWTs, as Validator's, and its reference tokens, which it asks the
+// issuer about in process (accesstoken.Introspection), without a cache: a
+// revoked token is refused at once.
+func (i *Issuer) ValidatorWithReferences() *accesstoken.Validator {
+	v, err := accesstoken.New(context.Background(), accesstoken.Config{
+		Issuer: i.URL(), Audience: []string{i.Audience}, Keys: i.Issuer,
+		Introspection: &accesstoken.Introspection{ClientID: testAPI, Local: i.Issuer, CacheBytes: -1},
 	})
 	if err != nil {
 		panic("idsauthtest: " + err.Error())
 	}
-	return in
+	return v
 }
 
 // ReferenceToken returns a reference token for scopes from the token
-// endpoint: opaque, checked by introspection (see Introspector).
+// endpoint: opaque, checked by introspection (see ValidatorWithReferences).
 func (i *Issuer) ReferenceToken(t TB, scopes ...string) string {
 	t.Helper()
 	cc := clientcredentials.Config{ClientID: referenceClient, ClientSecret: i.refSecret, TokenURL: i.TokenURL(), Scopes: scopes, AuthStyle: oauth2.AuthStyleInHeader}
@@ -343,7 +345,7 @@ func WithClaims(t TB, r *http.Request, claims Claims) *http.Request {
 	if err != nil {
 		t.Fatalf("idsauthtest: claims: %v", err)
 	}
-	c, err := middleware.NewClaims(payload)
+	c, err := accesstoken.NewClaims(payload)
 	if err != nil {
 		t.Fatalf("idsauthtest: claims: %v", err)
 	}

@@ -25,7 +25,7 @@ import (
 // scope the test did not name is still refused.
 func TestAServiceWithItsOwnScopes(t *testing.T) {
 	iss := idsauthtest.NewIssuer(t, idsauthtest.WithScopes("orders.read", "orders.write"))
-	h := alice.New(middleware.RequireBearer(middleware.JWTOrReference(iss.Validator(), iss.Introspector())), middleware.RequireScope("orders.read")).Then(ok)
+	h := alice.New(middleware.RequireBearer(iss.ValidatorWithReferences()), middleware.RequireScope("orders.read")).Then(ok)
 	rec := &recorder{TB: t}
 	iss.CheckProtected(rec, h, "GET /orders", "orders.read")
 	if len(rec.errs) > 0 {

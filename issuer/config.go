@@ -68,7 +68,8 @@ type Config struct {
 	JWKSMaxAge time.Duration
 
 	// ValidatorRefresh is how often the validators of this issuer's
-	// tokens fetch its JWKS again (their refresh interval). A key's SignAt
+	// tokens fetch its JWKS again (accesstoken.JWKSConfig's
+	// RefreshInterval). A key's SignAt
 	// must come at least this long plus JWKSMaxAge after its PublishAt,
 	// so that every validator has the key before its first token. Zero
 	// means 5 minutes, the validator's default.

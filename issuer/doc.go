@@ -12,7 +12,7 @@
 // document and the JWKS. Tokens are [RFC 9068] JWT access tokens (typ
 // at+jwt, kid the [RFC 7638] thumbprint of the signing key) with iss, sub,
 // client_id, aud, scope, iat, nbf, exp and a random jti; a
-// middleware.Validator checks them by the JWKS URL or, in the same
+// accesstoken.Validator checks them by the JWKS URL or, in the same
 // process, with the Issuer as its key source.
 //
 // A Config is plain data, read from a JSON file (LoadConfig; the file says

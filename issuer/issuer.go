@@ -35,7 +35,7 @@ import (
 //	GET  /ids/.well-known/openid-configuration      the discovery document
 //	GET  /ids/.well-known/openid-configuration/jwks the signing keys
 //
-// It is also a middleware.VersionedKeySource, so a middleware.Validator in
+// It is also a accesstoken.VersionedKeySource, so a accesstoken.Validator in
 // the same process checks its tokens without HTTP. It is safe for concurrent use;
 // Reload swaps its configuration without dropping a request, and a key
 // schedule (see KeyConfig) switches keys at its instants without one.
@@ -449,7 +449,7 @@ func (iss *Issuer) warnMisMounted(r *http.Request, st *state) {
 
 // VerificationKeys returns the public key named kid among the keys the
 // issuer publishes now, if it is for alg. With KeysVersion it makes
-// *Issuer a middleware.VersionedKeySource, for a validator in the same
+// *Issuer a accesstoken.VersionedKeySource, for a validator in the same
 // process.
 func (iss *Issuer) VerificationKeys(_ context.Context, kid, alg string) ([]crypto.PublicKey, error) {
 	k, ok := iss.current().byKID[kid]

@@ -23,6 +23,7 @@ import (
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
 
+	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/internal/keys"
 	"github.com/idsauth/idsauth/issuer"
 	"github.com/idsauth/idsauth/limit"
@@ -36,7 +37,7 @@ func TestClientCredentialsAndRequireBearer(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	// The validator finds the JWKS by discovery, as a separate service would.
-	v, err := middleware.NewValidator(ctx, middleware.ValidatorConfig{Issuer: s.issuerURL(), Audience: []string{s.issuerURL() + "/resources"}})
+	v, err := accesstoken.New(ctx, accesstoken.Config{Issuer: s.issuerURL(), Audience: []string{s.issuerURL() + "/resources"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +253,7 @@ func TestReloadKeepsServingOnBadConfig(t *testing.T) {
 func TestRotationUnderLoad(t *testing.T) {
 	k1, k2 := mustKey(t, "ES256"), mustKey(t, "EdDSA")
 	s := newServer(t, func(c *issuer.Config) { c.Keys, c.EphemeralKey = []issuer.KeyConfig{{Key: k1}}, false })
-	v, err := middleware.NewValidator(context.Background(), middleware.ValidatorConfig{Issuer: s.issuerURL(), Audience: []string{s.issuerURL() + "/resources"}, Keys: s.iss})
+	v, err := accesstoken.New(context.Background(), accesstoken.Config{Issuer: s.issuerURL(), Audience: []string{s.issuerURL() + "/resources"}, Keys: s.iss})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +290,7 @@ func TestRotationUnderLoad(t *testing.T) {
 		c.Issuer, c.Keys, c.EphemeralKey = s.issuerURL(), []issuer.KeyConfig{{Key: k1}}, false
 	})
 	a := post(t, old.tokenURL(), formType, form("grant_type", "client_credentials", "client_id", "admin", "client_secret", adminSecret, "scope", scope.AdminWebAPI))
-	if _, err := v.Validate(context.Background(), a.body["access_token"].(string)); !errors.Is(err, middleware.ErrUnknownKey) {
+	if _, err := v.Validate(context.Background(), a.body["access_token"].(string)); !errors.Is(err, accesstoken.ErrUnknownKey) {
 		t.Fatalf("token of a dropped key: %v", err)
 	}
 }

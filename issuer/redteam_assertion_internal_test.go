@@ -18,10 +18,10 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/internal/clientauth"
 	"github.com/idsauth/idsauth/internal/keys"
 	"github.com/idsauth/idsauth/limit"
-	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/scope"
 	"github.com/idsauth/idsauth/secret"
 )
@@ -219,9 +219,9 @@ func TestRedTeamIntrospectorWithAKeyCostsTheIssuerThePad(t *testing.T) {
 				}
 				iss.ServeHTTP(w, r)
 			})
-			in, err := middleware.NewIntrospector(context.Background(), middleware.IntrospectorConfig{
-				Issuer: iss.URL(), Endpoint: srv.URL + "/ids" + introspectPath, ClientID: "api", Key: apiKey,
-				Audience: []string{iss.URL() + "/resources"},
+			in, err := accesstoken.New(context.Background(), accesstoken.Config{
+				Issuer: iss.URL(), Audience: []string{iss.URL() + "/resources"},
+				Introspection: &accesstoken.Introspection{Endpoint: srv.URL + "/ids" + introspectPath, ClientID: "api", Key: apiKey},
 			})
 			if err != nil {
 				t.Fatal(err)

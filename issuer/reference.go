@@ -153,8 +153,8 @@ func (iss *Issuer) introspector(w http.ResponseWriter, r *http.Request, st *stat
 
 // IntrospectToken answers, in the same process, what the introspection
 // endpoint would answer the API resource api about token (RFC 7662 JSON),
-// without authenticating it: a middleware.Introspector whose Local is the
-// issuer checks reference tokens with nothing on the wire. An api that is
+// without authenticating it: an accesstoken.Validator whose
+// Introspection.Local is the issuer checks reference tokens with nothing on the wire. An api that is
 // not registered is an error.
 func (iss *Issuer) IntrospectToken(ctx context.Context, api, token string) ([]byte, error) {
 	st := iss.current()

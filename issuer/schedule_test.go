@@ -17,10 +17,10 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/internal/keys"
 	"github.com/idsauth/idsauth/internal/testlog"
 	"github.com/idsauth/idsauth/issuer"
-	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/observe"
 	"github.com/idsauth/idsauth/scope"
 )
@@ -455,16 +455,20 @@ func TestScheduledRotationUnderLoad(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	aud := []string{iss.URL() + "/resources"}
-	remote, err := middleware.NewValidator(ctx, middleware.ValidatorConfig{
-		Issuer: iss.URL(), Audience: aud, JWKSURL: iss.JWKSURL(), Now: clock.now,
+	published, err := accesstoken.NewJWKS(ctx, accesstoken.JWKSConfig{
+		URL:               iss.JWKSURL(),
 		RefreshInterval:   5 * time.Millisecond,
 		RefreshUnknownKID: rate.NewLimiter(0, 0), // never
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	remote, err := accesstoken.New(ctx, accesstoken.Config{Issuer: iss.URL(), Audience: aud, Keys: published, Now: clock.now})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var cached atomic.Int64
-	local, err := middleware.NewValidator(ctx, middleware.ValidatorConfig{Issuer: iss.URL(), Audience: aud, Keys: iss, Now: clock.now,
+	local, err := accesstoken.New(ctx, accesstoken.Config{Issuer: iss.URL(), Audience: aud, Keys: iss, Now: clock.now,
 		Observer: observe.Func(func(_ context.Context, e observe.Event) {
 			if e.Kind == observe.ValidationSucceeded && e.Cached {
 				cached.Add(1)
@@ -555,8 +559,8 @@ func TestScheduledRotationUnderLoad(t *testing.T) {
 		case at.Equal(retire):
 			// Expired a second ago, within the validators' 30 s of
 			// leeway: only the retired key refuses it.
-			for name, v := range map[string]*middleware.Validator{"remote": remote, "in process": local} {
-				if _, err := v.Validate(ctx, old); !errors.Is(err, middleware.ErrUnknownKey) {
+			for name, v := range map[string]*accesstoken.Validator{"remote": remote, "in process": local} {
+				if _, err := v.Validate(ctx, old); !errors.Is(err, accesstoken.ErrUnknownKey) {
 					t.Errorf("%s: the token of a retired key: %v, want ErrUnknownKey", name, err)
 				}
 			}

@@ -3,7 +3,7 @@
 // beyond the standard library:
 //
 //	m := metrics.New()
-//	v, err := middleware.NewValidator(ctx, middleware.ValidatorConfig{..., Observer: m})
+//	v, err := accesstoken.New(ctx, accesstoken.Config{..., Observer: m})
 //	iss, err := issuer.New(cfg, issuer.WithObserver(m))
 //	opsMux.Handle("GET /metrics", m)
 //

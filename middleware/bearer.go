@@ -5,31 +5,17 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/internal/bearer"
 	"github.com/idsauth/idsauth/internal/oauthwire"
 	"github.com/idsauth/idsauth/observe"
-)
-
-// Errors of the Authorization header's form, given to the reject hook.
-var (
-	// ErrNoToken: no Authorization header, another scheme, or "Bearer"
-	// with nothing after it. Answered with a bare challenge.
-	ErrNoToken = bearer.ErrMissing // "no bearer token"
-	// ErrMultipleHeaders: more than one Authorization header (400).
-	ErrMultipleHeaders = bearer.ErrMultipleHeaders // "more than one Authorization header"
-	// ErrSpaceInToken: a space inside the bearer token (400).
-	ErrSpaceInToken = bearer.ErrSpaceInToken // "bearer token contains a space"
-	// ErrNoClaims: a TokenValidator returned neither claims nor an error,
-	// a bug in that validator. The request is refused (401 invalid_token,
-	// described on the wire only as "token invalid"), never admitted.
-	ErrNoClaims = errors.New("token validator returned no claims and no error")
 )
 
 // BearerConfig holds the settings of RequireBearerWithConfig. The zero
 // value is RequireBearer's.
 type BearerConfig struct {
 	// Realm is the realm of the WWW-Authenticate challenge. Empty means
-	// DefaultRealm.
+	// "idsauth", the realm of every challenge of this module.
 	Realm string
 
 	// OnReject is called on every rejected request, by RequireBearer and
@@ -44,7 +30,7 @@ type BearerConfig struct {
 	// Observer gets an observe.Rejected event for every rejected request,
 	// from RequireBearer and the RequireScope after it, with the reason as
 	// a fixed code (see ReasonCode). Nil sends none. Validations are the
-	// Validator's events: see ValidatorConfig.Observer.
+	// validator's events: see accesstoken.Config.Observer.
 	Observer observe.Observer
 
 	// DPoP, when set, accepts DPoP-bound tokens with their proofs (RFC
@@ -76,7 +62,7 @@ type BearerConfig struct {
 //     and as a JSON body;
 //
 // each with Cache-Control: no-store. Tokens in the query or form are never
-// read. The realm is DefaultRealm and nothing is logged; see
+// read. The realm is "idsauth" and nothing is logged; see
 // RequireBearerWithConfig for the settings.
 //
 // [RFC 6750]: https://www.rfc-editor.org/rfc/rfc6750
@@ -97,7 +83,7 @@ func RequireBearer(v TokenValidator) func(http.Handler) http.Handler {
 // DPoP-Nonce header; a request without a token gets a bare challenge for
 // each scheme accepted.
 func RequireBearerWithConfig(v TokenValidator, cfg BearerConfig) func(http.Handler) http.Handler {
-	o := newResponder(cfg.Realm, DefaultRealm, observe.Rejected, cfg.Observer, cfg.OnReject, cfg.Logger)
+	o := newResponder(cfg.Realm, oauthwire.Realm, observe.Rejected, cfg.Observer, cfg.OnReject, cfg.Logger)
 	if cfg.ResourceMetadata != nil {
 		docs, err := cfg.ResourceMetadata.documents()
 		if err != nil {
@@ -113,7 +99,7 @@ func RequireBearerWithConfig(v TokenValidator, cfg BearerConfig) func(http.Handl
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			tok, isDPoP, err := bearer.Parse(r, d != nil)
 			if err == nil && d != nil && d.required && !isDPoP {
-				err = ErrNoToken // a bearer token where DPoP alone is accepted
+				err = errNoToken // a bearer token where DPoP alone is accepted
 			}
 			if err != nil {
 				switch {
@@ -128,31 +114,30 @@ func RequireBearerWithConfig(v TokenValidator, cfg BearerConfig) func(http.Handl
 			}
 			resp, ctx := o, r.Context()
 			if isDPoP {
-				resp, ctx = o.dpop, withDPoP(ctx)
+				resp, ctx = o.dpop, accesstoken.Presentation{DPoP: true}.NewContext(ctx)
 			}
 			claims, err := v.Validate(ctx, tok)
 			if err == nil && claims == nil {
-				err = ErrNoClaims // fail closed on a validator's bug
+				err = errNoClaims // fail closed on a validator's bug
 			}
 			if err != nil {
 				resp.fail(w, r, http.StatusUnauthorized, err, oauthwire.Error{Code: "invalid_token", Description: describe(err)})
 				return
 			}
-			if !isDPoP && d != nil && claims.JKT != "" {
-				// A DPoP-bound token as Bearer: whatever the validator
-				// allowed (AllowBoundTokens, one of your own), where DPoP
-				// is accepted the binding is checked, and this one has no
-				// proof.
-				resp.fail(w, r, http.StatusUnauthorized, ErrBoundToken, oauthwire.Error{Code: "invalid_token", Description: describe(ErrBoundToken)})
-				return
+			if d != nil {
+				// Where DPoP is accepted, the binding is checked whatever
+				// the validator allowed (AllowBoundTokens, one of your
+				// own): a DPoP-bound token as Bearer has no proof, and a
+				// token with a proof must be bound to its key.
+				if err := (accesstoken.Presentation{DPoP: isDPoP}).Check(claims); err != nil {
+					resp.fail(w, r, http.StatusUnauthorized, err, oauthwire.Error{Code: "invalid_token", Description: describe(err)})
+					return
+				}
 			}
 			if isDPoP {
 				if nonce, reason := d.check(ctx, r, tok, claims); reason != nil {
 					code := "invalid_dpop_proof"
-					switch {
-					case errors.Is(reason, ErrUnboundToken):
-						code = "invalid_token"
-					case nonce != "":
+					if nonce != "" {
 						code = "use_dpop_nonce"
 						w.Header().Set("DPoP-Nonce", nonce)
 					}

@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/justinas/alice"
 
+	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/internal/jwktest"
 	"github.com/idsauth/idsauth/internal/keys"
 	"github.com/idsauth/idsauth/internal/testlog"
@@ -32,7 +34,7 @@ type api struct {
 	jwks *jwktest.JWKS
 }
 
-func newAPI(t *testing.T, alg string, cfg middleware.ValidatorConfig, bc middleware.BearerConfig) *api {
+func newAPI(t *testing.T, alg string, cfg accesstoken.Config, bc middleware.BearerConfig) *api {
 	t.Helper()
 	k := jwktest.NewKey(t, alg)
 	jwks := jwktest.NewJWKS(t, k)
@@ -44,7 +46,7 @@ func newAPI(t *testing.T, alg string, cfg middleware.ValidatorConfig, bc middlew
 	if len(cfg.Audience) == 0 && !cfg.AnyAudience {
 		cfg.Audience = []string{cfg.Issuer + "/resources"} // what jwktest.Claims puts in aud
 	}
-	v, err := middleware.NewValidator(ctx, cfg)
+	v, err := accesstoken.New(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +152,7 @@ func wantError(t *testing.T, a answer, status int, code, description string) {
 func TestRequireBearer(t *testing.T) {
 	for _, alg := range jwktest.Algs {
 		t.Run(alg, func(t *testing.T) {
-			s := newAPI(t, alg, middleware.ValidatorConfig{}, middleware.BearerConfig{})
+			s := newAPI(t, alg, accesstoken.Config{}, middleware.BearerConfig{})
 			iss := s.jwks.Issuer()
 			admin := jwktest.Claims(iss, scope.AdminWebAPI, time.Hour)
 			good := jwktest.Sign(t, s.key, nil, admin)
@@ -255,7 +257,7 @@ func TestRequireBearer(t *testing.T) {
 }
 
 func TestRequireBearerTypeOptional(t *testing.T) {
-	s := newAPI(t, "ES256", middleware.ValidatorConfig{}, middleware.BearerConfig{})
+	s := newAPI(t, "ES256", accesstoken.Config{}, middleware.BearerConfig{})
 	claims := jwktest.Claims(s.jwks.Issuer(), scope.AdminWebAPI, time.Hour)
 	for _, typ := range []any{"JWT", "application/at+jwt", "AT+JWT", nil} {
 		tok := jwktest.Sign(t, s.key, map[string]any{"typ": typ}, claims)
@@ -263,13 +265,13 @@ func TestRequireBearerTypeOptional(t *testing.T) {
 			t.Errorf("typ %v: got %d %q", typ, a.status, a.body)
 		}
 	}
-	strict := newAPI(t, "ES256", middleware.ValidatorConfig{RequireType: true}, middleware.BearerConfig{})
+	strict := newAPI(t, "ES256", accesstoken.Config{RequireType: true}, middleware.BearerConfig{})
 	tok := jwktest.Sign(t, strict.key, map[string]any{"typ": nil}, jwktest.Claims(strict.jwks.Issuer(), scope.AdminWebAPI, time.Hour))
 	wantError(t, call(t, strict.URL+"/admin", "Bearer "+tok), 401, "invalid_token", "token type is not an access token")
 }
 
 func TestRequireBearerAudience(t *testing.T) {
-	s := newAPI(t, "ES256", middleware.ValidatorConfig{Audience: []string{"https://api.example"}}, middleware.BearerConfig{})
+	s := newAPI(t, "ES256", accesstoken.Config{Audience: []string{"https://api.example"}}, middleware.BearerConfig{})
 	claims := jwktest.Claims(s.jwks.Issuer(), scope.AdminWebAPI, time.Hour)
 	wrong := jwktest.Sign(t, s.key, nil, claims)
 	wantError(t, call(t, s.URL+"/admin", "Bearer "+wrong), 401, "invalid_token", "token audience not accepted")
@@ -299,21 +301,27 @@ func TestRejectHookAndLogger(t *testing.T) {
 	var got []rejection
 	logs, logger := testlog.New()
 	hook := func(r *http.Request, status int, err error) { got = append(got, rejection{status, err}) }
-	s := newAPI(t, "ES256", middleware.ValidatorConfig{},
+	s := newAPI(t, "ES256", accesstoken.Config{},
 		middleware.BearerConfig{OnReject: hook, Logger: logger})
 	expired := jwktest.Sign(t, s.key, nil, jwktest.With(jwktest.Claims(s.jwks.Issuer(), scope.AdminWebAPI, time.Hour), "exp", 1))
 	good := jwktest.Sign(t, s.key, nil, jwktest.Claims(s.jwks.Issuer(), scope.AdminWebAPI, time.Hour))
 	call(t, s.URL+"/admin")
 	call(t, s.URL+"/admin", "Bearer "+expired)
 	call(t, s.URL+"/connect", "Bearer "+good)
-	want := []rejection{{401, middleware.ErrNoToken}, {401, middleware.ErrExpired}, {403, middleware.ErrInsufficientScope}}
+	want := []struct {
+		status int
+		code   string
+	}{{401, "no_token"}, {401, "expired"}, {403, "insufficient_scope"}}
 	if len(got) != len(want) {
 		t.Fatalf("hook got %v", got)
 	}
 	for i := range want {
-		if got[i].status != want[i].status || got[i].err != want[i].err {
-			t.Errorf("rejection %d = %v, want %v", i, got[i], want[i])
+		if got[i].status != want[i].status || middleware.ReasonCode(got[i].err) != want[i].code {
+			t.Errorf("rejection %d = %v (%s), want %v", i, got[i], middleware.ReasonCode(got[i].err), want[i])
 		}
+	}
+	if !errors.Is(got[1].err, accesstoken.ErrExpired) {
+		t.Errorf("the hook's expired token is not ErrExpired: %#v", got[1].err)
 	}
 	for _, tok := range []string{expired, good} {
 		for _, part := range strings.Split(tok, ".") {
@@ -331,7 +339,7 @@ func TestRejectHookAndLogger(t *testing.T) {
 // nor an error.
 type nilValidator struct{}
 
-func (nilValidator) Validate(context.Context, string) (*middleware.Claims, error) { return nil, nil }
+func (nilValidator) Validate(context.Context, string) (*accesstoken.Claims, error) { return nil, nil }
 
 func TestRequireBearerNilClaimsFailClosed(t *testing.T) {
 	var reasons []error
@@ -343,7 +351,7 @@ func TestRequireBearerNilClaimsFailClosed(t *testing.T) {
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 	wantError(t, call(t, srv.URL, "Bearer a.b.c"), 401, "invalid_token", "token invalid")
-	if len(reasons) != 1 || reasons[0] != middleware.ErrNoClaims {
+	if len(reasons) != 1 || middleware.ReasonCode(reasons[0]) != "no_claims" {
 		t.Fatalf("reasons = %v", reasons)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/scope"
 )
@@ -13,7 +14,7 @@ import (
 // Claims put in a context by hand read back with Decode, and a
 // RequireScope after them checks their scopes.
 func TestContextWithClaims(t *testing.T) {
-	c, err := middleware.NewClaims([]byte(`{"iss":"https://ids.example","sub":"c","client_id":"c","scope":"pd_AdminWebApi","exp":4102444800,"tenant_hint":"acme"}`))
+	c, err := accesstoken.NewClaims([]byte(`{"iss":"https://ids.example","sub":"c","client_id":"c","scope":"pd_AdminWebApi","exp":4102444800,"tenant_hint":"acme"}`))
 	if err != nil {
 		t.Fatal(err)
 	}

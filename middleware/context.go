@@ -3,6 +3,9 @@ package middleware
 import (
 	"context"
 	"net/http"
+
+	"github.com/idsauth/idsauth/accesstoken"
+	"github.com/idsauth/idsauth/internal/oauthwire"
 )
 
 type stateKey struct{}
@@ -10,13 +13,13 @@ type stateKey struct{}
 // state is what RequireBearer (or SCIMAuth, for an identity-service
 // token) leaves in the request context for RequireScope and the handler.
 type state struct {
-	claims *Claims
+	claims *accesstoken.Claims
 	resp   *responder
 }
 
 // ClaimsFrom returns the validated claims that RequireBearer or SCIMAuth
 // (with identity-service tokens enabled) put in the request context.
-func ClaimsFrom(ctx context.Context) (*Claims, bool) {
+func ClaimsFrom(ctx context.Context) (*accesstoken.Claims, bool) {
 	s, ok := stateFrom(ctx)
 	if !ok {
 		return nil, false
@@ -25,15 +28,15 @@ func ClaimsFrom(ctx context.Context) (*Claims, bool) {
 }
 
 // defaultResponder answers for claims put in a context by ContextWithClaims.
-var defaultResponder = &responder{realm: DefaultRealm, scheme: "Bearer"}
+var defaultResponder = &responder{realm: oauthwire.Realm, scheme: "Bearer"}
 
 // ContextWithClaims returns a copy of ctx that carries c as RequireBearer
 // leaves validated claims: ClaimsFrom finds c, and a RequireScope after it
-// checks c's scopes (answering, when it refuses, with DefaultRealm). It is
+// checks c's scopes (answering, when it refuses, with the realm "idsauth"). It is
 // for testing a handler without a token (see idsauthtest.WithClaims), and
 // for middleware of your own that authenticates some other way. c must be
 // claims you trust: nothing here checks them. A nil c is not stored.
-func ContextWithClaims(ctx context.Context, c *Claims) context.Context {
+func ContextWithClaims(ctx context.Context, c *accesstoken.Claims) context.Context {
 	if c == nil {
 		return ctx
 	}
@@ -49,7 +52,7 @@ func stateFrom(ctx context.Context) (*state, bool) {
 	return s, true
 }
 
-func withState(r *http.Request, c *Claims, o *responder) *http.Request {
+func withState(r *http.Request, c *accesstoken.Claims, o *responder) *http.Request {
 	return r.WithContext(&stateCtx{Context: r.Context(), st: state{claims: c, resp: o}})
 }
 

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/internal/dpop"
-	"github.com/idsauth/idsauth/internal/oauthwire"
 	"github.com/idsauth/idsauth/internal/replay"
 	"github.com/idsauth/idsauth/limit"
 )
@@ -87,24 +87,6 @@ type DPoPConfig struct {
 	Now func() time.Time
 }
 
-// DPoP failures, given to the reject hook and the observer.
-var (
-	// ErrDPoPProof: the DPoP proof is missing, not one, malformed, or
-	// fails a check of RFC 9449 §4.3 (its signature, htm, htu, iat, ath),
-	// or was used before. 401 invalid_dpop_proof.
-	ErrDPoPProof = errors.New("invalid DPoP proof")
-	// ErrDPoPNonce: the proof lacks the current nonce. 401
-	// use_dpop_nonce, with the nonce in DPoP-Nonce.
-	ErrDPoPNonce = errors.New("DPoP proof lacks the nonce")
-	// ErrDPoPKey: the proof is by another key than the token is bound
-	// to. 401 invalid_dpop_proof, described as every other refused proof
-	// is: "invalid DPoP proof: key is not the token's".
-	ErrDPoPKey = errors.New("DPoP proof key is not the token's")
-	// ErrUnboundToken: a token presented with DPoP is bound to no key. 401
-	// invalid_token.
-	ErrUnboundToken = errors.New("token is not bound to a key")
-)
-
 // dpopChecker is the DPoPConfig of a RequireBearer, prepared.
 type dpopChecker struct {
 	required  bool
@@ -113,6 +95,7 @@ type dpopChecker struct {
 	cache     *replay.Cache
 	store     limit.ReplayStore
 	nonces    *dpop.Nonces // nil when off
+	keys      *dpop.Keys   // the proofs' keys, read once each
 	now       func() time.Time
 }
 
@@ -136,6 +119,7 @@ func newDPoPChecker(cfg *DPoPConfig) (*dpopChecker, error) {
 		publicURL: strings.TrimSuffix(cfg.PublicURL, "/"),
 		window:    cmp.Or(cfg.ProofMaxAge, time.Minute),
 		store:     cfg.Replays,
+		keys:      dpop.NewKeys(),
 		now:       cfg.Now,
 	}
 	if d.now == nil {
@@ -160,19 +144,16 @@ func newDPoPChecker(cfg *DPoPConfig) (*dpopChecker, error) {
 // good, so that a request with a bad token costs no signature check, and
 // only the holder of a good token's key can take a place in the replay
 // memory. It returns the reason to refuse, and a nonce to send with it.
-func (d *dpopChecker) check(ctx context.Context, r *http.Request, token string, c *Claims) (nonce string, reason error) {
-	if c.JKT == "" {
-		return "", ErrUnboundToken
-	}
+func (d *dpopChecker) check(ctx context.Context, r *http.Request, token string, c *accesstoken.Claims) (nonce string, reason error) {
 	proofs := r.Header["Dpop"] // canonical: Values would allocate to canonicalize "DPoP"
 	if len(proofs) != 1 {
 		return "", proofFailure(fmt.Sprintf("%d DPoP headers, want one", len(proofs)), nil)
 	}
 	now := d.now()
-	p, err := dpop.Verify(proofs[0], dpop.Check{Method: r.Method, URL: d.publicURL + requestPath(r), AccessToken: token, Nonces: d.nonces, Now: now, Window: d.window, Leeway: dpopLeeway})
+	p, err := dpop.Verify(proofs[0], dpop.Check{Method: r.Method, URL: d.publicURL + requestPath(r), AccessToken: token, Nonces: d.nonces, Now: now, Window: d.window, Leeway: dpopLeeway, Keys: d.keys})
 	switch {
 	case errors.Is(err, dpop.ErrNonce):
-		return d.nonces.At(now), ErrDPoPNonce
+		return d.nonces.At(now), errDPoPNonce
 	case err != nil:
 		var f *dpop.Failure
 		if !errors.As(err, &f) {
@@ -180,7 +161,7 @@ func (d *dpopChecker) check(ctx context.Context, r *http.Request, token string, 
 		}
 		return "", proofFailure(f.Check, err)
 	case p.JKT != c.JKT:
-		return "", ErrDPoPKey
+		return "", errDPoPKey
 	}
 	return "", d.remember(ctx, c, p, now)
 }
@@ -189,7 +170,7 @@ func (d *dpopChecker) check(ctx context.Context, r *http.Request, token string, 
 // under the token's client: a subject's IDs go to an eighth of the
 // memory, so that a client that floods it, with as many bound tokens and
 // keys as it holds, fills its own share and not the other clients'.
-func (d *dpopChecker) remember(ctx context.Context, c *Claims, p *dpop.Proof, now time.Time) error {
+func (d *dpopChecker) remember(ctx context.Context, c *accesstoken.Claims, p *dpop.Proof, now time.Time) error {
 	subject, id := "dpop:"+c.Issuer+" "+c.ClientID, p.JKT+" "+p.ID
 	if d.store != nil {
 		fresh, err := d.store.Remember(ctx, limit.Replay{Subject: subject, ID: id, Until: p.Expires, Now: now})
@@ -209,48 +190,4 @@ func (d *dpopChecker) remember(ctx context.Context, c *Claims, p *dpop.Proof, no
 		return proofFailure("its jti was already used", nil)
 	}
 	return nil
-}
-
-// requestPath is the path the client addressed: the request line's,
-// which a handler in front (http.StripPrefix) does not rewrite, so that a
-// proof made for another resource of the host cannot pass for this one.
-func requestPath(r *http.Request) string {
-	if r.RequestURI != "" && r.RequestURI != "*" {
-		if u, err := url.ParseRequestURI(r.RequestURI); err == nil {
-			return u.EscapedPath()
-		}
-	}
-	return r.URL.EscapedPath()
-}
-
-// dpopFailure is an ErrDPoPProof with what went wrong: why is fixed text,
-// fit for error_description (never the proof's or the token's content);
-// err, when set, is its cause, for the log alone.
-type dpopFailure struct {
-	why string
-	err error
-}
-
-func proofFailure(why string, err error) error { return &dpopFailure{why: why, err: err} }
-
-func (f *dpopFailure) Error() string {
-	if f.err != nil {
-		return "invalid DPoP proof: " + f.why + ": " + f.err.Error()
-	}
-	return "invalid DPoP proof: " + f.why
-}
-func (f *dpopFailure) Is(target error) bool { return target == ErrDPoPProof }
-func (f *dpopFailure) Unwrap() error        { return f.err }
-
-// dpopAlgs is what a DPoP challenge says of the proof algorithms.
-var dpopAlgs = strings.Join(dpop.Algs, " ")
-
-// challengeBoth answers a request that carried no token where DPoP is
-// accepted: a bare challenge for each scheme accepted (RFC 9449 §7.1).
-func (o *responder) challengeBoth(w http.ResponseWriter, r *http.Request, reason error, bearerToo bool) {
-	if bearerToo {
-		w.Header().Add("WWW-Authenticate", o.challengeOf(r, "Bearer", oauthwire.Error{}))
-	}
-	w.Header().Add("WWW-Authenticate", o.challengeOf(r, "DPoP", oauthwire.Error{}))
-	o.answerChallenge(w, r, reason)
 }

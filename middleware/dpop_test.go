@@ -1,7 +1,6 @@
 package middleware_test
 
 import (
-	"context"
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/ed25519"
@@ -25,6 +24,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/internal/clientauth"
 	"github.com/idsauth/idsauth/internal/jwktest"
 	"github.com/idsauth/idsauth/internal/keys"
@@ -64,16 +64,12 @@ func newDPoPWorld(t *testing.T, dcfg middleware.DPoPConfig) *dpopWorld {
 	}
 	w.issSrv.Config.Handler = w.iss
 	aud := []string{w.iss.URL() + "/resources"}
-	jv := newValidator(t, middleware.ValidatorConfig{Issuer: w.iss.URL(), Audience: aud, Keys: w.iss})
-	in, err := middleware.NewIntrospector(context.Background(), middleware.IntrospectorConfig{Issuer: w.iss.URL(), ClientID: "api", Local: w.iss, Audience: aud})
-	if err != nil {
-		t.Fatal(err)
-	}
+	both := newValidator(t, accesstoken.Config{Issuer: w.iss.URL(), Audience: aud, Keys: w.iss, Introspection: &accesstoken.Introspection{ClientID: "api", Local: w.iss}})
 	w.api = httptest.NewUnstartedServer(nil)
 	w.api.Start()
 	t.Cleanup(w.api.Close)
 	dcfg.PublicURL = w.api.URL
-	bearer := middleware.RequireBearerWithConfig(middleware.JWTOrReference(jv, in), middleware.BearerConfig{DPoP: newDPoP(t, dcfg)})
+	bearer := middleware.RequireBearerWithConfig(both, middleware.BearerConfig{DPoP: newDPoP(t, dcfg)})
 	mux := http.NewServeMux()
 	handler := http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		c, _ := middleware.ClaimsFrom(r.Context())
@@ -319,7 +315,7 @@ func TestDPoPReplayMemoryIsBounded(t *testing.T) {
 // htu is the path the client sent, not the one http.StripPrefix left.
 func TestDPoPRedTeamFixes(t *testing.T) {
 	w := newDPoPWorld(t, middleware.DPoPConfig{})
-	lax := newValidator(t, middleware.ValidatorConfig{Issuer: w.iss.URL(), Keys: w.iss, AllowBoundTokens: true})
+	lax := newValidator(t, accesstoken.Config{Issuer: w.iss.URL(), Keys: w.iss, AllowBoundTokens: true})
 	tok := w.token(t, "c", w.key, scope.AdminWebAPI)
 	h := middleware.RequireBearerWithConfig(lax, middleware.BearerConfig{DPoP: newDPoP(t, middleware.DPoPConfig{PublicURL: "https://api.test"})})(http.NotFoundHandler())
 	req := httptest.NewRequest(http.MethodGet, "https://api.test/admin", nil)
@@ -366,7 +362,7 @@ func TestDPoPRedTeamFixes(t *testing.T) {
 	}
 
 	// Behind http.StripPrefix, the proof is for the URL the client sent.
-	v := newValidator(t, middleware.ValidatorConfig{Issuer: w.iss.URL(), Keys: w.iss})
+	v := newValidator(t, accesstoken.Config{Issuer: w.iss.URL(), Keys: w.iss})
 	api := httptest.NewServer(nil)
 	defer api.Close()
 	inner := middleware.RequireBearerWithConfig(v, middleware.BearerConfig{DPoP: newDPoP(t, middleware.DPoPConfig{PublicURL: api.URL})})(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
@@ -388,7 +384,7 @@ func TestDPoPRedTeamFixes(t *testing.T) {
 // 9864) in it.
 func TestDPoPAdvertisesWhatItAccepts(t *testing.T) {
 	signing := jwktest.NewKey(t, "ES256")
-	v := newValidator(t, middleware.ValidatorConfig{Issuer: iss, Keys: newCountingKeys(signing)})
+	v := newValidator(t, accesstoken.Config{Issuer: iss, Keys: newCountingKeys(signing)})
 	api := httptest.NewServer(nil)
 	defer api.Close()
 	api.Config.Handler = middleware.RequireBearerWithConfig(v, middleware.BearerConfig{DPoP: newDPoP(t, middleware.DPoPConfig{PublicURL: api.URL})})(http.NotFoundHandler())

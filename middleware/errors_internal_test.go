@@ -2,28 +2,61 @@ package middleware
 
 import (
 	"errors"
+	"os"
 	"regexp"
 	"testing"
+
+	"github.com/idsauth/idsauth/accesstoken"
 )
 
 var snakeCase = regexp.MustCompile(`^[a-z]+(_[a-z]+)*$`)
 
-// TestReasonsTable: every reason this package reports has one row, and
-// the row errors.Is finds for it is its own, so the order of the table
-// cannot hide a reason behind a wider one.
+// validationCodes are the codes accesstoken documents for a
+// ValidationError, read from its source: the codes of the type's
+// comment, one a line.
+func validationCodes(t *testing.T) []string {
+	t.Helper()
+	src, err := os.ReadFile("../accesstoken/errors.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var codes []string
+	for _, m := range regexp.MustCompile(`(?m)^//\t([a-z_]+)\s{2,}`).FindAllSubmatch(src, -1) {
+		codes = append(codes, string(m[1]))
+	}
+	if len(codes) < 20 {
+		t.Fatalf("read %d codes from accesstoken's documentation", len(codes))
+	}
+	return codes
+}
+
+// TestReasonsTable: every reason this package reports, accesstoken's
+// codes and its own errors, has one row, and the row found for it is its
+// own, so the order of the table cannot hide a reason behind a wider one.
 func TestReasonsTable(t *testing.T) {
-	all := []error{
-		ErrTooLarge, ErrMalformed, ErrAlgorithm, ErrCritical, ErrType, ErrAmbiguousKey, ErrUnknownKey,
-		ErrKeysUnavailable, ErrSignature, ErrExpired, ErrNotYetValid, ErrIssuedInFuture,
-		ErrMissingClaim, ErrIssuer, ErrAudience, ErrScopeClaim, ErrScopeName, ErrBoundToken,
-		ErrInactive, ErrIntrospectionUnavailable, ErrDPoPKey, ErrDPoPNonce, ErrDPoPProof, ErrUnboundToken,
-		ErrNoToken, ErrMultipleHeaders, ErrSpaceInToken, ErrInsufficientScope, ErrNoClaims,
+	own := []error{
+		errDPoPKey, errDPoPNonce, errDPoPProof,
+		errNoToken, errMultipleHeaders, errSpaceInToken, errInsufficientScope, errNoClaims,
 		ErrSCIMToken, ErrSCIMTooManyFailures,
 	}
-	if len(all) != len(reasons) {
-		t.Fatalf("%d reasons, %d rows", len(all), len(reasons))
+	codes := validationCodes(t)
+	if len(own)+len(codes) != len(reasons) {
+		t.Fatalf("%d reasons, %d rows", len(own)+len(codes), len(reasons))
 	}
-	for _, err := range all {
+	for _, code := range codes {
+		ve := &accesstoken.ValidationError{Code: code}
+		i := reasonRow(ve)
+		if i < 0 || reasons[i].code != code || reasons[i].err != nil {
+			t.Errorf("%s: found row %d", code, i)
+		}
+		if logReason(ve) == genericWire || describe(ve) == genericWire && code != "no_claims" {
+			t.Errorf("%s: described or logged as the generic text", code)
+		}
+		if ReasonCode(ve) != code {
+			t.Errorf("%s: ReasonCode is %q", code, ReasonCode(ve))
+		}
+	}
+	for _, err := range own {
 		i := reasonRow(err)
 		if i < 0 || reasons[i].err != err {
 			t.Errorf("%v: found row %d", err, i)
@@ -31,17 +64,14 @@ func TestReasonsTable(t *testing.T) {
 		if logReason(err) == genericWire {
 			t.Errorf("%v: logged as the generic text", err)
 		}
-		if logReason(&ValidationError{Reason: err}) != logReason(err) {
-			t.Errorf("%v: wrapped, it logs otherwise", err)
-		}
 	}
-	codes := map[string]bool{"other": true}
+	seen := map[string]bool{"other": true}
 	for _, r := range reasons {
-		if !snakeCase.MatchString(r.code) || codes[r.code] {
+		if !snakeCase.MatchString(r.code) || seen[r.code] {
 			t.Errorf("%v: code %q is not snake case, or not unique", r.err, r.code)
 		}
-		codes[r.code] = true
-		if ReasonCode(r.err) != r.code || ReasonCode(&ValidationError{Reason: r.err}) != r.code {
+		seen[r.code] = true
+		if r.err != nil && ReasonCode(r.err) != r.code {
 			t.Errorf("%v: ReasonCode is not its row's code", r.err)
 		}
 	}

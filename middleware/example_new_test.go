@@ -8,53 +8,17 @@ import (
 	"net/http/httptest"
 	"strings"
 
-	"golang.org/x/oauth2/clientcredentials"
-
-	"github.com/idsauth/idsauth/issuer"
+	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/scope"
-	"github.com/idsauth/idsauth/secret"
 )
-
-// One route takes both kinds of token: a JWT goes to the Validator, a
-// reference token to the Introspector, here answered by the issuer in the
-// same process (against a remote one: Endpoint or discovery, and the
-// API's ClientSecret or Key).
-func ExampleJWTOrReference() {
-	ids, iss := exampleIssuerWith(func(c *issuer.Config) {
-		c.Clients[0].AccessTokenType = "reference"
-		c.APIResources = []issuer.APIResourceConfig{{Name: "admin-api", SecretHashes: []string{secret.HashSHA256("api-secret").String()}, Scopes: []string{scope.AdminWebAPI}}}
-	})
-	defer ids.Close()
-	aud := []string{iss.URL() + "/resources"}
-	v, err := middleware.NewValidator(context.Background(), middleware.ValidatorConfig{Issuer: iss.URL(), Audience: aud, Keys: iss})
-	if err != nil {
-		log.Fatal(err)
-	}
-	in, err := middleware.NewIntrospector(context.Background(), middleware.IntrospectorConfig{
-		Issuer: iss.URL(), ClientID: "admin-api", Local: iss, Audience: aud,
-	})
-	if err != nil {
-		log.Fatal(err)
-	}
-	both := middleware.JWTOrReference(v, in)
-
-	cc := clientcredentials.Config{ClientID: "reporting", ClientSecret: "s3cret", TokenURL: iss.TokenURL(), Scopes: []string{scope.AdminWebAPI}}
-	tok, err := cc.Token(context.Background())
-	if err != nil {
-		log.Fatal(err)
-	}
-	c, err := both.Validate(context.Background(), tok.AccessToken)
-	fmt.Println(len(tok.AccessToken), c.ClientID, c.Scopes, err)
-	// Output: 43 reporting pd_AdminWebApi <nil>
-}
 
 // One DPoP serves every route of a service, so that they share its replay
 // memory and nonces. A request without a token is told both schemes.
 func ExampleNewDPoP() {
 	ids, iss := exampleIssuer()
 	defer ids.Close()
-	v, err := middleware.NewValidator(context.Background(), middleware.ValidatorConfig{Issuer: iss.URL(), Audience: []string{iss.URL() + "/resources"}, Keys: iss})
+	v, err := accesstoken.New(context.Background(), accesstoken.Config{Issuer: iss.URL(), Audience: []string{iss.URL() + "/resources"}, Keys: iss})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -91,7 +55,7 @@ func ExampleResourceMetadata() {
 
 	ids, iss := exampleIssuer()
 	defer ids.Close()
-	v, err := middleware.NewValidator(context.Background(), middleware.ValidatorConfig{Issuer: iss.URL(), Audience: []string{iss.URL() + "/resources"}, Keys: iss})
+	v, err := accesstoken.New(context.Background(), accesstoken.Config{Issuer: iss.URL(), Audience: []string{iss.URL() + "/resources"}, Keys: iss})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -2,8 +2,6 @@ package middleware_test
 
 import (
 	"context"
-	"encoding/base64"
-	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -11,12 +9,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
-	"strings"
-	"time"
 
 	"github.com/justinas/alice"
 	"golang.org/x/oauth2/clientcredentials"
 
+	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/issuer"
 	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/scope"
@@ -49,106 +46,11 @@ func exampleIssuerWith(edit func(*issuer.Config)) (*httptest.Server, *issuer.Iss
 	return srv, iss
 }
 
-func ExampleNewValidator() {
-	ids, iss := exampleIssuer()
-	defer ids.Close()
-
-	// The issuer URL and who this API is, as the issuer writes it in
-	// "aud" (this module's issuer and IdentityServer with its static
-	// audience on: "{issuer}/resources"). The JWKS is found by discovery
-	// and refreshed in the background until ctx ends.
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	v, err := middleware.NewValidator(ctx, middleware.ValidatorConfig{
-		Issuer:   iss.URL(),
-		Audience: []string{iss.URL() + "/resources"},
-	})
-	if err != nil {
-		log.Fatal(err)
-	}
-
-	cc := clientcredentials.Config{ClientID: "reporting", ClientSecret: "s3cret", TokenURL: iss.TokenURL(), Scopes: []string{scope.AdminWebAPI}}
-	tok, err := cc.Token(ctx)
-	if err != nil {
-		log.Fatal(err)
-	}
-	claims, err := v.Validate(ctx, tok.AccessToken)
-	if err != nil {
-		log.Fatal(err)
-	}
-	fmt.Println(claims.ClientID, claims.Scopes)
-
-	// A payload of one's own under the issuer's signature, granting more:
-	// the signature no longer fits, and no claim but "iss" is read.
-	header, rest, _ := strings.Cut(tok.AccessToken, ".")
-	_, sig, _ := strings.Cut(rest, ".")
-	more := base64.RawURLEncoding.EncodeToString([]byte(`{"iss":"` + iss.URL() + `","scope":"pd_AdminWebApi pd_ConnectWebApi"}`))
-	_, err = v.Validate(ctx, header+"."+more+"."+sig)
-	fmt.Println(err)
-	// Output:
-	// reporting pd_AdminWebApi
-	// signature invalid
-}
-
-// During a move from the product's IdentityServer to this module's
-// issuer, an API accepts the tokens of both: each issuer with its own
-// keys, found by discovery, and its own "aud". IdentityServer puts
-// "{issuer}/resources" there with EmitStaticAudienceClaim on and the API
-// resource names (here "admin-api") with it off; this module's issuer puts
-// "{issuer}/resources". A token is checked against the issuer its "iss"
-// names, exactly, and no other; an "iss" on no list is refused before any
-// key is fetched.
-func ExampleValidatorConfig_issuers() {
-	// Stand-ins on loopback: "legacy" writes tokens as IdentityServer does
-	// with its static audience off (aud "admin-api", scope an array).
-	legacySrv, legacy := exampleIssuerWith(func(c *issuer.Config) {
-		c.ScopeFormat = "array"
-		c.Clients[0].Audience = []string{"admin-api"}
-	})
-	defer legacySrv.Close()
-	idsSrv, ids := exampleIssuer()
-	defer idsSrv.Close()
-	strangerSrv, stranger := exampleIssuer()
-	defer strangerSrv.Close()
-
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	v, err := middleware.NewValidator(ctx, middleware.ValidatorConfig{
-		Issuers: []middleware.TrustedIssuer{
-			{Issuer: legacy.URL(), Audience: []string{"admin-api"}},
-			{Issuer: ids.URL(), Audience: []string{ids.URL() + "/resources"}},
-		},
-	})
-	if err != nil {
-		log.Fatal(err)
-	}
-
-	// Claims.Issuer is the "iss" of the issuer that accepted the token.
-	name := map[string]string{legacy.URL(): "IdentityServer", ids.URL(): "idsauth"}
-	for _, from := range []*issuer.Issuer{legacy, ids, stranger} {
-		cc := clientcredentials.Config{ClientID: "reporting", ClientSecret: "s3cret", TokenURL: from.TokenURL(), Scopes: []string{scope.AdminWebAPI}}
-		tok, err := cc.Token(ctx)
-		if err != nil {
-			log.Fatal(err)
-		}
-		claims, err := v.Validate(ctx, tok.AccessToken)
-		if err != nil {
-			fmt.Println(err)
-			continue
-		}
-		fmt.Println(name[claims.Issuer], strings.ReplaceAll(fmt.Sprint(claims.Audience), from.URL(), "{issuer}"), claims.Scopes)
-	}
-	// Output:
-	// IdentityServer [admin-api] pd_AdminWebApi
-	// idsauth [{issuer}/resources] pd_AdminWebApi
-	// token issuer not accepted
-}
-
 func ExampleRequireBearer() {
 	ids, iss := exampleIssuer()
 	defer ids.Close()
 	// The issuer runs in this process: validate with its keys directly.
-	v, err := middleware.NewValidator(context.Background(), middleware.ValidatorConfig{Issuer: iss.URL(), Audience: []string{iss.URL() + "/resources"}, Keys: iss})
+	v, err := accesstoken.New(context.Background(), accesstoken.Config{Issuer: iss.URL(), Audience: []string{iss.URL() + "/resources"}, Keys: iss})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -182,7 +84,7 @@ func ExampleRequireBearer() {
 func ExampleRequireScope() {
 	ids, iss := exampleIssuer()
 	defer ids.Close()
-	v, err := middleware.NewValidator(context.Background(), middleware.ValidatorConfig{Issuer: iss.URL(), Audience: []string{iss.URL() + "/resources"}, Keys: iss})
+	v, err := accesstoken.New(context.Background(), accesstoken.Config{Issuer: iss.URL(), Audience: []string{iss.URL() + "/resources"}, Keys: iss})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -232,7 +134,7 @@ func Example_issuerInProcess() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	v, err := middleware.NewValidator(context.Background(), middleware.ValidatorConfig{
+	v, err := accesstoken.New(context.Background(), accesstoken.Config{
 		Issuer:   iss.URL(),
 		Audience: []string{iss.URL() + "/resources"}, // the issuer's default "aud"
 		Keys:     iss,
@@ -261,7 +163,7 @@ func Example_issuerInProcess() {
 func ExampleClaimsFrom() {
 	ids, iss := exampleIssuer()
 	defer ids.Close()
-	v, err := middleware.NewValidator(context.Background(), middleware.ValidatorConfig{Issuer: iss.URL(), Audience: []string{iss.URL() + "/resources"}, Keys: iss})
+	v, err := accesstoken.New(context.Background(), accesstoken.Config{Issuer: iss.URL(), Audience: []string{iss.URL() + "/resources"}, Keys: iss})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -291,51 +193,4 @@ func ExampleClaimsFrom() {
 	resp.Body.Close()
 	fmt.Println(string(body))
 	// Output: reporting has pd_AdminWebApi; claims [aud client_id exp iat iss jti nbf scope sub]
-}
-
-// A TokenValidator of one's own (here one that trusts an upstream
-// gateway's verification) builds its Claims with NewClaims, so that
-// RequireScope, ClaimsFrom and Decode work as with a Validator.
-func ExampleNewClaims() {
-	payload := []byte(`{"iss":"https://ids.example/ids","client_id":"reporting","scope":"pd_AdminWebApi","exp":1900000000,"tenant":"acme"}`)
-	c, err := middleware.NewClaims(payload)
-	if err != nil {
-		log.Fatal(err)
-	}
-	var extra struct {
-		Tenant string `json:"tenant"`
-	}
-	if err := c.Decode(&extra); err != nil {
-		log.Fatal(err)
-	}
-	fmt.Println(c.ClientID, c.Scopes, c.ExpiresAt.UTC().Format(time.RFC3339), extra.Tenant)
-
-	_, err = middleware.NewClaims([]byte(`{"exp":"tomorrow"}`))
-	fmt.Println(errors.Is(err, middleware.ErrMalformed))
-	// Output:
-	// reporting pd_AdminWebApi 2030-03-17T17:46:40Z acme
-	// true
-}
-
-// A refusal says on the wire only its fixed reason; the ValidationError
-// holds the facts for a log line.
-func ExampleValidationError() {
-	ids, iss := exampleIssuer()
-	defer ids.Close()
-	later := func() time.Time { return time.Now().Add(2 * time.Hour) } // the default token lives an hour
-	v, err := middleware.NewValidator(context.Background(), middleware.ValidatorConfig{Issuer: iss.URL(), Audience: []string{iss.URL() + "/resources"}, Keys: iss, Now: later})
-	if err != nil {
-		log.Fatal(err)
-	}
-	cc := clientcredentials.Config{ClientID: "reporting", ClientSecret: "s3cret", TokenURL: iss.TokenURL(), Scopes: []string{scope.AdminWebAPI}}
-	tok, err := cc.Token(context.Background())
-	if err != nil {
-		log.Fatal(err)
-	}
-	_, err = v.Validate(context.Background(), tok.AccessToken)
-	var ve *middleware.ValidationError
-	if errors.As(err, &ve) {
-		fmt.Println(errors.Is(err, middleware.ErrExpired), ve.Reason, ve.Expiry.Before(ve.Now))
-	}
-	// Output: true token expired true
 }

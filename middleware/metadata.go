@@ -160,3 +160,38 @@ func (d *resourceDocuments) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Content-Type-Options", "nosniff") // it holds the path asked for
 	_, _ = w.Write(body)
 }
+
+// requestPath is the path the client addressed: the request line's,
+// which a handler in front (http.StripPrefix) does not rewrite, so that a
+// proof made for another resource of the host cannot pass for this one.
+func requestPath(r *http.Request) string {
+	if plainPath(r.RequestURI) {
+		return r.RequestURI // its own escaped path: nothing to parse
+	}
+	if r.RequestURI != "" && r.RequestURI != "*" {
+		if u, err := url.ParseRequestURI(r.RequestURI); err == nil {
+			return u.EscapedPath()
+		}
+	}
+	return r.URL.EscapedPath()
+}
+
+// plainPath reports whether uri is an origin-form path of characters a
+// path holds as they are (RFC 3986 §3.3: unreserved, sub-delims, ":",
+// "@", "/"), without query, fragment or escape: its escaped path is
+// itself.
+func plainPath(uri string) bool {
+	if uri == "" || uri[0] != '/' {
+		return false
+	}
+	for i := 0; i < len(uri); i++ {
+		c := uri[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte("-._~!$&'()*+,;=:@/", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}

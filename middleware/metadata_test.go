@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/idsauth/idsauth/idsauthtest"
 	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/scope"
 )
@@ -73,8 +74,8 @@ func TestResourceMetadata(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	iss := newRefIssuer(t)
-	v := newValidator(t, middleware.ValidatorConfig{Issuer: iss.issuerURL(), Keys: iss.iss})
+	ids := idsauthtest.NewIssuer(t)
+	v := ids.Validator()
 	protect := middleware.RequireBearerWithConfig(v, middleware.BearerConfig{ResourceMetadata: &md, DPoP: newDPoP(t, middleware.DPoPConfig{PublicURL: api.URL})})
 	mux := http.NewServeMux()
 	mux.Handle("/.well-known/oauth-protected-resource/", h)
@@ -86,7 +87,7 @@ func TestResourceMetadata(t *testing.T) {
 	if err != nil || doc["bearer_methods_supported"].([]any)[0] != "header" || len(doc["dpop_signing_alg_values_supported"].([]any)) != 5 {
 		t.Fatalf("the resource's own document: %v %v", doc, err)
 	}
-	adminToken := iss.token(t, "jwt", "jwt-secret", scope.AdminWebAPI)
+	adminToken := ids.Token(t, scope.AdminWebAPI)
 	for _, path := range []string{"/webapi/api/v3/demo/Connect/Documents", "/webapi/api/v3/other-source/Connect/Session/s-1", "/webapi/api/v3/d%20s/Connect/x"} {
 		called := api.URL + path
 		for name, c := range map[string]struct {

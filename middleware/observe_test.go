@@ -9,8 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/time/rate"
-
+	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/internal/eventtest"
 	"github.com/idsauth/idsauth/internal/jwktest"
 	"github.com/idsauth/idsauth/internal/testlog"
@@ -30,7 +29,7 @@ func TestEventsOfRequireBearer(t *testing.T) {
 	rec := &eventtest.Recorder{}
 	var hooked []error
 	logs, logger := testlog.New()
-	s := newAPI(t, "ES256", middleware.ValidatorConfig{Observer: rec}, middleware.BearerConfig{
+	s := newAPI(t, "ES256", accesstoken.Config{Observer: rec}, middleware.BearerConfig{
 		Observer: rec, Logger: logger,
 		OnReject: func(_ *http.Request, _ int, err error) { hooked = append(hooked, err) },
 	})
@@ -126,7 +125,7 @@ func TestEventOfAForeignValidatorError(t *testing.T) {
 
 type failingValidator struct{ err error }
 
-func (f failingValidator) Validate(context.Context, string) (*middleware.Claims, error) {
+func (f failingValidator) Validate(context.Context, string) (*accesstoken.Claims, error) {
 	return nil, f.err
 }
 
@@ -136,58 +135,13 @@ func (discard) Header() http.Header         { return http.Header{} }
 func (discard) Write(b []byte) (int, error) { return len(b), nil }
 func (discard) WriteHeader(int)             {}
 
-// TestEventsOfJWKSFetches: each fetch of the JWKS, at start and on an
-// unknown kid, is one event: the keys it holds, or why it failed.
-func TestEventsOfJWKSFetches(t *testing.T) {
-	k := jwktest.NewKey(t, "ES256")
-	j := jwktest.NewJWKS(t, k)
-	j.SetDown(true)
-	rec := &eventtest.Recorder{}
-	v, err := middleware.NewValidator(t.Context(), middleware.ValidatorConfig{
-		Issuer: j.Issuer(), AnyAudience: true, JWKSURL: j.JWKSURL(), Observer: rec,
-		RefreshUnknownKID: rate.NewLimiter(rate.Inf, 1),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	eventtest.Want(t, "JWKS down at start", rec.Take(), observe.Event{Kind: observe.KeysFetchFailed, Reason: observe.FetchFailureStatus})
-
-	j.SetDown(false)
-	j.SetBody([]byte("<html>not a key set</html>"))
-	tok := jwktest.Sign(t, k, nil, jwktest.Claims(j.Issuer(), scope.AdminWebAPI, time.Hour))
-	if _, err := v.Validate(t.Context(), tok); !errors.Is(err, middleware.ErrKeysUnavailable) {
-		t.Fatalf("err = %v", err)
-	}
-	eventtest.Want(t, "JWKS not JSON", rec.Take(),
-		observe.Event{Kind: observe.KeysFetchFailed, Reason: observe.FetchFailureInvalid},
-		observe.Event{Kind: observe.ValidationFailed, Reason: "keys_unavailable"})
-
-	j.SetBody(nil)
-	if _, err := v.Validate(t.Context(), tok); err != nil {
-		t.Fatal(err)
-	}
-	eventtest.Want(t, "JWKS back", rec.Take(),
-		observe.Event{Kind: observe.KeysFetched, Keys: 1},
-		observe.Event{Kind: observe.ValidationSucceeded})
-
-	j.Close()
-	other := jwktest.Sign(t, jwktest.NewKey(t, "ES256"), nil, jwktest.Claims(j.Issuer(), scope.AdminWebAPI, time.Hour))
-	if _, err := v.Validate(t.Context(), other); !errors.Is(err, middleware.ErrUnknownKey) {
-		t.Fatalf("err = %v", err)
-	}
-	eventtest.Want(t, "JWKS server gone", rec.Take(),
-		observe.Event{Kind: observe.KeysFetchFailed, Reason: observe.FetchFailureTransport},
-		observe.Event{Kind: observe.ValidationFailed, Reason: "unknown_key"})
-	eventtest.Scan(t, rec.All(), nil, tok, other, j.URL, "not a key set")
-}
-
 // TestEventsOfSCIMAuth: one event per request, naming the tenant only
 // when it is registered, with the limit that refused a 429; none holds a
 // token.
 func TestEventsOfSCIMAuth(t *testing.T) {
 	tenants := tenantsOf(t, "acme", secret.HashSHA256("acme-token"))
 	k := jwktest.NewKey(t, "ES256")
-	v, err := middleware.NewValidator(t.Context(), middleware.ValidatorConfig{Issuer: iss, AnyAudience: true, Keys: newCountingKeys(k)})
+	v, err := accesstoken.New(t.Context(), accesstoken.Config{Issuer: iss, AnyAudience: true, Keys: newCountingKeys(k)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package middleware
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -13,9 +12,6 @@ import (
 	"github.com/idsauth/idsauth/scope"
 )
 
-// ErrInsufficientScope: a valid token without the route's scope (403).
-var ErrInsufficientScope = errors.New("token lacks the scope this API requires")
-
 // RequireScope returns middleware that admits a request whose token, as
 // validated by the RequireBearer before it, holds at least one of scopes.
 // Otherwise it answers 403 insufficient_scope naming the scopes
@@ -24,7 +20,7 @@ var ErrInsufficientScope = errors.New("token lacks the scope this API requires")
 // RequireScope has no settings of its own: it answers with the realm,
 // reject hook and logger of the RequireBearer (or SCIMAuth) in front of
 // it, which it finds in the request context. Without one in front it
-// fails closed: every request gets a 401 challenge with DefaultRealm,
+// fails closed: every request gets a 401 challenge with the realm "idsauth",
 // and, since no configured logger can reach it, the first such refusal
 // is logged at Error level to slog.Default, saying why.
 //
@@ -38,7 +34,7 @@ func RequireScope(scopes ...string) func(http.Handler) http.Handler {
 	checkScopes("RequireScope", scopes)
 	scopes = append([]string(nil), scopes...)
 	need := strings.Join(scopes, " ")
-	closed := &responder{realm: DefaultRealm} // for requests RequireBearer never saw
+	closed := &responder{realm: oauthwire.Realm} // for requests RequireBearer never saw
 	var warned atomic.Bool
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -49,13 +45,13 @@ func RequireScope(scopes ...string) func(http.Handler) http.Handler {
 						"idsauth: RequireScope refused a request that no RequireBearer validated; put RequireBearer in front of it",
 						slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("scope", need))
 				}
-				closed.challenge(w, r, ErrNoToken)
+				closed.challenge(w, r, errNoToken)
 				return
 			}
 			if !s.claims.Scopes.HasAny(scopes...) {
-				s.resp.fail(w, r, http.StatusForbidden, ErrInsufficientScope, oauthwire.Error{
+				s.resp.fail(w, r, http.StatusForbidden, errInsufficientScope, oauthwire.Error{
 					Code:        "insufficient_scope",
-					Description: describe(ErrInsufficientScope),
+					Description: describe(errInsufficientScope),
 					Scope:       need,
 				})
 				return

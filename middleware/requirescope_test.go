@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/internal/jwktest"
 	"github.com/idsauth/idsauth/internal/testlog"
 	"github.com/idsauth/idsauth/middleware"
@@ -91,7 +92,7 @@ func TestRequireScopeWithoutRequireBearerLogsWhy(t *testing.T) {
 
 func TestRequireFamily(t *testing.T) {
 	k := jwktest.NewKey(t, "ES256")
-	v := newValidator(t, middleware.ValidatorConfig{Issuer: iss, Keys: newCountingKeys(k)})
+	v := newValidator(t, accesstoken.Config{Issuer: iss, Keys: newCountingKeys(k)})
 	for _, c := range []struct {
 		family scope.Family
 		scope  string

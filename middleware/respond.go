@@ -4,24 +4,14 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"strings"
 
+	"github.com/idsauth/idsauth/internal/dpop"
 	"github.com/idsauth/idsauth/internal/oauthwire"
 	"github.com/idsauth/idsauth/observe"
 )
 
-// DefaultRealm, "idsauth", is RequireBearer's realm when none is
-// configured; the issuer's Basic challenge uses it too.
-const DefaultRealm = "idsauth"
-
-// RejectFunc is called on every rejected request with the answer's status
-// and the reason: one of this package's Err* values (a *ValidationError is
-// given as its Reason; its facts go to the log line), or, from a
-// TokenValidator of your own, its error. It never receives the token. Use it for audit
-// logs; for metrics, an observe.Observer (BearerConfig.Observer) gets
-// every rejection with its reason as a fixed code.
-type RejectFunc func(r *http.Request, status int, err error)
-
-// responder holds what every answer of RequireBearer and SCIMAuth needs:
+// responder holds what every answer of this package needs:
 // the realm and where rejections are reported. RequireScope uses the one
 // RequireBearer leaves in the request context.
 type responder struct {
@@ -79,11 +69,8 @@ func (o *responder) rejectWith(r *http.Request, err error, e observe.Event) {
 	if o.obs == nil {
 		return
 	}
-	rj := &rejection{r: r, err: err, reason: err}
-	if ve, ok := err.(*ValidationError); ok {
-		rj.reason = ve.Reason
-	}
-	e.Kind, e.Reason = o.kind, ReasonCode(rj.reason)
+	rj := &rejection{r: r, err: err}
+	e.Kind, e.Reason = o.kind, ReasonCode(err)
 	o.obs.Observe(context.WithValue(r.Context(), rejectionKey{}, rj), e)
 }
 
@@ -130,4 +117,27 @@ func (o *responder) fail(w http.ResponseWriter, r *http.Request, status int, rea
 	o.reject(r, status, reason)
 	w.Header().Set("WWW-Authenticate", o.challengeOf(r, o.scheme, e))
 	oauthwire.WriteJSON(w, status, e)
+}
+
+// dpopAlgs is what a DPoP challenge says of the proof algorithms.
+var dpopAlgs = strings.Join(dpop.Algs, " ")
+
+// challengeBoth answers a request that carried no token where DPoP is
+// accepted: a bare challenge for each scheme accepted (RFC 9449 §7.1).
+func (o *responder) challengeBoth(w http.ResponseWriter, r *http.Request, reason error, bearerToo bool) {
+	if bearerToo {
+		w.Header().Add("WWW-Authenticate", o.challengeOf(r, "Bearer", oauthwire.Error{}))
+	}
+	w.Header().Add("WWW-Authenticate", o.challengeOf(r, "DPoP", oauthwire.Error{}))
+	o.answerChallenge(w, r, reason)
+}
+
+// registered returns tenant if it is registered in tenants, else "": an
+// event names registered tenants only. It asks the store only when there
+// is an observer to tell.
+func (o *responder) registered(tenants TenantStore, tenant string) string {
+	if o.obs == nil || len(tenants.TenantTokens(tenant)) == 0 {
+		return ""
+	}
+	return tenant
 }

@@ -17,15 +17,6 @@ import (
 	"github.com/idsauth/idsauth/secret"
 )
 
-// ErrSCIMToken is the reject hook's reason for every SCIM 401: a missing or
-// malformed Authorization header, a wrong token and an unknown tenant are
-// one case on purpose, so that tenants cannot be probed.
-var ErrSCIMToken = errors.New("the authorization header is invalid or missing")
-
-// ErrSCIMTooManyFailures is the reject hook's reason for a SCIM 429: the
-// address failed too often.
-var ErrSCIMTooManyFailures = errors.New("too many failed attempts")
-
 // DefaultSCIMRealm is SCIMAuth's realm when none is configured.
 const DefaultSCIMRealm = "scim"
 
@@ -182,7 +173,7 @@ func SCIMAuthWithConfig(tenants TenantStore, cfg SCIMConfig) func(http.Handler) 
 						next.ServeHTTP(w, withState(r, claims, o))
 						return
 					}
-					o.rejectWith(r, ErrInsufficientScope, observe.Event{Status: http.StatusForbidden, Tenant: o.registered(tenants, tenantOf(r))})
+					o.rejectWith(r, errInsufficientScope, observe.Event{Status: http.StatusForbidden, Tenant: o.registered(tenants, tenantOf(r))})
 					scimerr.Write(w, scimerr.Forbidden("the token does not grant SCIM access"))
 					return
 				}

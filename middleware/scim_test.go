@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/internal/jwktest"
 	"github.com/idsauth/idsauth/internal/testlog"
 	"github.com/idsauth/idsauth/middleware"
@@ -132,7 +133,7 @@ func TestSCIMAuth(t *testing.T) {
 func TestSCIMAuthIdentityTokens(t *testing.T) {
 	k := jwktest.NewKey(t, "ES256")
 	jwks := jwktest.NewJWKS(t, k)
-	v := newValidator(t, middleware.ValidatorConfig{Issuer: jwks.Issuer()})
+	v := newValidator(t, accesstoken.Config{Issuer: jwks.Issuer()})
 	tenants := tenantsOf(t, "acme", secret.HashSHA256("acme-token"))
 	admin := jwktest.Sign(t, k, nil, jwktest.Claims(jwks.Issuer(), scope.AdminWebAPI, time.Hour))
 	connect := jwktest.Sign(t, k, nil, jwktest.Claims(jwks.Issuer(), scope.ConnectWebAPI, time.Hour))

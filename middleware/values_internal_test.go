@@ -3,24 +3,22 @@ package middleware
 import (
 	"testing"
 
-	"github.com/idsauth/idsauth/internal/oauthwire"
+	"github.com/idsauth/idsauth/accesstoken"
 )
 
 // TestDocumentedValues: the values that go doc shows as literals or in
 // comments, because the declarations refer to internal packages, are the
 // ones in force.
 func TestDocumentedValues(t *testing.T) {
-	if DefaultRealm != oauthwire.Realm {
-		t.Errorf("DefaultRealm = %q, but the module's challenges use %q", DefaultRealm, oauthwire.Realm)
+	if defaultResponder.realm != "idsauth" {
+		t.Errorf("the realm of RequireBearer without one is %q, documented as \"idsauth\"", defaultResponder.realm)
 	}
 	for err, want := range map[error]string{
-		ErrNoToken:         "no bearer token",
-		ErrMultipleHeaders: "more than one Authorization header",
-		ErrSpaceInToken:    "bearer token contains a space",
-		ErrAlgorithm:       "token signing algorithm not allowed",
-		ErrUnknownKey:      "unknown signing key",
-		ErrKeysUnavailable: "signing keys unavailable",
-		ErrScopeClaim:      "scope claim is neither a string nor an array of strings",
+		errNoToken:                     "no bearer token",
+		errMultipleHeaders:             "more than one Authorization header",
+		errSpaceInToken:                "bearer token contains a space",
+		accesstoken.ErrUnknownKey:      "unknown signing key",
+		accesstoken.ErrKeysUnavailable: "signing keys unavailable",
 	} {
 		if err.Error() != want {
 			t.Errorf("an error documented as %q says %q", want, err.Error())

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/issuer"
-	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/redisstore"
 	"github.com/idsauth/idsauth/scope"
 	"github.com/idsauth/idsauth/secret"
@@ -171,8 +171,9 @@ func TestReplicasShareReferenceTokens(t *testing.T) {
 	if !introspect(urls[1]) {
 		t.Fatal("the other replica does not see the token")
 	}
-	in, err := middleware.NewIntrospector(context.Background(), middleware.IntrospectorConfig{
-		Issuer: sharedIssuer, Endpoint: urls[0] + "/connect/introspect", ClientID: "admin-api", ClientSecret: "api-secret", AnyAudience: true, CacheBytes: -1,
+	in, err := accesstoken.New(context.Background(), accesstoken.Config{
+		Issuer: sharedIssuer, AnyAudience: true,
+		Introspection: &accesstoken.Introspection{Endpoint: urls[0] + "/connect/introspect", ClientID: "admin-api", ClientSecret: "api-secret", CacheBytes: -1},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -186,7 +187,7 @@ func TestReplicasShareReferenceTokens(t *testing.T) {
 	if introspect(urls[0]) || introspect(urls[1]) {
 		t.Fatal("a revocation at one replica did not reach the other")
 	}
-	if _, err := in.Validate(context.Background(), tok); !errors.Is(err, middleware.ErrInactive) {
+	if _, err := in.Validate(context.Background(), tok); !errors.Is(err, accesstoken.ErrInactive) {
 		t.Fatalf("the API still accepts the revoked token: %v", err)
 	}
 }

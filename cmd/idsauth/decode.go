@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/idsauth/idsauth/middleware"
+	"github.com/idsauth/idsauth/accesstoken"
 )
 
 func decode(ctx context.Context, e env, args []string) error {
@@ -45,13 +45,13 @@ The token is the argument, or else read from standard input.`)
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	cfg := middleware.ValidatorConfig{Issuer: strings.TrimSuffix(*issuerURL, "/"), CacheSize: -1}
+	cfg := accesstoken.Config{Issuer: strings.TrimSuffix(*issuerURL, "/"), CacheSize: -1}
 	if *audience != "" {
 		cfg.Audience = []string{*audience}
 	} else {
 		cfg.AnyAudience = true
 	}
-	v, err := middleware.NewValidator(ctx, cfg)
+	v, err := accesstoken.New(ctx, cfg)
 	if err != nil {
 		return err
 	}

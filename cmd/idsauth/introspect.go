@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/idsauth/idsauth/middleware"
+	"github.com/idsauth/idsauth/accesstoken"
 )
 
 // apiSecretEnv is the environment variable introspect reads the API's
@@ -54,24 +54,27 @@ input. The exit status is 1 when the token is not active.`)
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	in, err := middleware.NewIntrospector(ctx, middleware.IntrospectorConfig{
-		Issuer:       strings.TrimSuffix(*issuerURL, "/"),
-		Endpoint:     *endpoint,
-		ClientID:     *api,
-		ClientSecret: sec,
-		AnyAudience:  true,
-		CacheBytes:   -1,
-		FetchTimeout: *timeout,
-		// Anything the endpoint takes: JWTs too, and bound tokens, whose
-		// cnf is printed with the other claims.
-		MaxTokenLength:   middleware.DefaultMaxTokenSize,
+	in, err := accesstoken.New(ctx, accesstoken.Config{
+		Issuer:      strings.TrimSuffix(*issuerURL, "/"),
+		AnyAudience: true,
+		// No Keys: anything the endpoint takes is introspected, JWTs too,
+		// as long as a validator reads them, and bound tokens, whose cnf
+		// is printed with the other claims.
+		MaxTokenSize:     16 << 10,
 		AllowBoundTokens: true,
+		Introspection: &accesstoken.Introspection{
+			Endpoint:     *endpoint,
+			ClientID:     *api,
+			ClientSecret: sec,
+			CacheBytes:   -1,
+			Timeout:      *timeout,
+		},
 	})
 	if err != nil {
 		return err
 	}
 	claims, err := in.Validate(ctx, tok)
-	if errors.Is(err, middleware.ErrInactive) {
+	if errors.Is(err, accesstoken.ErrInactive) {
 		fmt.Fprintln(e.stdout, "inactive")
 		return errInactive
 	}

@@ -34,7 +34,7 @@ import (
 // CheckProtected checks them.
 //
 // The procedure's validator must trust iss (iss.Validator(), or
-// middleware.JWTOrReference(iss.Validator(), iss.Introspector())). call
+// iss.ValidatorWithReferences()). call
 // makes one call of the procedure with ctx, by a client without
 // connectauth's ClientInterceptor, and returns its error: the checker
 // puts the Authorization headers in ctx (connect.NewClientContext). For

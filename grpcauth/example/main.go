@@ -31,6 +31,7 @@ import (
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
 
+	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/grpcauth"
 	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/scope"
@@ -56,7 +57,7 @@ func run(ctx context.Context, addr, issuer string, logger *slog.Logger, banner i
 	}
 	// The keys come from the issuer's discovery document and JWKS, as for
 	// any service that is not the issuer.
-	v, err := middleware.NewValidator(ctx, middleware.ValidatorConfig{
+	v, err := accesstoken.New(ctx, accesstoken.Config{
 		Issuer:   issuer,
 		Audience: []string{issuer + "/resources"},
 		Logger:   logger,
@@ -112,7 +113,7 @@ type testService struct {
 	testgrpc.UnimplementedTestServiceServer
 }
 
-func caller(ctx context.Context) (*middleware.Claims, error) {
+func caller(ctx context.Context) (*accesstoken.Claims, error) {
 	c, ok := middleware.ClaimsFrom(ctx)
 	if !ok {
 		return nil, status.Error(codes.Internal, "no claims: is grpcauth installed?")

@@ -35,7 +35,7 @@ import (
 // token. Reference tokens are checked as CheckProtected checks them.
 //
 // The method's validator must trust iss (iss.Validator(), or
-// middleware.JWTOrReference(iss.Validator(), iss.Introspector())). call
+// iss.ValidatorWithReferences()). call
 // makes one call of the method with ctx, on a connection without per-call
 // credentials, and returns its error: for a unary method, the call; for a
 // streaming one, open the stream, send what the method needs, and receive

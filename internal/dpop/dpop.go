@@ -11,26 +11,23 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
+	"io"
 	"net/url"
 	"strings"
 	"time"
-
-	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/idsauth/idsauth/internal/jws"
 	"github.com/idsauth/idsauth/internal/keys"
 )
 
 // Algs are the proof algorithms accepted, by the names a proof's "alg"
-// may give them: asymmetric only, as RFC 9449 §4.2 requires, in the order
-// discovery lists them. "Ed25519" is RFC 9864's fully-specified name for
-// EdDSA over an Ed25519 key, the only EdDSA accepted. It is the one list:
-// Verify accepts these names and no other, and every list a server
-// advertises (discovery, resource metadata, a challenge's algs) is this
-// one.
-var Algs = []string{"ES256", "RS256", "PS256", "EdDSA", "Ed25519"}
+// may give them: the algorithm table's (jws.Algorithms), asymmetric only,
+// as RFC 9449 §4.2 requires, in the order discovery lists them. It is the
+// one list: Verify accepts these names and no other, and every list a
+// server advertises (discovery, resource metadata, a challenge's algs) is
+// this one. Callers must not modify it.
+var Algs = jws.Algorithms
 
 // MaxProofLength bounds a proof: longer ones are refused before they are
 // decoded. A proof with a 4096-bit RSA key is about 1.5 KiB.
@@ -83,6 +80,9 @@ type Check struct {
 	// Window is how old a proof may be; Leeway how far in the future
 	// its iat may be (the client's clock ahead).
 	Window, Leeway time.Duration
+	// Keys, when set, remembers the keys of the proofs that verify, so
+	// that a client's next proofs cost no reading of their key.
+	Keys *Keys
 }
 
 // Proof is a checked proof.
@@ -107,74 +107,94 @@ func Verify(proof string, c Check) (*Proof, error) {
 	if typ, _, err := t.String("typ"); err != nil || typ != "dpop+jwt" {
 		return nil, ErrType
 	}
-	if !accepted(t.Alg) || t.Has("crit") {
+	if jws.Method(t.Alg) == nil || t.Has("crit") {
 		return nil, ErrAlgorithm
 	}
-	alg := t.Alg
-	if alg == "Ed25519" { // RFC 9864's name of what golang-jwt calls EdDSA
-		alg = "EdDSA"
-	}
-	rawJWK, ok := t.Header["jwk"]
+	rawJWK, ok := t.Header.Raw("jwk")
 	if !ok {
 		return nil, ErrKey
 	}
-	pub, _, _, err := keys.ParsePublicJWK(rawJWK)
-	if err != nil || keys.FitPublic(alg, pub) != nil {
+	pub, jkt, known, err := c.Keys.read(rawJWK)
+	if err != nil || keys.FitPublic(t.Alg, pub) != nil {
 		return nil, ErrKey
 	}
-	sig, err := t.Signature()
-	if err != nil {
+	switch t.Verify(pub) {
+	case nil:
+	case jws.ErrMalformed:
 		return nil, ErrMalformed
-	}
-	if jwt.GetSigningMethod(alg).Verify(t.SigningInput, sig, pub) != nil {
+	default:
 		return nil, ErrSignature
 	}
 	payload, err := t.Payload()
 	if err != nil {
 		return nil, ErrMalformed
 	}
-	var claims struct {
-		JTI   *string  `json:"jti"`
-		HTM   *string  `json:"htm"`
-		HTU   *string  `json:"htu"`
-		IAT   *float64 `json:"iat"`
-		ATH   *string  `json:"ath"`
-		Nonce *string  `json:"nonce"`
+	claims, err := readClaims(payload)
+	if err != nil {
+		return nil, err
 	}
-	if json.Unmarshal(payload, &claims) != nil || claims.JTI == nil || claims.HTM == nil || claims.HTU == nil || claims.IAT == nil ||
-		*claims.JTI == "" || len(*claims.JTI) > maxJTILength {
-		return nil, ErrClaims
-	}
-	if *claims.HTM != c.Method {
+	if claims.htm != c.Method {
 		return nil, ErrMethod
 	}
-	if got, err := NormalizeURL(*claims.HTU); err != nil || got != mustNormalize(c.URL) {
-		return nil, ErrURL
-	}
-	iat := time.Unix(int64(*claims.IAT), 0)
-	if *claims.IAT < 0 || *claims.IAT > 1e11 || iat.Before(c.Now.Add(-c.Window)) || iat.After(c.Now.Add(c.Leeway)) {
-		return nil, ErrIssuedAt
-	}
-	if c.AccessToken != "" && (claims.ATH == nil || *claims.ATH != TokenHash(c.AccessToken)) {
-		return nil, ErrHash
-	}
-	if c.Nonces != nil && (claims.Nonce == nil || !c.Nonces.accepts(*claims.Nonce, c.Now)) {
-		return nil, ErrNonce
-	}
-	jkt, err := keys.Thumbprint(pub)
-	if err != nil {
-		return nil, ErrKey
-	}
-	return &Proof{JKT: jkt, ID: *claims.JTI, Expires: iat.Add(c.Window + c.Leeway), Key: pub, IssuedAt: iat}, nil
-}
-
-func accepted(alg string) bool {
-	for _, a := range Algs {
-		if a == alg {
-			return true
+	if claims.htu != c.URL { // the same string is the same URL: no parsing
+		if got, err := NormalizeURL(claims.htu); err != nil || got != mustNormalize(c.URL) {
+			return nil, ErrURL
 		}
 	}
-	return false
+	if claims.iat.Before(c.Now.Add(-c.Window)) || claims.iat.After(c.Now.Add(c.Leeway)) {
+		return nil, ErrIssuedAt
+	}
+	if c.AccessToken != "" && (!claims.hasATH || !hashes(claims.ath, c.AccessToken)) {
+		return nil, ErrHash
+	}
+	if c.Nonces != nil && (!claims.hasNonce || !c.Nonces.accepts(claims.nonce, c.Now)) {
+		return nil, ErrNonce
+	}
+	if !known {
+		c.Keys.remember(rawJWK, pub, jkt)
+	}
+	return &Proof{JKT: jkt, ID: claims.jti, Expires: claims.iat.Add(c.Window + c.Leeway), Key: pub, IssuedAt: claims.iat}, nil
+}
+
+// proofClaims are the claims of a proof that Verify reads.
+type proofClaims struct {
+	jti, htm, htu    string
+	iat              time.Time
+	ath, nonce       string
+	hasATH, hasNonce bool
+}
+
+// readClaims reads a proof's claims with the one claims reader
+// (jws.ReadClaims): names matched exactly ("HTM" is not "htm"), a name
+// given twice refuses the proof, null is absent. jti, htm, htu and iat
+// are required; a jti, htm, htu, ath or nonce that is not a string, an
+// iat that is not a number, or a payload that is no such object fails
+// with ErrClaims, and an iat out of the years 1 to 9999 with ErrIssuedAt.
+func readClaims(payload []byte) (proofClaims, error) {
+	var p proofClaims
+	m, err := jws.ReadClaims(payload)
+	if err != nil {
+		return p, ErrClaims
+	}
+	var ok [3]bool
+	var errs [5]error
+	p.jti, ok[0], errs[0] = m.String("jti")
+	p.htm, ok[1], errs[1] = m.String("htm")
+	p.htu, ok[2], errs[2] = m.String("htu")
+	p.ath, p.hasATH, errs[3] = m.String("ath")
+	p.nonce, p.hasNonce, errs[4] = m.String("nonce")
+	iat, hasIAT := m.Raw("iat")
+	if !ok[0] || !ok[1] || !ok[2] || !hasIAT || p.jti == "" || len(p.jti) > maxJTILength ||
+		errs[0] != nil || errs[1] != nil || errs[2] != nil || errs[3] != nil || errs[4] != nil {
+		return p, ErrClaims
+	}
+	if c := iat[0]; c != '-' && (c < '0' || c > '9') {
+		return p, ErrClaims // not a number
+	}
+	if p.iat, err = jws.NumericDate(iat); err != nil {
+		return p, ErrIssuedAt
+	}
+	return p, nil
 }
 
 // Nonces make a server's DPoP nonces (RFC 9449 §8, §9) with no state:
@@ -211,6 +231,17 @@ func (n *Nonces) of(now time.Time, offset int64) string {
 func TokenHash(token string) string {
 	h := sha256.Sum256([]byte(token))
 	return base64.RawURLEncoding.EncodeToString(h[:])
+}
+
+// hashes reports whether ath is TokenHash(token), without making the
+// string: this is on the path of every request with a proof.
+func hashes(ath, token string) bool {
+	h := sha256.New()
+	_, _ = io.WriteString(h, token)
+	var sum [sha256.Size]byte
+	var b64 [43]byte // base64url of 32 bytes, unpadded
+	base64.RawURLEncoding.Encode(b64[:], h.Sum(sum[:0]))
+	return ath == string(b64[:])
 }
 
 // NormalizeURL returns u as htu is compared (RFC 9449 §4.3, RFC 3986

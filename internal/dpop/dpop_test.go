@@ -6,8 +6,11 @@ import (
 	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -149,6 +152,47 @@ func TestEachCheckFailsAlone(t *testing.T) {
 		}
 		if c.want != nil && c.want != dpop.ErrNonce && !errors.Is(err, dpop.ErrInvalid) {
 			t.Errorf("%s: %v is no ErrInvalid", c.name, err)
+		}
+	}
+}
+
+// signPayload makes a proof of a payload written by hand, signed by
+// proofKey with ES256 under the default header.
+func signPayload(t *testing.T, payload string) string {
+	t.Helper()
+	h := jwktest.Segment(map[string]any{"typ": "dpop+jwt", "alg": "ES256", "jwk": json.RawMessage(mustJWK(t))})
+	p := jwktest.Segment(payload)
+	sig, err := jwt.SigningMethodES256.Sign(h+"."+p, proofKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h + "." + p + "." + base64.RawURLEncoding.EncodeToString(sig)
+}
+
+// TestProofClaimsAreReadExactly: a proof's claims are read by the one
+// claims reader: a name is matched exactly, case included, and a claim
+// named twice refuses the proof, which encoding/json would have read
+// otherwise (the first a case-insensitive match, the second the last
+// one).
+func TestProofClaimsAreReadExactly(t *testing.T) {
+	now := time.Now()
+	claims := func(members string) string {
+		return fmt.Sprintf(`{"jti":"j-%s","htu":%q,"iat":%d,%s}`, rand.Text(), tokenURL, now.Unix(), members)
+	}
+	if _, err := dpop.Verify(signPayload(t, claims(`"htm":"POST"`)), check(now)); err != nil {
+		t.Fatalf("control: %v", err)
+	}
+	for name, members := range map[string]string{
+		"HTM for htm":            `"HTM":"POST"`,
+		"Htm for htm":            `"Htm":"POST"`,
+		"htm twice, POST last":   `"htm":"GET","htm":"POST"`,
+		"htm twice, POST first":  `"htm":"POST","htm":"GET"`,
+		"htm twice, one escaped": `"htm":"POST","\u0068tm":"POST"`,
+		"iat twice":              `"htm":"POST","iat":` + strconv.FormatInt(now.Unix(), 10),
+		"htm null":               `"htm":null`,
+	} {
+		if _, err := dpop.Verify(signPayload(t, claims(members)), check(now)); !errors.Is(err, dpop.ErrClaims) {
+			t.Errorf("%s: err = %v, want ErrClaims", name, err)
 		}
 	}
 }

@@ -102,9 +102,16 @@ func (c Claims) duplicated() bool {
 // Raw returns the JSON of claim name's value; false when it is absent or
 // null.
 func (c Claims) Raw(name string) (json.RawMessage, bool) {
+	v, ok := c.lookup(name)
+	return v, ok && v != nil
+}
+
+// lookup returns the JSON of member name's value, nil for null, and
+// whether the object names it at all.
+func (c Claims) lookup(name string) (json.RawMessage, bool) {
 	for _, m := range c.members {
 		if string(m.name) == name {
-			return m.value, m.value != nil
+			return m.value, true
 		}
 	}
 	return nil, false

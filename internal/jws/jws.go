@@ -13,7 +13,6 @@ package jws
 
 import (
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"strings"
 )
@@ -34,9 +33,9 @@ var b64 = base64.RawURLEncoding.Strict()
 // Token is a compact JWS split, with its header decoded. Nothing in it is
 // trusted until a key has verified Signature over SigningInput.
 type Token struct {
-	// Header holds each header parameter's JSON by its exact name; of
-	// duplicate names, the last wins.
-	Header map[string]json.RawMessage
+	// Header holds the header parameters, read as a claim set is (see
+	// Claims): names matched exactly, a name given twice refused.
+	Header Claims
 	// Alg is the "alg" header parameter ("" when absent).
 	Alg string
 	// KID is the "kid" header parameter, and HasKID whether there is one.
@@ -65,7 +64,7 @@ func Parse(s string) (*Token, error) {
 		return nil, ErrMalformed
 	}
 	t := &Token{SigningInput: s[:len(h64)+1+len(p64)], Payload64: p64, sig64: s64}
-	if err := json.Unmarshal(hb, &t.Header); err != nil || t.Header == nil { // nil: the header was null
+	if t.Header, err = ReadClaims(hb); err != nil {
 		return nil, ErrMalformed
 	}
 	if t.Alg, _, err = t.String("alg"); err != nil { // an absent alg is "", which no list holds
@@ -79,22 +78,22 @@ func Parse(s string) (*Token, error) {
 
 // String returns the header parameter name when it is a JSON string, and
 // whether it is present at all. A parameter that is present and not a
-// string fails with ErrMalformed.
+// string, null included, fails with ErrMalformed.
 func (t *Token) String(name string) (value string, present bool, err error) {
-	raw, present := t.Header[name]
+	raw, present := t.Header.lookup(name)
 	if !present {
 		return "", false, nil
 	}
-	if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &value) != nil {
+	if value, err = stringValue(raw); err != nil {
 		return "", true, ErrMalformed
 	}
 	return value, true, nil
 }
 
 // Has reports whether the header has the parameter name, whatever its
-// value.
+// value, null included.
 func (t *Token) Has(name string) bool {
-	_, ok := t.Header[name]
+	_, ok := t.Header.lookup(name)
 	return ok
 }
 

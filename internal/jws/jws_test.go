@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
 	"github.com/idsauth/idsauth/internal/jwktest"
 	"github.com/idsauth/idsauth/internal/jws"
 )
@@ -96,4 +97,49 @@ func standardB64(t *testing.T, v any) string {
 		t.Fatal("the segment is the same in both alphabets: the case proves nothing")
 	}
 	return std
+}
+
+// TestES256AsGolangJWT: an ES256 signature verifies, and a changed one
+// does not, as golang-jwt says, over many keys and signatures (r and s
+// of every length and top bit).
+func TestES256AsGolangJWT(t *testing.T) {
+	for i := range 300 {
+		k := jwktest.NewKey(t, "ES256")
+		tok := jwktest.Sign(t, k, nil, map[string]any{"i": i})
+		p, err := jws.Parse(tok)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sig, _ := p.Signature()
+		if err := jws.Verify("ES256", p.SigningInput, sig, k.Public()); err != nil {
+			t.Fatalf("a good signature: %v", err)
+		}
+		bad := append([]byte(nil), sig...)
+		bad[i%64] ^= 1 << (i % 8)
+		if jws.Verify("ES256", p.SigningInput, bad, k.Public()) == nil || jwt.SigningMethodES256.Verify(p.SigningInput, bad, k.Public()) == nil {
+			t.Fatalf("a changed signature verifies")
+		}
+		if jws.Verify("ES256", p.SigningInput, sig[:63], k.Public()) == nil {
+			t.Fatal("a short signature verifies")
+		}
+	}
+	if jws.Verify("ES256", "x.y", make([]byte, 64), jwktest.NewKey(t, "EdDSA").Public()) == nil {
+		t.Fatal("an Ed25519 key verifies ES256")
+	}
+}
+
+// TestHeaderIsReadAsClaims: the header is read by the claims reader: a
+// parameter named twice is malformed, a null "kid" is a kid that is no
+// string, and a null "crit" is there.
+func TestHeaderIsReadAsClaims(t *testing.T) {
+	payload := jwktest.Segment(map[string]any{"iss": "x"})
+	for _, h := range []string{`{"alg":"ES256","alg":"none"}`, `{"alg":"none","\u0061lg":"ES256"}`, `{"alg":"ES256","kid":null}`} {
+		if _, err := jws.Parse(jwktest.Segment(h) + "." + payload + ".c2ln"); !errors.Is(err, jws.ErrMalformed) {
+			t.Errorf("%s: %v", h, err)
+		}
+	}
+	p, err := jws.Parse(jwktest.Segment(`{"alg":"ES256","crit":null}`) + "." + payload + ".c2ln")
+	if err != nil || !p.Has("crit") {
+		t.Fatalf("crit null: %v %v", err, p)
+	}
 }

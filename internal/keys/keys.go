@@ -13,7 +13,6 @@ import (
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/base64"
-	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -168,41 +167,46 @@ func publicJWK(pub crypto.PublicKey) (JWK, error) {
 	return JWK{}, fmt.Errorf("unsupported public key type %T", pub)
 }
 
-// Thumbprint returns the RFC 7638 SHA-256 thumbprint of pub, base64url.
+// Thumbprint returns the RFC 7638 SHA-256 thumbprint of pub, base64url:
+// the hash of the JSON of the key's required members only, in
+// lexicographic order, without white space (§3.2). It is written out
+// here, not marshalled: a DPoP proof's key is hashed on every request.
 func Thumbprint(pub crypto.PublicKey) (string, error) {
-	j, err := publicJWK(pub)
-	if err != nil {
-		return "", err
+	var buf [1100]byte // an RSA key of 4096 bits, and more, fits
+	out := buf[:0]
+	b64 := func(out, v []byte) []byte {
+		n := base64.RawURLEncoding.EncodedLen(len(v))
+		out = append(out, make([]byte, n)...) // grows buf in place: no allocation when it fits
+		base64.RawURLEncoding.Encode(out[len(out)-n:], v)
+		return out
 	}
-	// The required members only, in lexicographic order (RFC 7638 §3.2).
-	var members any
-	switch j.Kty {
-	case "EC":
-		members = struct {
-			Crv string `json:"crv"`
-			Kty string `json:"kty"`
-			X   string `json:"x"`
-			Y   string `json:"y"`
-		}{j.Crv, j.Kty, j.X, j.Y}
-	case "RSA":
-		members = struct {
-			E   string `json:"e"`
-			Kty string `json:"kty"`
-			N   string `json:"n"`
-		}{j.E, j.Kty, j.N}
-	case "OKP":
-		members = struct {
-			Crv string `json:"crv"`
-			Kty string `json:"kty"`
-			X   string `json:"x"`
-		}{j.Crv, j.Kty, j.X}
+	switch p := pub.(type) {
+	case *ecdsa.PublicKey:
+		raw, err := p.Bytes() // 0x04 || X || Y
+		if err != nil {
+			return "", err
+		}
+		size := (len(raw) - 1) / 2
+		out = append(out, `{"crv":"`...)
+		out = append(out, p.Curve.Params().Name...)
+		out = append(out, `","kty":"EC","x":"`...)
+		out = b64(out, raw[1:1+size])
+		out = append(out, `","y":"`...)
+		out = b64(out, raw[1+size:])
+	case *rsa.PublicKey:
+		out = append(out, `{"e":"`...)
+		out = b64(out, big.NewInt(int64(p.E)).Bytes())
+		out = append(out, `","kty":"RSA","n":"`...)
+		out = b64(out, p.N.Bytes())
+	case ed25519.PublicKey:
+		out = append(out, `{"crv":"Ed25519","kty":"OKP","x":"`...)
+		out = b64(out, p)
+	default:
+		return "", fmt.Errorf("unsupported public key type %T", pub)
 	}
-	b, err := json.Marshal(members)
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256(b)
-	return b64(sum[:]), nil
+	out = append(out, `"}`...)
+	sum := sha256.Sum256(out)
+	return base64.RawURLEncoding.EncodeToString(sum[:]), nil
 }
 
 // AlgFor returns the default algorithm for a private key's type.

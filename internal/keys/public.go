@@ -9,19 +9,22 @@ import (
 	"crypto/rsa"
 	"crypto/x509"
 	"encoding/base64"
-	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
 	"math/big"
+
+	"github.com/idsauth/idsauth/internal/jws"
 )
 
-// AssertionAlgs are the JWS algorithms a client may sign its assertions
-// with (private_key_jwt), in the order discovery lists them.
-var AssertionAlgs = []string{"ES256", "RS256", "PS256", "EdDSA"}
+// AssertionAlgs are the JWS algorithms a client's registration may name
+// for its assertions (private_key_jwt), in the order discovery lists
+// them: the algorithm table's, one name each (jws.KeyAlgorithms).
+var AssertionAlgs = jws.KeyAlgorithms
 
 // FitPublic checks that pub may verify alg: the key type fits the
 // algorithm, EC keys are on P-256 and RSA keys have at least MinRSABits.
+// An Ed25519 key fits either name of EdDSA (jws.SameAlgorithm).
 func FitPublic(alg string, pub crypto.PublicKey) error {
 	switch p := pub.(type) {
 	case *ecdsa.PublicKey:
@@ -39,7 +42,7 @@ func FitPublic(alg string, pub crypto.PublicKey) error {
 			return fmt.Errorf("RSA key of %d bits: at most %d (a larger one costs every failed attempt, anyone's, its check)", p.N.BitLen(), MaxRSABits)
 		}
 	case ed25519.PublicKey:
-		if alg != "EdDSA" {
+		if !jws.SameAlgorithm(alg, "EdDSA") {
 			return fmt.Errorf("an Ed25519 key does not fit alg %q", alg)
 		}
 	default:
@@ -77,69 +80,90 @@ func ParsePublicPEM(data []byte) (crypto.PublicKey, error) {
 // ParsePublicJWK reads one public JSON Web Key (RFC 7517): kty EC (P-256),
 // RSA or OKP (Ed25519). It returns the key with the JWK's own "kid" and
 // "alg" members, either of which may be empty. A JWK that holds private
-// members, or whose "use" is neither absent nor "sig", is refused.
+// members, or whose "use" is neither absent nor "sig", is refused. Its
+// members are read by the one claims reader (jws.ReadClaims): names
+// matched exactly, a name given twice refused, null absent.
 func ParsePublicJWK(data []byte) (pub crypto.PublicKey, kid, alg string, _ error) {
-	var j struct {
-		JWK
-		// Private members (RFC 7518 §6.2.2, §6.3.2, §6.4): any of them
-		// present means a private or secret key.
-		D   *string `json:"d"`
-		P   *string `json:"p"`
-		Q   *string `json:"q"`
-		DP  *string `json:"dp"`
-		DQ  *string `json:"dq"`
-		QI  *string `json:"qi"`
-		K   *string `json:"k"`
-		Oth any     `json:"oth"`
+	j, err := jws.ReadClaims(data)
+	if err != nil {
+		return nil, "", "", errors.New("not a JWK: not a JSON object, or a member named twice")
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&j); err != nil {
-		return nil, "", "", fmt.Errorf("not a JWK: %v", err)
+	// Private members (RFC 7518 §6.2.2, §6.3.2, §6.4): any of them
+	// present means a private or secret key.
+	for _, name := range [...]string{"d", "p", "q", "dp", "dq", "qi", "k", "oth"} {
+		if j.Has(name) {
+			return nil, "", "", errors.New("the JWK holds a private or secret key; give the public key only")
+		}
 	}
-	if dec.More() {
-		return nil, "", "", errors.New("not a JWK: more than one JSON value")
-	}
-	if j.D != nil || j.P != nil || j.Q != nil || j.DP != nil || j.DQ != nil || j.QI != nil || j.K != nil || j.Oth != nil {
-		return nil, "", "", errors.New("the JWK holds a private or secret key; give the public key only")
-	}
-	if j.Use != "" && j.Use != "sig" {
-		return nil, "", "", fmt.Errorf(`use %q: want "sig" or none`, j.Use)
-	}
-	b := func(name, s string) ([]byte, error) {
-		v, err := base64.RawURLEncoding.Strict().DecodeString(s)
-		if err != nil || len(v) == 0 {
-			return nil, fmt.Errorf("%s: not base64url", name)
+	str := func(name string) (string, error) {
+		v, _, err := j.String(name)
+		if err != nil {
+			return "", fmt.Errorf("not a JWK: %s is not a string", name)
 		}
 		return v, nil
 	}
-	switch j.Kty {
+	var kty, crv, use string
+	for _, m := range [...]struct {
+		name string
+		dst  *string
+	}{{"kty", &kty}, {"crv", &crv}, {"use", &use}, {"kid", &kid}, {"alg", &alg}} {
+		if *m.dst, err = str(m.name); err != nil {
+			return nil, "", "", err
+		}
+	}
+	if use != "" && use != "sig" {
+		return nil, "", "", fmt.Errorf(`use %q: want "sig" or none`, use)
+	}
+	// b decodes a member's base64url value into buf, or a new slice.
+	b := func(name string, buf []byte) ([]byte, error) {
+		raw, ok := j.Raw(name)
+		if !ok || len(raw) < 3 || raw[0] != '"' {
+			return nil, fmt.Errorf("%s: not base64url", name)
+		}
+		s := raw[1 : len(raw)-1]
+		if bytes.IndexByte(s, '\\') >= 0 { // base64url needs no escape, but JSON allows them
+			u, _, _ := j.String(name)
+			s = []byte(u)
+		}
+		n := base64.RawURLEncoding.DecodedLen(len(s))
+		if n > cap(buf) {
+			buf = make([]byte, n)
+		}
+		v := buf[:n]
+		if n, err = base64.RawURLEncoding.Strict().Decode(v, s); err != nil || n == 0 {
+			return nil, fmt.Errorf("%s: not base64url", name)
+		}
+		return v[:n], nil
+	}
+	switch kty {
 	case "EC":
-		if j.Crv != "P-256" {
-			return nil, "", "", fmt.Errorf("crv %q: only P-256 is supported", j.Crv)
+		if crv != "P-256" {
+			return nil, "", "", fmt.Errorf("crv %q: only P-256 is supported", crv)
 		}
-		x, err := b("x", j.X)
+		var point [65]byte // 0x04 || x || y
+		x, err := b("x", point[1:1:33])
 		if err != nil {
 			return nil, "", "", err
 		}
-		y, err := b("y", j.Y)
+		y, err := b("y", point[33:33:65])
 		if err != nil {
 			return nil, "", "", err
 		}
-		if len(x) != 32 || len(y) != 32 {
+		if len(x) != 32 || len(y) != 32 || &x[0] != &point[1] || &y[0] != &point[33] {
 			return nil, "", "", errors.New("x and y must be 32 bytes each")
 		}
-		raw := append(append([]byte{4}, x...), y...)
-		k, err := ecdsa.ParseUncompressedPublicKey(elliptic.P256(), raw)
+		point[0] = 4
+		k, err := ecdsa.ParseUncompressedPublicKey(elliptic.P256(), point[:])
 		if err != nil {
 			return nil, "", "", fmt.Errorf("not a point on P-256: %v", err)
 		}
 		pub = k
 	case "RSA":
-		n, err := b("n", j.N)
+		n, err := b("n", nil)
 		if err != nil {
 			return nil, "", "", err
 		}
-		e, err := b("e", j.E)
+		e, err := b("e", nil)
 		if err != nil {
 			return nil, "", "", err
 		}
@@ -153,10 +177,10 @@ func ParsePublicJWK(data []byte) (pub crypto.PublicKey, kid, alg string, _ error
 		}
 		pub = &rsa.PublicKey{N: ni, E: int(ei.Int64())}
 	case "OKP":
-		if j.Crv != "Ed25519" {
-			return nil, "", "", fmt.Errorf("crv %q: only Ed25519 is supported", j.Crv)
+		if crv != "Ed25519" {
+			return nil, "", "", fmt.Errorf("crv %q: only Ed25519 is supported", crv)
 		}
-		x, err := b("x", j.X)
+		x, err := b("x", make([]byte, 0, ed25519.PublicKeySize))
 		if err != nil {
 			return nil, "", "", err
 		}
@@ -165,9 +189,9 @@ func ParsePublicJWK(data []byte) (pub crypto.PublicKey, kid, alg string, _ error
 		}
 		pub = ed25519.PublicKey(x)
 	default:
-		return nil, "", "", fmt.Errorf("kty %q: want EC, RSA or OKP", j.Kty)
+		return nil, "", "", fmt.Errorf("kty %q: want EC, RSA or OKP", kty)
 	}
-	return pub, j.Kid, j.Alg, nil
+	return pub, kid, alg, nil
 }
 
 // PublicJWKOf returns pub as a JWK with no kid, alg or use.

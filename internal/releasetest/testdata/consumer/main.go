@@ -37,6 +37,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/client"
 	"github.com/idsauth/idsauth/connectauth"
 	"github.com/idsauth/idsauth/grpcauth"
@@ -95,7 +96,7 @@ func run(out io.Writer) error {
 
 	// The validator finds the keys as a service elsewhere would: discovery
 	// and the JWKS over HTTP.
-	v, err := middleware.NewValidator(ctx, middleware.ValidatorConfig{
+	v, err := accesstoken.New(ctx, accesstoken.Config{
 		Issuer:   iss.URL(),
 		Audience: []string{iss.URL() + "/resources"},
 		Observer: obs,

@@ -1,9 +1,0 @@
-package middleware
-
-// IntrospectionWaiters is how many validations wait for the call in
-// flight about token: the tests count it instead of guessing at timing.
-func IntrospectionWaiters(in *Introspector, token string) int { return in.flights.waiting(token) }
-
-// SignatureChecks is how many signature checks v has made: the tests
-// count them instead of timing validations.
-func SignatureChecks(v *Validator) uint64 { return v.checks.Load() }
