@@ -23,11 +23,11 @@ func fetchFailure(err error) string {
 	var ue *url.Error
 	switch {
 	case errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ue) && ue.Timeout():
-		return observe.FetchFailureTimeout
+		return "timeout"
 	case ue != nil:
-		return observe.FetchFailureTransport
+		return "transport"
 	case errors.Is(err, jwkset.ErrInvalidHTTPStatusCode):
-		return observe.FetchFailureStatus
+		return "http_status"
 	}
-	return observe.FetchFailureInvalid
+	return "invalid"
 }

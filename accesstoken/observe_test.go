@@ -35,7 +35,7 @@ func TestEventsOfJWKSFetches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventtest.Want(t, "JWKS down at start", rec.Take(), observe.Event{Kind: observe.KeysFetchFailed, Reason: observe.FetchFailureStatus})
+	eventtest.Want(t, "JWKS down at start", rec.Take(), observe.Event{Kind: observe.KeysFetchFailed, Reason: "http_status"})
 
 	j.SetDown(false)
 	j.SetBody([]byte("<html>not a key set</html>"))
@@ -44,7 +44,7 @@ func TestEventsOfJWKSFetches(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 	eventtest.Want(t, "JWKS not JSON", rec.Take(),
-		observe.Event{Kind: observe.KeysFetchFailed, Reason: observe.FetchFailureInvalid},
+		observe.Event{Kind: observe.KeysFetchFailed, Reason: "invalid"},
 		observe.Event{Kind: observe.ValidationFailed, Reason: "keys_unavailable"})
 
 	j.SetBody(nil)
@@ -61,7 +61,7 @@ func TestEventsOfJWKSFetches(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 	eventtest.Want(t, "JWKS server gone", rec.Take(),
-		observe.Event{Kind: observe.KeysFetchFailed, Reason: observe.FetchFailureTransport},
+		observe.Event{Kind: observe.KeysFetchFailed, Reason: "transport"},
 		observe.Event{Kind: observe.ValidationFailed, Reason: "unknown_key"})
 	eventtest.Scan(t, rec.All(), nil, tok, other, j.URL, "not a key set")
 }

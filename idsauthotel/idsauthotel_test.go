@@ -149,7 +149,7 @@ func TestMetricsAndSpans(t *testing.T) {
 		}
 	}
 	// A fetch failure has no request to make it happen here.
-	w.obs.Observe(context.Background(), observe.Event{Kind: observe.KeysFetchFailed, Reason: observe.FetchFailureTimeout})
+	w.obs.Observe(context.Background(), observe.Event{Kind: observe.KeysFetchFailed, Reason: "timeout"})
 
 	var rm metricdata.ResourceMetrics
 	if err := w.metrics.Collect(context.Background(), &rm); err != nil {

@@ -37,9 +37,9 @@ func (iss *Issuer) observeRefusal(r *http.Request, no *refusal, a answer, who at
 	ev := observe.Event{Kind: observe.TokenRefused, Reason: a.code, Status: a.status, ClientID: who.client, Duration: d}
 	switch no.limit {
 	case limit.Address:
-		ev.Limit = observe.LimitAddress
+		ev.Limit = "address"
 	case limit.SubjectAddress:
-		ev.Limit = observe.LimitClient
+		ev.Limit = "client"
 	}
 	ctx := context.WithValue(r.Context(), refusalKey{}, &refusalNote{no: no, addr: who.addr, endpoint: who.endpoint, api: who.api})
 	iss.observer.Observe(ctx, ev)

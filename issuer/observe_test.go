@@ -25,7 +25,7 @@ func TestEventsOfTheTokenEndpoint(t *testing.T) {
 	}, issuer.WithObserver(rec))
 	cc := func(kv ...string) string { return form(append([]string{"grant_type", "client_credentials"}, kv...)...) }
 	long := strings.Repeat("m", 100+1)
-	refused := func(status int, code, client string, limit observe.Limit) observe.Event {
+	refused := func(status int, code, client string, limit string) observe.Event {
 		return observe.Event{Kind: observe.TokenRefused, Status: status, Reason: code, ClientID: client, Limit: limit}
 	}
 	issued := func(client string, scopes ...string) observe.Event {
@@ -52,7 +52,7 @@ func TestEventsOfTheTokenEndpoint(t *testing.T) {
 		{"issued, two scopes", "POST", formType, cc("client_id", "connect", "client_secret", connectSecret, "scope", "pd_ConnectWebApi pd_AdminWebApi pd_ConnectWebApi"), "", "192.0.2.4", 200,
 			issued("connect", scope.ConnectWebAPI, scope.AdminWebAPI)},
 		{"another wrong secret", "POST", formType, cc("client_id", "admin", "client_secret", "hunter4", "scope", scope.AdminWebAPI), "", "192.0.2.3", 401, refused(401, "invalid_client", "admin", "")},
-		{"client budget spent", "POST", formType, cc("client_id", "admin", "client_secret", "hunter5", "scope", scope.AdminWebAPI), "", "192.0.2.3", 429, refused(429, "slow_down", "admin", observe.LimitClient)},
+		{"client budget spent", "POST", formType, cc("client_id", "admin", "client_secret", "hunter5", "scope", scope.AdminWebAPI), "", "192.0.2.3", 429, refused(429, "slow_down", "admin", "client")},
 		{"the first wrong secret repeated", "POST", formType, cc("client_id", "admin", "client_secret", "hunter2", "scope", scope.AdminWebAPI), "", "192.0.2.3", 401, refused(401, "invalid_client", "admin", "")},
 	}
 	for i := range 2 {
@@ -66,7 +66,7 @@ func TestEventsOfTheTokenEndpoint(t *testing.T) {
 		name, method, ctype, body, authz, addr string
 		status                                 int
 		want                                   observe.Event
-	}{"address budget spent", "POST", formType, cc("client_id", "admin", "client_secret", adminSecret, "scope", scope.AdminWebAPI), "", "192.0.2.2", 429, refused(429, "slow_down", "admin", observe.LimitAddress)})
+	}{"address budget spent", "POST", formType, cc("client_id", "admin", "client_secret", adminSecret, "scope", scope.AdminWebAPI), "", "192.0.2.2", 429, refused(429, "slow_down", "admin", "address")})
 
 	secrets := []string{adminSecret, connectSecret, "hunter1", "hunter2", "hunter3", "hunter4", "hunter5", "mallory", long}
 	refusals := 0

@@ -22,7 +22,7 @@ func TestObserveWhileWriting(t *testing.T) {
 			defer wg.Done()
 			for i := 0; i < 500; i++ {
 				m.Observe(context.Background(), observe.Event{Kind: observe.TokenIssued, ClientID: "c", Scopes: []string{"pd_AdminWebApi"}, Duration: time.Millisecond})
-				m.Observe(context.Background(), observe.Event{Kind: observe.TokenRefused, Reason: "slow_down", Status: 429, Limit: observe.LimitAddress})
+				m.Observe(context.Background(), observe.Event{Kind: observe.TokenRefused, Reason: "slow_down", Status: 429, Limit: "address"})
 			}
 		}()
 	}

@@ -154,7 +154,7 @@ func TestEventsOfSCIMAuth(t *testing.T) {
 	})
 	admin := jwktest.Sign(t, k, nil, jwktest.Claims(iss, scope.AdminWebAPI, time.Hour))
 	connect := jwktest.Sign(t, k, nil, jwktest.Claims(iss, scope.ConnectWebAPI, time.Hour))
-	refused := func(status int, reason, tenant string, limit observe.Limit) observe.Event {
+	refused := func(status int, reason, tenant string, limit string) observe.Event {
 		return observe.Event{Kind: observe.SCIMRefused, Status: status, Reason: reason, Tenant: tenant, Limit: limit}
 	}
 	authed := func(tenant string) observe.Event {
@@ -176,7 +176,7 @@ func TestEventsOfSCIMAuth(t *testing.T) {
 		{"identity token, unknown tenant", "ghost-tenant", "Bearer " + admin, "192.0.2.1", 200, authed("")},
 		{"identity token without the scope", "acme", "Bearer " + connect, "192.0.2.1", 403, refused(403, "insufficient_scope", "acme", "")},
 		{"wrong token again", "acme", "Bearer acme-guess-2", "192.0.2.2", 401, refused(401, "scim_token", "acme", "")},
-		{"tenant budget spent", "acme", "Bearer acme-guess-3", "192.0.2.2", 429, refused(429, "too_many_failures", "acme", observe.LimitTenant)},
+		{"tenant budget spent", "acme", "Bearer acme-guess-3", "192.0.2.2", 429, refused(429, "too_many_failures", "acme", "tenant")},
 	}
 	for i := range 3 {
 		cases = append(cases, struct {
@@ -189,7 +189,7 @@ func TestEventsOfSCIMAuth(t *testing.T) {
 		name, tenant, authz, addr string
 		status                    int
 		want                      observe.Event
-	}{"address budget spent", "ghost-9", "Bearer ghost-guess", "192.0.2.3", 429, refused(429, "too_many_failures", "", observe.LimitAddress)})
+	}{"address budget spent", "ghost-9", "Bearer ghost-guess", "192.0.2.3", 429, refused(429, "too_many_failures", "", "address")})
 
 	secrets := []string{admin, connect, "acme-token", "acme-guess", "ghost", long[len("Bearer "):],
 		"The authorization header is invalid or missing", "the token does not grant SCIM access", "Too many failed attempts"}

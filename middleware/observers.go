@@ -72,12 +72,12 @@ func (o logObserver) Observe(ctx context.Context, e observe.Event) {
 }
 
 // scimLimit names the SCIM failure budget that refused a request.
-func scimLimit(l limit.Limit) observe.Limit {
+func scimLimit(l limit.Limit) string {
 	switch l {
 	case limit.Address:
-		return observe.LimitAddress
+		return "address"
 	case limit.SubjectAddress:
-		return observe.LimitTenant
+		return "tenant"
 	}
 	return ""
 }

@@ -84,8 +84,7 @@ const (
 	Rejected
 	// KeysFetched: the Validator fetched the issuer's JWKS. Keys.
 	KeysFetched
-	// KeysFetchFailed: a JWKS fetch failed. Reason, one of the
-	// FetchFailure* values.
+	// KeysFetchFailed: a JWKS fetch failed. Reason, why (see Event.Reason).
 	KeysFetchFailed
 	// TokenIssued: the token endpoint issued a token. ClientID, Scopes,
 	// Duration.
@@ -126,24 +125,6 @@ func (k Kind) String() string {
 	return "unknown"
 }
 
-// Limit names the failure budget that refused a request.
-type Limit string
-
-// The failure budgets (see limit.Config).
-const (
-	LimitAddress Limit = "address" // the client address's
-	LimitClient  Limit = "client"  // the client ID's, at the token endpoint
-	LimitTenant  Limit = "tenant"  // the tenant's, at SCIMAuth
-)
-
-// The reasons of a KeysFetchFailed event.
-const (
-	FetchFailureTimeout   = "timeout"     // the fetch ran out of time
-	FetchFailureTransport = "transport"   // no answer: connection refused, DNS, TLS
-	FetchFailureStatus    = "http_status" // an answer other than 200
-	FetchFailureInvalid   = "invalid"     // a 200 whose body is no JWKS this validator reads
-)
-
 // Event is one thing idsauth did. Which fields are set depends on Kind;
 // the others are zero. An Observer must not change Scopes, which may be
 // shared.
@@ -155,7 +136,10 @@ type Event struct {
 	// table (middleware.ReasonCode: "expired", "signature",
 	// "no_token", "insufficient_scope", ..., "other" for an error of a
 	// TokenValidator of your own); for TokenRefused the OAuth error code;
-	// for KeysFetchFailed a FetchFailure* value.
+	// for KeysFetchFailed one of "timeout" (the fetch ran out of time),
+	// "transport" (no answer: connection refused, DNS, TLS), "http_status"
+	// (an answer other than 200) and "invalid" (a 200 whose body is no JWKS
+	// the validator reads). The codes are fixed: fit for a metric label.
 	Reason string
 
 	// Status is the HTTP status of the answer to a refused request.
@@ -180,9 +164,11 @@ type Event struct {
 	// none or one that is not registered.
 	Tenant string
 
-	// Limit is the budget that refused a TokenRefused or SCIMRefused
-	// request with 429; empty otherwise.
-	Limit Limit
+	// Limit is the failure budget (limit.Config) that refused a
+	// TokenRefused or SCIMRefused request with 429: "address" (the client
+	// address's), "client" (the client ID's, at the token endpoint) or
+	// "tenant" (the tenant's, at SCIMAuth); empty otherwise.
+	Limit string
 
 	// Duration is how long the validation (ValidationSucceeded,
 	// ValidationFailed) or the token request (TokenIssued, TokenRefused)

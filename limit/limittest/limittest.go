@@ -15,11 +15,11 @@ import (
 	"github.com/idsauth/idsauth/limit"
 )
 
-// Window is the budgets' window in every case: long enough that nothing
-// refills while a case runs; Trust is their trust.
+// window is the budgets' window in every case: long enough that nothing
+// refills while a case runs; trust is their trust.
 const (
-	Window = time.Minute
-	Trust  = 24 * time.Hour
+	window = time.Minute
+	trust  = 24 * time.Hour
 )
 
 // Run runs every case as a subtest, each on a store from newStore that
@@ -41,15 +41,15 @@ func (x tester) reserve(perSubject, perAddress int, subject, addr string) (limit
 	x.t.Helper()
 	res, err := x.s.Reserve(context.Background(), limit.Request{
 		Subject: subject, Address: addr, Now: time.Now(),
-		Budget: limit.Budget{PerSubject: perSubject, PerAddress: perAddress, Window: Window, Trust: Trust},
+		Budget: limit.Budget{PerSubject: perSubject, PerAddress: perAddress, Window: window, Trust: trust},
 	})
 	var no *limit.Refusal
 	switch {
 	case err == nil && res != nil:
 		return res, nil
 	case errors.As(err, &no) && res == nil:
-		if no.RetryAfter <= 0 || no.RetryAfter > Window {
-			x.t.Fatalf("refused with RetryAfter %v, want within (0, %v]", no.RetryAfter, Window)
+		if no.RetryAfter <= 0 || no.RetryAfter > window {
+			x.t.Fatalf("refused with RetryAfter %v, want within (0, %v]", no.RetryAfter, window)
 		}
 		return nil, no
 	default:
@@ -110,7 +110,7 @@ var cases = []struct {
 				<-start
 				res, err := x.s.Reserve(context.Background(), limit.Request{
 					Subject: "payroll", Address: "203.0.113.9", Now: time.Now(),
-					Budget: limit.Budget{PerSubject: 10, PerAddress: 100, Window: Window, Trust: Trust},
+					Budget: limit.Budget{PerSubject: 10, PerAddress: 100, Window: window, Trust: trust},
 				})
 				if res != nil {
 					granted.Add(1)
@@ -192,24 +192,24 @@ var cases = []struct {
 		// Replicas on two configurations, or SCIM and the issuer on one
 		// store: a request with the shorter window must not take what the
 		// longer one charged for a clock that went back.
-		reserve := func(window time.Duration) (limit.Reservation, error) {
+		reserve := func(w time.Duration) (limit.Reservation, error) {
 			return x.s.Reserve(context.Background(), limit.Request{Subject: "payroll", Address: "198.51.100.7", Now: time.Now(),
-				Budget: limit.Budget{PerSubject: 100, PerAddress: 3, Window: window, Trust: Trust}})
+				Budget: limit.Budget{PerSubject: 100, PerAddress: 3, Window: w, Trust: trust}})
 		}
 		for i := range 3 {
-			res, err := reserve(10 * Window)
+			res, err := reserve(10 * window)
 			if err != nil {
 				t.Fatalf("attempt %d: %v", i, err)
 			}
 			res.Failed()
 		}
 		var no *limit.Refusal
-		if res, err := reserve(Window); res != nil || !errors.As(err, &no) {
+		if res, err := reserve(window); res != nil || !errors.As(err, &no) {
 			t.Fatalf("under the shorter window: %v, %v; want refused", res, err)
 		}
 	}},
 	{"a budget that is not positive is an error, not a refusal", func(t *testing.T, x tester) {
-		for _, b := range []limit.Budget{{}, {PerSubject: 1, PerAddress: 1, Trust: Trust}, {PerSubject: -1, PerAddress: 1, Window: Window, Trust: Trust}, {PerSubject: 1, PerAddress: 1, Window: Window}} {
+		for _, b := range []limit.Budget{{}, {PerSubject: 1, PerAddress: 1, Trust: trust}, {PerSubject: -1, PerAddress: 1, Window: window, Trust: trust}, {PerSubject: 1, PerAddress: 1, Window: window}} {
 			res, err := x.s.Reserve(context.Background(), limit.Request{Subject: "payroll", Address: "198.51.100.7", Budget: b, Now: time.Now()})
 			var no *limit.Refusal
 			if res != nil || err == nil || errors.As(err, &no) || errors.Is(err, limit.ErrUnavailable) {
