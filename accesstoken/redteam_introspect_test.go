@@ -1,0 +1,412 @@
+package accesstoken_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/idsauth/idsauth/accesstoken"
+	"github.com/idsauth/idsauth/internal/jwktest"
+	"github.com/idsauth/idsauth/internal/testlog"
+	"github.com/idsauth/idsauth/scope"
+)
+
+// The red-team pass over issue 32, item 2: a Validator's Introspection
+// must take nothing but an access token's answer. These tests try the ways around
+// it; each is a regression guard, except those behind skipFinding, which
+// assert the secure behaviour and fail today.
+
+// skipFinding skips a test of an open red-team finding unless
+// IDSAUTH_REDTEAM_FINDINGS is set; whoever fixes the finding removes it.
+func skipFinding(t *testing.T, finding string) {
+	t.Helper()
+	if os.Getenv("IDSAUTH_REDTEAM_FINDINGS") == "" {
+		t.Skip("open red-team finding (set IDSAUTH_REDTEAM_FINDINGS=1 to see it fail): " + finding)
+	}
+}
+
+// rawEndpoint is an introspection endpoint on loopback that answers, for
+// each token, the bytes the test gives, exactly (duplicate members and
+// all), and records every request it gets.
+type rawEndpoint struct {
+	*httptest.Server
+	mu       sync.Mutex
+	answers  map[string]string
+	calls    atomic.Int64
+	requests []*http.Request // with PostForm parsed
+}
+
+func newRawEndpoint(t *testing.T) *rawEndpoint {
+	t.Helper()
+	e := &rawEndpoint{answers: map[string]string{}}
+	e.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		e.calls.Add(1)
+		_ = r.ParseForm()
+		e.mu.Lock()
+		e.requests = append(e.requests, r)
+		answer, ok := e.answers[r.PostForm.Get("token")]
+		e.mu.Unlock()
+		if !ok {
+			answer = `{"active":false}`
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, answer)
+	}))
+	t.Cleanup(e.Close)
+	return e
+}
+
+const rawAudience = "https://api.example.test"
+
+func (e *rawEndpoint) set(token, answer string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.answers[token] = answer
+}
+
+// config is a Validator's Config that introspects every token at e,
+// with a secret.
+func (e *rawEndpoint) config() accesstoken.Config {
+	return accesstoken.Config{Issuer: e.URL, Audience: []string{rawAudience},
+		Introspection: &accesstoken.Introspection{Endpoint: e.URL + "/introspect", ClientID: "my-api", ClientSecret: "api-secret"}}
+}
+
+// introspector is a Validator of e's config, edited by edit.
+func (e *rawEndpoint) introspector(t *testing.T, edit func(*accesstoken.Introspection)) *accesstoken.Validator {
+	t.Helper()
+	cfg := e.config()
+	if edit != nil {
+		edit(cfg.Introspection)
+	}
+	v, err := accesstoken.New(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// activeAnswer is an active access token's answer with the members of
+// kind (raw JSON members, each led by a comma) before and after the
+// usual ones.
+func activeAnswer(issuer, before, after string) string {
+	exp := time.Now().Add(time.Hour).Unix()
+	return fmt.Sprintf(`{"active":true%s,"scope":%q,"client_id":"reporting","aud":[%q],"iss":%q,"exp":%d%s}`,
+		before, scope.AdminWebAPI, rawAudience, issuer, exp, after)
+}
+
+// TestRedTeamIntrospectorKindMembers: every way a kind member can come
+// that introspection refuses today, and the access tokens it must go
+// on taking. An answer naming a refresh token in token_use (any value but
+// access_token), in token_type or typ (any case), a member of another
+// JSON type than a string (a number, an array, an object, a boolean), and
+// a member name written with a JSON escape (which is the same name) are
+// refused with ErrType; null is absent; a scheme or access token's name
+// is taken.
+func TestRedTeamIntrospectorKindMembers(t *testing.T) {
+	e := newRawEndpoint(t)
+	in := e.introspector(t, func(c *accesstoken.Introspection) { c.CacheBytes = -1 })
+	for i, c := range []struct {
+		name    string
+		members string
+		refused bool
+	}{
+		{"token_use refresh_token", `,"token_use":"refresh_token"`, true},
+		{"token_use Access_Token (not the exact name)", `,"token_use":"Access_Token"`, true},
+		{"token_use access (Cognito's word)", `,"token_use":"access"`, true},
+		{"token_use empty", `,"token_use":""`, true},
+		{"token_use an object", `,"token_use":{"v":"access_token"}`, true},
+		{"token_use true", `,"token_use":true`, true},
+		{"token_use escaped name", `,"token\u005fuse":"refresh_token"`, true},
+		{"token_type REFRESH_TOKEN", `,"token_type":"REFRESH_TOKEN"`, true},
+		{"token_type urn refresh, upper case", `,"token_type":"URN:IETF:PARAMS:OAUTH:TOKEN-TYPE:REFRESH_TOKEN"`, true},
+		{"token_type an object", `,"token_type":{"a":1}`, true},
+		{"token_type a number", `,"token_type":7`, true},
+		{"token_type escaped value", `,"token_type":"refresh\u005ftoken"`, true},
+		{"typ OFFLINE", `,"typ":"OFFLINE"`, true},
+		{"typ Logout", `,"typ":"Logout"`, true},
+		{"typ Serialized-ID", `,"typ":"Serialized-ID"`, true},
+		{"typ an array", `,"typ":["Bearer"]`, true},
+		{"access token, Bearer and token_use", `,"token_type":"Bearer","token_use":"access_token"`, false},
+		{"access token, typ at+jwt", `,"typ":"at+jwt"`, false},
+		{"access token, token_type null", `,"token_type":null`, false},
+		{"access token, no kind member", ``, false},
+	} {
+		tok := fmt.Sprintf("kind-%d", i)
+		e.set(tok, activeAnswer(e.URL, c.members, ""))
+		_, err := in.Validate(context.Background(), tok)
+		switch {
+		case c.refused && !errors.Is(err, accesstoken.ErrType):
+			t.Errorf("%s: %v, want ErrType", c.name, err)
+		case !c.refused && err != nil:
+			t.Errorf("%s: %v, want it taken", c.name, err)
+		}
+	}
+}
+
+// TestRedTeamIntrospectorRefreshNamesItMisses (finding F3): names of a
+// refresh (or ID) token that the kind check lets through as an access
+// token. The blocklists are per member: "refresh" is refused in typ and
+// not in token_type, "refresh_token" in token_type and not in typ;
+// "refresh" is what many a server built on its own JWTs writes in
+// token_type (the refresh token's own claim, copied into the answer as
+// Keycloak copies typ), and "offline" likewise. Wanted: one list of
+// non-access names for every kind member (or, for token_type, an allow
+// list: Bearer, DPoP, N_A, access_token, its RFC 8693 URN,
+// client_credentials).
+func TestRedTeamIntrospectorRefreshNamesItMisses(t *testing.T) {
+	skipFinding(t, "F3: token_type \"refresh\"/\"offline\", typ \"refresh_token\" and the like are taken as access tokens")
+	e := newRawEndpoint(t)
+	in := e.introspector(t, func(c *accesstoken.Introspection) { c.CacheBytes = -1 })
+	for i, members := range []string{
+		`,"token_type":"refresh"`,
+		`,"token_type":"Refresh"`,
+		`,"token_type":"refresh-token"`,
+		`,"token_type":"offline"`,
+		`,"token_type":"id"`,
+		`,"typ":"refresh_token"`,
+		`,"typ":"urn:ietf:params:oauth:token-type:refresh_token"`,
+		`,"typ":"id_token"`,
+	} {
+		tok := fmt.Sprintf("miss-%d", i)
+		e.set(tok, activeAnswer(e.URL, members, ""))
+		if c, err := in.Validate(context.Background(), tok); err == nil {
+			t.Errorf("%s: taken as an access token of %s", members[1:], c.ClientID)
+		}
+	}
+}
+
+// TestRedTeamIntrospectorDuplicateMembers (finding F4, low): an answer
+// that names a member twice is read last-wins, by every reader alike
+// (the kind check and the claims read one map, so they never disagree
+// with each other), but not necessarily as the server meant it: an
+// answer with "active":false then "active":true, or with a refresh
+// token's token_use then access_token, is taken. It needs an endpoint
+// that writes such JSON (one that merges a token's stored claims into
+// its answer, say); RFC 8259 leaves duplicate names' meaning open, and
+// jws.ReadClaims already refuses them for JWTs. Wanted: an answer with a
+// duplicate member name is no introspection answer
+// (ErrIntrospectionUnavailable), as jws.ReadClaims refuses a claim set.
+func TestRedTeamIntrospectorDuplicateMembers(t *testing.T) {
+	skipFinding(t, "F4: duplicate members in an introspection answer resolve last-wins")
+	e := newRawEndpoint(t)
+	in := e.introspector(t, func(c *accesstoken.Introspection) { c.CacheBytes = -1 })
+	exp := time.Now().Add(time.Hour).Unix()
+	for name, answer := range map[string]string{
+		"active false, then true":  fmt.Sprintf(`{"active":false,"scope":%q,"aud":[%q],"exp":%d,"active":true}`, scope.AdminWebAPI, rawAudience, exp),
+		"refresh, then access":     activeAnswer(e.URL, `,"token_use":"refresh_token"`, `,"token_use":"access_token"`),
+		"typ Refresh, then Bearer": activeAnswer(e.URL, `,"typ":"Refresh"`, `,"typ":"Bearer"`),
+		"aud of another, then ours": fmt.Sprintf(`{"active":true,"aud":["https://other.example"],"scope":%q,"exp":%d,"aud":[%q]}`,
+			scope.AdminWebAPI, exp, rawAudience),
+	} {
+		tok := "dup-" + name
+		e.set(tok, answer)
+		if c, err := in.Validate(context.Background(), tok); err == nil {
+			t.Errorf("%s: taken (%s, %v)", name, c.ClientID, c.Scopes)
+		}
+	}
+}
+
+// TestRedTeamIntrospectorRefusedKindIsNeverCached: a refresh token's
+// answer is never cached, active or inactive: each validation asks again
+// (a retry costs a call, as an unknown token's first does), concurrent
+// ones share one call and all fail, and none of them makes the token
+// pass later from the cache, nor makes an access token's answer fail.
+func TestRedTeamIntrospectorRefusedKindIsNeverCached(t *testing.T) {
+	e := newRawEndpoint(t)
+	in := e.introspector(t, nil) // caches on
+	e.set("refresh", activeAnswer(e.URL, `,"token_use":"refresh_token"`, ""))
+	e.set("access", activeAnswer(e.URL, `,"token_use":"access_token"`, ""))
+	for range 3 {
+		if _, err := in.Validate(context.Background(), "refresh"); !errors.Is(err, accesstoken.ErrType) {
+			t.Fatalf("refresh: %v", err)
+		}
+	}
+	if n := e.calls.Load(); n != 3 {
+		t.Fatalf("%d calls for 3 validations of a refused kind, want 3 (never cached)", n)
+	}
+	var wg sync.WaitGroup
+	var refused atomic.Int64
+	for range 16 {
+		wg.Go(func() {
+			if _, err := in.Validate(context.Background(), "refresh"); errors.Is(err, accesstoken.ErrType) {
+				refused.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if refused.Load() != 16 {
+		t.Fatalf("%d of 16 concurrent validations refused", refused.Load())
+	}
+	before := e.calls.Load()
+	for range 3 {
+		if _, err := in.Validate(context.Background(), "access"); err != nil {
+			t.Fatalf("access: %v", err)
+		}
+	}
+	if n := e.calls.Load() - before; n != 1 {
+		t.Fatalf("%d calls for an access token validated 3 times, want 1 (cached)", n)
+	}
+	// The endpoint now says the refresh token is an access token (the
+	// server fixed, or lying): nothing cached stands in the way, and
+	// nothing cached let it through before.
+	e.set("refresh", `{"active":false}`)
+	if _, err := in.Validate(context.Background(), "refresh"); !errors.Is(err, accesstoken.ErrInactive) {
+		t.Fatalf("refresh, now inactive: %v", err)
+	}
+}
+
+// TestRedTeamIntrospectorSendsOnlyWhatItIsTold: what goes on the wire. A
+// config with a secret sends Basic and no client_id in the form; one with
+// Unauthenticated and no ClientID sends no Authorization header and a
+// form of token and token_type_hint alone; with a ClientID, client_id
+// too, and still no secret. A config whose secret is empty is refused at
+// construction, whatever else it says: Unauthenticated is never implied.
+// An endpoint that redirects is not followed (the target gets nothing)
+// and the token is refused.
+func TestRedTeamIntrospectorSendsOnlyWhatItIsTold(t *testing.T) {
+	e := newRawEndpoint(t)
+	e.set("tok", activeAnswer(e.URL, "", ""))
+	last := func() *http.Request {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		return e.requests[len(e.requests)-1]
+	}
+	formKeys := func(r *http.Request) string { return strings.Join(slices.Sorted(maps.Keys(r.PostForm)), ",") }
+	for _, c := range []struct {
+		name      string
+		edit      func(*accesstoken.Introspection)
+		wantAuthz bool
+		wantForm  string
+	}{
+		{"a secret", nil, true, "token,token_type_hint"},
+		{"unauthenticated", func(c *accesstoken.Introspection) { c.ClientID, c.ClientSecret, c.Unauthenticated = "", "", true }, false, "token,token_type_hint"},
+		{"unauthenticated with a ClientID", func(c *accesstoken.Introspection) { c.ClientSecret, c.Unauthenticated = "", true }, false, "client_id,token,token_type_hint"},
+	} {
+		in := e.introspector(t, func(cfg *accesstoken.Introspection) {
+			cfg.CacheBytes = -1
+			if c.edit != nil {
+				c.edit(cfg)
+			}
+		})
+		if _, err := in.Validate(context.Background(), "tok"); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		r := last()
+		user, pass, basic := r.BasicAuth()
+		switch {
+		case basic != c.wantAuthz || (!c.wantAuthz && r.Header.Get("Authorization") != ""):
+			t.Errorf("%s: Authorization %q, want one: %v", c.name, r.Header.Get("Authorization"), c.wantAuthz)
+		case basic && (user != "my-api" || pass != "api-secret"):
+			t.Errorf("%s: Basic %q %q", c.name, user, pass)
+		case formKeys(r) != c.wantForm:
+			t.Errorf("%s: form %s, want %s", c.name, formKeys(r), c.wantForm)
+		case strings.Contains(r.PostForm.Encode(), "api-secret"):
+			t.Errorf("%s: the secret in the form", c.name)
+		}
+	}
+	for _, edit := range []func(*accesstoken.Introspection){
+		func(c *accesstoken.Introspection) { c.ClientSecret = "" },
+		func(c *accesstoken.Introspection) { c.ClientID, c.ClientSecret = "", "" },
+		func(c *accesstoken.Introspection) { c.ClientSecret, c.Key = "", nil },
+	} {
+		cfg := e.config()
+		edit(cfg.Introspection)
+		if _, err := accesstoken.New(context.Background(), cfg); err == nil {
+			t.Errorf("a config with empty credentials and no Unauthenticated was accepted: %+v", *cfg.Introspection)
+		}
+	}
+	// A redirect is not followed, with credentials or without.
+	var targetCalls atomic.Int64
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		targetCalls.Add(1)
+		_, _ = io.WriteString(w, activeAnswer(e.URL, "", ""))
+	}))
+	t.Cleanup(target.Close)
+	redirecting := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, target.URL+"/steal?"+url.Values{"from": {"x"}}.Encode(), http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(redirecting.Close)
+	for _, unauth := range []bool{false, true} {
+		in := e.introspector(t, func(c *accesstoken.Introspection) {
+			c.Endpoint, c.CacheBytes = redirecting.URL, -1
+			if unauth {
+				c.ClientSecret, c.Unauthenticated = "", true
+			}
+		})
+		if _, err := in.Validate(context.Background(), "tok"); !errors.Is(err, accesstoken.ErrIntrospectionUnavailable) {
+			t.Errorf("redirected (unauthenticated %v): %v", unauth, err)
+		}
+	}
+	if n := targetCalls.Load(); n != 0 {
+		t.Errorf("the redirect's target got %d requests", n)
+	}
+}
+
+// TestRedTeamEndpointUserinfoIsACredential (finding F7, low): an
+// Introspection.Endpoint (or a JWKSConfig.URL) written with userinfo, as for an endpoint
+// behind a proxy that takes Basic credentials
+// ("https://api:secret@hydra.internal/admin/oauth2/introspect"), is
+// logged as written on every failed call: the password reaches the log,
+// which no secret may. And with Unauthenticated, net/http turns that
+// userinfo into an Authorization: Basic header: the "no client
+// authentication" the config says is not what goes on the wire. Wanted:
+// New (and NewJWKS for its URL) refuses a URL with
+// userinfo, or at least the log line redacts it (url.URL.Redacted).
+func TestRedTeamEndpointUserinfoIsACredential(t *testing.T) {
+	skipFinding(t, "F7: an endpoint URL's userinfo reaches the log, and Unauthenticated sends it as Basic")
+	var authz atomic.Value
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		authz.Store(r.Header.Get("Authorization"))
+		http.Error(w, "down", http.StatusInternalServerError)
+	}))
+	t.Cleanup(srv.Close)
+	const password = "s3cr3t-userinfo-pass"
+	endpoint := strings.Replace(srv.URL, "http://", "http://api:"+password+"@", 1) + "/introspect"
+	logs, logger := testlog.New()
+	in, err := accesstoken.New(context.Background(), accesstoken.Config{
+		Issuer: srv.URL, Audience: []string{rawAudience}, Logger: logger,
+		Introspection: &accesstoken.Introspection{Endpoint: endpoint, Unauthenticated: true},
+	})
+	if err != nil {
+		return // refused at construction: fixed
+	}
+	if _, err := in.Validate(context.Background(), "tok"); err == nil {
+		t.Fatal("validated")
+	}
+	if strings.Contains(logs.String(), password) {
+		t.Errorf("the log holds the endpoint's password: %s", logs.String())
+	}
+	if a, _ := authz.Load().(string); a != "" {
+		t.Errorf("an Unauthenticated Introspection sent Authorization: %q", a)
+	}
+
+	// The validator's JWKS refresh logs its URL likewise.
+	jlogs, jlogger := testlog.New()
+	k := jwktest.NewKey(t, "ES256")
+	j := jwktest.NewJWKS(t, k)
+	j.SetDown(true)
+	jwksURL := strings.Replace(j.JWKSURL(), "http://", "http://api:"+password+"@", 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	if _, err := accesstoken.NewJWKS(ctx, accesstoken.JWKSConfig{URL: jwksURL, Logger: jlogger, RefreshInterval: 10 * time.Millisecond}); err != nil {
+		return
+	}
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(jlogs.String(), "JWKS refresh failed") && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if strings.Contains(jlogs.String(), password) {
+		t.Errorf("the JWKS refresh's log holds the URL's password: %s", jlogs.String())
+	}
+}
