@@ -83,9 +83,13 @@ const defaultTimeout = 10 * time.Second
 // new set is indexed once, so that a token's keys are read by its kid,
 // or for a token without kid by its alg, with one check of each key: its
 // "use" absent or "sig", its "key_ops", if any, holding "verify", and its
-// "alg", if any, the token's ("EdDSA" and "Ed25519" being one). A kid the
-// set lacks fetches it again, as RefreshUnknownKID allows. For
-// golang-jwt's own parser, Keyfunc gives keyfunc's view of the same keys.
+// "alg", if any, the token's ("EdDSA" and "Ed25519" being one). A token
+// without kid gets only the keys of its alg's type too (an EC key on
+// P-256 for ES256, RSA for RS256 and PS256, Ed25519 for EdDSA), so that a
+// JWK without "alg" of another type does not count toward
+// MaxKeysPerToken. A kid the set lacks fetches it again, as
+// RefreshUnknownKID allows. For golang-jwt's own parser, Keyfunc gives
+// keyfunc's view of the same keys.
 //
 // [RFC 7517]: https://www.rfc-editor.org/rfc/rfc7517
 type JWKS struct {
@@ -192,8 +196,8 @@ func ParseJWKS(data []byte) (*JWKS, error) {
 
 // VerificationKeys returns the keys of the JWKS that may verify a token
 // with this kid and alg: the JWK named by kid, or, without a kid, every
-// JWK that fits (see usable). A kid the set lacks fetches it again, as
-// the unknown-kid limit allows.
+// JWK that fits (see usable) and is of alg's key type. A kid the set
+// lacks fetches it again, as the unknown-kid limit allows.
 func (s *JWKS) VerificationKeys(ctx context.Context, kid, alg string) ([]crypto.PublicKey, error) {
 	set := s.store.set.Load()
 	if kid == "" {
@@ -311,7 +315,11 @@ func newKeySet(version uint64, set []jwkset.JWK) *keySet {
 	for _, alg := range jws.Algorithms {
 		var a kidlessKeys
 		for _, k := range all {
-			if k.usable(alg) == nil && len(a.keys) <= MaxKeysPerToken {
+			// Only a key of the alg's type counts (kty, crv): a JWK
+			// without "alg" fits every alg by its members, and would
+			// otherwise make a genuine token ambiguous among keys that
+			// cannot verify it.
+			if k.usable(alg) == nil && jws.KeyFits(alg, k.pub) && len(a.keys) <= MaxKeysPerToken {
 				a.keys = append(a.keys, k.pub)
 			}
 		}

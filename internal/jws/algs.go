@@ -3,7 +3,9 @@ package jws
 import (
 	"crypto"
 	"crypto/ecdsa"
+	"crypto/ed25519"
 	"crypto/elliptic"
+	"crypto/rsa"
 	"crypto/sha256"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -64,6 +66,21 @@ func Method(alg string) jwt.SigningMethod {
 func SameAlgorithm(a, b string) bool {
 	m := Method(a)
 	return m != nil && m == Method(b)
+}
+
+// KeyFits reports whether key is of the type that verifies alg: an EC key
+// on P-256 for ES256, an RSA key for RS256 and PS256, an Ed25519 key for
+// EdDSA (either name). It says nothing of a key's size or use.
+func KeyFits(alg string, key crypto.PublicKey) bool {
+	switch m := Method(alg); k := key.(type) {
+	case *ecdsa.PublicKey:
+		return m == jwt.SigningMethodES256 && k.Curve == elliptic.P256()
+	case *rsa.PublicKey:
+		return m == jwt.SigningMethodRS256 || m == jwt.SigningMethodPS256
+	case ed25519.PublicKey:
+		return m == jwt.SigningMethodEdDSA
+	}
+	return false
 }
 
 // Verify checks the token's signature over SigningInput with key, under

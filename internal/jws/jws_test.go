@@ -1,11 +1,15 @@
 package jws_test
 
 import (
+	"crypto"
 	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"math/big"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -141,5 +145,31 @@ func TestHeaderIsReadAsClaims(t *testing.T) {
 	p, err := jws.Parse(jwktest.Segment(`{"alg":"ES256","crit":null}`) + "." + payload + ".c2ln")
 	if err != nil || !p.Has("crit") {
 		t.Fatalf("crit null: %v %v", err, p)
+	}
+}
+
+// TestKeyFits: each algorithm fits the key type that verifies it, and no
+// other: P-256 for ES256 (not P-384), RSA for RS256 and PS256, Ed25519 for
+// both names of EdDSA; an unknown alg fits nothing.
+func TestKeyFits(t *testing.T) {
+	p384, err := ecdsa.GenerateKey(elliptic.P384(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ec, rs, ed := jwktest.NewKey(t, "ES256").Public(), jwktest.NewKey(t, "RS256").Public(), jwktest.NewKey(t, "EdDSA").Public()
+	for _, c := range []struct {
+		key  crypto.PublicKey
+		fits []string
+	}{
+		{ec, []string{"ES256"}},
+		{&p384.PublicKey, nil},
+		{rs, []string{"RS256", "PS256"}},
+		{ed, []string{"EdDSA", "Ed25519"}},
+	} {
+		for _, alg := range append(slices.Clone(jws.Algorithms), "RS512", "none", "") {
+			if got, want := jws.KeyFits(alg, c.key), slices.Contains(c.fits, alg); got != want {
+				t.Errorf("%T, %q: %v, want %v", c.key, alg, got, want)
+			}
+		}
 	}
 }
