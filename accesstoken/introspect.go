@@ -171,7 +171,13 @@ func (in *introspector) call(ctx context.Context, token string) (*Claims, error)
 		}
 		return nil, ErrInactive
 	}
-	if !describesAccessToken(raw) {
+	if ok, unknown := describesAccessToken(raw); !ok {
+		if unknown != "" {
+			// Every token of a server that names its access tokens so is
+			// refused: the log says which name, for an operator to tell.
+			in.log(ctx, "the answer's token_type names no kind of token known here: refused as not an access token",
+				fmt.Errorf("token_type %q", truncate(unknown, 64)))
+		}
 		return nil, errType // a refresh token, say; not cached: a retry costs a call, as an unknown token's first does
 	}
 	// RFC 7662 makes "iss" optional: without it, the issuer asked.
@@ -231,6 +237,14 @@ func (in *introspector) ask(ctx context.Context, token string) ([]byte, error) {
 		return nil, fmt.Errorf("the answer is longer than %d bytes", maxAnswer)
 	}
 	return body, nil
+}
+
+// truncate returns s cut to at most n bytes, whole runes.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "")
 }
 
 // log records why a call failed, without the token.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/idsauth/idsauth/accesstoken"
+	"github.com/idsauth/idsauth/internal/testlog"
 	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/scope"
 )
@@ -159,8 +160,9 @@ func TestIntrospectorRefusesHydraRefreshTokens(t *testing.T) {
 }
 
 // TestIntrospectorAnswerKinds: what each server says of a token's kind.
-// An answer that names a refresh or ID token is refused with ErrType;
-// one that names an access token, or a scheme, is taken; one that says
+// An answer that names a refresh or ID token is refused with ErrType, and
+// so is a token_type that names no kind known here (an allow-list); one
+// that names an access token, or a scheme, is taken; one that says
 // nothing (panva's oidc-provider and Spring Authorization Server leave
 // token_type out of a refresh token's answer, and give it no aud) is
 // refused by the audience, and taken with AnyAudience, as the godoc says.
@@ -185,6 +187,12 @@ func TestIntrospectorAnswerKinds(t *testing.T) {
 		{"an ID token", map[string]any{"token_use": nil, "token_type": "ID_TOKEN"}, accesstoken.ErrType},
 		{"oidc-provider before v4, client_credentials", map[string]any{"token_use": nil, "token_type": "client_credentials"}, nil},
 		{"token_type DPoP", map[string]any{"token_use": nil, "token_type": "DPoP"}, nil},
+		{"token_type bearer, lower case", map[string]any{"token_use": nil, "token_type": "bearer"}, nil},
+		{"token_type Access-Token", map[string]any{"token_use": nil, "token_type": "Access-Token"}, nil},
+		{"a server's own JWT claim, access", map[string]any{"token_use": nil, "token_type": "access"}, nil},
+		{"a server's own JWT claim, refresh", map[string]any{"token_use": nil, "token_type": "refresh"}, accesstoken.ErrType},
+		{"RFC 8693's N_A: not an access token", map[string]any{"token_use": nil, "token_type": "N_A"}, accesstoken.ErrType},
+		{"a name known nowhere", map[string]any{"token_use": nil, "token_type": "urn:ietf:params:oauth:token-type:jwt"}, accesstoken.ErrType},
 		{"token_type an array", map[string]any{"token_use": nil, "token_type": []string{"Bearer"}}, accesstoken.ErrType},
 		{"Keycloak, Bearer", map[string]any{"token_use": nil, "typ": "Bearer"}, nil},
 		{"Keycloak, Refresh", map[string]any{"token_use": nil, "typ": "Refresh"}, accesstoken.ErrType},
@@ -203,6 +211,32 @@ func TestIntrospectorAnswerKinds(t *testing.T) {
 				t.Errorf("%s, AnyAudience: %v, want it taken (the case the godoc warns of)", c.name, err)
 			}
 		}
+	}
+}
+
+// TestIntrospectorUnknownTokenTypeIsLogged: a token_type that names no
+// kind known here refuses the token, as a refresh token's does, and the
+// log names it, so that the operator of a server that calls its access
+// tokens so learns why every token is refused; a refresh token's name is
+// refused without a line, and no line holds the token.
+func TestIntrospectorUnknownTokenTypeIsLogged(t *testing.T) {
+	h := newHydraAdmin(t)
+	logs, logger := testlog.New()
+	v := h.introspector(t, func(c *accesstoken.Config) { c.Logger = logger })
+	const unknown, refresh = "token-of-an-unknown-kind", "token-of-a-refresh-kind"
+	h.answer(unknown, "access_token", time.Hour, scope.AdminWebAPI, map[string]any{"token_use": nil, "token_type": "Jwt-Access"})
+	h.answer(refresh, "access_token", time.Hour, scope.AdminWebAPI, map[string]any{"token_use": nil, "token_type": "Refresh"})
+	if _, err := v.Validate(context.Background(), refresh); !errors.Is(err, accesstoken.ErrType) {
+		t.Fatalf("a refresh token's name: %v", err)
+	}
+	if logs.String() != "" {
+		t.Fatalf("a refresh token's name was logged: %s", logs.String())
+	}
+	if _, err := v.Validate(context.Background(), unknown); !errors.Is(err, accesstoken.ErrType) {
+		t.Fatalf("a name known nowhere: %v", err)
+	}
+	if got := logs.String(); !strings.Contains(got, `token_type \"Jwt-Access\"`) || strings.Contains(got, unknown) {
+		t.Fatalf("the log of a name known nowhere: %s", got)
 	}
 }
 

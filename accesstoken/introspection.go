@@ -22,12 +22,28 @@ import (
 // validations of one token share one call. The answer's claims are
 // checked as a JWT's are (exp, nbf, iat with leeway, aud, cnf, the scope
 // claim), so that both kinds of token give the same Claims and the same
-// refusals. An active answer that says it is about another kind of token
-// than an access token (a refresh token: ORY Hydra's "token_use",
-// IdentityServer's and RFC 8693's names in "token_type", Keycloak's
-// "typ") is refused ("type"): a refresh token lives for weeks. A call
-// that fails refuses the token with ErrIntrospectionUnavailable, never
-// lets it through.
+// refusals. A call that fails refuses the token with
+// ErrIntrospectionUnavailable, never lets it through.
+//
+// An active answer is taken only if it may be about an access token, and
+// refused ("type") if it may be about another kind, a refresh token above
+// all, which lives for weeks. ORY Hydra's "token_use" must be
+// "access_token". "token_type" must name an access token's scheme
+// ("Bearer", "DPoP", "PoP") or an access token ("access_token" as
+// IdentityServer writes it, RFC 8693's URN of it, "client_credentials" as
+// oidc-provider before v4 did, "access"): any other name is refused,
+// whether it names a refresh token ("refresh_token", "Refresh", RFC 8693's
+// URN, ...) or a kind not known here, which is logged. Keycloak's "typ"
+// must not name another kind ("Refresh", "Offline", "ID",
+// "refresh_token", ...). Names are compared without regard to case, "_"
+// or "-".
+//
+// token_type is held to an allow-list because the names of the other
+// kinds are many, and one missed would let a refresh token in silently,
+// while an access token's are few, and one missed refuses that server's
+// every token at once, with the name in the log. "typ", no standard's
+// member, may hold a JWT's own typ ("at+jwt", "JWT"), and is held to the
+// list of the other kinds instead.
 //
 // Config.Audience is also what refuses a refresh token where the
 // endpoint's answer does not say what kind of token it describes: panva's

@@ -155,18 +155,17 @@ func TestRedTeamIntrospectorKindMembers(t *testing.T) {
 	}
 }
 
-// TestRedTeamIntrospectorRefreshNamesItMisses (finding F3): names of a
-// refresh (or ID) token that the kind check lets through as an access
-// token. The blocklists are per member: "refresh" is refused in typ and
+// TestRedTeamIntrospectorRefreshNamesItMisses (finding F3, fixed): names
+// of a refresh (or ID) token that the kind check let through as an access
+// token. The deny-lists were per member: "refresh" was refused in typ and
 // not in token_type, "refresh_token" in token_type and not in typ;
 // "refresh" is what many a server built on its own JWTs writes in
 // token_type (the refresh token's own claim, copied into the answer as
-// Keycloak copies typ), and "offline" likewise. Wanted: one list of
-// non-access names for every kind member (or, for token_type, an allow
-// list: Bearer, DPoP, N_A, access_token, its RFC 8693 URN,
-// client_credentials).
+// Keycloak copies typ), and "offline" likewise. Now token_type is held
+// to an allow-list (Bearer, DPoP, PoP, access_token, its RFC 8693 URN,
+// client_credentials, access), and typ to the one list of the other
+// kinds' names.
 func TestRedTeamIntrospectorRefreshNamesItMisses(t *testing.T) {
-	skipFinding(t, "F3: token_type \"refresh\"/\"offline\", typ \"refresh_token\" and the like are taken as access tokens")
 	e := newRawEndpoint(t)
 	in := e.introspector(t, func(c *accesstoken.Introspection) { c.CacheBytes = -1 })
 	for i, members := range []string{
@@ -178,11 +177,17 @@ func TestRedTeamIntrospectorRefreshNamesItMisses(t *testing.T) {
 		`,"typ":"refresh_token"`,
 		`,"typ":"urn:ietf:params:oauth:token-type:refresh_token"`,
 		`,"typ":"id_token"`,
+		`,"token_type":"N_A"`,
+		`,"token_type":"offline_access"`,
 	} {
 		tok := fmt.Sprintf("miss-%d", i)
 		e.set(tok, activeAnswer(e.URL, members, ""))
-		if c, err := in.Validate(context.Background(), tok); err == nil {
+		c, err := in.Validate(context.Background(), tok)
+		switch {
+		case err == nil:
 			t.Errorf("%s: taken as an access token of %s", members[1:], c.ClientID)
+		case !errors.Is(err, accesstoken.ErrType):
+			t.Errorf("%s: %v, want ErrType", members[1:], err)
 		}
 	}
 }
