@@ -14,7 +14,8 @@ import (
 // Issuers) is required, and so is Audience unless AnyAudience; every
 // other zero value is a safe default.
 type Config struct {
-	// Issuer is the expected "iss" claim, e.g. "https://host/ids".
+	// Issuer is the expected "iss" claim, e.g. "https://host/ids". One
+	// with userinfo ("user:password@") is refused (see JWKSConfig.URL).
 	Issuer string
 
 	// Audience is who this service is, as the issuer names it in "aud": a
@@ -157,7 +158,8 @@ type Config struct {
 // when there is no "scope" (see Claims).
 type TrustedIssuer struct {
 	// Issuer is the "iss" of this issuer's tokens, e.g.
-	// "https://host/ids"; required, and unique in the list.
+	// "https://host/ids"; required, unique in the list, and without
+	// userinfo ("user:password@").
 	Issuer string
 
 	// Audience is who this service is, as this issuer names it in "aud":
@@ -196,6 +198,11 @@ func (cfg *Config) issuerList() ([]TrustedIssuer, error) {
 		}
 		if ti.Issuer == "" {
 			return nil, fmt.Errorf("accesstoken: %sIssuer is required", field)
+		}
+		in := cfg.Introspection
+		discovered := (ti.Keys == nil && in == nil) || (in != nil && in.Endpoint == "" && in.Local == nil)
+		if err := checkIssuerURL(field+"Issuer", ti.Issuer, discovered); err != nil {
+			return nil, err
 		}
 		if j, dup := seen[ti.Issuer]; dup {
 			return nil, fmt.Errorf("accesstoken: %sIssuer %q is Issuers[%d]'s too", field, ti.Issuer, j)

@@ -17,6 +17,9 @@ func discover(ctx context.Context, client *http.Client, issuer string) (string, 
 	if doc.JWKSURI == "" {
 		return "", fmt.Errorf("accesstoken: discovery: %s names no jwks_uri", issuer)
 	}
+	if err := checkURL("the jwks_uri of "+issuer+"'s discovery document", doc.JWKSURI); err != nil {
+		return "", err
+	}
 	return doc.JWKSURI, nil
 }
 

@@ -86,6 +86,9 @@ func newIntrospector(ctx context.Context, i *Introspection, ch *checks, from *tr
 		if doc.IntrospectionEndpoint == "" {
 			return nil, fmt.Errorf("accesstoken: discovery: %s names no introspection_endpoint", from.issuer)
 		}
+		if err := checkURL("the introspection_endpoint of "+from.issuer+"'s discovery document", doc.IntrospectionEndpoint); err != nil {
+			return nil, err
+		}
 		in.endpoint = doc.IntrospectionEndpoint
 	}
 	return in, nil

@@ -54,7 +54,9 @@ import (
 type Introspection struct {
 	// Endpoint is the introspection endpoint's URL, such as
 	// "https://host/ids/connect/introspect". Empty means the one the
-	// issuer's discovery document names ("introspection_endpoint").
+	// issuer's discovery document names ("introspection_endpoint"). A
+	// URL with userinfo ("user:password@") is refused, there too: the
+	// credentials are ClientID and ClientSecret.
 	Endpoint string
 	// ClientID is the API's name at the issuer (IdentityServer's
 	// ApiResource name).
@@ -154,6 +156,8 @@ func (i *Introspection) check() error {
 		return errors.New("accesstoken: Config.Introspection: Local answers in process: Endpoint, ClientSecret, Key and HTTPClient do not apply")
 	case i.Timeout < 0 || i.CacheMaxAge < 0 || i.MaxConcurrent < 0:
 		return errors.New("accesstoken: Config.Introspection: a negative Timeout, CacheMaxAge or MaxConcurrent")
+	case i.Endpoint != "":
+		return checkURL("Config.Introspection.Endpoint", i.Endpoint)
 	}
 	return nil
 }

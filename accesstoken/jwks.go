@@ -28,7 +28,10 @@ import (
 // Issuer is required; every other zero value is a safe default.
 type JWKSConfig struct {
 	// URL is where the key set is published, such as
-	// "https://host/ids/.well-known/openid-configuration/jwks".
+	// "https://host/ids/.well-known/openid-configuration/jwks". A URL
+	// with userinfo ("user:password@") is refused, here, in Issuer and in
+	// the discovery document: a proxy's credentials go in HTTPClient's
+	// Transport.
 	URL string
 
 	// Issuer, when URL is empty, is the issuer whose discovery document,
@@ -113,6 +116,14 @@ func NewJWKS(ctx context.Context, cfg JWKSConfig) (*JWKS, error) {
 		return nil, errors.New("accesstoken: JWKSConfig needs a URL or an Issuer")
 	case cfg.Timeout < 0:
 		return nil, errors.New("accesstoken: JWKSConfig.Timeout is negative")
+	case cfg.URL != "":
+		if err := checkURL("JWKSConfig.URL", cfg.URL); err != nil {
+			return nil, err
+		}
+	default:
+		if err := checkURL("JWKSConfig.Issuer", cfg.Issuer); err != nil {
+			return nil, err
+		}
 	}
 	timeout := cmp.Or(cfg.Timeout, defaultTimeout)
 	client := limitedClient(cfg.HTTPClient, timeout)

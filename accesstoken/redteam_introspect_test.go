@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -18,24 +17,14 @@ import (
 	"time"
 
 	"github.com/idsauth/idsauth/accesstoken"
-	"github.com/idsauth/idsauth/internal/jwktest"
 	"github.com/idsauth/idsauth/internal/testlog"
 	"github.com/idsauth/idsauth/scope"
 )
 
 // The red-team pass over issue 32, item 2: a Validator's Introspection
-// must take nothing but an access token's answer. These tests try the ways around
-// it; each is a regression guard, except those behind skipFinding, which
-// assert the secure behaviour and fail today.
-
-// skipFinding skips a test of an open red-team finding unless
-// IDSAUTH_REDTEAM_FINDINGS is set; whoever fixes the finding removes it.
-func skipFinding(t *testing.T, finding string) {
-	t.Helper()
-	if os.Getenv("IDSAUTH_REDTEAM_FINDINGS") == "" {
-		t.Skip("open red-team finding (set IDSAUTH_REDTEAM_FINDINGS=1 to see it fail): " + finding)
-	}
-}
+// must take nothing but an access token's answer. These tests try the
+// ways around it; each is a regression guard, those of the findings
+// (F3, F4, F7) too, since they were fixed.
 
 // rawEndpoint is an introspection endpoint on loopback that answers, for
 // each token, the bytes the test gives, exactly (duplicate members and
@@ -356,59 +345,100 @@ func TestRedTeamIntrospectorSendsOnlyWhatItIsTold(t *testing.T) {
 	}
 }
 
-// TestRedTeamEndpointUserinfoIsACredential (finding F7, low): an
-// Introspection.Endpoint (or a JWKSConfig.URL) written with userinfo, as for an endpoint
-// behind a proxy that takes Basic credentials
-// ("https://api:secret@hydra.internal/admin/oauth2/introspect"), is
-// logged as written on every failed call: the password reaches the log,
-// which no secret may. And with Unauthenticated, net/http turns that
+// TestRedTeamEndpointUserinfoIsACredential (finding F7, fixed): an
+// introspection endpoint (or a JWKS URL) written with userinfo, as for an
+// endpoint behind a proxy that takes Basic credentials
+// ("https://api:secret@hydra.internal/admin/oauth2/introspect"), was
+// logged as written on every failed call: the password reached the log,
+// which no secret may. And with Unauthenticated, net/http turned that
 // userinfo into an Authorization: Basic header: the "no client
-// authentication" the config says is not what goes on the wire. Wanted:
-// New (and NewJWKS for its URL) refuses a URL with
-// userinfo, or at least the log line redacts it (url.URL.Redacted).
+// authentication" the config said was not what went on the wire. Every
+// URL accesstoken fetches is now refused at construction if it holds
+// userinfo, or does not parse: Introspection.Endpoint, JWKSConfig.URL,
+// the issuer whose discovery document is read (Config.Issuer, one of
+// Config.Issuers, JWKSConfig.Issuer), and the jwks_uri and
+// introspection_endpoint that document names. The error names the field
+// and holds nothing of the password; the server sees no request but the
+// discovery document's, and no Authorization header at all.
 func TestRedTeamEndpointUserinfoIsACredential(t *testing.T) {
-	skipFinding(t, "F7: an endpoint URL's userinfo reaches the log, and Unauthenticated sends it as Basic")
-	var authz atomic.Value
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		authz.Store(r.Header.Get("Authorization"))
-		http.Error(w, "down", http.StatusInternalServerError)
+	const password = "s3cr3t-userinfo-pass"
+	var srv *httptest.Server
+	withUserinfo := func(u string) string { return strings.Replace(u, "http://", "http://api:"+password+"@", 1) }
+	var others, authz atomic.Int64 // requests but for discovery, and with an Authorization header
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "" {
+			authz.Add(1)
+		}
+		if r.URL.Path != "/.well-known/openid-configuration" {
+			others.Add(1)
+			http.Error(w, "down", http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = fmt.Fprintf(w, `{"issuer":%q,"jwks_uri":%q,"introspection_endpoint":%q}`,
+			srv.URL, withUserinfo(srv.URL)+"/jwks", withUserinfo(srv.URL)+"/introspect")
 	}))
 	t.Cleanup(srv.Close)
-	const password = "s3cr3t-userinfo-pass"
-	endpoint := strings.Replace(srv.URL, "http://", "http://api:"+password+"@", 1) + "/introspect"
-	logs, logger := testlog.New()
-	in, err := accesstoken.New(context.Background(), accesstoken.Config{
-		Issuer: srv.URL, Audience: []string{rawAudience}, Logger: logger,
-		Introspection: &accesstoken.Introspection{Endpoint: endpoint, Unauthenticated: true},
-	})
+	set, err := accesstoken.ParseJWKS([]byte(`{"keys":[]}`))
 	if err != nil {
-		return // refused at construction: fixed
+		t.Fatal(err)
 	}
-	if _, err := in.Validate(context.Background(), "tok"); err == nil {
-		t.Fatal("validated")
-	}
-	if strings.Contains(logs.String(), password) {
-		t.Errorf("the log holds the endpoint's password: %s", logs.String())
-	}
-	if a, _ := authz.Load().(string); a != "" {
-		t.Errorf("an Unauthenticated Introspection sent Authorization: %q", a)
-	}
-
-	// The validator's JWKS refresh logs its URL likewise.
-	jlogs, jlogger := testlog.New()
-	k := jwktest.NewKey(t, "ES256")
-	j := jwktest.NewJWKS(t, k)
-	j.SetDown(true)
-	jwksURL := strings.Replace(j.JWKSURL(), "http://", "http://api:"+password+"@", 1)
+	logs, logger := testlog.New()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	if _, err := accesstoken.NewJWKS(ctx, accesstoken.JWKSConfig{URL: jwksURL, Logger: jlogger, RefreshInterval: 10 * time.Millisecond}); err != nil {
-		return
+	aud := []string{rawAudience}
+	newValidator := func(cfg accesstoken.Config) func() error {
+		return func() error {
+			cfg.Logger = logger
+			_, err := accesstoken.New(ctx, cfg)
+			return err
+		}
 	}
-	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(jlogs.String(), "JWKS refresh failed") && time.Now().Before(deadline); {
-		time.Sleep(10 * time.Millisecond)
+	newJWKS := func(cfg accesstoken.JWKSConfig) func() error {
+		return func() error {
+			cfg.Logger, cfg.RefreshInterval = logger, 10*time.Millisecond
+			_, err := accesstoken.NewJWKS(ctx, cfg)
+			return err
+		}
 	}
-	if strings.Contains(jlogs.String(), password) {
-		t.Errorf("the JWKS refresh's log holds the URL's password: %s", jlogs.String())
+	for _, c := range []struct {
+		name, field string
+		make        func() error
+	}{
+		{"an unauthenticated introspection endpoint", "Config.Introspection.Endpoint", newValidator(accesstoken.Config{Issuer: srv.URL, Audience: aud,
+			Introspection: &accesstoken.Introspection{Endpoint: withUserinfo(srv.URL) + "/introspect", Unauthenticated: true}})},
+		{"an introspection endpoint beside a secret", "Config.Introspection.Endpoint", newValidator(accesstoken.Config{Issuer: srv.URL, Audience: aud, Keys: set,
+			Introspection: &accesstoken.Introspection{Endpoint: withUserinfo(srv.URL) + "/introspect", ClientID: "my-api", ClientSecret: "api-secret"}})},
+		{"a user name alone", "Config.Introspection.Endpoint", newValidator(accesstoken.Config{Issuer: srv.URL, Audience: aud,
+			Introspection: &accesstoken.Introspection{Endpoint: strings.Replace(srv.URL, "http://", "http://"+password+"@", 1), Unauthenticated: true}})},
+		{"an endpoint that does not parse", "Config.Introspection.Endpoint", newValidator(accesstoken.Config{Issuer: srv.URL, Audience: aud,
+			Introspection: &accesstoken.Introspection{Endpoint: withUserinfo(srv.URL) + ":" + password + "/x", Unauthenticated: true}})},
+		{"a JWKS URL", "JWKSConfig.URL", newJWKS(accesstoken.JWKSConfig{URL: withUserinfo(srv.URL) + "/jwks"})},
+		{"a JWKS issuer", "JWKSConfig.Issuer", newJWKS(accesstoken.JWKSConfig{Issuer: withUserinfo(srv.URL)})},
+		{"a validator's issuer, discovered", "Config.Issuer", newValidator(accesstoken.Config{Issuer: withUserinfo(srv.URL), Audience: aud})},
+		{"a validator's issuer, its introspection endpoint discovered", "Config.Issuer", newValidator(accesstoken.Config{Issuer: withUserinfo(srv.URL), Audience: aud,
+			Introspection: &accesstoken.Introspection{ClientID: "my-api", ClientSecret: "api-secret"}})},
+		{"a validator's issuer, with keys", "Config.Issuer", newValidator(accesstoken.Config{Issuer: withUserinfo(srv.URL), Audience: aud, Keys: set})},
+		{"one of Issuers", "Config.Issuers[1].Issuer", newValidator(accesstoken.Config{Issuers: []accesstoken.TrustedIssuer{
+			{Issuer: srv.URL, Audience: aud, Keys: set}, {Issuer: withUserinfo(srv.URL) + "/b", Audience: aud}}})},
+		{"a jwks_uri the discovery names", "jwks_uri", newJWKS(accesstoken.JWKSConfig{Issuer: srv.URL})},
+		{"a validator's jwks_uri the discovery names", "jwks_uri", newValidator(accesstoken.Config{Issuer: srv.URL, Audience: aud})},
+		{"an introspection_endpoint the discovery names", "introspection_endpoint", newValidator(accesstoken.Config{Issuer: srv.URL, Audience: aud,
+			Introspection: &accesstoken.Introspection{ClientID: "my-api", ClientSecret: "api-secret"}})},
+	} {
+		err := c.make()
+		switch {
+		case err == nil:
+			t.Errorf("%s: accepted", c.name)
+		case !strings.Contains(err.Error(), c.field) || strings.Contains(err.Error(), password):
+			t.Errorf("%s: %q, want it to name %s and not the password", c.name, err, c.field)
+		}
+	}
+	// Nothing was fetched that a refusal guards: no call, no key set.
+	if n, a := others.Load(), authz.Load(); n != 0 || a != 0 {
+		t.Errorf("%d requests beside discovery, %d with an Authorization header; want none", n, a)
+	}
+	if strings.Contains(logs.String(), password) {
+		t.Errorf("the log holds the password: %s", logs.String())
 	}
 }

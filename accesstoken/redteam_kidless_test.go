@@ -28,7 +28,8 @@ import (
 // MaxKeysPerToken (2) signature checks, whatever the key source holds.
 // These tests count the checks (accesstoken.SignatureChecks) of forged
 // tokens for every combination of kid, alg and key set the pass could
-// build; each is a regression guard, except the one behind skipFinding.
+// build; each is a regression guard, that of finding F6 too, since it
+// was fixed.
 
 // published is one JWK of a test JWKS: the key, and what the JWK says
 // (kid and alg as given; "-" leaves the member out).
