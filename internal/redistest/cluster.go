@@ -1,0 +1,143 @@
+package redistest
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Slots is the number of hash slots of a Redis Cluster.
+const Slots = 16384
+
+// Cluster is a Redis Cluster of masters (no replicas) a test started, each
+// a redis-server of its own (see Start), stopped by its PID when the test
+// ends.
+type Cluster struct {
+	// Nodes are the masters: Nodes[i] serves the i-th of len(Nodes)
+	// equal ranges of the slots, in order.
+	Nodes []*Server
+}
+
+// StartCluster starts masters redis-servers with cluster-enabled yes on
+// free loopback ports, gives each its range of the slots (CLUSTER
+// ADDSLOTSRANGE), joins them (CLUSTER MEET), and waits until every node
+// knows every other and every slot. args go to each server, after
+// StartCluster's own (cluster-enabled, a cluster-node-timeout of 5 s):
+// "--cluster-require-full-coverage", "no" keeps the others answering
+// when one fails. Skipped as Start is.
+func StartCluster(t testing.TB, masters int, args ...string) *Cluster {
+	t.Helper()
+	c := &Cluster{}
+	for range masters {
+		c.Nodes = append(c.Nodes, Start(t, append([]string{"--cluster-enabled", "yes", "--cluster-node-timeout", "5000"}, args...)...))
+	}
+	for i, n := range c.Nodes {
+		first, last := c.SlotRange(i)
+		if _, err := n.Do("CLUSTER", "ADDSLOTSRANGE", strconv.Itoa(first), strconv.Itoa(last)); err != nil {
+			t.Fatalf("node %s: CLUSTER ADDSLOTSRANGE: %v", n.Addr, err)
+		}
+	}
+	for _, n := range c.Nodes[1:] {
+		host, port, _ := net.SplitHostPort(n.Addr)
+		if _, err := c.Nodes[0].Do("CLUSTER", "MEET", host, port); err != nil {
+			t.Fatalf("CLUSTER MEET %s: %v", n.Addr, err)
+		}
+	}
+	// Counted, not timed: gossip takes a few of Redis's cron ticks.
+	for i := 0; ; i++ {
+		formed, why := c.formed()
+		if formed {
+			return c
+		}
+		if i == 400 {
+			t.Fatalf("the cluster of %d did not form: %s", masters, why)
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+// SlotRange is the first and last slot of the i-th node.
+func (c *Cluster) SlotRange(i int) (first, last int) {
+	return i * Slots / len(c.Nodes), (i+1)*Slots/len(c.Nodes) - 1
+}
+
+// NodeOf returns the index in Nodes of the master of slot.
+func (c *Cluster) NodeOf(slot int) int { return slot * len(c.Nodes) / Slots }
+
+// Addrs are the nodes' addresses, in order.
+func (c *Cluster) Addrs() []string {
+	var a []string
+	for _, n := range c.Nodes {
+		a = append(a, n.Addr)
+	}
+	return a
+}
+
+// formed reports whether every node that answers knows every node and
+// slot and calls the cluster ok, or why not.
+func (c *Cluster) formed() (bool, string) {
+	for _, n := range c.Nodes {
+		info, err := n.Do("CLUSTER", "INFO")
+		if err != nil {
+			return false, fmt.Sprintf("%s: %v", n.Addr, err)
+		}
+		for _, want := range []string{"cluster_state:ok", "cluster_slots_assigned:" + strconv.Itoa(Slots), "cluster_known_nodes:" + strconv.Itoa(len(c.Nodes))} {
+			if !strings.Contains(info, want+"\r\n") {
+				return false, fmt.Sprintf("%s has no %s:\n%s", n.Addr, want, info)
+			}
+		}
+	}
+	return true, ""
+}
+
+// Do sends one command to the server, in RESP, and returns its answer as
+// text: a status, a number or a bulk string (nil as ""). An error answer
+// is an error. It gives up after 5 seconds.
+func (s *Server) Do(args ...string) (string, error) {
+	conn, err := net.DialTimeout("tcp", s.Addr, 5*time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	var b strings.Builder
+	fmt.Fprintf(&b, "*%d\r\n", len(args))
+	for _, a := range args {
+		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+	}
+	if _, err := conn.Write([]byte(b.String())); err != nil {
+		return "", err
+	}
+	r := bufio.NewReader(conn)
+	line, err := r.ReadString('\n')
+	if err != nil {
+		return "", err
+	}
+	line = strings.TrimSuffix(line, "\r\n")
+	if line == "" {
+		return "", errors.New("an empty answer")
+	}
+	switch line[0] {
+	case '+', ':':
+		return line[1:], nil
+	case '-':
+		return "", errors.New(line[1:])
+	case '$':
+		n, err := strconv.Atoi(line[1:])
+		if err != nil || n < 0 {
+			return "", err
+		}
+		body := make([]byte, n+2)
+		if _, err := io.ReadFull(r, body); err != nil {
+			return "", err
+		}
+		return string(body[:n]), nil
+	}
+	return "", fmt.Errorf("an answer Do does not read: %q", line)
+}
