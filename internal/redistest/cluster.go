@@ -27,15 +27,20 @@ type Cluster struct {
 // StartCluster starts masters redis-servers with cluster-enabled yes on
 // free loopback ports, gives each its range of the slots (CLUSTER
 // ADDSLOTSRANGE), joins them (CLUSTER MEET), and waits until every node
-// knows every other and every slot. args go to each server, after
+// knows every other and every slot. Each node's cluster bus is on a free
+// port of its own too (cluster-port). args go to each server, after
 // StartCluster's own (cluster-enabled, a cluster-node-timeout of 5 s):
 // "--cluster-require-full-coverage", "no" keeps the others answering
 // when one fails. Skipped as Start is.
 func StartCluster(t testing.TB, masters int, args ...string) *Cluster {
 	t.Helper()
 	c := &Cluster{}
+	var buses []string
 	for range masters {
-		c.Nodes = append(c.Nodes, Start(t, append([]string{"--cluster-enabled", "yes", "--cluster-node-timeout", "5000"}, args...)...))
+		bus := strconv.Itoa(freePort(t))
+		own := []string{"--cluster-enabled", "yes", "--cluster-node-timeout", "5000", "--cluster-port", bus}
+		c.Nodes = append(c.Nodes, Start(t, append(own, args...)...))
+		buses = append(buses, bus)
 	}
 	for i, n := range c.Nodes {
 		first, last := c.SlotRange(i)
@@ -43,20 +48,39 @@ func StartCluster(t testing.TB, masters int, args ...string) *Cluster {
 			t.Fatalf("node %s: CLUSTER ADDSLOTSRANGE: %v", n.Addr, err)
 		}
 	}
-	for _, n := range c.Nodes[1:] {
-		host, port, _ := net.SplitHostPort(n.Addr)
-		if _, err := c.Nodes[0].Do("CLUSTER", "MEET", host, port); err != nil {
-			t.Fatalf("CLUSTER MEET %s: %v", n.Addr, err)
+	meet := func(from int) {
+		for i, n := range c.Nodes {
+			if i == from {
+				continue
+			}
+			host, port, _ := net.SplitHostPort(n.Addr)
+			if _, err := c.Nodes[from].Do("CLUSTER", "MEET", host, port, buses[i]); err != nil {
+				t.Fatalf("CLUSTER MEET %s: %v", n.Addr, err)
+			}
 		}
 	}
-	// Counted, not timed: gossip takes a few of Redis's cron ticks.
+	meet(0)
+	// Counted, not timed: gossip takes a few of Redis's cron ticks, and a
+	// master turns ok 2 s after its start (CLUSTER_WRITABLE_DELAY). A node
+	// that gossip has not yet introduced to every other is told of them
+	// again every 40 rounds.
 	for i := 0; ; i++ {
-		formed, why := c.formed()
+		formed, why, lonely := c.formed()
 		if formed {
 			return c
 		}
 		if i == 400 {
-			t.Fatalf("the cluster of %d did not form: %s", masters, why)
+			var nodes strings.Builder
+			for _, n := range c.Nodes {
+				v, err := n.Do("CLUSTER", "NODES")
+				fmt.Fprintf(&nodes, "%s's CLUSTER NODES (%v):\n%s\nits log:\n%s\n", n.Addr, err, v, n.Output())
+			}
+			t.Fatalf("the cluster of %d did not form: %s\n%s", masters, why, &nodes)
+		}
+		if i%40 == 39 {
+			for _, n := range lonely {
+				meet(n)
+			}
 		}
 		time.Sleep(25 * time.Millisecond)
 	}
@@ -79,21 +103,24 @@ func (c *Cluster) Addrs() []string {
 	return a
 }
 
-// formed reports whether every node that answers knows every node and
-// slot and calls the cluster ok, or why not.
-func (c *Cluster) formed() (bool, string) {
-	for _, n := range c.Nodes {
+// formed reports whether every node knows every node and slot and calls
+// the cluster ok, or why not, and which nodes do not know every other.
+func (c *Cluster) formed() (ok bool, why string, lonely []int) {
+	for i, n := range c.Nodes {
 		info, err := n.Do("CLUSTER", "INFO")
 		if err != nil {
-			return false, fmt.Sprintf("%s: %v", n.Addr, err)
+			return false, fmt.Sprintf("%s: %v", n.Addr, err), nil
+		}
+		if !strings.Contains(info, "cluster_known_nodes:"+strconv.Itoa(len(c.Nodes))+"\r\n") {
+			lonely = append(lonely, i)
 		}
 		for _, want := range []string{"cluster_state:ok", "cluster_slots_assigned:" + strconv.Itoa(Slots), "cluster_known_nodes:" + strconv.Itoa(len(c.Nodes))} {
-			if !strings.Contains(info, want+"\r\n") {
-				return false, fmt.Sprintf("%s has no %s:\n%s", n.Addr, want, info)
+			if why == "" && !strings.Contains(info, want+"\r\n") {
+				why = fmt.Sprintf("%s has no %s:\n%s", n.Addr, want, info)
 			}
 		}
 	}
-	return true, ""
+	return why == "", why, lonely
 }
 
 // Do sends one command to the server, in RESP, and returns its answer as
