@@ -270,6 +270,29 @@ func TestClusterMasterFails(t *testing.T) {
 			srv.nodes[2].Kill()
 
 			budget := limit.Budget{PerSubject: 3, PerAddress: 100, Window: time.Minute}
+			// The dead subject from the live address: the address's
+			// master answers, the subject's does not, and the fallback
+			// decides; the failure charged to the address in Redis (an
+			// hour ahead, its whole budget) is given back: no bucket on
+			// the live masters holds a time past Redis's TIME.
+			res, err := store.Reserve(ctx, limit.Request{Subject: dead, Address: liveAddr, Budget: limit.Budget{PerSubject: 3, PerAddress: 1, Window: time.Hour}})
+			switch {
+			case err == nil:
+				res.Succeeded()
+			case !errors.Is(err, limit.ErrUnavailable):
+				t.Fatal(err)
+			}
+			for _, n := range srv.nodes[:2] {
+				ahead, err := n.Do("EVAL", `local t = redis.call('TIME')
+local now, n = tonumber(t[1]) * 1000000 + tonumber(t[2]), 0
+for _, k in ipairs(redis.call('KEYS', ARGV[1])) do
+  if tonumber(redis.call('GET', k)) > now then n = n + 1 end
+end
+return n`, "0", prefix+"a:*")
+				if err != nil || ahead != "0" {
+					t.Errorf("master %s: %s address buckets hold a failure (%v)", n.Addr, ahead, err)
+				}
+			}
 			var liveGot, deadGot []string
 			for i := range 6 {
 				for _, r := range []struct {
@@ -322,8 +345,8 @@ func TestClusterMasterFails(t *testing.T) {
 			st := store.Stats()
 			st.Redis -= before.Redis
 			decidedLocally := st.Fallback + st.Unavailable
-			if st.Errors != 1 || st.Redis != 6+1 || decidedLocally != 6+1 {
-				t.Errorf("stats since the kill %+v: want 1 failed call, 7 decided by Redis, 7 without", st)
+			if st.Errors != 1 || st.Redis != 6+1 || decidedLocally != 1+6+1 {
+				t.Errorf("stats since the kill %+v: want 1 failed call, 7 decided by Redis, 8 without", st)
 			}
 			if out := logs.String(); !strings.Contains(out, `"node":"`+srv.nodes[2].Addr+`"`) || strings.Contains(out, dead) {
 				t.Errorf("the log does not name the dead master, or names the subject:\n%s", out)
@@ -336,6 +359,53 @@ func TestClusterMasterFails(t *testing.T) {
 			}
 		})
 	}
+	t.Run("a replica takes over", func(t *testing.T) {
+		srv := cluster.start(t, "--cluster-node-timeout", "500")
+		srv.cluster.AddReplica(t, 2)
+		ctx := context.Background()
+		const prefix = "failover:"
+		store := redisstore.New(srv.client(t), redisstore.Options{Prefix: prefix, OnUnavailable: redisstore.FailClosed, RetryInterval: 10 * time.Millisecond})
+		subject, _ := placed(t, srv, store, prefix, 2)
+		budget := limit.Budget{PerSubject: 3, PerAddress: 100, Window: time.Hour}
+		reserve := func() error {
+			res, err := store.Reserve(ctx, limit.Request{Subject: subject, Address: "192.0.2.1", Budget: budget})
+			if err == nil {
+				res.Failed()
+			}
+			return err
+		}
+		for range 2 {
+			if err := reserve(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n, err := srv.nodes[2].Do("WAIT", "1", "5000"); err != nil || n != "1" {
+			t.Fatalf("WAIT for the replica: %s, %v", n, err)
+		}
+		srv.nodes[2].Kill()
+		// Refused (FailClosed) until the replica is promoted and the
+		// client has learnt it; counted, not timed.
+		unavailable := 0
+		for err := reserve(); ; err = reserve() {
+			if !errors.Is(err, limit.ErrUnavailable) {
+				if err != nil {
+					t.Fatalf("after %d refusals: %v", unavailable, err)
+				}
+				break
+			}
+			if unavailable++; unavailable == 2000 {
+				t.Fatalf("the replica's slots never answered through the store: %+v", store.Stats())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		// The replica kept the two failures charged before: one more, and
+		// the subject's budget of 3 is spent.
+		var no *limit.Refusal
+		if err := reserve(); !errors.As(err, &no) {
+			t.Errorf("after the failover, a fourth failure: %v, want refused", err)
+		}
+		t.Logf("%d requests refused while the replica took over; stats %+v", unavailable, store.Stats())
+	})
 	t.Run("full coverage required", func(t *testing.T) {
 		srv := cluster.start(t, "--cluster-node-timeout", "500")
 		ctx := context.Background()

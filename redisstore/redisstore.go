@@ -275,8 +275,10 @@ func (s *Store) newReservation(r limit.Request) *reservation {
 // no rule reads the address's bucket and the subject's keys together. In
 // between, the address holds one failure more than it will keep: a
 // concurrent request from it may be refused a little early, never let
-// through. When the subject's call fails, the address's failure stays
-// charged.
+// through. When the subject's call fails, the address's failure is given
+// back too, since the fallback decides the request: so the one request
+// per RetryInterval that tries a failed master does not charge its
+// address in Redis.
 func (s *Store) reserve(ctx context.Context, res *reservation) error {
 	var v []int64
 	var err error
@@ -287,7 +289,7 @@ func (s *Store) reserve(ctx context.Context, res *reservation) error {
 		v, err = s.run(ctx, res.addrCircuit, 4, reserveAddress, []string{res.addr, res.addrClock}, res.window, res.addressStep)
 		if err == nil && v[0] == 1 {
 			v, err = s.run(ctx, res.subjectCircuit, 4, reserveSubject, []string{res.subject, res.pair, res.subjectClock}, res.window, res.subjectStep)
-			if err == nil && v[0] == 0 {
+			if err != nil || v[0] == 0 {
 				_, _ = s.run(ctx, res.addrCircuit, 1, giveBack, []string{res.addr}, res.addressStep)
 			}
 		}

@@ -22,6 +22,11 @@ type Cluster struct {
 	// Nodes are the masters: Nodes[i] serves the i-th of len(Nodes)
 	// equal ranges of the slots, in order.
 	Nodes []*Server
+	// Replicas are those AddReplica started.
+	Replicas []*Server
+
+	args []string // StartCluster's, for each server
+	meet func(from *Server, to int) error
 }
 
 // StartCluster starts masters redis-servers with cluster-enabled yes on
@@ -34,13 +39,17 @@ type Cluster struct {
 // when one fails. Skipped as Start is.
 func StartCluster(t testing.TB, masters int, args ...string) *Cluster {
 	t.Helper()
-	c := &Cluster{}
+	c := &Cluster{args: args}
 	var buses []string
 	for range masters {
-		bus := strconv.Itoa(freePort(t))
-		own := []string{"--cluster-enabled", "yes", "--cluster-node-timeout", "5000", "--cluster-port", bus}
-		c.Nodes = append(c.Nodes, Start(t, append(own, args...)...))
+		n, bus := c.start(t)
+		c.Nodes = append(c.Nodes, n)
 		buses = append(buses, bus)
+	}
+	c.meet = func(from *Server, to int) error {
+		host, port, _ := net.SplitHostPort(c.Nodes[to].Addr)
+		_, err := from.Do("CLUSTER", "MEET", host, port, buses[to])
+		return err
 	}
 	for i, n := range c.Nodes {
 		first, last := c.SlotRange(i)
@@ -53,8 +62,7 @@ func StartCluster(t testing.TB, masters int, args ...string) *Cluster {
 			if i == from {
 				continue
 			}
-			host, port, _ := net.SplitHostPort(n.Addr)
-			if _, err := c.Nodes[from].Do("CLUSTER", "MEET", host, port, buses[i]); err != nil {
+			if err := c.meet(c.Nodes[from], i); err != nil {
 				t.Fatalf("CLUSTER MEET %s: %v", n.Addr, err)
 			}
 		}
@@ -81,6 +89,49 @@ func StartCluster(t testing.TB, masters int, args ...string) *Cluster {
 			for _, n := range lonely {
 				meet(n)
 			}
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+// start starts one server of the cluster, with its cluster bus on a free
+// port, which it returns.
+func (c *Cluster) start(t testing.TB) (*Server, string) {
+	bus := strconv.Itoa(freePort(t))
+	own := []string{"--cluster-enabled", "yes", "--cluster-node-timeout", "5000", "--cluster-port", bus}
+	return Start(t, append(own, c.args...)...), bus
+}
+
+// AddReplica starts a redis-server that joins the cluster as a replica of
+// Nodes[of] (CLUSTER MEET, CLUSTER REPLICATE), and waits, counting, until
+// its link to the master is up. A master with a replica fails over to it
+// when it fails (after cluster-node-timeout).
+func (c *Cluster) AddReplica(t testing.TB, of int) *Server {
+	t.Helper()
+	r, _ := c.start(t)
+	c.Replicas = append(c.Replicas, r)
+	id, err := c.Nodes[of].Do("CLUSTER", "MYID")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.meet(r, of); err != nil {
+		t.Fatalf("CLUSTER MEET: %v", err)
+	}
+	replicating := false
+	for i := 0; ; i++ {
+		if !replicating {
+			// Refused until the replica knows the master.
+			_, err := r.Do("CLUSTER", "REPLICATE", id)
+			replicating = err == nil
+		}
+		if replicating {
+			info, err := r.Do("INFO", "replication")
+			if err == nil && strings.Contains(info, "master_link_status:up\r\n") {
+				return r
+			}
+		}
+		if i == 400 {
+			t.Fatalf("the replica %s of %s is not in sync:\n%s", r.Addr, c.Nodes[of].Addr, r.Output())
 		}
 		time.Sleep(25 * time.Millisecond)
 	}
