@@ -123,5 +123,6 @@ func ExampleNew_cluster() {
 		slog.Error("issuer", "error", err)
 		return
 	}
-	http.Handle("/ids/", iss)
+	mux := http.NewServeMux()
+	mux.Handle("/ids/", iss)
 }
