@@ -130,7 +130,8 @@ func TestServeRefusesATokenStoreThatForgets(t *testing.T) {
 
 // TestServeAndCheckConfigLoadAFileAlike: check-config accepts the
 // tokenStore section serve accepts, and refuses each bad file serve
-// refuses with the same error, naming the file.
+// refuses with the same error, naming the file: among them the ways to
+// name a Redis Cluster wrongly.
 func TestServeAndCheckConfigLoadAFileAlike(t *testing.T) {
 	tokens := redistest.Start(t, "--appendonly", "yes")
 	volatile := redistest.Start(t)
@@ -154,6 +155,30 @@ func TestServeAndCheckConfigLoadAFileAlike(t *testing.T) {
 		{"a tokenStore on a Redis without persistence", func(cfg map[string]any) {
 			cfg["tokenStore"].(map[string]any)["redis"].(map[string]any)["address"] = volatile.Addr
 		}, "keeps nothing across a restart"},
+		{"a redis with an address and a cluster", func(cfg map[string]any) {
+			cfg["tokenStore"].(map[string]any)["redis"].(map[string]any)["cluster"] = []string{tokens.Addr}
+		}, `tokenStore.redis.cluster: give "address" (one Redis) or "cluster" (a Redis Cluster's nodes), not both`},
+		{"a cluster with an empty node", func(cfg map[string]any) {
+			r := cfg["tokenStore"].(map[string]any)["redis"].(map[string]any)
+			delete(r, "address")
+			r["cluster"] = []string{tokens.Addr, ""}
+		}, "tokenStore.redis.cluster[1]: empty"},
+		{"a cluster with a database", func(cfg map[string]any) {
+			r := cfg["tokenStore"].(map[string]any)["redis"].(map[string]any)
+			delete(r, "address")
+			r["cluster"], r["db"] = []string{tokens.Addr}, 2
+		}, "tokenStore.redis.db: a Redis Cluster has database 0 only"},
+		{"a cluster with a hash tag in its prefix", func(cfg map[string]any) {
+			r := cfg["tokenStore"].(map[string]any)["redis"].(map[string]any)
+			delete(r, "address")
+			r["cluster"], r["prefix"] = []string{tokens.Addr}, "{idsauth}:ref:"
+		}, `tokenStore.redis.prefix: "{idsauth}:ref:" has a hash tag`},
+		{"a tokenStore cluster with a node of the limiter's", func(cfg map[string]any) {
+			r := cfg["tokenStore"].(map[string]any)["redis"].(map[string]any)
+			delete(r, "address")
+			r["cluster"] = []string{"127.0.0.1:1", volatile.Addr}
+			cfg["limiterStore"] = map[string]any{"redis": map[string]any{"address": volatile.Addr}}
+		}, "tokenStore.redis.cluster: the limiter's Redis (" + volatile.Addr + ")"},
 		{"a near miss", func(cfg map[string]any) {
 			cfg["token_store"] = cfg["tokenStore"]
 			delete(cfg, "tokenStore")

@@ -91,3 +91,38 @@ func ExampleNewTokenStore() {
 	}
 	_, _ = issuer.New(&issuer.Config{ /* ... */ }, issuer.WithTokenStore(tokens))
 }
+
+// On a Redis Cluster, the stores take a *redis.ClusterClient, told some
+// of the nodes, and a Prefix without a hash tag: each key is tagged by its
+// client or its address, so that a client's data is on one slot and the
+// clients spread over the masters. The tokens get a cluster of their own
+// (noeviction, appendonly yes on every node).
+func ExampleNew_cluster() {
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{
+		Addrs:                 []string{"redis-0.internal:6379", "redis-1.internal:6379"},
+		ContextTimeoutEnabled: true,
+	})
+	tdb := redis.NewClusterClient(&redis.ClusterOptions{
+		Addrs:                 []string{"tokens-0.internal:6379", "tokens-1.internal:6379"},
+		ContextTimeoutEnabled: true,
+	})
+	tokens := redisstore.NewTokenStore(tdb, redisstore.TokenOptions{Prefix: "idsauth:ref:"})
+	if err := tokens.CheckEviction(context.Background()); err != nil { // every node's policy
+		slog.Error("token store", "error", err)
+		return
+	}
+	cfg, err := issuer.LoadConfig("/etc/idsauth/idsauth.json")
+	if err != nil {
+		slog.Error("config", "error", err)
+		return
+	}
+	iss, err := issuer.New(cfg,
+		issuer.WithLimiterStore(redisstore.New(rdb, redisstore.Options{Prefix: "idsauth:token:"})),
+		issuer.WithTokenStore(tokens))
+	if err != nil {
+		slog.Error("issuer", "error", err)
+		return
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/ids/", iss)
+}

@@ -19,6 +19,15 @@
 // SHA-256, no client ID or address as text) and expire; bound Redis with
 // maxmemory and maxmemory-policy volatile-ttl.
 //
+// On a Redis Cluster, give New and NewTokenStore a *redis.ClusterClient:
+//
+//	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"redis-0:6379", "redis-1:6379"}, ContextTimeoutEnabled: true})
+//
+// The Store then hash-tags each key by its subject or its address, so
+// that one client's data is on one slot and the clients spread over the
+// masters, and a reservation is two scripts (the address's slot, then the
+// subject's); a grant is one key, on the slot of its token's hash.
+//
 // Every call waits at most Options.Timeout. While Redis cannot answer,
 // Options.OnUnavailable decides: FailOpen (the default) falls back to
 // per-replica limits, so N replicas allow N times the budgets, never
@@ -34,13 +43,9 @@ package redisstore
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -71,21 +76,25 @@ const (
 type Options struct {
 	// Prefix starts every key, e.g. "idsauth:token:". Required: give the
 	// issuer and SCIMAuth each their own, since two uses of one prefix
-	// share their budgets. For Redis Cluster or a Ring, put a hash tag in
-	// it ("{idsauth}:token:") so that a script's keys live on one node:
-	// New refuses one without. (A Ring sends a script to the node of its
-	// first key, the address's bucket, so without a tag each node would
-	// keep a budget of its own for each client.)
+	// share their budgets. On a Redis Cluster leave hash tags out of it:
+	// the store tags each key itself, so that a client's keys share a
+	// slot and the clients spread over the masters; a Prefix with a hash
+	// tag ("{idsauth}:token:") puts every key on one slot, one master. A
+	// Ring needs one: New refuses a Ring without (a Ring sends a script to
+	// the node of its first key, so without a tag each node would keep a
+	// budget of its own for each client).
 	Prefix string
 	// Timeout bounds how long each call to Redis holds its caller,
 	// whatever the client's own timeouts. Zero means DefaultTimeout. A
 	// call that is still making its connection or loading its script then
 	// runs on, a second at most, without its caller, so that the
-	// connection is kept for the next call.
+	// connection is kept for the next call. On a Cluster whose keys the
+	// store spreads, a reservation makes two calls (the address's slot,
+	// then the subject's), each so bounded.
 	Timeout time.Duration
-	// RetryInterval is how long Redis is skipped after it failed to
-	// answer, before one request tries it again. Zero means
-	// DefaultRetryInterval.
+	// RetryInterval is how long Redis (on a Cluster, a master) is skipped
+	// after it failed to answer, before one request tries it again. Zero
+	// means DefaultRetryInterval.
 	RetryInterval time.Duration
 	// OnUnavailable is what happens while Redis cannot answer. The zero
 	// value is FailOpen.
@@ -104,26 +113,32 @@ type Options struct {
 type Store struct {
 	rdb      redis.Scripter
 	prefix   string
-	clock    string // the key of the store's clock
+	spread   bool // a Cluster's: keys tagged per subject and per address
 	timeout  time.Duration
 	calls    calls
+	circuits circuits
 	interval time.Duration
 	mode     FailureMode
 	fallback *limit.Memory // FailOpen only
 	logger   *slog.Logger
 
-	// retryAt is 0 while Redis answers; once it failed, the Unix
-	// nanosecond before which it is skipped.
-	retryAt atomic.Int64
-
 	redisDecided, fallbackDecided, unavailable, errs atomic.Uint64
 }
 
-// New returns a Store on rdb (a *redis.Client, *redis.ClusterClient,
-// *redis.Ring or any redis.UniversalClient). It panics when o.Prefix is
-// empty, or has no hash tag with a Cluster or a Ring, or when
-// o.OnUnavailable is unknown. Build rdb with ContextTimeoutEnabled,
+// New returns a Store on rdb: a *redis.Client, a *redis.ClusterClient
+// (what redis.NewUniversalClient returns for several addresses), a
+// *redis.Ring, or any redis.Scripter that sends every call to one Redis.
+// It panics when o.Prefix is empty, or has no hash tag with a Ring, or
+// when o.OnUnavailable is unknown. Build rdb with ContextTimeoutEnabled,
 // so that a connection to a hung Redis is given up at Timeout too.
+//
+// On a *redis.ClusterClient, unless o.Prefix has a hash tag, the store
+// spreads its keys: every key is hash-tagged by the subject (the
+// subject's bucket, its pair marks and its jtis) or by the address (the
+// address's bucket), and each script touches the keys of one tag, so one
+// client's data is on one slot and the clients spread over the masters.
+// A master that fails then costs only the clients and addresses whose
+// slots it serves (see Options.OnUnavailable).
 func New(rdb redis.Scripter, o Options) *Store {
 	if rdb == nil {
 		panic("redisstore: New: nil client")
@@ -134,12 +149,6 @@ func New(rdb redis.Scripter, o Options) *Store {
 	if o.OnUnavailable != FailOpen && o.OnUnavailable != FailClosed {
 		panic("redisstore: New: unknown Options.OnUnavailable")
 	}
-	switch rdb.(type) {
-	case *redis.ClusterClient, *redis.Ring:
-		if !hasHashTag(o.Prefix) {
-			panic(`redisstore: New: with a Cluster or a Ring, Options.Prefix needs a hash tag, such as "{idsauth}:token:"`)
-		}
-	}
 	s := &Store{
 		rdb:      rdb,
 		prefix:   o.Prefix,
@@ -148,7 +157,16 @@ func New(rdb redis.Scripter, o Options) *Store {
 		mode:     o.OnUnavailable,
 		logger:   o.Logger,
 	}
-	s.clock = s.key('c', "", "")
+	switch c := rdb.(type) {
+	case *redis.ClusterClient:
+		if !hasHashTag(o.Prefix) {
+			s.spread, s.circuits.cluster = true, c
+		}
+	case *redis.Ring:
+		if !hasHashTag(o.Prefix) {
+			panic(`redisstore: New: with a Ring, Options.Prefix needs a hash tag, such as "{idsauth}:token:"`)
+		}
+	}
 	if s.timeout <= 0 {
 		s.timeout = DefaultTimeout
 	}
@@ -166,15 +184,6 @@ func New(rdb redis.Scripter, o Options) *Store {
 	return s
 }
 
-// hasHashTag reports whether every key starting with prefix hashes to one
-// slot: it holds "{", then at least one byte, then "}" (Redis Cluster's
-// rule, which go-redis's Ring follows too).
-func hasHashTag(prefix string) bool {
-	_, rest, ok := strings.Cut(prefix, "{")
-	end := strings.IndexByte(rest, '}')
-	return ok && end > 0
-}
-
 // Stats counts a Store's decisions since New: reservations and
 // remembered IDs together.
 type Stats struct {
@@ -189,12 +198,6 @@ func (s *Store) Stats() Stats {
 	return Stats{Redis: s.redisDecided.Load(), Fallback: s.fallbackDecided.Load(), Unavailable: s.unavailable.Load(), Errors: s.errs.Load()}
 }
 
-// KeyBytes is the length of every key of a Store with a prefix of n
-// bytes.
-func KeyBytes(n int) int { return n + 2 + hex.EncodedLen(hashBytes) }
-
-const hashBytes = 16
-
 // Reserve implements limit.Store on Redis's clock; r.Now is used only by
 // the fallback (zero means time.Now). A request that has ended is still
 // charged.
@@ -202,20 +205,17 @@ func (s *Store) Reserve(ctx context.Context, r limit.Request) (limit.Reservation
 	if err := r.Budget.Check(); err != nil {
 		return nil, err
 	}
-	if s.useRedis() {
-		res, err := s.reserve(ctx, r)
-		if err == nil {
-			s.answered()
+	res := s.newReservation(r)
+	if s.use(res.addrCircuit) && (res.subjectCircuit == res.addrCircuit || s.use(res.subjectCircuit)) {
+		err := s.reserve(ctx, res)
+		var no *limit.Refusal
+		if err == nil || errors.As(err, &no) {
 			s.redisDecided.Add(1)
+			if err != nil {
+				return nil, err
+			}
 			return res, nil
 		}
-		var no *limit.Refusal
-		if errors.As(err, &no) {
-			s.answered()
-			s.redisDecided.Add(1)
-			return nil, err
-		}
-		s.failed(err)
 	}
 	if s.mode == FailClosed {
 		s.unavailable.Add(1)
@@ -228,67 +228,72 @@ func (s *Store) Reserve(ctx context.Context, r limit.Request) (limit.Reservation
 	return s.fallback.Reserve(ctx, r)
 }
 
-// useRedis reports whether to ask Redis: while it answers, always; once
-// it failed, one request per RetryInterval.
-func (s *Store) useRedis() bool {
-	at := s.retryAt.Load()
-	if at == 0 {
-		return true
-	}
-	now := time.Now().UnixNano()
-	return now >= at && s.retryAt.CompareAndSwap(at, now+int64(s.interval))
-}
-
-func (s *Store) failed(err error) {
-	s.errs.Add(1)
-	if s.retryAt.Swap(time.Now().Add(s.interval).UnixNano()) == 0 {
-		mode := "falling back to per-process limits"
-		if s.mode == FailClosed {
-			mode = "refusing every attempt"
-		}
-		s.logger.Warn("idsauth redisstore: Redis does not answer; "+mode+" until it does", slog.String("error", err.Error()))
-	}
-}
-
-func (s *Store) answered() {
-	if s.retryAt.Load() != 0 && s.retryAt.Swap(0) != 0 {
-		s.logger.Info("idsauth redisstore: Redis answers again")
-	}
-}
-
-// run runs script within the store's timeout, whatever rdb's own: a hung
-// Redis holds the caller at most Timeout (see calls.do). A request that
-// has ended is still run (its reservation is still charged or settled).
-func (s *Store) run(ctx context.Context, script *redis.Script, keys []string, args ...any) ([]int64, error) {
+// run runs script on the Redis of circuit c within the store's timeout,
+// whatever rdb's own: a hung Redis holds the caller at most Timeout (see
+// calls.do). A request that has ended is still run (its reservation is
+// still charged or settled). It wants n integers back; anything else, or
+// no answer, is a failure of c's Redis.
+func (s *Store) run(ctx context.Context, c *circuit, n int, script *redis.Script, keys []string, args ...any) ([]int64, error) {
 	var v []int64
 	err := s.calls.do(context.WithoutCancel(ctx), func(ctx context.Context) error {
 		var err error
 		v, err = script.Run(ctx, s.rdb, keys, args...).Int64Slice()
 		return err
 	})
+	if err == nil && len(v) != n {
+		err = fmt.Errorf("redisstore: a script answered %d values, not %d", len(v), n)
+	}
 	if err != nil {
+		s.failed(c, err)
 		return nil, err
 	}
+	s.answered(c)
 	return v, nil
 }
 
-func (s *Store) reserve(ctx context.Context, r limit.Request) (limit.Reservation, error) {
+func (s *Store) newReservation(r limit.Request) *reservation {
 	window := r.Budget.Window.Microseconds()
 	res := &reservation{
 		s:           s,
-		keys:        s.keys(r.Subject, r.Address),
+		keys:        s.keysOf(r.Subject, r.Address),
 		window:      max(1, window),
 		subjectStep: max(1, window/int64(r.Budget.PerSubject)),
 		addressStep: max(1, window/int64(r.Budget.PerAddress)),
 		trust:       max(1, r.Budget.Trust.Microseconds()),
 	}
-	keys := [4]string{res.keys[0], res.keys[1], res.keys[2], s.clock}
-	v, err := s.run(ctx, reserve, keys[:], res.window, res.subjectStep, res.addressStep)
-	if err != nil {
-		return nil, err
+	res.addrCircuit, res.subjectCircuit = s.circuits.of(res.addr), s.circuits.of(res.subject)
+	return res
+}
+
+// reserve takes res in Redis: in one script on one slot; on a Cluster
+// whose keys the store spreads, the address's failure on its slot first,
+// then the subject's rules on the subject's, and the address's failure
+// given back when the subject refuses. That keeps every rule of package
+// limit: each budget is taken or refused atomically on its own slot, and
+// no rule reads the address's bucket and the subject's keys together. In
+// between, the address holds one failure more than it will keep: a
+// concurrent request from it may be refused a little early, never let
+// through. When the subject's call fails, the address's failure is given
+// back too, since the fallback decides the request: so the one request
+// per RetryInterval that tries a failed master does not charge its
+// address in Redis.
+func (s *Store) reserve(ctx context.Context, res *reservation) error {
+	var v []int64
+	var err error
+	if !s.spread {
+		k := [4]string{res.addr, res.subject, res.pair, res.addrClock}
+		v, err = s.run(ctx, res.addrCircuit, 4, reserve, k[:], res.window, res.subjectStep, res.addressStep)
+	} else {
+		v, err = s.run(ctx, res.addrCircuit, 4, reserveAddress, []string{res.addr, res.addrClock}, res.window, res.addressStep)
+		if err == nil && v[0] == 1 {
+			v, err = s.run(ctx, res.subjectCircuit, 4, reserveSubject, []string{res.subject, res.pair, res.subjectClock}, res.window, res.subjectStep)
+			if err != nil || v[0] == 0 {
+				_, _ = s.run(ctx, res.addrCircuit, 1, giveBack, []string{res.addr}, res.addressStep)
+			}
+		}
 	}
-	if len(v) != 4 {
-		return nil, fmt.Errorf("redisstore: the reserve script answered %d values", len(v))
+	if err != nil {
+		return err
 	}
 	if v[0] == 0 {
 		// At most a window: more means the clock key was lost (evicted,
@@ -297,35 +302,31 @@ func (s *Store) reserve(ctx context.Context, r limit.Request) (limit.Reservation
 		if v[1] == 2 {
 			no.Limit = limit.SubjectAddress
 		}
-		return nil, no
+		return no
 	}
 	res.good, res.tookSubject, res.now = v[1] == 1, v[2] == 1, v[3]
-	return res, nil
+	return nil
 }
 
 // Remember implements limit.ReplayStore: one SET NX of a key of fixed
-// size (the kind "r" and a hash of r.Subject and r.ID) that expires
-// r.Until-r.Now from when Redis sets it, so that Redis's clock does not
-// matter. Zero r.Now means time.Now. While Redis cannot answer, FailOpen
-// remembers in the fallback limit.Memory (whose *limit.Refusal it may
-// return when full), and FailClosed returns an error wrapping
-// limit.ErrUnavailable.
+// size (the kind "r" and a hash of r.Subject and r.ID; on a Cluster,
+// tagged by the subject) that expires r.Until-r.Now from when Redis sets
+// it, so that Redis's clock does not matter. Zero r.Now means time.Now.
+// While Redis cannot answer, FailOpen remembers in the fallback
+// limit.Memory (whose *limit.Refusal it may return when full), and
+// FailClosed returns an error wrapping limit.ErrUnavailable.
 func (s *Store) Remember(ctx context.Context, r limit.Replay) (bool, error) {
 	if r.Now.IsZero() {
 		r.Now = time.Now()
 	}
-	if s.useRedis() {
+	key := s.replayKey(r.Subject, r.ID)
+	if c := s.circuits.of(key); s.use(c) {
 		ttl := max(1, (r.Until.Sub(r.Now)+time.Millisecond-1)/time.Millisecond)
-		v, err := s.run(ctx, remember, []string{s.key('r', r.Subject, r.ID)}, int64(ttl))
-		if err == nil && len(v) != 1 {
-			err = fmt.Errorf("redisstore: the remember script answered %d values", len(v))
-		}
+		v, err := s.run(ctx, c, 1, remember, []string{key}, int64(ttl))
 		if err == nil {
-			s.answered()
 			s.redisDecided.Add(1)
 			return v[0] == 1, nil
 		}
-		s.failed(err)
 	}
 	if s.mode == FailClosed {
 		s.unavailable.Add(1)
@@ -337,64 +338,45 @@ func (s *Store) Remember(ctx context.Context, r limit.Replay) (bool, error) {
 
 var _ limit.ReplayStore = (*Store)(nil)
 
-// keys returns the keys of an address's bucket, a subject's bucket and
-// their pair mark: fixed in size, and the text of neither.
-func (s *Store) keys(subject, addr string) [3]string {
-	return [3]string{
-		s.key('a', "", addr),
-		s.key('s', subject, ""),
-		s.key('p', subject, addr),
-	}
-}
-
-func (s *Store) key(kind byte, subject, addr string) string {
-	h := sha256.New()
-	var n [1 + binary.MaxVarintLen64]byte
-	n[0] = kind
-	h.Write(binary.AppendUvarint(n[:1], uint64(len(subject))))
-	h.Write([]byte(subject))
-	h.Write([]byte(addr))
-	var sum [sha256.Size]byte
-	b := make([]byte, 0, KeyBytes(len(s.prefix)))
-	b = append(b, s.prefix...)
-	b = append(b, kind, ':')
-	return string(hex.AppendEncode(b, h.Sum(sum[:0])[:hashBytes]))
-}
-
 // reservation is a budget taken in Redis.
 type reservation struct {
-	s                         *Store
-	keys                      [3]string
-	now                       int64 // the store's clock at Reserve, in microseconds
-	window                    int64 // in microseconds, as the steps
-	subjectStep, addressStep  int64
-	trust                     int64 // in microseconds
-	good, tookSubject, closed bool
+	s *Store
+	keys
+	addrCircuit, subjectCircuit *circuit
+	now                         int64 // the subject's clock at Reserve, in microseconds
+	window                      int64 // in microseconds, as the steps
+	subjectStep, addressStep    int64
+	trust                       int64 // the budget's Trust, in microseconds
+	good, tookSubject, closed   bool
 }
 
 func (r *reservation) Succeeded() {
-	sstep := int64(0)
-	if r.tookSubject {
-		sstep = r.subjectStep
-	}
-	r.settle(succeeded, r.now, r.addressStep, sstep, r.trust)
-}
-
-func (r *reservation) Failed() {
-	if r.good {
-		r.settle(failed, r.now, r.window)
-	}
-}
-
-// settle runs script once. When Redis cannot answer, the reservation
-// stays as Reserve left it: a failure charged, the address marked failing
-// for the window (a trusted one stays trusted).
-func (r *reservation) settle(script *redis.Script, args ...any) {
 	if r.closed {
 		return
 	}
 	r.closed = true
-	if _, err := r.s.run(context.Background(), script, r.keys[:], args...); err != nil {
-		r.s.failed(err)
+	sstep := int64(0)
+	if r.tookSubject {
+		sstep = r.subjectStep
+	}
+	ctx, good := context.Background(), r.trust
+	if !r.s.spread {
+		_, _ = r.s.run(ctx, r.addrCircuit, 1, succeeded, []string{r.addr, r.subject, r.pair}, r.now, good, r.addressStep, sstep)
+		return
+	}
+	_, _ = r.s.run(ctx, r.addrCircuit, 1, giveBack, []string{r.addr}, r.addressStep)
+	_, _ = r.s.run(ctx, r.subjectCircuit, 1, succeeded, []string{r.subject, r.pair}, r.now, good, sstep)
+}
+
+// Failed keeps the reservation. When Redis cannot answer, the reservation
+// stays as Reserve left it: a failure charged, the address marked failing
+// for the window (a trusted one stays trusted).
+func (r *reservation) Failed() {
+	if r.closed {
+		return
+	}
+	r.closed = true
+	if r.good {
+		_, _ = r.s.run(context.Background(), r.subjectCircuit, 1, failed, []string{r.pair}, r.now, r.window)
 	}
 }

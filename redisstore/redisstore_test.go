@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,20 +18,32 @@ import (
 
 // The Redis store keeps every rule of package limit, as limit.Memory does.
 func TestStoreKeepsTheRules(t *testing.T) {
-	rdb := startRedis(t).client(t)
-	n := 0
-	limittest.Run(t, func(t *testing.T) limit.Store {
-		n++
-		return redisstore.New(rdb, redisstore.Options{Prefix: fmt.Sprintf("rules%d:", n)})
-	})
+	for _, k := range kinds {
+		t.Run(k.name, func(t *testing.T) {
+			rdb := k.start(t).client(t)
+			n := 0
+			limittest.Run(t, func(t *testing.T) limit.Store {
+				n++
+				return decidedByRedis(t, redisstore.New(rdb, redisstore.Options{Prefix: fmt.Sprintf("rules%d:", n)}))
+			})
+		})
+	}
 }
 
 // Every key has the store's prefix and one fixed length, holds no
 // subject or address as text, and expires: buckets and failure marks
 // within the window, trusts within the budget's Trust; all but the store's
-// clock, which has no TTL so that volatile-* policies never evict it.
+// clocks, which have no TTL so that volatile-* policies never evict them.
+// On one Redis there is one clock; on a cluster, one per hash tag, and
+// every key carries a tag of 6 bytes.
 func TestKeysAreFixedSizeAndExpire(t *testing.T) {
-	srv := startRedis(t)
+	for _, k := range kinds {
+		t.Run(k.name, func(t *testing.T) { testKeysAreFixedSizeAndExpire(t, k) })
+	}
+}
+
+func testKeysAreFixedSizeAndExpire(t *testing.T, kind kind) {
+	srv := kind.start(t)
 	rdb := srv.client(t)
 	const prefix = "idsauth:token:"
 	store := redisstore.New(rdb, redisstore.Options{Prefix: prefix})
@@ -52,22 +65,31 @@ func TestKeysAreFixedSizeAndExpire(t *testing.T) {
 		}
 	}
 	ctx := context.Background()
-	var keys []string
-	iter := rdb.Scan(ctx, 0, "*", 100).Iterator()
-	for iter.Next(ctx) {
-		keys = append(keys, iter.Val())
+	keys := srv.keys(t, "*")
+	size := redisstore.KeyBytes(len(prefix))
+	clocks, tags := 1, map[string]bool{}
+	if kind.cluster {
+		size += len("{0123}")
+		for _, k := range keys {
+			tags[tag(k)] = true
+		}
+		clocks = len(tags)
 	}
-	if err := iter.Err(); err != nil {
-		t.Fatal(err)
-	}
-	// Buckets of 3 addresses and 4 subjects, 12 pair marks, and the clock.
-	if len(keys) != 3+4+12+1 {
+	// Buckets of 3 addresses and 4 subjects, 12 pair marks, and the
+	// clocks: one, or one per tag.
+	if len(keys) != 3+4+12+clocks {
 		t.Fatalf("%d keys: %q", len(keys), keys)
+	}
+	if kind.cluster && clocks < 2 {
+		t.Fatalf("%d tags for 3 addresses and 4 subjects: %q", clocks, keys)
 	}
 	var usage int64
 	for _, k := range keys {
-		if !strings.HasPrefix(k, prefix) || len(k) != redisstore.KeyBytes(len(prefix)) {
-			t.Errorf("key %q: want the prefix and %d bytes", k, redisstore.KeyBytes(len(prefix)))
+		if !strings.HasPrefix(k, prefix) || len(k) != size {
+			t.Errorf("key %q: want the prefix and %d bytes", k, size)
+		}
+		if kind.cluster && len(tag(k)) != len("{0123}") {
+			t.Errorf("key %q: want a hash tag of 4 hex digits", k)
 		}
 		for _, text := range append(subjects[:2:2], "acme", "203.0.113", "2001:db8", "198.51") {
 			if strings.Contains(k, text) {
@@ -82,12 +104,12 @@ func TestKeysAreFixedSizeAndExpire(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if k[len(prefix)] == 'c' { // the clock: no TTL, so that volatile-* policies keep it
+		if k[len(prefix)] == 'c' { // a clock: no TTL, so that volatile-* policies keep it
 			if ttl >= 0 {
 				t.Errorf("the clock %q has PTTL %v, want none", k, ttl)
 			}
 			if u > 256 {
-				t.Errorf("the clock, one key per store, costs Redis %d bytes (MEMORY USAGE): the package doc says about 150", u)
+				t.Errorf("a clock costs Redis %d bytes (MEMORY USAGE): the package doc says about 150", u)
 			}
 			continue
 		}
@@ -101,7 +123,7 @@ func TestKeysAreFixedSizeAndExpire(t *testing.T) {
 		}
 		usage = max(usage, u)
 	}
-	t.Logf("a key of %d bytes costs Redis %d bytes (MEMORY USAGE), plus its expiry entry", redisstore.KeyBytes(len(prefix)), usage)
+	t.Logf("a key of %d bytes costs Redis %d bytes (MEMORY USAGE), plus its expiry entry", size, usage)
 	if usage > 128 {
 		t.Errorf("MEMORY USAGE %d: the package doc says about 100 bytes a key", usage)
 	}
@@ -113,7 +135,13 @@ func TestKeysAreFixedSizeAndExpire(t *testing.T) {
 // retry interval, so a dead Redis costs one call, not one per request;
 // once it answers again the store uses it again.
 func TestUnreachableRedis(t *testing.T) {
-	srv := startRedis(t)
+	for _, k := range kinds {
+		t.Run(k.name, func(t *testing.T) { testUnreachableRedis(t, k) })
+	}
+}
+
+func testUnreachableRedis(t *testing.T, kind kind) {
+	srv := kind.start(t)
 	rdb := srv.client(t)
 	budget := limit.Budget{PerSubject: 3, PerAddress: 100, Window: time.Minute, Trust: 24 * time.Hour}
 	open := redisstore.New(rdb, redisstore.Options{Prefix: "open:", RetryInterval: time.Hour})
@@ -152,9 +180,14 @@ func TestUnreachableRedis(t *testing.T) {
 // holds a request at most the store's Timeout, even with a client that
 // would wait for ever; once Redis answers again, the store uses it again.
 func TestHungRedisIsGivenUpAndRetried(t *testing.T) {
-	srv := startRedis(t)
-	rdb := redis.NewClient(&redis.Options{Addr: srv.addr, ReadTimeout: -1, WriteTimeout: -1}) // no timeouts of its own
-	t.Cleanup(func() { rdb.Close() })
+	for _, k := range kinds {
+		t.Run(k.name, func(t *testing.T) { testHungRedisIsGivenUpAndRetried(t, k) })
+	}
+}
+
+func testHungRedisIsGivenUpAndRetried(t *testing.T, kind kind) {
+	srv := kind.start(t)
+	rdb := srv.clientWith(t, redis.UniversalOptions{ReadTimeout: -1, WriteTimeout: -1, ContextTimeoutEnabled: false}) // no timeouts of its own
 	store := redisstore.New(rdb, redisstore.Options{Prefix: "hung:", Timeout: 100 * time.Millisecond, RetryInterval: 50 * time.Millisecond, OnUnavailable: redisstore.FailClosed})
 	req := limit.Request{Subject: "payroll", Address: "203.0.113.9", Budget: limit.Budget{PerSubject: 3, PerAddress: 100, Window: time.Minute, Trust: 24 * time.Hour}}
 	if res, err := store.Reserve(context.Background(), req); err != nil {
@@ -199,19 +232,44 @@ func TestHungRedisIsGivenUpAndRetried(t *testing.T) {
 
 // The Redis store remembers jtis as limit.Memory does.
 func TestStoreRemembers(t *testing.T) {
-	rdb := startRedis(t).client(t)
+	for _, k := range kinds {
+		t.Run(k.name, func(t *testing.T) { testStoreRemembers(t, k) })
+	}
+}
+
+func testStoreRemembers(t *testing.T, kind kind) {
+	rdb := kind.start(t).client(t)
 	n := 0
 	limittest.RunReplay(t, func(t *testing.T) limit.ReplayStore {
 		n++
-		return redisstore.New(rdb, redisstore.Options{Prefix: fmt.Sprintf("replay%d:", n)})
+		return decidedByRedis(t, redisstore.New(rdb, redisstore.Options{Prefix: fmt.Sprintf("replay%d:", n)}))
 	})
+}
+
+// decidedByRedis returns s, and fails t at its end unless Redis decided
+// everything s was asked: a fallback keeps the rules too, and would hide
+// a script that Redis refuses.
+func decidedByRedis(t *testing.T, s *redisstore.Store) *redisstore.Store {
+	t.Cleanup(func() {
+		if st := s.Stats(); st.Errors != 0 || st.Fallback != 0 {
+			t.Errorf("stats %+v: Redis did not decide everything", st)
+		}
+	})
+	return s
 }
 
 // A jti's key has the store's prefix and the fixed length of every key,
 // holds neither the client ID nor the jti as text, and expires at the
 // Until it was given, counted from Now.
 func TestReplayKeysAreFixedSizeAndExpire(t *testing.T) {
-	rdb := startRedis(t).client(t)
+	for _, k := range kinds {
+		t.Run(k.name, func(t *testing.T) { testReplayKeysAreFixedSizeAndExpire(t, k) })
+	}
+}
+
+func testReplayKeysAreFixedSizeAndExpire(t *testing.T, kind kind) {
+	srv := kind.start(t)
+	rdb := srv.client(t)
 	const prefix = "idsauth:token:"
 	store := redisstore.New(rdb, redisstore.Options{Prefix: prefix})
 	long := strings.Repeat("J", 1000)
@@ -223,17 +281,21 @@ func TestReplayKeysAreFixedSizeAndExpire(t *testing.T) {
 		}
 	}
 	ctx := context.Background()
-	keys, err := rdb.Keys(ctx, "*").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
+	keys := srv.keys(t, "*")
 	if len(keys) != len(ids) {
 		t.Fatalf("%d keys for %d jtis: %q", len(keys), len(ids), keys)
 	}
+	size := redisstore.KeyBytes(len(prefix))
+	if kind.cluster {
+		size += len("{0123}")
+	}
 	var longest time.Duration
 	for _, k := range keys {
-		if !strings.HasPrefix(k, prefix+"r:") || len(k) != redisstore.KeyBytes(len(prefix)) {
-			t.Errorf("key %q: want the prefix, kind r and %d bytes", k, redisstore.KeyBytes(len(prefix)))
+		if !strings.HasPrefix(k, prefix+"r:") || len(k) != size {
+			t.Errorf("key %q: want the prefix, kind r and %d bytes", k, size)
+		}
+		if kind.cluster && tag(k) != tag(keys[0]) {
+			t.Errorf("key %q: want the subject's tag, as %q", k, keys[0])
 		}
 		for _, text := range []string{"payroll", "4f1c", "JJJJ"} {
 			if strings.Contains(k, text) {
@@ -258,7 +320,13 @@ func TestReplayKeysAreFixedSizeAndExpire(t *testing.T) {
 // FailOpen remembers in the replica's own memory (a replay at this
 // replica is still refused); FailClosed returns limit.ErrUnavailable.
 func TestRememberWhenRedisCannotAnswer(t *testing.T) {
-	srv := startRedis(t)
+	for _, k := range kinds {
+		t.Run(k.name, func(t *testing.T) { testRememberWhenRedisCannotAnswer(t, k) })
+	}
+}
+
+func testRememberWhenRedisCannotAnswer(t *testing.T, kind kind) {
+	srv := kind.start(t)
 	rdb := srv.client(t)
 	open := redisstore.New(rdb, redisstore.Options{Prefix: "open:", RetryInterval: time.Hour})
 	closed := redisstore.New(rdb, redisstore.Options{Prefix: "closed:", OnUnavailable: redisstore.FailClosed, RetryInterval: time.Hour})
@@ -293,7 +361,14 @@ func TestRememberWhenRedisCannotAnswer(t *testing.T) {
 // them, it goes back by them, and a Retry-After still says a window at
 // most.
 func TestClockGoneBackRefusesNoLonger(t *testing.T) {
-	rdb := startRedis(t).client(t)
+	for _, k := range kinds {
+		t.Run(k.name, func(t *testing.T) { testClockGoneBackRefusesNoLonger(t, k) })
+	}
+}
+
+func testClockGoneBackRefusesNoLonger(t *testing.T, kind kind) {
+	srv := kind.start(t)
+	rdb := srv.client(t)
 	ctx := context.Background()
 	const prefix = "back:"
 	store := redisstore.New(rdb, redisstore.Options{Prefix: prefix})
@@ -306,12 +381,21 @@ func TestClockGoneBackRefusesNoLonger(t *testing.T) {
 		t.Fatal(err)
 	}
 	res.Succeeded()
+	trusted := srv.keys(t, prefix+"a:*") // the bucket of 198.51.100.7
 	for range 3 {
 		res, err := reserve("203.0.113.9")
 		if err != nil {
 			t.Fatal(err)
 		}
 		res.Failed()
+	}
+	// The clock the spent address's reservations read: the store's one,
+	// or on a cluster the one of its bucket's tag.
+	var spentTag string
+	for _, k := range srv.keys(t, prefix+"a:*") {
+		if !slices.Contains(trusted, k) {
+			spentTag = tag(k)
+		}
 	}
 	// refusal returns how long the spent address is refused for.
 	refusal := func(when string) time.Duration {
@@ -324,20 +408,27 @@ func TestClockGoneBackRefusesNoLonger(t *testing.T) {
 		return no.RetryAfter
 	}
 	before := refusal("before any step")
-	keys, err := rdb.Keys(ctx, prefix+"*").Result()
-	if err != nil || len(keys) == 0 {
-		t.Fatalf("keys %q: %v", keys, err)
+	keys := srv.keys(t, prefix+"*")
+	clock, clocks := "", 0
+	for _, k := range keys {
+		if k[len(prefix)] == 'c' {
+			clocks++
+			if tag(k) == spentTag {
+				clock = k
+			}
+		}
 	}
-	clock := ""
+	if clock == "" || (!kind.cluster && clocks != 1) {
+		t.Fatalf("no clock of the tag %q, or not one clock, in %q", spentTag, keys)
+	}
 	// shift rewrites every value as if written d later on Redis's clock,
 	// and keeps it past then.
 	shift := func(d time.Duration) map[byte]int {
 		shifted := map[byte]int{}
 		for _, k := range keys {
-			kind := k[len(prefix)]
-			shifted[kind]++
-			if kind == 'c' {
-				clock = k
+			kb := k[len(prefix)]
+			shifted[kb]++
+			if kb == 'c' {
 				latest, err := rdb.HGet(ctx, k, "latest").Int64()
 				if err != nil {
 					t.Fatal(err)
@@ -369,8 +460,8 @@ func TestClockGoneBackRefusesNoLonger(t *testing.T) {
 		}
 		return time.Duration(us) * time.Microsecond
 	}
-	if shifted := shift(30 * time.Second); shifted['a'] != 2 || shifted['p'] != 2 || shifted['c'] != 1 {
-		t.Fatalf("shifted %v: want 2 address buckets, 2 pair marks and the clock", shifted)
+	if shifted := shift(30 * time.Second); shifted['a'] != 2 || shifted['p'] != 2 || shifted['c'] != clocks {
+		t.Fatalf("shifted %v: want 2 address buckets, 2 pair marks and the %d clocks", shifted, clocks)
 	}
 	if d := refusal("30 s back"); d > before || d < before-time.Second {
 		t.Errorf("after a step of 30 s: refused for %v, want as before, %v", d, before)

@@ -3,6 +3,8 @@ package redisstore_test
 import (
 	"context"
 	"fmt"
+	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,15 +23,32 @@ import (
 // connection takes several round trips (HELLO, CLIENT SETINFO, then
 // EVALSHA and EVAL on NOSCRIPT); after a 2 s spike, when every call fails,
 // it answers again. Calls are counted, never timed: each phase polls with
-// a bounded deadline for a run of successes in a row.
+// a bounded deadline for a run of successes in a row. On a cluster, each
+// master is behind a proxy of its own, which the cluster announces
+// (cluster-announce-port) as the master's address: the client's first
+// call also loads the slots (CLUSTER SLOTS) and connects to each master
+// through its proxy, and a reservation is two calls.
 func TestStoresRecoverBehindASlowRedis(t *testing.T) {
-	srv := startRedis(t)
+	for _, k := range kinds {
+		t.Run(k.name, func(t *testing.T) { testStoresRecoverBehindASlowRedis(t, k) })
+	}
+}
+
+func testStoresRecoverBehindASlowRedis(t *testing.T, kind kind) {
+	srv := kind.start(t)
+	var proxies []*redistest.Proxy
+	for _, n := range srv.nodes {
+		proxies = append(proxies, redistest.StartProxy(t, n.Addr))
+	}
+	if kind.cluster {
+		announce(t, srv, proxies)
+	}
 	for _, c := range []struct {
 		name string
 		// op makes one call of the store and reports whether it answered.
-		op func(rdb *redis.Client) func(i int) error
+		op func(rdb redis.UniversalClient) func(i int) error
 	}{
-		{"token store: Put then Get", func(rdb *redis.Client) func(int) error {
+		{"token store: Put then Get", func(rdb redis.UniversalClient) func(int) error {
 			ts := redisstore.NewTokenStore(rdb, redisstore.TokenOptions{Prefix: "slow:ref:"})
 			return func(i int) error {
 				ctx := context.Background()
@@ -44,7 +63,7 @@ func TestStoresRecoverBehindASlowRedis(t *testing.T) {
 				return nil
 			}
 		}},
-		{"limiter store (closed): Reserve", func(rdb *redis.Client) func(int) error {
+		{"limiter store (closed): Reserve", func(rdb redis.UniversalClient) func(int) error {
 			st := redisstore.New(rdb, redisstore.Options{Prefix: "slow:lim:", OnUnavailable: redisstore.FailClosed, RetryInterval: 50 * time.Millisecond})
 			return func(i int) error {
 				res, err := st.Reserve(context.Background(), limit.Request{Subject: "c", Address: fmt.Sprintf("203.0.113.%d", i%200),
@@ -58,9 +77,17 @@ func TestStoresRecoverBehindASlowRedis(t *testing.T) {
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			proxy := redistest.StartProxy(t, srv.addr)
-			proxy.SetDelay(80 * time.Millisecond)
-			rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr, ContextTimeoutEnabled: true})
+			setDelay := func(d time.Duration) {
+				for _, p := range proxies {
+					p.SetDelay(d)
+				}
+			}
+			setDelay(80 * time.Millisecond)
+			o := redis.UniversalOptions{Addrs: []string{proxies[0].Addr}, ContextTimeoutEnabled: true}
+			var rdb redis.UniversalClient = redis.NewClient(o.Simple())
+			if kind.cluster {
+				rdb = redis.NewClusterClient(o.Cluster())
+			}
 			t.Cleanup(func() { rdb.Close() })
 			op := c.op(rdb)
 			i := 0
@@ -86,7 +113,7 @@ func TestStoresRecoverBehindASlowRedis(t *testing.T) {
 			}
 			recovers("starting at 80 ms a round trip")
 
-			proxy.SetDelay(2 * time.Second)
+			setDelay(2 * time.Second)
 			failed := 0
 			for end := time.Now().Add(2 * time.Second); time.Now().Before(end); i++ {
 				if op(i) != nil {
@@ -96,8 +123,43 @@ func TestStoresRecoverBehindASlowRedis(t *testing.T) {
 			if failed == 0 {
 				t.Fatal("no call failed during the spike: the proxy delays nothing")
 			}
-			proxy.SetDelay(80 * time.Millisecond)
+			setDelay(80 * time.Millisecond)
 			recovers("after a 2 s spike, back at 80 ms")
 		})
+	}
+}
+
+// announce makes each master of srv's cluster announce its proxy's port
+// as its own, so that a client that asks the cluster for its slots
+// connects through the proxies; and waits, counting, until the first
+// master knows them all.
+func announce(t *testing.T, srv *redisServer, proxies []*redistest.Proxy) {
+	t.Helper()
+	var ports []string
+	for i, n := range srv.nodes {
+		_, port, _ := net.SplitHostPort(proxies[i].Addr)
+		if _, err := n.Do("CONFIG", "SET", "cluster-announce-port", port); err != nil {
+			t.Fatal(err)
+		}
+		ports = append(ports, ":"+port+"@")
+	}
+	for i := 0; ; i++ {
+		nodes, err := srv.nodes[0].Do("CLUSTER", "NODES")
+		if err != nil {
+			t.Fatal(err)
+		}
+		known := 0
+		for _, p := range ports {
+			if strings.Contains(nodes, p) {
+				known++
+			}
+		}
+		if known == len(ports) {
+			return
+		}
+		if i == 400 {
+			t.Fatalf("the masters do not announce their proxies' ports %q:\n%s", ports, nodes)
+		}
+		time.Sleep(25 * time.Millisecond)
 	}
 }

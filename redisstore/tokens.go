@@ -1,12 +1,14 @@
 package redisstore
 
 import (
+	"cmp"
 	"context"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -49,8 +51,10 @@ type TokenStore struct {
 // TokenOptions are a TokenStore's settings. Only Prefix is required.
 type TokenOptions struct {
 	// Prefix starts every key, e.g. "idsauth:ref:"; give the tokens their
-	// own. For Redis Cluster or a Ring any prefix works: each grant is one
-	// key.
+	// own. On a Redis Cluster or a Ring leave hash tags out of it: each
+	// grant is one key, which no script shares with another, on the slot
+	// of its token's hash, so the grants spread over the masters; a tag
+	// would put them all on one.
 	Prefix string
 	// Timeout bounds how long each call to Redis holds its caller. Zero
 	// means DefaultTimeout. A call that is still making its connection or
@@ -77,29 +81,40 @@ func NewTokenStore(rdb redis.Scripter, o TokenOptions) *TokenStore {
 	return &TokenStore{rdb: rdb, prefix: o.Prefix, timeout: o.Timeout, calls: newCalls(o.Timeout)}
 }
 
-// CheckEviction reads the Redis's maxmemory-policy and fails unless it is
-// noeviction: under any other, Redis may drop live grants when it is
-// full, revoking working tokens without a word. It needs a client that
-// can send CONFIG GET (a *redis.Client, *redis.ClusterClient or
-// *redis.Ring; a managed Redis may refuse CONFIG, and then say its
-// policy in its own console).
+// CheckEviction reads the maxmemory-policy of the Redis, or of every node
+// of a Cluster or a Ring (masters and replicas: a replica becomes a master
+// on a failover), and fails unless each is noeviction: under any other,
+// Redis may drop live grants when it is full, revoking working tokens
+// without a word. The error names the first node whose policy may evict
+// (with "maxmemory-policy" in it), or else says that a node could not be
+// read (with "CheckEviction" in it). It needs a client that can send
+// CONFIG GET (a *redis.Client, *redis.ClusterClient or *redis.Ring; a
+// managed Redis may refuse CONFIG, and then say its policy in its own
+// console).
 func (s *TokenStore) CheckEviction(ctx context.Context) error {
-	c, ok := s.rdb.(interface {
-		ConfigGet(ctx context.Context, parameter string) *redis.MapStringStringCmd
-	})
-	if !ok {
-		return errors.New("redisstore: CheckEviction: the client cannot send CONFIG GET")
-	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	m, err := c.ConfigGet(ctx, "maxmemory-policy").Result()
+	var mu sync.Mutex // eachNode runs fn on the nodes at once
+	var evicts, unread error
+	err := eachNode(ctx, s.rdb, func(ctx context.Context, node *redis.Client) error {
+		m, err := node.ConfigGet(ctx, "maxmemory-policy").Result()
+		mu.Lock()
+		defer mu.Unlock()
+		switch p, ok := m["maxmemory-policy"]; {
+		case err != nil || !ok:
+			if err == nil {
+				err = errors.New("no such setting")
+			}
+			unread = cmp.Or(unread, fmt.Errorf("redisstore: CheckEviction: %s: %w", node.Options().Addr, err))
+		case p != "noeviction":
+			evicts = cmp.Or(evicts, fmt.Errorf("redisstore: the token store's Redis at %s has maxmemory-policy %q: it may evict live grants when full; set noeviction, on a Redis of the tokens' own", node.Options().Addr, p))
+		}
+		return nil
+	})
 	if err != nil {
 		return fmt.Errorf("redisstore: CheckEviction: %w", err)
 	}
-	if p := m["maxmemory-policy"]; p != "noeviction" {
-		return fmt.Errorf("redisstore: the token store's Redis has maxmemory-policy %q: it may evict live grants when full; set noeviction, on a Redis of the tokens' own", p)
-	}
-	return nil
+	return cmp.Or(evicts, unread)
 }
 
 // The scripts of a TokenStore: each one round trip, atomic in Redis.
@@ -193,4 +208,18 @@ func (s *TokenStore) Revoke(ctx context.Context, k tokenstore.Key, clientID stri
 		return false, fmt.Errorf("redisstore: %w", err)
 	}
 	return n == 1, nil
+}
+
+// eachNode runs fn on rdb, a *redis.Client, or on every node of rdb, a
+// *redis.ClusterClient or *redis.Ring (masters and replicas), at once.
+func eachNode(ctx context.Context, rdb redis.Scripter, fn func(context.Context, *redis.Client) error) error {
+	switch c := rdb.(type) {
+	case *redis.Client:
+		return fn(ctx, c)
+	case *redis.ClusterClient:
+		return c.ForEachShard(ctx, fn)
+	case *redis.Ring:
+		return c.ForEachShard(ctx, fn)
+	}
+	return fmt.Errorf("a %T: want a *redis.Client, *redis.ClusterClient or *redis.Ring", rdb)
 }

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/issuer"
 	"github.com/idsauth/idsauth/redisstore"
@@ -26,7 +28,13 @@ import (
 // TestTokenStoreKeepsTheRules runs the rules every tokenstore.Store keeps
 // on a real redis-server, each case under a prefix of its own.
 func TestTokenStoreKeepsTheRules(t *testing.T) {
-	srv := startRedis(t)
+	for _, k := range kinds {
+		t.Run(k.name, func(t *testing.T) { testTokenStoreKeepsTheRules(t, k) })
+	}
+}
+
+func testTokenStoreKeepsTheRules(t *testing.T, kind kind) {
+	srv := kind.start(t)
 	rdb := srv.client(t)
 	n := 0
 	tokenstoretest.Run(t, func(*testing.T) tokenstore.Store {
@@ -38,7 +46,13 @@ func TestTokenStoreKeepsTheRules(t *testing.T) {
 // TestTokenStoreKeysHoldNoTokenAndExpire: a grant's key is the prefix and
 // the token's SHA-256, and Redis expires it at the grant's exp.
 func TestTokenStoreKeysHoldNoTokenAndExpire(t *testing.T) {
-	srv := startRedis(t)
+	for _, k := range kinds {
+		t.Run(k.name, func(t *testing.T) { testTokenStoreKeysHoldNoTokenAndExpire(t, k) })
+	}
+}
+
+func testTokenStoreKeysHoldNoTokenAndExpire(t *testing.T, kind kind) {
+	srv := kind.start(t)
 	rdb := srv.client(t)
 	s := redisstore.NewTokenStore(rdb, redisstore.TokenOptions{Prefix: "idsauth:ref:"})
 	ctx := context.Background()
@@ -47,9 +61,9 @@ func TestTokenStoreKeysHoldNoTokenAndExpire(t *testing.T) {
 	if err := s.Put(ctx, tokenstore.KeyOf(token), tokenstore.Grant{ClientID: "c", Scopes: []string{scope.AdminWebAPI}, IssuedAt: time.Now(), ExpiresAt: exp, ID: "j"}); err != nil {
 		t.Fatal(err)
 	}
-	keys, err := rdb.Keys(ctx, "*").Result()
-	if err != nil || len(keys) != 1 || !strings.HasPrefix(keys[0], "idsauth:ref:") || len(keys[0]) != len("idsauth:ref:")+64 {
-		t.Fatalf("keys %q (%v)", keys, err)
+	keys := srv.keys(t, "*")
+	if len(keys) != 1 || !strings.HasPrefix(keys[0], "idsauth:ref:") || len(keys[0]) != len("idsauth:ref:")+64 {
+		t.Fatalf("keys %q", keys)
 	}
 	dump, _ := rdb.HGetAll(ctx, keys[0]).Result()
 	for _, v := range dump {
@@ -67,28 +81,18 @@ func TestTokenStoreKeysHoldNoTokenAndExpire(t *testing.T) {
 // refuses the write, and Put says tokenstore.ErrFull; the grants already
 // stored are all still found.
 func TestTokenStoreFullRedisIsErrFull(t *testing.T) {
-	srv := startRedis(t)
+	for _, k := range kinds {
+		t.Run(k.name, func(t *testing.T) { testTokenStoreFullRedisIsErrFull(t, k) })
+	}
+}
+
+func testTokenStoreFullRedisIsErrFull(t *testing.T, kind kind) {
+	srv := kind.start(t)
 	rdb := srv.client(t)
 	ctx := context.Background()
-	info, err := rdb.Info(ctx, "memory").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var used int64
-	for _, line := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "used_memory:"); ok {
-			used, _ = strconv.ParseInt(v, 10, 64)
-		}
-	}
-	if used == 0 {
-		t.Fatalf("no used_memory in %q", info)
-	}
-	if err := rdb.ConfigSet(ctx, "maxmemory-policy", "noeviction").Err(); err != nil {
-		t.Fatal(err)
-	}
-	if err := rdb.ConfigSet(ctx, "maxmemory", strconv.FormatInt(used+256<<10, 10)).Err(); err != nil {
-		t.Fatal(err)
-	}
+	srv.eachNode(t, func(node *redis.Client) {
+		setMaxMemory(t, node, 256<<10, "noeviction")
+	})
 	s := redisstore.NewTokenStore(rdb, redisstore.TokenOptions{Prefix: "idsauth:ref:", Timeout: 5 * time.Second})
 	var kept []tokenstore.Key
 	for i := 0; ; i++ {
@@ -121,7 +125,13 @@ func TestTokenStoreFullRedisIsErrFull(t *testing.T) {
 // inactive at both; an API behind an Introspector of one replica refuses
 // it at its next check.
 func TestReplicasShareReferenceTokens(t *testing.T) {
-	srv := startRedis(t)
+	for _, k := range kinds {
+		t.Run(k.name, func(t *testing.T) { testReplicasShareReferenceTokens(t, k) })
+	}
+}
+
+func testReplicasShareReferenceTokens(t *testing.T, kind kind) {
+	srv := kind.start(t)
 	var urls []string
 	for range 2 {
 		tokens := redisstore.NewTokenStore(srv.client(t), redisstore.TokenOptions{Prefix: "idsauth:ref:"})
@@ -193,23 +203,63 @@ func TestReplicasShareReferenceTokens(t *testing.T) {
 }
 
 // TestCheckEviction: a Redis with noeviction passes; one that may evict
-// (the limiter's volatile-ttl) is refused, naming its policy.
+// (the limiter's volatile-ttl) is refused, naming its policy; on a
+// cluster, whichever master has it is refused, and named.
 func TestCheckEviction(t *testing.T) {
-	srv := startRedis(t)
-	rdb := srv.client(t)
+	for _, k := range kinds {
+		t.Run(k.name, func(t *testing.T) { testCheckEviction(t, k) })
+	}
+}
+
+func testCheckEviction(t *testing.T, kind kind) {
+	srv := kind.start(t)
 	ctx := context.Background()
-	s := redisstore.NewTokenStore(rdb, redisstore.TokenOptions{Prefix: "idsauth:ref:"})
-	if err := rdb.ConfigSet(ctx, "maxmemory-policy", "noeviction").Err(); err != nil {
-		t.Fatal(err)
+	s := redisstore.NewTokenStore(srv.client(t), redisstore.TokenOptions{Prefix: "idsauth:ref:"})
+	policy := func(i int, p string) {
+		t.Helper()
+		c := redis.NewClient(&redis.Options{Addr: srv.nodes[i].Addr})
+		defer c.Close()
+		if err := c.ConfigSet(ctx, "maxmemory-policy", p).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range srv.nodes {
+		policy(i, "noeviction")
 	}
 	if err := s.CheckEviction(ctx); err != nil {
 		t.Fatalf("noeviction: %v", err)
 	}
-	if err := rdb.ConfigSet(ctx, "maxmemory-policy", "volatile-ttl").Err(); err != nil {
+	for i, n := range srv.nodes {
+		policy(i, "volatile-ttl")
+		if err := s.CheckEviction(ctx); err == nil || !strings.Contains(err.Error(), `"volatile-ttl"`) || !strings.Contains(err.Error(), n.Addr) {
+			t.Fatalf("volatile-ttl on %s: %v", n.Addr, err)
+		}
+		policy(i, "noeviction")
+	}
+}
+
+// setMaxMemory gives the Redis of c a maxmemory of room bytes over what
+// it uses now, under policy.
+func setMaxMemory(t *testing.T, c *redis.Client, room int64, policy string) {
+	t.Helper()
+	ctx := context.Background()
+	info, err := c.Info(ctx, "memory").Result()
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.CheckEviction(ctx); err == nil || !strings.Contains(err.Error(), `"volatile-ttl"`) {
-		t.Fatalf("volatile-ttl: %v", err)
+	var used int64
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "used_memory:"); ok {
+			used, _ = strconv.ParseInt(v, 10, 64)
+		}
+	}
+	if used == 0 {
+		t.Fatalf("no used_memory in %q", info)
+	}
+	for k, v := range map[string]string{"maxmemory-policy": policy, "maxmemory": strconv.FormatInt(used+room, 10)} {
+		if err := c.ConfigSet(ctx, k, v).Err(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
@@ -220,21 +270,7 @@ func TestSharedRedisEvicts(t *testing.T) {
 	srv := startRedis(t)
 	rdb := srv.client(t)
 	ctx := context.Background()
-	info, _ := rdb.Info(ctx, "memory").Result()
-	var used int64
-	for _, line := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "used_memory:"); ok {
-			used, _ = strconv.ParseInt(v, 10, 64)
-		}
-	}
-	if used == 0 {
-		t.Fatal("no used_memory")
-	}
-	for k, v := range map[string]string{"maxmemory-policy": "volatile-ttl", "maxmemory": strconv.FormatInt(used+256<<10, 10)} {
-		if err := rdb.ConfigSet(ctx, k, v).Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	setMaxMemory(t, rdb.(*redis.Client), 256<<10, "volatile-ttl")
 	s := redisstore.NewTokenStore(rdb, redisstore.TokenOptions{Prefix: "idsauth:ref:"})
 	victim := tokenstore.KeyOf("victim")
 	now := time.Now()

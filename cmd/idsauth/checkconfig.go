@@ -141,10 +141,10 @@ file and the field. Run it before sending the issuer SIGHUP.`)
 		if mode == "" {
 			mode = "open"
 		}
-		fmt.Fprintf(w, "\nLimiter store (idsauth serve): Redis at %s, TLS %v, fails %s\n", s.Redis.Address, s.Redis.TLS, mode)
+		fmt.Fprintf(w, "\nLimiter store (idsauth serve): %s, TLS %v, fails %s\n", s.Redis.where(), s.Redis.TLS, mode)
 	}
 	if s := file.TokenStore; s != nil {
-		fmt.Fprintf(w, "\nToken store (idsauth serve): Redis at %s, TLS %v\n", s.Redis.Address, s.Redis.TLS)
+		fmt.Fprintf(w, "\nToken store (idsauth serve): %s, TLS %v\n", s.Redis.where(), s.Redis.TLS)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/idsauth/idsauth/issuer"
 	"github.com/idsauth/idsauth/middleware"
@@ -69,8 +70,16 @@ func loadServeConfig(path string) (*serveConfig, error) {
 		if c.TokenStore.Redis.OnUnavailable != "" {
 			return nil, fmt.Errorf("%s: tokenStore.redis.onUnavailable: the token store has no fallback: while Redis cannot answer, no reference token is issued", path)
 		}
-		if l := c.LimiterStore; l != nil && l.Redis.Address == c.TokenStore.Redis.Address {
-			return nil, fmt.Errorf("%s: tokenStore.redis.address: the limiter's Redis (%s): the tokens need one of their own, with noeviction, where the limiter's evicts", path, l.Redis.Address)
+		if l := c.LimiterStore; l != nil {
+			field := "address"
+			if len(c.TokenStore.Redis.Cluster) > 0 {
+				field = "cluster"
+			}
+			for _, a := range c.TokenStore.Redis.nodes() {
+				if slices.Contains(l.Redis.nodes(), a) {
+					return nil, fmt.Errorf("%s: tokenStore.redis.%s: the limiter's Redis (%s): the tokens need one of their own, with noeviction, where the limiter's evicts", path, field, a)
+				}
+			}
 		}
 	}
 	return &c, nil

@@ -175,7 +175,7 @@ func runServe(ctx context.Context, f serveFlags, logger *slog.Logger, e env, han
 		defer s.store.rdb.Close()
 		s.storeConfig = cfg.LimiterStore
 		opts = append(opts, issuer.WithLimiterStore(s.store.store))
-		logger.Info("failure budgets in Redis", slog.String("address", cfg.LimiterStore.Redis.Address))
+		logger.Info("failure budgets in Redis", slog.String("address", strings.Join(cfg.LimiterStore.Redis.nodes(), ",")), slog.Bool("cluster", len(cfg.LimiterStore.Redis.Cluster) > 0))
 	}
 	if cfg.TokenStore != nil {
 		ts, rdb, err := newTokenStore(ctx, cfg, logger)
@@ -185,7 +185,7 @@ func runServe(ctx context.Context, f serveFlags, logger *slog.Logger, e env, han
 		defer rdb.Close()
 		s.tokenStoreConfig, s.tokens = cfg.TokenStore, ts
 		opts = append(opts, issuer.WithTokenStore(ts))
-		logger.Info("reference tokens in Redis", slog.String("address", cfg.TokenStore.Redis.Address))
+		logger.Info("reference tokens in Redis", slog.String("address", strings.Join(cfg.TokenStore.Redis.nodes(), ",")), slog.Bool("cluster", len(cfg.TokenStore.Redis.Cluster) > 0))
 	}
 	if len(cfg.SCIMTenants) > 0 {
 		logger.Info("scimTenants: checked, not served: idsauth serve serves the identity service only", slog.Int("tenants", len(cfg.SCIMTenants)))

@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -34,8 +36,11 @@ type tokenStoreConfig struct {
 // redisConfig is a Redis shared by the replicas (see the redisstore
 // module's README for what it keeps and how much memory it takes).
 type redisConfig struct {
-	// Address is host:port.
-	Address string `json:"address"`
+	// Address is host:port, of one Redis; or Cluster is the host:port of
+	// some nodes of a Redis Cluster (at least one; the client finds the
+	// others from them). One of the two.
+	Address string   `json:"address,omitempty"`
+	Cluster []string `json:"cluster,omitempty"`
 	// Username, for Redis ACLs; empty for none.
 	Username string `json:"username,omitempty"`
 	// PasswordFile holds the password (a trailing newline is dropped), or
@@ -43,16 +48,17 @@ type redisConfig struct {
 	// password itself in this file.
 	PasswordFile string `json:"passwordFile,omitempty"`
 	PasswordEnv  string `json:"passwordEnv,omitempty"`
-	// DB is the database number.
+	// DB is the database number (a Cluster has only 0).
 	DB int `json:"db,omitempty"`
 	// TLS connects with TLS; CAFile (PEM) replaces the system's roots,
 	// ServerName the name checked in Redis's certificate (default the
-	// address's host).
+	// address's host; on a Cluster, each node's).
 	TLS        bool   `json:"tls,omitempty"`
 	CAFile     string `json:"caFile,omitempty"`
 	ServerName string `json:"serverName,omitempty"`
-	// Prefix starts every key; default "idsauth:token:". Put a hash tag
-	// in it for a Redis Cluster.
+	// Prefix starts every key; default "idsauth:token:". No hash tag on
+	// a Cluster: the stores tag their keys themselves (see the redisstore
+	// README), and a tag here would put every key on one master.
 	Prefix string `json:"prefix,omitempty"`
 	// OnUnavailable: "open" (the default: per-replica budgets while Redis
 	// cannot answer) or "closed" (503 for every token request until it
@@ -68,8 +74,16 @@ func (s *storeConfig) check() error {
 		return errors.New("redis: required (the one store serve knows)")
 	}
 	switch {
-	case r.Address == "":
-		return errors.New("redis.address: required")
+	case r.Address == "" && len(r.Cluster) == 0:
+		return errors.New(`redis.address: required (or "cluster": the host:port of some nodes of a Redis Cluster)`)
+	case r.Address != "" && len(r.Cluster) > 0:
+		return errors.New(`redis.cluster: give "address" (one Redis) or "cluster" (a Redis Cluster's nodes), not both`)
+	case len(r.Cluster) > 0 && slices.Contains(r.Cluster, ""):
+		return fmt.Errorf("redis.cluster[%d]: empty", slices.Index(r.Cluster, ""))
+	case len(r.Cluster) > 0 && r.DB != 0:
+		return errors.New("redis.db: a Redis Cluster has database 0 only")
+	case len(r.Cluster) > 0 && hasHashTag(r.Prefix):
+		return fmt.Errorf("redis.prefix: %q has a hash tag ({...}), which would put every key on one slot, one master of the cluster: leave it out, the store tags each key itself", r.Prefix)
 	case r.PasswordFile != "" && r.PasswordEnv != "":
 		return errors.New("redis: passwordFile and passwordEnv: give one")
 	case r.OnUnavailable != "" && r.OnUnavailable != "open" && r.OnUnavailable != "closed":
@@ -82,18 +96,42 @@ func (s *storeConfig) check() error {
 	return nil
 }
 
+// hasHashTag reports whether keys that start with prefix all hash to one
+// slot of a Redis Cluster: it holds "{", at least one byte, then "}".
+func hasHashTag(prefix string) bool {
+	_, rest, ok := strings.Cut(prefix, "{")
+	return ok && strings.IndexByte(rest, '}') > 0
+}
+
+// where says which Redis r is, for logs and check-config.
+func (r *redisConfig) where() string {
+	if len(r.Cluster) > 0 {
+		return "Redis Cluster at " + strings.Join(r.Cluster, ", ")
+	}
+	return "Redis at " + r.Address
+}
+
+// nodes are the addresses r names.
+func (r *redisConfig) nodes() []string {
+	if len(r.Cluster) > 0 {
+		return r.Cluster
+	}
+	return []string{r.Address}
+}
+
 // limiterStore is a store made from the configuration, and how to tell
 // whether it answers.
 type limiterStore struct {
 	store *redisstore.Store
-	rdb   *redis.Client
+	rdb   redis.UniversalClient
 }
 
 // redisClient makes the client of the Redis that section (named by
-// field, for errors) describes. It connects nothing yet: go-redis dials
-// on first use.
-func (c *serveConfig) redisClient(field string, r *redisConfig) (*redis.Client, error) {
-	opts := &redis.Options{Addr: r.Address, Username: r.Username, DB: r.DB, ContextTimeoutEnabled: true}
+// field, for errors) describes: a *redis.Client, or a
+// *redis.ClusterClient for a cluster. It connects nothing yet: go-redis
+// dials on first use.
+func (c *serveConfig) redisClient(field string, r *redisConfig) (redis.UniversalClient, error) {
+	opts := &redis.UniversalOptions{Addrs: r.nodes(), Username: r.Username, DB: r.DB, ContextTimeoutEnabled: true}
 	switch {
 	case r.PasswordFile != "":
 		b, err := os.ReadFile(c.path(r.PasswordFile))
@@ -122,7 +160,25 @@ func (c *serveConfig) redisClient(field string, r *redisConfig) (*redis.Client, 
 		}
 		opts.TLSConfig = tc
 	}
-	return redis.NewClient(opts), nil
+	if len(r.Cluster) > 0 {
+		return redis.NewClusterClient(opts.Cluster()), nil
+	}
+	return redis.NewClient(opts.Simple()), nil
+}
+
+// eachNode runs fn on rdb, or on each node of a cluster (masters and
+// replicas: a replica becomes a master on a failover), one at a time.
+func eachNode(ctx context.Context, rdb redis.UniversalClient, fn func(ctx context.Context, node *redis.Client) error) error {
+	c, ok := rdb.(*redis.ClusterClient)
+	if !ok {
+		return fn(ctx, rdb.(*redis.Client))
+	}
+	var mu sync.Mutex
+	return c.ForEachShard(ctx, func(ctx context.Context, node *redis.Client) error {
+		mu.Lock()
+		defer mu.Unlock()
+		return fn(ctx, node)
+	})
 }
 
 // startTimeout bounds what a start (or check-config) waits for the token
@@ -135,7 +191,7 @@ const startTimeout = 5 * time.Second
 // or that keeps nothing across a restart (unless allowNoPersistence), and
 // logs a warning when it cannot tell (Redis down, or CONFIG refused by a
 // managed one) or when Redis keeps snapshots only.
-func newTokenStore(ctx context.Context, c *serveConfig, logger *slog.Logger) (*redisstore.TokenStore, *redis.Client, error) {
+func newTokenStore(ctx context.Context, c *serveConfig, logger *slog.Logger) (*redisstore.TokenStore, redis.UniversalClient, error) {
 	tc := c.TokenStore
 	rdb, err := c.redisClient("tokenStore", tc.Redis)
 	if err != nil {
@@ -168,34 +224,44 @@ func newTokenStore(ctx context.Context, c *serveConfig, logger *slog.Logger) (*r
 	return ts, rdb, nil
 }
 
-// checkPersistence refuses a Redis that keeps nothing across a restart
-// (appendonly no and no save points): a restart of it would end every
-// live reference token without a word, introspection calling inactive
-// the tokens clients still hold. It warns about snapshots only (a crash
-// loses the grants since the last one), and when it cannot read the
-// settings.
-func checkPersistence(ctx context.Context, rdb *redis.Client, logger *slog.Logger) error {
-	var settings [2]string
-	for i, name := range []string{"appendonly", "save"} {
-		m, err := rdb.ConfigGet(ctx, name).Result()
-		v, ok := m[name]
-		if err == nil && !ok {
-			err = fmt.Errorf("CONFIG GET %s: no such setting", name)
+// checkPersistence refuses a Redis, or a cluster with a node, that keeps
+// nothing across a restart (appendonly no and no save points): a restart
+// of it would end every live reference token (on a cluster, those on its
+// slots) without a word, introspection calling inactive the tokens
+// clients still hold. It warns about snapshots only (a crash loses the
+// grants since the last one), and when it cannot read the settings.
+func checkPersistence(ctx context.Context, rdb redis.UniversalClient, logger *slog.Logger) error {
+	var forgets []string
+	err := eachNode(ctx, rdb, func(ctx context.Context, node *redis.Client) error {
+		var settings [2]string
+		for i, name := range []string{"appendonly", "save"} {
+			m, err := node.ConfigGet(ctx, name).Result()
+			v, ok := m[name]
+			if err == nil && !ok {
+				err = fmt.Errorf("CONFIG GET %s: no such setting", name)
+			}
+			if err != nil {
+				return fmt.Errorf("%s: %w", node.Options().Addr, err)
+			}
+			settings[i] = v
 		}
-		if err != nil {
-			logger.Warn("tokenStore: cannot read whether the Redis keeps its data across a restart (appendonly, save): without persistence, a restart of it ends every live reference token; make sure it has appendonly yes",
-				slog.String("error", err.Error()))
-			return nil
+		switch appendonly, save := settings[0], settings[1]; {
+		case appendonly == "yes":
+		case save != "":
+			logger.Warn("tokenStore: the Redis keeps snapshots only (appendonly no): a crash or kill of it ends the reference tokens issued since its last snapshot; appendonly yes loses a second at most",
+				slog.String("node", node.Options().Addr), slog.String("save", save))
+		default:
+			forgets = append(forgets, node.Options().Addr)
 		}
-		settings[i] = v
+		return nil
+	})
+	if len(forgets) > 0 {
+		slices.Sort(forgets)
+		return fmt.Errorf(`tokenStore: the Redis at %s keeps nothing across a restart (appendonly no, save ""): a restart of it would end every live reference token it holds, and introspection would call inactive the tokens clients still hold; set appendonly yes on it, or "allowNoPersistence": true in the tokenStore section to accept that`, strings.Join(forgets, ", "))
 	}
-	switch appendonly, save := settings[0], settings[1]; {
-	case appendonly == "yes":
-	case save != "":
-		logger.Warn("tokenStore: the Redis keeps snapshots only (appendonly no): a crash or kill of it ends the reference tokens issued since its last snapshot; appendonly yes loses a second at most",
-			slog.String("save", save))
-	default:
-		return fmt.Errorf(`tokenStore: the Redis keeps nothing across a restart (appendonly no, save ""): a restart of it would end every live reference token, and introspection would call inactive the tokens clients still hold; set appendonly yes on it, or "allowNoPersistence": true in the tokenStore section to accept that`)
+	if err != nil {
+		logger.Warn("tokenStore: cannot read whether the Redis keeps its data across a restart (appendonly, save): without persistence, a restart of it ends every live reference token; make sure it has appendonly yes",
+			slog.String("error", err.Error()))
 	}
 	return nil
 }
@@ -223,10 +289,16 @@ func newLimiterStore(c *serveConfig, logger *slog.Logger) (*limiterStore, error)
 	return &limiterStore{store: store, rdb: rdb}, nil
 }
 
-// ping reports whether Redis answers within a second.
+// ping reports whether Redis, or every master of a cluster, answers
+// within a second.
 func (l *limiterStore) ping(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
+	if c, ok := l.rdb.(*redis.ClusterClient); ok {
+		return c.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+			return node.Ping(ctx).Err()
+		})
+	}
 	return l.rdb.Ping(ctx).Err()
 }
 

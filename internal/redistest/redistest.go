@@ -39,12 +39,7 @@ func Start(t testing.TB, args ...string) *Server {
 		}
 		t.Skip("redis-server is not on PATH: install it (apt-get install redis-server) to run this test")
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
-	l.Close()
+	port := strconv.Itoa(freePort(t))
 	s := &Server{Addr: "127.0.0.1:" + port, out: &testlog.Buffer{}}
 	s.cmd = exec.Command(path, append([]string{"--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", t.TempDir()}, args...)...)
 	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
@@ -59,6 +54,16 @@ func Start(t testing.TB, args ...string) *Server {
 		time.Sleep(50 * time.Millisecond)
 	}
 	return s
+}
+
+// freePort returns a loopback port that was free a moment ago.
+func freePort(t testing.TB) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
 }
 
 // Answers reports whether the server answers PING within a second.
