@@ -211,7 +211,8 @@ func New(cfg *Config, opts ...Option) (*Issuer, error) {
 // all is well, makes it the issuer's configuration: keys, clients and
 // limits change at once for every request that starts after it returns,
 // and introspection answers about tokens issued before by the clients as
-// they are now (a removed client's are inactive there). On error
+// they are now (a removed client's are inactive there), also when the
+// introspection began before Reload returned and answers after. On error
 // nothing changes. The failure limiter's memory of failed
 // attempts is kept while the limits stay the same; the jtis of used
 // client assertions are always kept until they expire, whatever the new

@@ -298,31 +298,40 @@ func (g *gatedStore) Get(ctx context.Context, k tokenstore.Key, now time.Time) (
 // TestRedTeamIntrospectionInFlightAcrossAReload (finding F2,
 // informational): an introspection that authenticated before a reload
 // that removes the client, and whose store look-up answers after the
-// reload returned, answers active with the removed client's scopes: it
-// decides on the configuration it started with. The window is one
-// request (a store call, at most 150 ms with Redis, plus the API's
-// authentication, which a bcrypt hash and the failure floor can make
-// long), and an Introspector may then cache the answer for CacheMaxAge.
-// Reload's godoc promises the change only for requests that start after
-// it returns, so this is within the letter of the contract; SECURITY.md
-// says a token ends "once that replica has reloaded". Wanted: answer
-// reads the clients of the configuration current when it decides
-// (iss.current() after the look-up), not the one of the request's start.
+// reload returned, answers exactly inactive: it decides by the
+// configuration current once the grant is found, not the one it started
+// with; so does one whose API resource the reload removed. It answered
+// active with the removed client's scopes, for a window of one request (a
+// store call, at most 150 ms with Redis, plus the API's authentication,
+// which a bcrypt hash and the failure floor can make long), which an
+// Introspector may then cache for CacheMaxAge; SECURITY.md says a token
+// ends "once that replica has reloaded".
 func TestRedTeamIntrospectionInFlightAcrossAReload(t *testing.T) {
-	skipFinding(t, "F2: an introspection in flight across a reload answers by the configuration it started with")
-	g := &gatedStore{Memory: &tokenstore.Memory{}, entered: make(chan struct{}), release: make(chan struct{})}
-	s := newServer(t, withTwoScopeAPIs, issuer.WithTokenStore(g))
-	tok := tokenFor(t, s, "ref-both", refSecret, "scope", scope.AdminWebAPI)
-	g.armed.Store(true)
-	done := make(chan answer, 1)
-	go func() { done <- introspect(t, s, "both-api", bothAPISec, tok) }()
-	<-g.entered
-	reload(t, s, func(c *issuer.Config) {
-		c.Clients = slices.DeleteFunc(c.Clients, func(cc issuer.ClientConfig) bool { return cc.ClientID == "ref-both" })
-	})
-	close(g.release) // the reload has returned: the answer comes after it
-	if a := <-done; a.raw != inactiveAnswer {
-		t.Fatalf("an introspection answered after the reload that removed the client: %s", a.raw)
+	for _, c := range []struct {
+		name string
+		edit func(*issuer.Config)
+	}{
+		{"the client removed", func(c *issuer.Config) {
+			c.Clients = slices.DeleteFunc(c.Clients, func(cc issuer.ClientConfig) bool { return cc.ClientID == "ref-both" })
+		}},
+		{"the API removed", func(c *issuer.Config) {
+			c.APIResources = slices.DeleteFunc(c.APIResources, func(ac issuer.APIResourceConfig) bool { return ac.Name == "both-api" })
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			g := &gatedStore{Memory: &tokenstore.Memory{}, entered: make(chan struct{}), release: make(chan struct{})}
+			s := newServer(t, withTwoScopeAPIs, issuer.WithTokenStore(g))
+			tok := tokenFor(t, s, "ref-both", refSecret, "scope", scope.AdminWebAPI)
+			g.armed.Store(true)
+			done := make(chan answer, 1)
+			go func() { done <- introspect(t, s, "both-api", bothAPISec, tok) }()
+			<-g.entered
+			reload(t, s, c.edit)
+			close(g.release) // the reload has returned: the answer comes after it
+			if a := <-done; a.raw != inactiveAnswer {
+				t.Fatalf("an introspection answered after the reload: %s", a.raw)
+			}
+		})
 	}
 }
 

@@ -2,7 +2,6 @@ package issuer
 
 import (
 	"context"
-	"crypto"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
@@ -10,7 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 
@@ -121,7 +119,7 @@ func (iss *Issuer) introspect(w http.ResponseWriter, r *http.Request, st *state)
 		iss.observeRefusal(r, no, a, q.who, time.Since(start))
 		return
 	}
-	body, err := iss.answer(q.ctx, st, api, q.form.get(tokenParam))
+	body, err := iss.answer(q.ctx, api.name, q.form.get(tokenParam))
 	if err != nil {
 		iss.logger.Error("idsauth issuer: introspection: the reference token store cannot answer", slog.String("api", api.name), slog.String("error", err.Error()))
 		q.answer(refuse(introspectDown)).write(w)
@@ -157,26 +155,31 @@ func (iss *Issuer) introspector(w http.ResponseWriter, r *http.Request, st *stat
 // Introspection.Local is the issuer checks reference tokens with nothing on the wire. An api that is
 // not registered is an error.
 func (iss *Issuer) IntrospectToken(ctx context.Context, api, token string) ([]byte, error) {
-	st := iss.current()
-	a := st.apis[api]
-	if a == nil {
+	if iss.current().apis[api] == nil {
 		return nil, fmt.Errorf("issuer: no API resource %q is registered", api)
 	}
-	return iss.answer(ctx, st, a, token)
+	return iss.answer(ctx, api, token)
 }
 
-// answer is the introspection answer about token for api: active with the
-// grant's fields when the token is live, its client would still be issued
-// it (stillIssued) and it carries one of the API's scopes that the client
-// still holds, else exactly inactive.
-func (iss *Issuer) answer(ctx context.Context, st *state, api *apiResource, token string) ([]byte, error) {
-	g, ok, err := iss.lookup(ctx, st, token, iss.now())
+// answer is the introspection answer about token for the API resource
+// named apiName: active with the grant's fields when the token is live,
+// its client would still be issued it (stillIssued) and it carries one of
+// the API's scopes that the client still holds, else exactly inactive.
+//
+// It decides by the configuration current once the grant is found (see
+// lookup), not by the one the request started with: the API's
+// authentication (a bcrypt check, the failure floor) and the token
+// store may each take a while, and a Reload may return meanwhile; an
+// answer given after it returned is the new configuration's. An API the
+// reload removed is told nothing.
+func (iss *Issuer) answer(ctx context.Context, apiName, token string) ([]byte, error) {
+	st, g, ok, err := iss.lookup(ctx, token, iss.now())
 	if err != nil {
 		return nil, err
 	}
-	cl := st.clients[g.ClientID]
+	api, cl := st.apis[apiName], st.clients[g.ClientID]
 	var mine []string
-	if ok && stillIssued(cl, !looksLikeJWT(token)) {
+	if ok && api != nil && stillIssued(cl, !looksLikeJWT(token)) {
 		for _, s := range g.Scopes {
 			if api.scopes.Has(s) && cl.scopes.Has(s) {
 				mine = append(mine, s)
@@ -240,18 +243,24 @@ func unixOrZero(t time.Time) int64 {
 	return t.Unix()
 }
 
-// lookup returns the grant of a live token: a reference token's from the
-// store, a JWT's from its claims once one of the issuer's published keys
-// has verified it.
-func (iss *Issuer) lookup(ctx context.Context, st *state, token string, now time.Time) (tokenstore.Grant, bool, error) {
+// lookup returns the grant of a live token at now, and the span of the
+// configuration current once it was found: a reference token's grant
+// from the store, then the span (the store may answer after a Reload has
+// returned); a JWT's from its claims, once one of the keys that span
+// publishes has verified it.
+func (iss *Issuer) lookup(ctx context.Context, token string, now time.Time) (*state, tokenstore.Grant, bool, error) {
 	if looksLikeJWT(token) {
-		g, ok := iss.jwtGrant(ctx, st, token, now)
-		return g, ok, nil
+		st := iss.current()
+		g, ok := st.jwtGrant(token, now)
+		return st, g, ok, nil
 	}
-	if len(token) > maxAssertionLength {
-		return tokenstore.Grant{}, false, nil
+	var g tokenstore.Grant
+	var ok bool
+	var err error
+	if len(token) <= maxAssertionLength {
+		g, ok, err = iss.tokens.Get(ctx, tokenstore.KeyOf(token), now)
 	}
-	return iss.tokens.Get(ctx, tokenstore.KeyOf(token), now)
+	return iss.current(), g, ok, err
 }
 
 // looksLikeJWT reports whether token has a JWS's three parts: what the
@@ -259,16 +268,15 @@ func (iss *Issuer) lookup(ctx context.Context, st *state, token string, now time
 // a reference token.
 func looksLikeJWT(token string) bool { return strings.Count(token, ".") == 2 }
 
-// jwtGrant verifies a JWT that this issuer signed and returns its grant,
-// if it is live at now.
-func (iss *Issuer) jwtGrant(ctx context.Context, st *state, token string, now time.Time) (tokenstore.Grant, bool) {
+// jwtGrant verifies a JWT that this issuer signed, by a key st
+// publishes, and returns its grant, if it is live at now.
+func (st *state) jwtGrant(token string, now time.Time) (tokenstore.Grant, bool) {
 	var none tokenstore.Grant
 	t, err := jws.Parse(token)
 	if err != nil || t.Has("crit") || jws.Method(t.Alg) == nil {
 		return none, false
 	}
-	pubs, err := iss.VerificationKeys(ctx, t.KID, t.Alg)
-	if err != nil || !slices.ContainsFunc(pubs, func(k crypto.PublicKey) bool { return t.Verify(k) == nil }) {
+	if k, ok := st.byKID[t.KID]; !ok || k.Alg != t.Alg || t.Verify(k.Public()) != nil {
 		return none, false
 	}
 	payload, err := t.Payload()
