@@ -199,7 +199,8 @@ type ClientConfig struct {
 	AccessTokenLifetime time.Duration
 	// Audience is the "aud" of the client's tokens. Empty means
 	// ["{issuer}/resources"]. A request may narrow it with resource
-	// parameters (RFC 8707), each one of these.
+	// parameters (RFC 8707), each one of these. A reload that takes an
+	// audience ends, at introspection, the client's tokens that name it.
 	Audience []string
 	// ScopeWhenOmitted overrides Config.ScopeWhenOmitted for this client:
 	// "refuse" or "all". Empty means the Config's.
@@ -210,7 +211,8 @@ type ClientConfig struct {
 	// array. Types are letters, digits, "_", "-" and "."; "id" is taken.
 	Claims []ClientClaim
 	// RequireDPoP refuses the client's token requests that carry no DPoP
-	// proof (400 invalid_request): its tokens are always bound to a key.
+	// proof (400 invalid_request): its tokens are always bound to a key. A
+	// reload that sets it ends the client's bearer tokens at introspection.
 	RequireDPoP bool
 	// AccessTokenType is the kind of the client's access tokens: "jwt"
 	// (the default), signed and checked by any validator with the JWKS,

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -163,8 +164,9 @@ func (iss *Issuer) IntrospectToken(ctx context.Context, api, token string) ([]by
 
 // answer is the introspection answer about token for the API resource
 // named apiName: active with the grant's fields when the token is live,
-// its client would still be issued it (stillIssued) and it carries one of
-// the API's scopes that the client still holds, else exactly inactive.
+// its client would still be issued it (stillIssued, stillAudience) and it
+// carries one of the API's scopes that the client still holds, else
+// exactly inactive.
 //
 // It decides by the configuration current once the grant is found (see
 // lookup), not by the one the request started with: the API's
@@ -178,8 +180,11 @@ func (iss *Issuer) answer(ctx context.Context, apiName, token string) ([]byte, e
 		return nil, err
 	}
 	api, cl := st.apis[apiName], st.clients[g.ClientID]
-	var mine []string
-	if ok && api != nil && stillIssued(cl, !looksLikeJWT(token)) {
+	var mine, aud []string
+	if ok && api != nil && stillIssued(cl, !looksLikeJWT(token), g.JKT) {
+		if aud, ok = cl.stillAudience(g.Audience); !ok {
+			return append([]byte(nil), inactive...), nil
+		}
 		for _, s := range g.Scopes {
 			if api.scopes.Has(s) && cl.scopes.Has(s) {
 				mine = append(mine, s)
@@ -193,7 +198,7 @@ func (iss *Issuer) answer(ctx context.Context, apiName, token string) ([]byte, e
 		Active:    true,
 		Scope:     strings.Join(mine, " "),
 		ClientID:  g.ClientID,
-		Audience:  g.Audience,
+		Audience:  aud,
 		Issuer:    st.issuer,
 		ExpiresAt: g.ExpiresAt.Unix(),
 		IssuedAt:  unixOrZero(g.IssuedAt),
@@ -219,14 +224,37 @@ func (iss *Issuer) answer(ctx context.Context, apiName, token string) ([]byte, e
 
 // stillIssued reports whether client cl, as the configuration now
 // registers it, would be issued a token of the kind a live token is
-// (reference or JWT): a token outlives no reload that removed its client,
-// took client_credentials from it or changed the kind of its tokens. Its
-// grant was made under a registration that no longer exists; the
-// operator who removes a compromised client ends its tokens so, at every
-// replica that has reloaded. (A scope taken from the client is taken from
-// its tokens' answers by answer.)
-func stillIssued(cl *client, reference bool) bool {
-	return cl != nil && cl.clientCreds && cl.reference == reference
+// (reference or JWT, bound to a key jkt or, when jkt is "", a bearer
+// token): a token outlives no reload that removed its client, took
+// client_credentials from it, changed the kind of its tokens or made it
+// require DPoP (its bearer tokens leaked, say). Its grant was made under
+// a registration that no longer exists; the operator who removes a
+// compromised client ends its tokens so, at every replica that has
+// reloaded. (A scope taken from the client is taken from its tokens'
+// answers by answer, an audience by stillAudience.)
+func stillIssued(cl *client, reference bool, jkt string) bool {
+	return cl != nil && cl.clientCreds && cl.reference == reference && (jkt != "" || !cl.requireDPoP)
+}
+
+// stillAudience returns the aud of a token of cl's for its answer, and
+// whether the token lives on, by cl's audience as now registered: a
+// token naming a resource the client may no longer ask for is ended, as
+// the client narrowed its audience so that its tokens no longer reach
+// that resource. Under the identityserver profile, a client without an
+// audience of its own (apiAud) has the API resources of its scopes: its
+// tokens' aud follows their scopes, so a scope taken takes its API
+// resources from the answer's aud, as answer takes the scope from its
+// scope, and the token ends when none is left.
+func (cl *client) stillAudience(aud []string) ([]string, bool) {
+	gone := func(a string) bool { return !slices.Contains(cl.audience, a) }
+	if !cl.apiAud {
+		return aud, !slices.ContainsFunc(aud, gone)
+	}
+	if !slices.ContainsFunc(aud, gone) {
+		return aud, true
+	}
+	kept := slices.DeleteFunc(slices.Clone(aud), gone)
+	return kept, len(kept) > 0
 }
 
 func cnfOf(jkt string) *cnf {
