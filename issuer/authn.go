@@ -64,7 +64,7 @@ func (iss *Issuer) authenticate(q *request) (*client, *refusal) {
 		return cl, nil
 	}
 	start = time.Now()
-	jti, until, why := st.checkAssertion(q.assertion, q.id, cl, q.now)
+	jti, until, owed, why := st.checkAssertion(q.assertion, q.id, cl, q.now)
 	if why == "" {
 		fresh, no := iss.remember(q, subject, jti, until)
 		if no != nil {
@@ -77,6 +77,7 @@ func (iss *Issuer) authenticate(q *request) (*client, *refusal) {
 		}
 		why = "assertion jti already used"
 	}
+	st.pad(q.assertion, owed) // a refusal does a wrong key's signature work
 	res.Failed()
 	st.verifier.HoldFailure(q.ctx, start)
 	return nil, &refusal{id: badCredentials, why: why}
