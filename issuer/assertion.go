@@ -251,10 +251,11 @@ func parseAssertion(s string) *assertion {
 
 // verify checks a's signature against cl's keys for a's algorithm, in
 // their order, until one verifies it. It reports whether one did, and
-// the checks a refusal of a still owes (pad): every refusal, an unknown
-// client's, a wrong key's, a right key's under a wrong claim or a used
-// jti, does the same signature work, one check for each of the most keys
-// of the algorithm any client has (keyPad), at least one. A success owes
+// the checks a refusal of a still owes (pad): every refusal after this
+// check, an unknown client's, a wrong key's, a right key's under a wrong
+// claim or a used jti, does the same signature work, one check for each
+// of the most keys of the algorithm any client has (keyPad), at least
+// one. A success owes
 // nothing: it needs no hiding, for whoever can make one holds the
 // client's key and learns only how many of its own keys come before it;
 // so a client, or an API that introspects with a key, costs the issuer

@@ -68,7 +68,7 @@ func (iss *Issuer) authenticate(q *request) (*client, *refusal) {
 	if why == "" {
 		fresh, no := iss.remember(q, subject, jti, until)
 		if no != nil {
-			res.Succeeded() // the key was right: nothing to charge
+			res.Succeeded() // the key was right: nothing to charge, nor to pad
 			return nil, no
 		}
 		if fresh {
