@@ -255,12 +255,11 @@ func parseAssertion(s string) *assertion {
 // check, an unknown client's, a wrong key's, a right key's under a wrong
 // claim or a used jti, does the same signature work, one check for each
 // of the most keys of the algorithm any client has (keyPad), at least
-// one. A success owes
-// nothing: it needs no hiding, for whoever can make one holds the
-// client's key and learns only how many of its own keys come before it;
-// so a client, or an API that introspects with a key, costs the issuer
-// the checks of its own keys, not the pad. An algorithm off the list
-// costs nothing whoever it names, and fails.
+// one. A success owes nothing: it needs no hiding, for whoever can make
+// one holds the client's key and learns only how many of its own keys
+// come before it; so a client, or an API that introspects with a key,
+// costs the issuer the checks of its own keys, not the pad. An
+// algorithm off the list costs nothing whoever it names, and fails.
 func (st *state) verify(a *assertion, cl *client) (ok bool, owed int) {
 	method := assertionMethods[a.alg]
 	if method == nil {
