@@ -118,9 +118,8 @@ func (kc ClientKeyConfig) load(dir string) (*clientKey, error) {
 
 // loadClientKeys reads the client key files of cfg into st's clients and
 // prepares what every assertion check needs: how many signature checks
-// each algorithm takes (the most keys of that algorithm any client has),
-// and keys that pad the checks of clients with fewer keys, and of unknown
-// clients, to that many.
+// a refusal takes for each algorithm (the most keys of that algorithm any
+// client has), and keys that pad a refusal's checks to that many.
 func (st *state) loadClientKeys(cfg *Config) error {
 	load := func(f string, cl *client, kcs []ClientKeyConfig) error {
 		for j, kc := range kcs {
@@ -250,37 +249,54 @@ func parseAssertion(s string) *assertion {
 	return a
 }
 
-// verify checks a's signature against every key of cl for a's algorithm,
-// and against padding keys up to the most any client has, so that an
-// unknown client, a wrong key and a client with several keys do the same
-// signature work. An algorithm off the list costs nothing whoever it
-// names, and fails.
-func (st *state) verify(a *assertion, cl *client) bool {
+// verify checks a's signature against cl's keys for a's algorithm, in
+// their order, until one verifies it. It reports whether one did, and
+// the checks a refusal of a still owes (pad): every refusal after this
+// check, an unknown client's, a wrong key's, a right key's under a wrong
+// claim or a used jti, does the same signature work, one check for each
+// of the most keys of the algorithm any client has (keyPad), at least
+// one. A success owes nothing: it needs no hiding, for whoever can make
+// one holds the client's key and learns only how many of its own keys
+// come before it; so a client, or an API that introspects with a key,
+// costs the issuer the checks of its own keys, not the pad. An
+// algorithm off the list costs nothing whoever it names, and fails.
+func (st *state) verify(a *assertion, cl *client) (ok bool, owed int) {
 	method := assertionMethods[a.alg]
 	if method == nil {
-		return false
+		return false, 0
 	}
-	dummy := st.dummyFor(a)
-	ok, n := false, 0
-	if cl != nil {
-		for _, k := range cl.keys {
-			if k.alg != a.alg {
-				continue
-			}
-			n++
-			if r, isRSA := k.pub.(*rsa.PublicKey); isRSA && r.Size() != len(a.sig) {
-				// This key refuses at once on the length; a check of
-				// the signature's size costs what an unknown client's does.
-				_ = method.Verify(a.signed, a.sig, dummy)
-				continue
-			}
-			ok = method.Verify(a.signed, a.sig, k.pub) == nil || ok
+	checks := max(1, st.keyPad[a.alg])
+	if cl == nil {
+		return false, checks
+	}
+	for _, k := range cl.keys {
+		if k.alg != a.alg {
+			continue
+		}
+		checks--
+		if r, isRSA := k.pub.(*rsa.PublicKey); isRSA && r.Size() != len(a.sig) {
+			// This key refuses at once on the length; a check of the
+			// signature's size costs what an unknown client's does.
+			_ = method.Verify(a.signed, a.sig, st.dummyFor(a))
+			continue
+		}
+		if method.Verify(a.signed, a.sig, k.pub) == nil {
+			return true, checks
 		}
 	}
-	for ; n < max(1, st.keyPad[a.alg]); n++ {
+	return false, checks
+}
+
+// pad makes the checks a refused assertion still owes (verify) against a
+// key nobody holds, of the size its signature's alg and length call for.
+func (st *state) pad(a *assertion, owed int) {
+	if owed <= 0 {
+		return
+	}
+	method, dummy := assertionMethods[a.alg], st.dummyFor(a)
+	for range owed {
 		_ = method.Verify(a.signed, a.sig, dummy)
 	}
-	return ok
 }
 
 // checkClaims checks a verified assertion's claims for client id at now
@@ -323,18 +339,21 @@ func (st *state) checkClaims(a *assertion, id string, now time.Time) (until time
 
 // checkAssertion checks a, the assertion of a request for client id,
 // whose registration is cl (nil: none), at now: its signature against
-// cl's keys, padded to the work of any client's (see verify), then its
-// claims. It returns the jti to remember until until, or why the
-// assertion is refused.
-func (st *state) checkAssertion(a *assertion, id string, cl *client, now time.Time) (jti string, until time.Time, why string) {
+// cl's keys (see verify), then its claims. It returns the jti to remember
+// until until, or why the assertion is refused, and the padding checks a
+// refusal owes, now or once the jti is found used: the caller pays them
+// (pad) whenever it refuses.
+func (st *state) checkAssertion(a *assertion, id string, cl *client, now time.Time) (jti string, until time.Time, owed int, why string) {
 	switch {
 	case a == nil:
-		return "", until, "client_assertion is not a signed JWT"
+		return "", until, 0, "client_assertion is not a signed JWT"
 	case a.sub != id:
-		return "", until, "client_id differs from the assertion's sub"
-	case !st.verify(a, cl) || cl == nil:
-		return "", until, "assertion signature invalid, or no key of the client for its alg"
+		return "", until, 0, "client_id differs from the assertion's sub"
+	}
+	ok, owed := st.verify(a, cl)
+	if !ok || cl == nil {
+		return "", until, owed, "assertion signature invalid, or no key of the client for its alg"
 	}
 	until, jti, why = st.checkClaims(a, id, now)
-	return jti, until, why
+	return jti, until, owed, why
 }

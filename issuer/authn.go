@@ -64,11 +64,11 @@ func (iss *Issuer) authenticate(q *request) (*client, *refusal) {
 		return cl, nil
 	}
 	start = time.Now()
-	jti, until, why := st.checkAssertion(q.assertion, q.id, cl, q.now)
+	jti, until, owed, why := st.checkAssertion(q.assertion, q.id, cl, q.now)
 	if why == "" {
 		fresh, no := iss.remember(q, subject, jti, until)
 		if no != nil {
-			res.Succeeded() // the key was right: nothing to charge
+			res.Succeeded() // the key was right: nothing to charge, nor to pad
 			return nil, no
 		}
 		if fresh {
@@ -77,6 +77,7 @@ func (iss *Issuer) authenticate(q *request) (*client, *refusal) {
 		}
 		why = "assertion jti already used"
 	}
+	st.pad(q.assertion, owed) // a refusal does a wrong key's signature work
 	res.Failed()
 	st.verifier.HoldFailure(q.ctx, start)
 	return nil, &refusal{id: badCredentials, why: why}

@@ -185,7 +185,13 @@ type ClientConfig struct {
 	SecretHashes []string
 	// PublicKeys verify the client's signed assertions (private_key_jwt,
 	// RFC 7523 §2.2), beside or instead of secrets. At most 8; several let
-	// a key be rotated without downtime.
+	// a key be rotated without downtime. Every refused assertion of an alg,
+	// whoever sends it, costs as many signature checks as the most keys of
+	// that alg any client or API resource has (so that an unknown client
+	// and a wrong key cost the same), at the size of its largest RSA key: 8
+	// keys here make each cost 8, up to 8 RSA checks at 4096 bits. A
+	// success costs the checks of this client's keys up to the one that
+	// signed it.
 	PublicKeys []ClientKeyConfig
 	// GrantTypes the client may use. Empty means ["client_credentials"].
 	GrantTypes []string
@@ -199,7 +205,8 @@ type ClientConfig struct {
 	AccessTokenLifetime time.Duration
 	// Audience is the "aud" of the client's tokens. Empty means
 	// ["{issuer}/resources"]. A request may narrow it with resource
-	// parameters (RFC 8707), each one of these.
+	// parameters (RFC 8707), each one of these. A reload that takes an
+	// audience ends, at introspection, the client's tokens that name it.
 	Audience []string
 	// ScopeWhenOmitted overrides Config.ScopeWhenOmitted for this client:
 	// "refuse" or "all". Empty means the Config's.
@@ -210,7 +217,8 @@ type ClientConfig struct {
 	// array. Types are letters, digits, "_", "-" and "."; "id" is taken.
 	Claims []ClientClaim
 	// RequireDPoP refuses the client's token requests that carry no DPoP
-	// proof (400 invalid_request): its tokens are always bound to a key.
+	// proof (400 invalid_request): its tokens are always bound to a key. A
+	// reload that sets it ends the client's bearer tokens at introspection.
 	RequireDPoP bool
 	// AccessTokenType is the kind of the client's access tokens: "jwt"
 	// (the default), signed and checked by any validator with the JWKS,
@@ -264,7 +272,7 @@ type APIResourceConfig struct {
 	// package secret. At least one hash or one of PublicKeys is required.
 	SecretHashes []string
 	// PublicKeys verify the API's signed assertions (private_key_jwt), as
-	// a client's: at most 8.
+	// a client's (ClientConfig.PublicKeys says what they cost): at most 8.
 	PublicKeys []ClientKeyConfig
 	// Scopes are the API's: it is told of a token only when the token
 	// carries one of them, and of those scopes only. At least one.

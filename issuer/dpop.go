@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/idsauth/idsauth/internal/dpop"
+	"github.com/idsauth/idsauth/internal/keys"
 )
 
 // dpopLeeway is how far ahead of the issuer's clock a proof's iat may be.
@@ -58,15 +59,17 @@ func (iss *Issuer) dpopBinding(q *request, cl *client) (string, *refusal) {
 // proof's ID is its key's thumbprint and its jti.
 func dpopSubject(id string) string { return "\x00dpop:" + id }
 
-// noncesOf makes the span's DPoP nonces, keyed from its signing key's
-// private bytes: secret, the same at every replica of a configuration,
-// and new with each signing key (a client then gets use_dpop_nonce once).
-func noncesOf(st *state) (*dpop.Nonces, error) {
-	der, err := x509.MarshalPKCS8PrivateKey(st.signer.Private)
+// noncesOf makes a span's DPoP nonces of period window, keyed from its
+// signing key's private bytes: secret, the same at every replica of a
+// configuration, and new with each signing key (a client then gets
+// use_dpop_nonce once). It fails for a key in code whose private half
+// does not validate, which compile then refuses.
+func noncesOf(signer *keys.Key, window time.Duration) (*dpop.Nonces, error) {
+	der, err := x509.MarshalPKCS8PrivateKey(signer.Private)
 	if err != nil {
 		return nil, err
 	}
 	m := hmac.New(sha256.New, der)
 	m.Write([]byte("idsauth DPoP nonce key"))
-	return &dpop.Nonces{Key: m.Sum(nil), Period: st.dpopWindow}, nil
+	return &dpop.Nonces{Key: m.Sum(nil), Period: window}, nil
 }

@@ -121,8 +121,7 @@ type state struct {
 	replayBytes       int                    // the size of the issuer's replay cache
 	// DPoP (dpop.go).
 	dpopWindow time.Duration // how old a proof may be; the nonce period
-	dpopNonces bool
-	nonces     *dpop.Nonces // this span's, from its signing key; nil when off
+	dpopNonces bool          // each span's keySet has its nonces
 	// The latest span of this configuration's schedule known to have
 	// begun: the one current at its Reload, or a later one, logged when
 	// found. Shared by its spans; a reload makes its own, so a request
@@ -141,7 +140,8 @@ type keySet struct {
 	header  string // the signer's encoded JWS header
 	byKID   map[string]*keys.Key
 	jwks    []byte
-	version uint64 // KeysVersion: the same for the same keys
+	version uint64       // KeysVersion: the same for the same keys
+	nonces  *dpop.Nonces // DPoP nonces, from the signer; nil when off
 }
 
 // at returns the span of the key schedule that holds t: the last one
@@ -211,7 +211,8 @@ func New(cfg *Config, opts ...Option) (*Issuer, error) {
 // all is well, makes it the issuer's configuration: keys, clients and
 // limits change at once for every request that starts after it returns,
 // and introspection answers about tokens issued before by the clients as
-// they are now (a removed client's are inactive there). On error
+// they are now (a removed client's are inactive there), also when the
+// introspection began before Reload returned and answers after. On error
 // nothing changes. The failure limiter's memory of failed
 // attempts is kept while the limits stay the same; the jtis of used
 // client assertions are always kept until they expire, whatever the new
@@ -232,6 +233,9 @@ func (iss *Issuer) Reload(cfg *Config) error {
 	if err != nil {
 		return err
 	}
+	// Nothing below fails: whatever can (a key file, a check, a DPoP
+	// nonce key) failed in compile, before the verifier is primed, the
+	// replay cache resized or a version given out, which are the issuer's.
 	old := iss.st.Load()
 	switch {
 	case iss.store != nil:
@@ -288,11 +292,6 @@ func (iss *Issuer) Reload(cfg *Config) error {
 		sp := *st
 		sp.keySet = ks
 		sp.tokenPrefixes = sp.makePrefixes()
-		if sp.dpopNonces {
-			if sp.nonces, err = noncesOf(&sp); err != nil {
-				return fmt.Errorf("issuer: the DPoP nonce key: %w", err)
-			}
-		}
 		spans[i] = &sp
 	}
 	announced := new(atomic.Pointer[state])
@@ -310,7 +309,9 @@ func (iss *Issuer) Reload(cfg *Config) error {
 
 // compile checks cfg and reads its keys (the one place key files are
 // read), and returns the key sets of the schedule's spans from the one
-// current at now on, without versions.
+// current at now on, with their DPoP nonces, without versions. It is
+// all of Reload that can fail, and changes nothing of the issuer's but
+// its ephemeral key, made once.
 func (iss *Issuer) compile(cfg *Config, now time.Time) (*state, []keySet, error) {
 	st, err := cfg.check()
 	if err != nil {
@@ -364,6 +365,11 @@ func (iss *Issuer) compile(cfg *Config, now time.Time) (*state, []keySet, error)
 		}
 		if set.jwks, err = json.Marshal(doc); err != nil {
 			return nil, nil, err
+		}
+		if st.dpopNonces {
+			if set.nonces, err = noncesOf(signer, st.dpopWindow); err != nil {
+				return nil, nil, fmt.Errorf("issuer: the DPoP nonce key: %w", err)
+			}
 		}
 		sets = append(sets, set)
 	}

@@ -120,20 +120,17 @@ func brokenRSAKey(t *testing.T) *rsa.PrivateKey {
 }
 
 // TestRedTeamReloadFailingAtTheNonceKeyChangesNothing (finding F5, low):
-// Reload resizes the assertion replay cache (in place: iss.replays is the
-// issuer's, not the configuration's), primes the shared secret verifier
-// with the new clients' hashes and counts key versions before the last
-// step that can fail, deriving each span's DPoP nonce key (noncesOf).
-// A configuration with dpop.requireNonce and a signing key in code whose
-// private half does not validate passes every check, then fails there:
-// Reload returns its error, "nothing changes", and the replay cache has
-// the new size. Reachable only from code (a key file is validated when
-// parsed), so not from idsauth serve; but it breaks Reload's promise,
-// and any check added after the resize would too. Wanted: everything
-// that can fail (noncesOf included) before anything shared is touched:
-// make the spans first, then resize, prime and store.
+// a configuration with dpop.requireNonce and a signing key in code whose
+// private half does not validate passes every check, then fails at the
+// last step that can, deriving each span's DPoP nonce key (noncesOf).
+// Reload returns that error and changes nothing: the replay cache keeps
+// its size, the keys and documents stay. Reload resized the replay cache
+// (in place: iss.replays is the issuer's, not the configuration's),
+// primed the shared secret verifier and counted key versions before
+// deriving the nonces; now compile derives them, and everything that
+// can fail runs before anything shared is touched. Reachable only from
+// code (a key file is validated when parsed), so not from idsauth serve.
 func TestRedTeamReloadFailingAtTheNonceKeyChangesNothing(t *testing.T) {
-	skipFinding(t, "F5: a Reload that fails at the DPoP nonce key has already resized the replay cache")
 	s := newServer(t, func(c *issuer.Config) { c.EphemeralKey, c.Keys = false, []issuer.KeyConfig{{Key: mustKey(t, "ES256")}} })
 	before := snap(t, s)
 	cfg := testConfig(s.issuerURL())

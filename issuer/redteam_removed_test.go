@@ -2,7 +2,6 @@ package issuer_test
 
 import (
 	"context"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -18,20 +17,8 @@ import (
 
 // The red-team pass over issue 32, item 1: what a reload takes from a
 // client must be gone from every introspection answer. These tests try
-// the ways around it; each is a regression guard (it passes), except the
-// ones behind findings (see skipFinding), which assert the secure
-// behaviour and fail today.
-
-// skipFinding skips a test that demonstrates an open finding of the
-// red-team pass unless IDSAUTH_REDTEAM_FINDINGS is set: it asserts what
-// should hold, and fails until the finding is fixed. Whoever fixes it
-// removes the call.
-func skipFinding(t *testing.T, finding string) {
-	t.Helper()
-	if os.Getenv("IDSAUTH_REDTEAM_FINDINGS") == "" {
-		t.Skip("open red-team finding (set IDSAUTH_REDTEAM_FINDINGS=1 to see it fail): " + finding)
-	}
-}
+// the ways around it, each a regression guard; those named for a finding
+// (F1, F2) failed before it was fixed.
 
 const inactiveAnswer = `{"active":false}` + "\n"
 
@@ -243,37 +230,92 @@ func TestRedTeamReloadUnderIntrospectionLoad(t *testing.T) {
 
 // TestRedTeamAudienceTakenFromAClient (finding F1): a reload that takes
 // an audience from a client (it may no longer ask for resource
-// https://api.example/orders) leaves its reference tokens and JWTs for
-// that resource active at introspection, aud and all, for up to their
-// lifetime (a day at most). Scopes are filtered by the client's current
-// registration (answer), audiences are not. Wanted: a token whose aud
-// holds a resource the client may no longer ask for is inactive (or its
-// aud filtered, and inactive when nothing is left).
+// https://api.example/orders) ends its reference tokens and JWTs that
+// name that resource at introspection, also one asked for two resources
+// of which it keeps the other. They stayed active, aud and all, for up
+// to their lifetime (a day at most): scopes were filtered by the
+// client's current registration, audiences were not. Under the
+// identityserver profile a client without an audience of its own has
+// the API resources of its scopes as audience, so a scope taken takes
+// its API resource from the answer's aud with the scope (the token lives
+// on for its other scope), and an audience of its own given to it ends
+// its tokens for the API resources.
 func TestRedTeamAudienceTakenFromAClient(t *testing.T) {
-	skipFinding(t, "F1: an audience taken from a client stays in its tokens' introspection answers")
-	for _, kind := range []string{"reference", "jwt"} {
-		t.Run(kind, func(t *testing.T) {
-			aud := func(c *issuer.Config, auds ...string) {
-				withTwoScopeAPIs(c)
-				c.Clients = append(c.Clients, issuer.ClientConfig{ClientID: "multi", SecretHashes: []string{secret.HashSHA256("multi-secret").String()},
-					Scopes: []string{scope.AdminWebAPI}, AccessTokenType: kind, Audience: auds})
-			}
-			s := newServer(t, func(c *issuer.Config) { aud(c, ordersAPI, billingAPI) })
-			tok := tokenFor(t, s, "multi", "multi-secret", "scope", scope.AdminWebAPI, "resource", ordersAPI)
-			if a := introspect(t, s, "admin-api", adminAPISec, tok); a.body["active"] != true {
-				t.Fatalf("before: %s", a.raw)
-			}
-			cfg := testConfig(s.issuerURL())
-			aud(cfg, billingAPI) // ordersAPI taken
-			if err := s.iss.Reload(cfg); err != nil {
-				t.Fatal(err)
-			}
-			a := introspect(t, s, "admin-api", adminAPISec, tok)
-			if a.raw != inactiveAnswer {
-				t.Errorf("after %s was taken from the client, its token for it still introspects %s", ordersAPI, a.raw)
-			}
-		})
+	both := []string{scope.ConnectWebAPI, scope.AdminWebAPI}
+	for _, c := range []struct {
+		name    string
+		profile string
+		before  issuer.ClientConfig // the client "multi", without ID, secret and kind
+		ask     []string            // the token request's parameters
+		edit    func(*issuer.ClientConfig)
+		want    []string // both-api's answer's aud after the reload; nil: inactive
+	}{
+		{"the resource asked for taken", "rfc",
+			issuer.ClientConfig{Scopes: []string{scope.AdminWebAPI}, Audience: []string{ordersAPI, billingAPI}},
+			[]string{"scope", scope.AdminWebAPI, "resource", ordersAPI},
+			func(cc *issuer.ClientConfig) { cc.Audience = []string{billingAPI} }, nil},
+		{"one of the two resources asked for taken", "rfc",
+			issuer.ClientConfig{Scopes: []string{scope.AdminWebAPI}, Audience: []string{ordersAPI, billingAPI}},
+			[]string{"scope", scope.AdminWebAPI, "resource", ordersAPI, "resource", billingAPI},
+			func(cc *issuer.ClientConfig) { cc.Audience = []string{billingAPI} }, nil},
+		{"the audience kept", "rfc",
+			issuer.ClientConfig{Scopes: []string{scope.AdminWebAPI}, Audience: []string{ordersAPI, billingAPI}},
+			[]string{"scope", scope.AdminWebAPI, "resource", ordersAPI},
+			func(cc *issuer.ClientConfig) { cc.Audience = []string{billingAPI, ordersAPI} }, []string{ordersAPI}},
+		{"identityserver, a scope taken takes its API resource", "identityserver",
+			issuer.ClientConfig{Scopes: both}, []string{"scope", strings.Join(both, " ")},
+			func(cc *issuer.ClientConfig) { cc.Scopes = []string{scope.AdminWebAPI} }, []string{"admin-api", "both-api"}},
+		{"identityserver, an audience of its own given", "identityserver",
+			issuer.ClientConfig{Scopes: both}, []string{"scope", strings.Join(both, " ")},
+			func(cc *issuer.ClientConfig) { cc.Audience = []string{ordersAPI} }, nil},
+	} {
+		for _, kind := range []string{"reference", "jwt"} {
+			t.Run(c.name+", "+kind, func(t *testing.T) {
+				with := func(cfg *issuer.Config, cc issuer.ClientConfig) {
+					withTwoScopeAPIs(cfg)
+					cfg.Profile = c.profile
+					cc.ClientID, cc.SecretHashes, cc.AccessTokenType = "multi", []string{secret.HashSHA256("multi-secret").String()}, kind
+					cfg.Clients = append(cfg.Clients, cc)
+				}
+				s := newServer(t, func(cfg *issuer.Config) { with(cfg, c.before) })
+				tok := tokenFor(t, s, "multi", "multi-secret", c.ask...)
+				if a := introspect(t, s, "both-api", bothAPISec, tok); a.body["active"] != true {
+					t.Fatalf("before: %s", a.raw)
+				}
+				cfg := testConfig(s.issuerURL())
+				after := c.before
+				after.Scopes, after.Audience = slices.Clone(after.Scopes), slices.Clone(after.Audience)
+				c.edit(&after)
+				with(cfg, after)
+				if err := s.iss.Reload(cfg); err != nil {
+					t.Fatal(err)
+				}
+				a := introspect(t, s, "both-api", bothAPISec, tok)
+				var aud []string
+				for _, v := range asSlice(a.body["aud"]) {
+					aud = append(aud, v.(string))
+				}
+				switch {
+				case c.want == nil && a.raw != inactiveAnswer:
+					t.Errorf("after the reload: %s, want exactly inactive", a.raw)
+				case c.want != nil && (a.body["active"] != true || !slices.Equal(aud, c.want)):
+					t.Errorf("after the reload: %s, want active with aud %q", a.raw, c.want)
+				}
+			})
+		}
 	}
+}
+
+// asSlice is a JSON value as a slice: an array's elements, or a string
+// alone.
+func asSlice(v any) []any {
+	switch v := v.(type) {
+	case []any:
+		return v
+	case nil:
+		return nil
+	}
+	return []any{v}
 }
 
 // gatedStore is a tokenstore.Memory whose Get, once armed, tells the test
@@ -298,53 +340,68 @@ func (g *gatedStore) Get(ctx context.Context, k tokenstore.Key, now time.Time) (
 // TestRedTeamIntrospectionInFlightAcrossAReload (finding F2,
 // informational): an introspection that authenticated before a reload
 // that removes the client, and whose store look-up answers after the
-// reload returned, answers active with the removed client's scopes: it
-// decides on the configuration it started with. The window is one
-// request (a store call, at most 150 ms with Redis, plus the API's
-// authentication, which a bcrypt hash and the failure floor can make
-// long), and an Introspector may then cache the answer for CacheMaxAge.
-// Reload's godoc promises the change only for requests that start after
-// it returns, so this is within the letter of the contract; SECURITY.md
-// says a token ends "once that replica has reloaded". Wanted: answer
-// reads the clients of the configuration current when it decides
-// (iss.current() after the look-up), not the one of the request's start.
+// reload returned, answers exactly inactive: it decides by the
+// configuration current once the grant is found, not the one it started
+// with; so does one whose API resource the reload removed. It answered
+// active with the removed client's scopes, for a window of one request (a
+// store call, at most 150 ms with Redis, plus the API's authentication,
+// which a bcrypt hash and the failure floor can make long), which an
+// Introspector may then cache for CacheMaxAge; SECURITY.md says a token
+// ends "once that replica has reloaded".
 func TestRedTeamIntrospectionInFlightAcrossAReload(t *testing.T) {
-	skipFinding(t, "F2: an introspection in flight across a reload answers by the configuration it started with")
-	g := &gatedStore{Memory: &tokenstore.Memory{}, entered: make(chan struct{}), release: make(chan struct{})}
-	s := newServer(t, withTwoScopeAPIs, issuer.WithTokenStore(g))
-	tok := tokenFor(t, s, "ref-both", refSecret, "scope", scope.AdminWebAPI)
-	g.armed.Store(true)
-	done := make(chan answer, 1)
-	go func() { done <- introspect(t, s, "both-api", bothAPISec, tok) }()
-	<-g.entered
-	reload(t, s, func(c *issuer.Config) {
-		c.Clients = slices.DeleteFunc(c.Clients, func(cc issuer.ClientConfig) bool { return cc.ClientID == "ref-both" })
-	})
-	close(g.release) // the reload has returned: the answer comes after it
-	if a := <-done; a.raw != inactiveAnswer {
-		t.Fatalf("an introspection answered after the reload that removed the client: %s", a.raw)
+	for _, c := range []struct {
+		name string
+		edit func(*issuer.Config)
+	}{
+		{"the client removed", func(c *issuer.Config) {
+			c.Clients = slices.DeleteFunc(c.Clients, func(cc issuer.ClientConfig) bool { return cc.ClientID == "ref-both" })
+		}},
+		{"the API removed", func(c *issuer.Config) {
+			c.APIResources = slices.DeleteFunc(c.APIResources, func(ac issuer.APIResourceConfig) bool { return ac.Name == "both-api" })
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			g := &gatedStore{Memory: &tokenstore.Memory{}, entered: make(chan struct{}), release: make(chan struct{})}
+			s := newServer(t, withTwoScopeAPIs, issuer.WithTokenStore(g))
+			tok := tokenFor(t, s, "ref-both", refSecret, "scope", scope.AdminWebAPI)
+			g.armed.Store(true)
+			done := make(chan answer, 1)
+			go func() { done <- introspect(t, s, "both-api", bothAPISec, tok) }()
+			<-g.entered
+			reload(t, s, c.edit)
+			close(g.release) // the reload has returned: the answer comes after it
+			if a := <-done; a.raw != inactiveAnswer {
+				t.Fatalf("an introspection answered after the reload: %s", a.raw)
+			}
+		})
 	}
 }
 
-// TestRedTeamRequireDPoPTurnedOn (finding F1, the same gap): a reload that
-// turns requireDPoP on for a client (its bearer tokens leaked, say)
-// leaves the bearer tokens it was issued before active at introspection,
-// token_type Bearer, until their exp: stillIssued asks whether the
-// client would still be issued a token of that kind (reference or JWT),
-// not whether it would still be issued one unbound. Wanted: a token
-// without cnf of a client that now requires DPoP is inactive, as one of
-// the wrong kind is.
+// TestRedTeamRequireDPoPTurnedOn (finding F1, the same gap): a reload
+// that turns requireDPoP on for a client (its bearer tokens leaked, say)
+// ends the bearer tokens it was issued before at introspection, as one of
+// the wrong kind is. They stayed active, token_type Bearer, until their
+// exp: stillIssued asked whether the client would still be issued a token
+// of that kind (reference or JWT), not whether it would still be issued
+// one unbound. A token of the client bound to a key stays active.
 func TestRedTeamRequireDPoPTurnedOn(t *testing.T) {
-	skipFinding(t, "F1: requireDPoP turned on leaves the client's bearer tokens active")
 	s := newServer(t, withTwoScopeAPIs)
 	for _, c := range []struct{ client, pass string }{{"ref-both", refSecret}, {"connect", connectSecret}} {
 		tok := tokenFor(t, s, c.client, c.pass, "scope", scope.AdminWebAPI)
+		b := dpopToken(t, s, c.client, c.pass, proofFor(t, dpopKey(t), s.tokenURL(), ""))
+		bound, _ := b.body["access_token"].(string)
+		if b.status != 200 || b.body["token_type"] != "DPoP" {
+			t.Fatalf("%s with a proof: %d %s", c.client, b.status, b.raw)
+		}
 		reload(t, s, func(cfg *issuer.Config) {
 			i := slices.IndexFunc(cfg.Clients, func(cc issuer.ClientConfig) bool { return cc.ClientID == c.client })
 			cfg.Clients[i].RequireDPoP = true
 		})
 		if a := introspect(t, s, "both-api", bothAPISec, tok); a.raw != inactiveAnswer {
 			t.Errorf("%s's bearer token, after requireDPoP was turned on: %s", c.client, a.raw)
+		}
+		if a := introspect(t, s, "both-api", bothAPISec, bound); a.body["active"] != true || a.body["token_type"] != "DPoP" {
+			t.Errorf("%s's bound token, after requireDPoP was turned on: %s", c.client, a.raw)
 		}
 		reload(t, s, nil)
 	}

@@ -2,7 +2,6 @@ package issuer
 
 import (
 	"context"
-	"crypto"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
@@ -121,7 +120,7 @@ func (iss *Issuer) introspect(w http.ResponseWriter, r *http.Request, st *state)
 		iss.observeRefusal(r, no, a, q.who, time.Since(start))
 		return
 	}
-	body, err := iss.answer(q.ctx, st, api, q.form.get(tokenParam))
+	body, err := iss.answer(q.ctx, api.name, q.form.get(tokenParam))
 	if err != nil {
 		iss.logger.Error("idsauth issuer: introspection: the reference token store cannot answer", slog.String("api", api.name), slog.String("error", err.Error()))
 		q.answer(refuse(introspectDown)).write(w)
@@ -157,26 +156,35 @@ func (iss *Issuer) introspector(w http.ResponseWriter, r *http.Request, st *stat
 // Introspection.Local is the issuer checks reference tokens with nothing on the wire. An api that is
 // not registered is an error.
 func (iss *Issuer) IntrospectToken(ctx context.Context, api, token string) ([]byte, error) {
-	st := iss.current()
-	a := st.apis[api]
-	if a == nil {
+	if iss.current().apis[api] == nil {
 		return nil, fmt.Errorf("issuer: no API resource %q is registered", api)
 	}
-	return iss.answer(ctx, st, a, token)
+	return iss.answer(ctx, api, token)
 }
 
-// answer is the introspection answer about token for api: active with the
-// grant's fields when the token is live, its client would still be issued
-// it (stillIssued) and it carries one of the API's scopes that the client
-// still holds, else exactly inactive.
-func (iss *Issuer) answer(ctx context.Context, st *state, api *apiResource, token string) ([]byte, error) {
-	g, ok, err := iss.lookup(ctx, st, token, iss.now())
+// answer is the introspection answer about token for the API resource
+// named apiName: active with the grant's fields when the token is live,
+// its client would still be issued it (stillIssued, stillAudience) and it
+// carries one of the API's scopes that the client still holds, else
+// exactly inactive.
+//
+// It decides by the configuration current once the grant is found (see
+// lookup), not by the one the request started with: the API's
+// authentication (a bcrypt check, the failure floor) and the token
+// store may each take a while, and a Reload may return meanwhile; an
+// answer given after it returned is the new configuration's. An API the
+// reload removed is told nothing.
+func (iss *Issuer) answer(ctx context.Context, apiName, token string) ([]byte, error) {
+	st, g, ok, err := iss.lookup(ctx, token, iss.now())
 	if err != nil {
 		return nil, err
 	}
-	cl := st.clients[g.ClientID]
-	var mine []string
-	if ok && stillIssued(cl, !looksLikeJWT(token)) {
+	api, cl := st.apis[apiName], st.clients[g.ClientID]
+	var mine, aud []string
+	if ok && api != nil && stillIssued(cl, !looksLikeJWT(token), g.JKT) {
+		if aud, ok = cl.stillAudience(g.Audience); !ok {
+			return append([]byte(nil), inactive...), nil
+		}
 		for _, s := range g.Scopes {
 			if api.scopes.Has(s) && cl.scopes.Has(s) {
 				mine = append(mine, s)
@@ -190,7 +198,7 @@ func (iss *Issuer) answer(ctx context.Context, st *state, api *apiResource, toke
 		Active:    true,
 		Scope:     strings.Join(mine, " "),
 		ClientID:  g.ClientID,
-		Audience:  g.Audience,
+		Audience:  aud,
 		Issuer:    st.issuer,
 		ExpiresAt: g.ExpiresAt.Unix(),
 		IssuedAt:  unixOrZero(g.IssuedAt),
@@ -216,14 +224,37 @@ func (iss *Issuer) answer(ctx context.Context, st *state, api *apiResource, toke
 
 // stillIssued reports whether client cl, as the configuration now
 // registers it, would be issued a token of the kind a live token is
-// (reference or JWT): a token outlives no reload that removed its client,
-// took client_credentials from it or changed the kind of its tokens. Its
-// grant was made under a registration that no longer exists; the
-// operator who removes a compromised client ends its tokens so, at every
-// replica that has reloaded. (A scope taken from the client is taken from
-// its tokens' answers by answer.)
-func stillIssued(cl *client, reference bool) bool {
-	return cl != nil && cl.clientCreds && cl.reference == reference
+// (reference or JWT, bound to a key jkt or, when jkt is "", a bearer
+// token): a token outlives no reload that removed its client, took
+// client_credentials from it, changed the kind of its tokens or made it
+// require DPoP (its bearer tokens leaked, say). Its grant was made under
+// a registration that no longer exists; the operator who removes a
+// compromised client ends its tokens so, at every replica that has
+// reloaded. (A scope taken from the client is taken from its tokens'
+// answers by answer, an audience by stillAudience.)
+func stillIssued(cl *client, reference bool, jkt string) bool {
+	return cl != nil && cl.clientCreds && cl.reference == reference && (jkt != "" || !cl.requireDPoP)
+}
+
+// stillAudience returns the aud of a token of cl's for its answer, and
+// whether the token lives on, by cl's audience as now registered: a
+// token naming a resource the client may no longer ask for is ended, as
+// the client narrowed its audience so that its tokens no longer reach
+// that resource. Under the identityserver profile, a client without an
+// audience of its own (apiAud) has the API resources of its scopes: its
+// tokens' aud follows their scopes, so a scope taken takes its API
+// resources from the answer's aud, as answer takes the scope from its
+// scope, and the token ends when none is left.
+func (cl *client) stillAudience(aud []string) ([]string, bool) {
+	gone := func(a string) bool { return !slices.Contains(cl.audience, a) }
+	if !cl.apiAud {
+		return aud, !slices.ContainsFunc(aud, gone)
+	}
+	if !slices.ContainsFunc(aud, gone) {
+		return aud, true
+	}
+	kept := slices.DeleteFunc(slices.Clone(aud), gone)
+	return kept, len(kept) > 0
 }
 
 func cnfOf(jkt string) *cnf {
@@ -240,18 +271,24 @@ func unixOrZero(t time.Time) int64 {
 	return t.Unix()
 }
 
-// lookup returns the grant of a live token: a reference token's from the
-// store, a JWT's from its claims once one of the issuer's published keys
-// has verified it.
-func (iss *Issuer) lookup(ctx context.Context, st *state, token string, now time.Time) (tokenstore.Grant, bool, error) {
+// lookup returns the grant of a live token at now, and the span of the
+// configuration current once it was found: a reference token's grant
+// from the store, then the span (the store may answer after a Reload has
+// returned); a JWT's from its claims, once one of the keys that span
+// publishes has verified it.
+func (iss *Issuer) lookup(ctx context.Context, token string, now time.Time) (*state, tokenstore.Grant, bool, error) {
 	if looksLikeJWT(token) {
-		g, ok := iss.jwtGrant(ctx, st, token, now)
-		return g, ok, nil
+		st := iss.current()
+		g, ok := st.jwtGrant(token, now)
+		return st, g, ok, nil
 	}
-	if len(token) > maxAssertionLength {
-		return tokenstore.Grant{}, false, nil
+	var g tokenstore.Grant
+	var ok bool
+	var err error
+	if len(token) <= maxAssertionLength {
+		g, ok, err = iss.tokens.Get(ctx, tokenstore.KeyOf(token), now)
 	}
-	return iss.tokens.Get(ctx, tokenstore.KeyOf(token), now)
+	return iss.current(), g, ok, err
 }
 
 // looksLikeJWT reports whether token has a JWS's three parts: what the
@@ -259,16 +296,15 @@ func (iss *Issuer) lookup(ctx context.Context, st *state, token string, now time
 // a reference token.
 func looksLikeJWT(token string) bool { return strings.Count(token, ".") == 2 }
 
-// jwtGrant verifies a JWT that this issuer signed and returns its grant,
-// if it is live at now.
-func (iss *Issuer) jwtGrant(ctx context.Context, st *state, token string, now time.Time) (tokenstore.Grant, bool) {
+// jwtGrant verifies a JWT that this issuer signed, by a key st
+// publishes, and returns its grant, if it is live at now.
+func (st *state) jwtGrant(token string, now time.Time) (tokenstore.Grant, bool) {
 	var none tokenstore.Grant
 	t, err := jws.Parse(token)
 	if err != nil || t.Has("crit") || jws.Method(t.Alg) == nil {
 		return none, false
 	}
-	pubs, err := iss.VerificationKeys(ctx, t.KID, t.Alg)
-	if err != nil || !slices.ContainsFunc(pubs, func(k crypto.PublicKey) bool { return t.Verify(k) == nil }) {
+	if k, ok := st.byKID[t.KID]; !ok || k.Alg != t.Alg || t.Verify(k.Public()) != nil {
 		return none, false
 	}
 	payload, err := t.Payload()
