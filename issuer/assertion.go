@@ -33,15 +33,17 @@ const assertionTypeJWT = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer
 // and iat: the validator's default (CONTRACT.md §1).
 const assertionLeeway = 30 * time.Second
 
-// assertionMethods are the algorithms an assertion may be signed with;
-// none and HS* are never among them. "Ed25519" (RFC 9864) is EdDSA.
-var assertionMethods = map[string]jwt.SigningMethod{
-	"ES256":   jwt.SigningMethodES256,
-	"RS256":   jwt.SigningMethodRS256,
-	"PS256":   jwt.SigningMethodPS256,
-	"EdDSA":   jwt.SigningMethodEdDSA,
-	"Ed25519": jwt.SigningMethodEdDSA,
-}
+// assertionMethods are the algorithms an assertion may be signed with,
+// by every name its header may give them: the algorithm table's
+// (jws.Algorithms; "Ed25519", RFC 9864's name, is EdDSA). None and HS*
+// are never among them. A map, so that a test may count the checks.
+var assertionMethods = func() map[string]jwt.SigningMethod {
+	m := make(map[string]jwt.SigningMethod, len(jws.Algorithms))
+	for _, alg := range jws.Algorithms {
+		m[alg] = jws.Method(alg)
+	}
+	return m
+}()
 
 // clientKey is a checked public key of a client, for one algorithm.
 type clientKey struct {

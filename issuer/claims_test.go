@@ -3,6 +3,7 @@ package issuer_test
 import (
 	"crypto/rand"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -55,5 +56,39 @@ func TestAssertionClaimsAreReadExactly(t *testing.T) {
 				t.Fatalf("%d %s, want %d", a.status, a.raw, tc.status)
 			}
 		})
+	}
+}
+
+// TestAssertionAlgorithmsAreWhatDiscoveryLists: every name discovery lists
+// in token_endpoint_auth_signing_alg_values_supported is accepted in an
+// assertion's header, RFC 9864's Ed25519 beside EdDSA, and discovery
+// lists every name the check takes.
+func TestAssertionAlgorithmsAreWhatDiscoveryLists(t *testing.T) {
+	s := newServer(t, func(c *issuer.Config) { withMachineClients(c) })
+	d := do(t, mustRequest(t, "GET", s.issuerURL()+"/.well-known/openid-configuration"))
+	listed, _ := d.body["token_endpoint_auth_signing_alg_values_supported"].([]any)
+	byAlg := map[string]struct {
+		key    *keys.Key
+		client string
+	}{"ES256": {signerKey(), "signer"}, "EdDSA": {edKey(), "ed"}, "Ed25519": {edKey(), "ed"}, "PS256": {pssKey(), "pss"}}
+	var names []string
+	for _, v := range listed {
+		alg, _ := v.(string)
+		names = append(names, alg)
+		c, ok := byAlg[alg]
+		if !ok {
+			continue // RS256: no client of the test holds an RSA key for it
+		}
+		sc := scope.AdminWebAPI
+		if c.client == "pss" {
+			sc = scope.ConnectWebAPI
+		}
+		a := post(t, s.tokenURL(), formType, assertionForm(assertionFor(t, c.key, c.client, s.tokenURL(), nil, map[string]any{"alg": alg}), "scope", sc))
+		if a.status != 200 {
+			t.Errorf("an assertion signed as %s, which discovery lists: %d %s", alg, a.status, a.raw)
+		}
+	}
+	if !slices.Contains(names, "Ed25519") || !slices.Contains(names, "EdDSA") {
+		t.Fatalf("discovery lists %v: both names of EdDSA are accepted", names)
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"strconv"
 
 	"github.com/idsauth/idsauth/internal/dpop"
-	"github.com/idsauth/idsauth/internal/keys"
+	"github.com/idsauth/idsauth/internal/jws"
 	"github.com/idsauth/idsauth/scope"
 )
 
@@ -24,13 +24,13 @@ func (st *state) discoveryDocument() ([]byte, error) {
 		"token_endpoint_auth_methods_supported": authMethods,
 		"scopes_supported":                      scope.All(),
 		"response_types_supported":              []string{"token"},
-		"token_endpoint_auth_signing_alg_values_supported":         keys.AssertionAlgs,
+		"token_endpoint_auth_signing_alg_values_supported":         jws.Algorithms,
 		"introspection_endpoint":                                   st.issuer + introspectPath,
 		"introspection_endpoint_auth_methods_supported":            authMethods,
-		"introspection_endpoint_auth_signing_alg_values_supported": keys.AssertionAlgs,
+		"introspection_endpoint_auth_signing_alg_values_supported": jws.Algorithms,
 		"revocation_endpoint":                                      st.issuer + revocationPath,
 		"revocation_endpoint_auth_methods_supported":               authMethods,
-		"revocation_endpoint_auth_signing_alg_values_supported":    keys.AssertionAlgs,
+		"revocation_endpoint_auth_signing_alg_values_supported":    jws.Algorithms,
 		"dpop_signing_alg_values_supported":                        dpop.Algs,
 	})
 }

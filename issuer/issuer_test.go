@@ -155,7 +155,7 @@ func TestDiscovery(t *testing.T) {
 		"token_endpoint_auth_methods_supported": []any{"client_secret_basic", "client_secret_post", "private_key_jwt"},
 		"scopes_supported":                      []any{scope.AdminWebAPI, scope.ConnectWebAPI},
 		"response_types_supported":              []any{"token"},
-		"token_endpoint_auth_signing_alg_values_supported": []any{"ES256", "RS256", "PS256", "EdDSA"},
+		"token_endpoint_auth_signing_alg_values_supported": []any{"ES256", "RS256", "PS256", "EdDSA", "Ed25519"},
 	}
 	for k, v := range want {
 		if fmt.Sprint(a.body[k]) != fmt.Sprint(v) {
