@@ -23,15 +23,17 @@
 //     contract's cases against your handlers.
 //
 // Beside them: scope (the scope names and claim), scimerr (SCIM error
-// bodies), secret (hashed secrets), limit (failure limits, for the issuer and
-// SCIMAuth alike, and where their budgets live), tokenstore (where reference
-// tokens live) and
-// observe (events for metrics and logs). The modules
-// github.com/idsauth/idsauth/redisstore and
-// github.com/idsauth/idsauth/idsauthotel keep the shared store on Redis and
-// the OpenTelemetry adapter apart from this module's dependencies. The
-// command cmd/idsauth is the operator's tool; "go run ./examplesvc" runs the
-// reference service. The [README] walks through each in a few minutes.
+// bodies), secret (hashed secrets), limit (failure limits, for the issuer
+// and SCIMAuth alike, and where their budgets live), tokenstore (where
+// reference tokens live), observe (events for metrics and logs) and
+// metrics (those events as Prometheus counters). Modules of their own keep
+// heavier dependencies apart from this one's:
+// github.com/idsauth/idsauth/redisstore (the shared stores on Redis, a
+// single server or a cluster), .../idsauthotel (OpenTelemetry),
+// .../grpcauth and .../connectauth (the same contract for gRPC and Connect
+// services). The command cmd/idsauth is the operator's tool; "go run
+// ./examplesvc" runs the reference service. The [README] walks through
+// each in a few minutes.
 //
 // [the contract]: https://github.com/idsauth/idsauth/blob/main/docs/CONTRACT.md
 // [README]: https://github.com/idsauth/idsauth#readme

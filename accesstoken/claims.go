@@ -24,7 +24,7 @@ import (
 type Claims struct {
 	Issuer    string    // iss
 	Subject   string    // sub
-	ClientID  string    // client_id
+	ClientID  string    // client_id, or, without one, azp (Keycloak, Auth0, Entra v2); others (Okta's cid, Entra v1's appid) are in Raw
 	Audience  []string  // aud
 	Scopes    scope.Set // scope, or scp when scope is absent; from a space-delimited string or an array
 	IssuedAt  time.Time // iat; zero when absent
@@ -123,6 +123,11 @@ func parseClaims(raw jws.Claims, payload64, issuer string) (*Claims, claimFacts,
 		} else if ok {
 			*s.dst = v
 		}
+	}
+	if c.ClientID == "" {
+		// OpenID Connect's authorized party: where Keycloak, Auth0 and
+		// Microsoft Entra (v2) name the client of an access token.
+		c.ClientID, _, _ = raw.String("azp")
 	}
 	if c.Audience, _, err = raw.Strings("aud"); err != nil {
 		return nil, f, errMalformed

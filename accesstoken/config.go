@@ -28,8 +28,11 @@ type Config struct {
 	// module's issuer by default, put "{issuer}/resources", e.g.
 	// "https://host/ids/resources"; with it off, IdentityServer puts the
 	// names of the API resources whose scopes the token carries, e.g.
-	// "admin-api". New refuses an empty Audience unless AnyAudience is
-	// set.
+	// "admin-api". Elsewhere: Keycloak puts what an audience mapper adds
+	// to the client's scope ("account" without one); Auth0 the API's
+	// identifier; Microsoft Entra the API's Application ID URI or client
+	// ID; Okta's default server "api://default". New refuses an empty
+	// Audience unless AnyAudience is set.
 	Audience []string
 
 	// AnyAudience accepts a token whatever its "aud" says, or without
@@ -80,9 +83,10 @@ type Config struct {
 	// MaxTokenSize is the longest token, in bytes, that is read at all: a
 	// longer one is refused ("too_large") before any decoding or call.
 	// Zero means 16 KiB, far above the 0.5 to 2 KiB of real access
-	// tokens, and 512 bytes for a token that is introspected: reference
-	// tokens are short (43 characters from this module's issuer, 66 from
-	// IdentityServer). New refuses a negative value.
+	// tokens, and 512 bytes for an opaque token that is introspected:
+	// reference tokens are short (43 characters from this module's issuer,
+	// 66 from IdentityServer). A JWT introspected (Introspection without
+	// Keys) gets the 16 KiB. New refuses a negative value.
 	MaxTokenSize int
 
 	// AllowBoundTokens accepts, presented as plain bearer tokens, tokens

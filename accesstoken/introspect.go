@@ -35,15 +35,17 @@ type introspector struct {
 	flights          flights
 	slots            chan struct{}
 	timeout          time.Duration
-	maxToken         int
+	maxToken         int // for a reference token
+	maxJWT           int // for a token shaped like a JWT, when every token is introspected
 	logger           *slog.Logger
 }
 
 // newIntrospector prepares i for a Validator: its answers are checked
-// with ch, as from's, and tokens longer than maxToken are refused. Without
+// with ch, as from's, and tokens longer than maxToken (maxJWT for one
+// shaped like a JWT) are refused. Without
 // Endpoint or Local it reads the endpoint from the issuer's discovery
 // document, and fails if it cannot.
-func newIntrospector(ctx context.Context, i *Introspection, ch *checks, from *trustedIssuer, maxToken int, logger *slog.Logger) (*introspector, error) {
+func newIntrospector(ctx context.Context, i *Introspection, ch *checks, from *trustedIssuer, maxToken, maxJWT int, logger *slog.Logger) (*introspector, error) {
 	if err := i.check(); err != nil {
 		return nil, err
 	}
@@ -57,6 +59,7 @@ func newIntrospector(ctx context.Context, i *Introspection, ch *checks, from *tr
 		local:    i.Local,
 		timeout:  cmp.Or(i.Timeout, defaultTimeout),
 		maxToken: maxToken,
+		maxJWT:   maxJWT,
 		logger:   logger,
 	}
 	in.slots = make(chan struct{}, cmp.Or(i.MaxConcurrent, 64))
@@ -108,7 +111,7 @@ func (in *introspector) validate(ctx context.Context, token string) (*Claims, er
 	v := in.checks
 	start := v.startTimer()
 	switch {
-	case len(token) > in.maxToken:
+	case len(token) > in.maxToken && (len(token) > in.maxJWT || strings.Count(token, ".") != 2):
 		return nil, v.failed(ctx, start, refused(errTooLarge))
 	case token == "":
 		return nil, v.failed(ctx, start, refused(errMalformed))

@@ -473,3 +473,23 @@ func TestIntrospectionBesideKeys(t *testing.T) {
 		t.Fatalf("Issuers with Introspection: %v", err)
 	}
 }
+
+// TestIntrospectingEveryTokenTakesJWTs: with Introspection and no Keys,
+// every token is introspected, and the default size bound is the one of
+// its shape: 512 bytes for an opaque token, 16 KiB for one shaped like a
+// JWT (IdentityServer's are 700 bytes and more), which went unasked as
+// too large.
+func TestIntrospectingEveryTokenTakesJWTs(t *testing.T) {
+	ri := newRefIssuer(t)
+	every := ri.introspector(t, func(c *accesstoken.Config) { c.Introspection.CacheBytes = -1 })
+	long := "eyJ" + strings.Repeat("a", 300) + "." + strings.Repeat("b", 300) + "." + strings.Repeat("c", 100)
+	calls := ri.calls.Load()
+	if _, err := every.Validate(context.Background(), long); !errors.Is(err, accesstoken.ErrInactive) || ri.calls.Load() != calls+1 {
+		t.Fatalf("a %d-byte JWT-shaped token: %v after %d calls, want it asked about (inactive)", len(long), err, ri.calls.Load()-calls)
+	}
+	opaque := strings.Repeat("r", 600)
+	var ve *accesstoken.ValidationError
+	if _, err := every.Validate(context.Background(), opaque); !errors.As(err, &ve) || ve.Code != "too_large" || ri.calls.Load() != calls+1 {
+		t.Fatalf("a 600-byte opaque token: %v after %d calls, want too_large without a call", err, ri.calls.Load()-calls-1)
+	}
+}

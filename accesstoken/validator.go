@@ -111,7 +111,7 @@ func New(ctx context.Context, cfg Config) (*Validator, error) {
 	if cfg.Introspection != nil {
 		// An opaque token names no issuer: the one of Config.Issuer.
 		from := &trustedIssuer{issuer: cfg.Issuer, audience: cfg.Audience, versioned: constantVersion{}}
-		if v.in, err = newIntrospector(ctx, cfg.Introspection, &v.checks, from, cmp.Or(cfg.MaxTokenSize, maxReferenceSize), cfg.Logger); err != nil {
+		if v.in, err = newIntrospector(ctx, cfg.Introspection, &v.checks, from, cmp.Or(cfg.MaxTokenSize, maxReferenceSize), v.maxSize, cfg.Logger); err != nil {
 			return nil, err
 		}
 	}

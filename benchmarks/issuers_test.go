@@ -13,7 +13,7 @@ import (
 )
 
 // BenchmarkIssuers runs one protected request per iteration through a
-// Validator of one issuer (ValidatorConfig.Issuer) and one of two
+// Validator of one issuer (accesstoken.Config.Issuer) and one of two
 // (Issuers, the token's issuer second), warm and cold: what choosing the
 // issuer by "iss" costs. The warm path finds the token in the cache before
 // any choice; the cold one reads "iss" from the payload once more.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -123,7 +124,7 @@ func NewIssuer(t TB, opts ...Option) *Issuer {
 			{ClientID: referenceClient, SecretHashes: []string{refHash.String()}, Scopes: all, AccessTokenLifetime: lifetime, AccessTokenType: "reference"},
 		},
 		APIResources: []issuer.APIResourceConfig{{Name: testAPI, SecretHashes: []string{apiHash.String()}, Scopes: all}},
-	})
+	}, issuer.WithLogger(slog.New(slog.DiscardHandler))) // a fixture: its refusals are the test's cases, not news
 	if err != nil {
 		t.Fatalf("idsauthtest: %v", err)
 	}

@@ -64,7 +64,8 @@ type Config struct {
 	ScopeFormat string
 
 	// JWKSMaxAge is the Cache-Control max-age of the JWKS and discovery
-	// answers, in whole seconds. Zero means 5 minutes.
+	// answers: a whole number of seconds, such as 5*time.Minute. Zero
+	// means 5 minutes.
 	JWKSMaxAge time.Duration
 
 	// ValidatorRefresh is how often the validators of this issuer's
@@ -199,9 +200,10 @@ type ClientConfig struct {
 	// service knows (pd_AdminWebApi, pd_ConnectWebApi, or one of
 	// Config.Scopes).
 	Scopes []string
-	// AccessTokenLifetime is how long the client's tokens live, in whole
-	// seconds. Zero means an hour; at most a day: a bearer token that
-	// lives longer outlives any revocation.
+	// AccessTokenLifetime is how long the client's tokens live: a whole
+	// number of seconds, such as 15*time.Minute (expires_in says it in
+	// seconds). Zero means an hour; at most a day (24*time.Hour): a bearer
+	// token that lives longer outlives any revocation.
 	AccessTokenLifetime time.Duration
 	// Audience is the "aud" of the client's tokens. Empty means
 	// ["{issuer}/resources"]. A request may narrow it with resource

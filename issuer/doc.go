@@ -8,12 +8,14 @@
 //	mux.Handle("/ids/", iss)                              // the path of cfg.Issuer
 //	err = iss.Reload(cfg2)                                // on SIGHUP; on error nothing changes
 //
-// It serves the token endpoint ({issuer}/connect/token), the discovery
-// document and the JWKS. Tokens are [RFC 9068] JWT access tokens (typ
-// at+jwt, kid the [RFC 7638] thumbprint of the signing key) with iss, sub,
-// client_id, aud, scope, iat, nbf, exp and a random jti; a
-// accesstoken.Validator checks them by the JWKS URL or, in the same
-// process, with the Issuer as its key source.
+// It serves the token endpoint ({issuer}/connect/token), introspection
+// ([RFC 7662], {issuer}/connect/introspect) and revocation ([RFC 7009],
+// {issuer}/connect/revocation), the discovery document and the JWKS.
+// Tokens are [RFC 9068] JWT access tokens (typ at+jwt, kid the [RFC 7638]
+// thumbprint of the signing key) with iss, sub, client_id, aud, scope,
+// iat, nbf, exp and a random jti, or opaque reference tokens for the
+// clients configured so; an accesstoken.Validator checks them by the JWKS
+// URL or, in the same process, with the Issuer as its key source.
 //
 // A Config is plain data, read from a JSON file (LoadConfig; the file says
 // durations in seconds, Go in time.Duration) or built in code: Validate
@@ -31,6 +33,8 @@
 // [RFC 6749]: https://www.rfc-editor.org/rfc/rfc6749
 // [RFC 7523]: https://www.rfc-editor.org/rfc/rfc7523
 // [RFC 7638]: https://www.rfc-editor.org/rfc/rfc7638
+// [RFC 7662]: https://www.rfc-editor.org/rfc/rfc7662
+// [RFC 7009]: https://www.rfc-editor.org/rfc/rfc7009
 // [RFC 9068]: https://www.rfc-editor.org/rfc/rfc9068
 // [contract]: https://github.com/idsauth/idsauth/blob/main/docs/CONTRACT.md
 // [the identity service guide]: https://github.com/idsauth/idsauth/blob/main/docs/IDENTITY-SERVICE.md

@@ -32,10 +32,12 @@ import (
 // http.Handler serving, under the path of its issuer URL (say "/ids"):
 //
 //	POST /ids/connect/token                         the token endpoint
+//	POST /ids/connect/introspect                    introspection (RFC 7662), for API resources
+//	POST /ids/connect/revocation                    revocation (RFC 7009), for clients
 //	GET  /ids/.well-known/openid-configuration      the discovery document
 //	GET  /ids/.well-known/openid-configuration/jwks the signing keys
 //
-// It is also a accesstoken.VersionedKeySource, so a accesstoken.Validator in
+// It is also an accesstoken.VersionedKeySource, so an accesstoken.Validator in
 // the same process checks its tokens without HTTP. It is safe for concurrent use;
 // Reload swaps its configuration without dropping a request, and a key
 // schedule (see KeyConfig) switches keys at its instants without one.
@@ -402,8 +404,8 @@ func (iss *Issuer) KeyIDs() []string {
 	return ids
 }
 
-// ServeHTTP serves the token endpoint, the discovery document and the
-// JWKS, and 404 for any other path.
+// ServeHTTP serves the token, introspection and revocation endpoints,
+// the discovery document and the JWKS, and 404 for any other path.
 func (iss *Issuer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	st := iss.current()
 	path, ok := strings.CutPrefix(r.URL.Path, st.prefix)
@@ -455,7 +457,7 @@ func (iss *Issuer) warnMisMounted(r *http.Request, st *state) {
 
 // VerificationKeys returns the public key named kid among the keys the
 // issuer publishes now, if it is for alg. With KeysVersion it makes
-// *Issuer a accesstoken.VersionedKeySource, for a validator in the same
+// *Issuer an accesstoken.VersionedKeySource, for a validator in the same
 // process.
 func (iss *Issuer) VerificationKeys(_ context.Context, kid, alg string) ([]crypto.PublicKey, error) {
 	k, ok := iss.current().byKID[kid]

@@ -10,7 +10,7 @@ import (
 
 func Example() {
 	m := metrics.New()
-	// Give m to the validator (ValidatorConfig.Observer), the middleware
+	// Give m to the validator (accesstoken.Config.Observer), the middleware
 	// (BearerConfig.Observer, SCIMConfig.Observer) and the issuer
 	// (issuer.WithObserver), and serve it: opsMux.Handle("GET /metrics", m).
 	m.Observe(context.Background(), observe.Event{Kind: observe.Rejected, Reason: "no_token", Status: 401})

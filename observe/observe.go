@@ -11,7 +11,7 @@
 // other free text. An Observer may thus turn each field into a metric
 // label or a span attribute as it is.
 //
-// Who sends what: accesstoken.Validator (ValidatorConfig.Observer) sends
+// Who sends what: accesstoken.Validator (accesstoken.Config.Observer) sends
 // ValidationSucceeded, ValidationFailed, KeysFetched and KeysFetchFailed;
 // RequireBearer and the RequireScope after it (BearerConfig.Observer)
 // send Rejected; SCIMAuth (SCIMConfig.Observer) sends SCIMAuthenticated

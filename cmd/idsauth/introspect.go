@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -20,7 +21,7 @@ func introspect(ctx context.Context, e env, args []string) error {
 		`Ask the issuer's introspection endpoint (RFC 7662, found by its discovery
 document unless -endpoint) about a token, reference or JWT, as the API
 resource NAME, and print whether it is active and its claims, checked as
-the middleware's Introspector checks them. The API's secret is read from
+accesstoken's Introspection checks them. The API's secret is read from
 -secret-file, else from the environment variable named by -secret-env (by
 default `+apiSecretEnv+`, if set), else from the terminal without echo;
 never from a flag. The token is the argument, or else read from standard
@@ -57,11 +58,13 @@ input. The exit status is 1 when the token is not active.`)
 	in, err := accesstoken.New(ctx, accesstoken.Config{
 		Issuer:      strings.TrimSuffix(*issuerURL, "/"),
 		AnyAudience: true,
-		// No Keys: anything the endpoint takes is introspected, JWTs too,
-		// as long as a validator reads them, and bound tokens, whose cnf
-		// is printed with the other claims.
-		MaxTokenSize:     16 << 10,
+		// No Keys: anything the endpoint takes is introspected, JWTs too
+		// (16 KiB at most, as a validator reads them), and bound tokens,
+		// whose cnf is printed with the other claims.
 		AllowBoundTokens: true,
+		// Why a call failed (the endpoint's status: a wrong secret is its
+		// 401), on standard error; never the token or the secret.
+		Logger: slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		Introspection: &accesstoken.Introspection{
 			Endpoint:     *endpoint,
 			ClientID:     *api,

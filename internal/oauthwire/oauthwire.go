@@ -11,7 +11,7 @@ import (
 )
 
 // Realm is the realm of the module's challenges when none is configured:
-// the middleware's Bearer challenge (middleware.DefaultRealm) and the
+// the middleware's Bearer challenge (middleware.BearerConfig.Realm's default) and the
 // issuer's Basic challenge.
 const Realm = "idsauth"
 

@@ -112,7 +112,7 @@ func Serve(ctx context.Context, srv *http.Server, ln net.Listener, tlsConfig *tl
 		return err
 	case <-ctx.Done():
 	}
-	logger.Info("shutting down: finishing the requests in flight", slog.Duration("within", drain))
+	logger.Info("shutting down: finishing the requests in flight", slog.String("within", drain.String()))
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), drain)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil {
