@@ -97,9 +97,13 @@ func StartCluster(t testing.TB, masters int, args ...string) *Cluster {
 // start starts one server of the cluster, with its cluster bus on a free
 // port, which it returns.
 func (c *Cluster) start(t testing.TB) (*Server, string) {
-	bus := strconv.Itoa(freePort(t))
-	own := []string{"--cluster-enabled", "yes", "--cluster-node-timeout", "5000", "--cluster-port", bus}
-	return Start(t, append(own, c.args...)...), bus
+	var bus string
+	s := startWith(t, func() []string {
+		bus = strconv.Itoa(freePort(t)) // anew at each attempt, as the server's own port
+		own := []string{"--cluster-enabled", "yes", "--cluster-node-timeout", "5000", "--cluster-port", bus}
+		return append(own, c.args...)
+	})
+	return s, bus
 }
 
 // AddReplica starts a redis-server that joins the cluster as a replica of

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -32,6 +33,15 @@ type Server struct {
 // one that keeps its data.
 func Start(t testing.TB, args ...string) *Server {
 	t.Helper()
+	return startWith(t, func() []string { return args })
+}
+
+// startWith is Start with the extra arguments made for each attempt: a
+// port found free can be taken by another process before redis-server
+// binds it (tests run in parallel, each picking ports), so a server that
+// could not bind is started again on new ports, five times at most.
+func startWith(t testing.TB, args func() []string) *Server {
+	t.Helper()
 	path, err := exec.LookPath("redis-server")
 	if err != nil {
 		if os.Getenv("CI") != "" {
@@ -39,6 +49,22 @@ func Start(t testing.TB, args ...string) *Server {
 		}
 		t.Skip("redis-server is not on PATH: install it (apt-get install redis-server) to run this test")
 	}
+	for attempt := 1; ; attempt++ {
+		s, lostPort := try(t, path, args())
+		if s != nil {
+			return s
+		}
+		if !lostPort || attempt == 5 {
+			t.Fatal("redis-server could not bind a free port in five attempts")
+		}
+	}
+}
+
+// try starts one redis-server and waits until it answers PING. It returns
+// nil and whether the server failed to bind a port (which another process
+// took since it was found free), or fails t.
+func try(t testing.TB, path string, args []string) (*Server, bool) {
+	t.Helper()
 	port := strconv.Itoa(freePort(t))
 	s := &Server{Addr: "127.0.0.1:" + port, out: &testlog.Buffer{}}
 	s.cmd = exec.Command(path, append([]string{"--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", t.TempDir()}, args...)...)
@@ -48,12 +74,16 @@ func Start(t testing.TB, args ...string) *Server {
 	}
 	t.Cleanup(s.Kill)
 	for i := 0; !s.Answers(); i++ {
+		if strings.Contains(s.out.String(), "Address already in use") {
+			s.Kill()
+			return nil, true
+		}
 		if i == 100 {
 			t.Fatalf("redis-server on %s does not answer PING:\n%s", s.Addr, s.out)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	return s
+	return s, false
 }
 
 // freePort returns a loopback port that was free a moment ago.
