@@ -42,9 +42,14 @@ import (
 type Issuer struct {
 	st atomic.Pointer[state] // the first span of the key schedule
 
-	mu        sync.Mutex // serializes Reload
+	mu        sync.Mutex // serializes Reload and SetRegistered
 	ephemeral *keys.Key  // made once, kept across reloads
 	version   uint64     // the last key set version given out
+	// The last Reload's configuration, compiled, and the last
+	// SetRegistered's clients and API resources: each is applied with the
+	// other (registered.go).
+	file       fileState
+	registered registered
 
 	// Set by New's options, for the issuer's life.
 	logger   *slog.Logger
@@ -228,10 +233,31 @@ func (iss *Issuer) Reload(cfg *Config) error {
 	iss.mu.Lock()
 	defer iss.mu.Unlock()
 	now := iss.now()
-	st, sets, err := iss.compile(cfg, now)
+	base, sets, err := iss.compile(cfg, now)
 	if err != nil {
 		return err
 	}
+	file := fileState{cfg: cfg.clone(), st: base, sets: sets}
+	st, left, err := file.withRegistered(iss.registered)
+	if err != nil {
+		return err
+	}
+	if err := iss.apply(st, sets, now); err != nil {
+		return err
+	}
+	iss.file = file
+	for _, err := range left {
+		iss.logger.Warn("idsauth issuer: a registered client or API resource is left out: it does not fit this configuration", slog.String("error", err.Error()))
+	}
+	return nil
+}
+
+// apply makes st, whose clients are all known, with the key sets of its
+// schedule's spans from the one current at now on, the issuer's state:
+// the limiter and verifier it keeps, the jtis it remembers, the versions
+// of its key sets. On error nothing changes.
+func (iss *Issuer) apply(st *state, sets []keySet, now time.Time) error {
+	var err error
 	old := iss.st.Load()
 	switch {
 	case iss.store != nil:
