@@ -214,4 +214,3 @@ func readyzBody(t *testing.T, r *running) (int, string) {
 	body, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(body)
 }
-
