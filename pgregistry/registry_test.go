@@ -223,3 +223,38 @@ func TestAdministrationRefusesBadInput(t *testing.T) {
 		t.Errorf("generation %v, want 1", rows)
 	}
 }
+
+// TestLoadLeavesOutWhatTheAPIRefuses: a registration written around the
+// administration API (by SQL) that holds idsauth_admin, or that the
+// issuer's configuration refuses, is left out of the snapshot and logged;
+// the others are served.
+func TestLoadLeavesOutWhatTheAPIRefuses(t *testing.T) {
+	_, u := newDatabase(t)
+	hash := secret.HashSHA256("sql-secret").String()
+	for id, config := range map[string]string{
+		"sql-admin":    `{"scopes": ["idsauth_admin"], "audience": ["x"]}`,
+		"sql-unknown":  `{"scopes": ["nope"]}`,
+		"sql-misspelt": `{"scope": ["pd_AdminWebApi"]}`,
+		"sql-good":     `{"scopes": ["pd_AdminWebApi"]}`,
+	} {
+		exec(t, u, `INSERT INTO idsauth_registrations (kind, id, config, secret_hashes) VALUES ('client', $1, $2, $3)`, id, config, []string{hash})
+	}
+	r := newReplica(t, u, nil)
+	if st := r.reg.Status(); st.Clients != 1 || st.Left != 3 {
+		t.Fatalf("status: %+v, want 1 client served and 3 left out", st)
+	}
+	for id, want := range map[string]int{"sql-admin": 401, "sql-unknown": 401, "sql-misspelt": 401, "sql-good": 200} {
+		sc := scope.AdminWebAPI
+		if id == "sql-admin" {
+			sc = pgregistry.AdminScope
+		}
+		if a := r.token(t, id, "sql-secret", "scope", sc); a.status != want {
+			t.Errorf("%s: %d, want %d", id, a.status, want)
+		}
+	}
+	for _, want := range []string{`clients (\"sql-admin\").scopes: idsauth_admin`, `clients (\"sql-unknown\").scopes[0]`, `clients (\"sql-misspelt\")`} {
+		if !strings.Contains(r.logs.String(), want) {
+			t.Errorf("no log line with %s:\n%s", want, r.logs)
+		}
+	}
+}
