@@ -16,6 +16,10 @@ import (
 	"github.com/idsauth/idsauth/internal/keys"
 )
 
+// registered is -registry: how many registered clients the registry
+// role's issuer holds.
+var registered int
+
 // countWarm is how many requests each server answers before those
 // counted: what starting up and warming up cost cancels out.
 const countWarm = 200

@@ -105,10 +105,6 @@ func main() {
 	}
 }
 
-// registered is -registry: how many registered clients the registry
-// role's issuer holds.
-var registered int
-
 // serverCPU is the CPU the servers are pinned to, -1 for none.
 var serverCPU = -1
 
