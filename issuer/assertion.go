@@ -118,10 +118,8 @@ func (kc ClientKeyConfig) load(dir string) (*clientKey, error) {
 	return kc.fit(pub, "")
 }
 
-// loadClientKeys reads the client key files of cfg into st's clients and
-// prepares what every assertion check needs: how many signature checks
-// a refusal takes for each algorithm (the most keys of that algorithm any
-// client has), and keys that pad a refusal's checks to that many.
+// loadClientKeys reads the client key files of cfg into st's clients
+// and API resources.
 func (st *state) loadClientKeys(cfg *Config) error {
 	load := func(f string, cl *client, kcs []ClientKeyConfig) error {
 		for j, kc := range kcs {
@@ -146,6 +144,15 @@ func (st *state) loadClientKeys(cfg *Config) error {
 			return err
 		}
 	}
+	return nil
+}
+
+// padKeys prepares what every assertion check needs, once the file's and
+// the registered clients are known: how many signature checks each
+// algorithm takes (the most keys of that algorithm any client has), and
+// keys that pad the checks of clients with fewer keys, and of unknown
+// clients, to that many.
+func (st *state) padKeys() error {
 	st.keyPad = map[string]int{}
 	rsaBits := []int{keys.MinRSABits}
 	all := slices.Collect(maps.Values(st.clients))

@@ -131,20 +131,28 @@ func (c Config) withDefaults() Config {
 	// verifier's zero values mean "automatic" to secret.VerifierConfig.
 	clients := make([]ClientConfig, len(c.Clients))
 	for i, cc := range c.Clients {
-		if len(cc.GrantTypes) == 0 {
-			cc.GrantTypes = []string{"client_credentials"}
-		}
-		defTime(&cc.AccessTokenLifetime, time.Hour)
-		if len(cc.Audience) == 0 {
-			cc.Audience = []string{c.Issuer + "/resources"}
-		}
-		if cc.ScopeWhenOmitted == "" {
-			cc.ScopeWhenOmitted = c.ScopeWhenOmitted
-		}
-		clients[i] = cc
+		clients[i] = c.clientDefaults(cc)
 	}
 	c.Clients = clients
 	return c
+}
+
+// clientDefaults returns cc with the defaults of c, whose own defaults
+// are applied: a client of the file's, or a registered one.
+func (c *Config) clientDefaults(cc ClientConfig) ClientConfig {
+	if len(cc.GrantTypes) == 0 {
+		cc.GrantTypes = []string{"client_credentials"}
+	}
+	if cc.AccessTokenLifetime == 0 {
+		cc.AccessTokenLifetime = time.Hour
+	}
+	if len(cc.Audience) == 0 {
+		cc.Audience = []string{c.Issuer + "/resources"}
+	}
+	if cc.ScopeWhenOmitted == "" {
+		cc.ScopeWhenOmitted = c.ScopeWhenOmitted
+	}
+	return cc
 }
 
 // checkSeconds refuses a duration that goes on the wire in whole seconds

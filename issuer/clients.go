@@ -50,16 +50,30 @@ func (d Config) compileClients(c *Config, own scope.Set) (*state, error) {
 		st.apis[api.name] = api
 		st.apiOrder = append(st.apiOrder, api)
 	}
-	if d.Profile == profileIdentityServer && len(st.apiOrder) > 0 {
-		// As IdentityServer: a client without an audience of its own gets
-		// the names of the API resources of its scopes.
-		for _, cc := range c.Clients {
-			if cl := st.clients[cc.ClientID]; cl != nil && len(cc.Audience) == 0 {
-				cl.apiAud, cl.audience = true, apiAudience(st.apiOrder, cl.scopeList)
-			}
+	for _, cc := range c.Clients {
+		if cl := st.clients[cc.ClientID]; cl != nil {
+			cl.defaultAud = len(cc.Audience) == 0
 		}
 	}
 	return st, nil
+}
+
+// apiAudiences gives, under the identityserver profile, every client
+// without an audience of its own the names of the API resources of its
+// scopes, as IdentityServer does, once the file's and the registered API
+// resources are known. A client it changes is copied: the one compiled
+// from the file is shared with the next SetRegistered.
+func (st *state) apiAudiences() {
+	if !st.identityServer || len(st.apiOrder) == 0 {
+		return
+	}
+	for id, cl := range st.clients {
+		if cl.defaultAud {
+			cp := *cl
+			cp.apiAud, cp.audience = true, apiAudience(st.apiOrder, cl.scopeList)
+			st.clients[id] = &cp
+		}
+	}
 }
 
 // client is a checked client registration.
@@ -77,6 +91,7 @@ type client struct {
 	requireDPoP bool   // its token requests must carry a DPoP proof
 	claims      []byte // its client_ claims as JSON members, each led by a comma; nil for none
 	apiAud      bool   // its audience is its API resources' names (the identityserver profile)
+	defaultAud  bool   // it has no audience of its own
 }
 
 // compile checks a client whose defaults are applied; f names it.

@@ -3,6 +3,7 @@ package issuer_test
 import (
 	"fmt"
 	"log"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -51,4 +52,24 @@ func ExampleAPIResourceConfig() {
 	}
 	fmt.Println("ok")
 	// Output: ok
+}
+
+// A registry (such as pgregistry) gives the issuer its clients beside the
+// file's, whole, each time they change; what does not fit is left out,
+// named, and the rest served.
+func ExampleIssuer_SetRegistered() {
+	hash := func(s string) []string { return []string{secret.HashSHA256(s).String()} }
+	iss, err := issuer.New(&issuer.Config{
+		Issuer: "https://docs.example.com/ids", EphemeralKey: true,
+		Clients: []issuer.ClientConfig{{ClientID: "reporting", SecretHashes: hash("s3cret"), Scopes: []string{scope.AdminWebAPI}}},
+	}, issuer.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		log.Fatal(err)
+	}
+	err = iss.SetRegistered([]issuer.ClientConfig{
+		{ClientID: "billing", SecretHashes: hash("b1ll"), Scopes: []string{scope.AdminWebAPI}},
+		{ClientID: "reporting", SecretHashes: hash("other"), Scopes: []string{scope.AdminWebAPI}}, // the file's wins
+	}, nil)
+	fmt.Println(err)
+	// Output: issuer config: clients ("reporting").clientId: a client of the configuration file, which wins
 }

@@ -44,9 +44,14 @@ import (
 type Issuer struct {
 	st atomic.Pointer[state] // the first span of the key schedule
 
-	mu        sync.Mutex // serializes Reload
+	mu        sync.Mutex // serializes Reload and SetRegistered
 	ephemeral *keys.Key  // made once, kept across reloads
 	version   uint64     // the last key set version given out
+	// The last Reload's configuration, compiled, and the last
+	// SetRegistered's clients and API resources: each is applied with the
+	// other (registered.go).
+	file       fileState
+	registered registered
 
 	// Set by New's options, for the issuer's life.
 	logger   *slog.Logger
@@ -231,13 +236,30 @@ func (iss *Issuer) Reload(cfg *Config) error {
 	iss.mu.Lock()
 	defer iss.mu.Unlock()
 	now := iss.now()
-	st, sets, err := iss.compile(cfg, now)
+	base, sets, err := iss.compile(cfg, now)
 	if err != nil {
 		return err
 	}
-	// Nothing below fails: whatever can (a key file, a check, a DPoP
-	// nonce key) failed in compile, before the verifier is primed, the
-	// replay cache resized or a version given out, which are the issuer's.
+	file := fileState{cfg: cfg.clone(), st: base, sets: sets}
+	st, left, err := file.withRegistered(iss.registered)
+	if err != nil {
+		return err
+	}
+	iss.apply(st, sets, now)
+	iss.file = file
+	for _, err := range left {
+		iss.logger.Warn("idsauth issuer: a registered client or API resource is left out: it does not fit this configuration", slog.String("error", err.Error()))
+	}
+	return nil
+}
+
+// apply makes st, whose clients are all known, with the key sets of its
+// schedule's spans from the one current at now on, the issuer's state:
+// the limiter and verifier it keeps, the jtis it remembers, the versions
+// of its key sets. Nothing in it fails: whatever can (a key file, a check,
+// a DPoP nonce key) failed in compile, before the verifier is primed, the
+// replay cache resized or a version given out, which are the issuer's.
+func (iss *Issuer) apply(st *state, sets []keySet, now time.Time) {
 	old := iss.st.Load()
 	switch {
 	case iss.store != nil:
@@ -306,7 +328,6 @@ func (iss *Issuer) Reload(cfg *Config) error {
 	if old != nil && spans[0].from.After(old.announced.Load().from) {
 		iss.announce(spans[0]) // a switch that nothing found before the reload
 	}
-	return nil
 }
 
 // compile checks cfg and reads its keys (the one place key files are

@@ -43,6 +43,7 @@ type module struct {
 var modules = []module{
 	{dir: ".", snapshot: "api/idsauth.txt", tagPrefix: "v"},
 	{dir: "redisstore", snapshot: "api/redisstore.txt", tagPrefix: "redisstore/v"},
+	{dir: "pgregistry", snapshot: "api/pgregistry.txt", tagPrefix: "pgregistry/v"},
 	{dir: "idsauthotel", snapshot: "api/idsauthotel.txt", tagPrefix: "idsauthotel/v"},
 	{dir: "grpcauth", snapshot: "api/grpcauth.txt", tagPrefix: "grpcauth/v"},
 	{dir: "connectauth", snapshot: "api/connectauth.txt", tagPrefix: "connectauth/v"},

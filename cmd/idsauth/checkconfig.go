@@ -21,7 +21,9 @@ clients with their scopes, audiences and token lifetimes, the keys published
 now with their kids, the signing one first, and the key schedule: when each
 key is published and signs, in UTC. serve's "limiterStore" and "tokenStore"
 sections are checked as serve checks them (the token store's Redis is asked
-for its eviction policy and persistence), and SCIM tenants ("scimTenants",
+for its eviction policy and persistence), and so is "clientStore" (its
+PostgreSQL is loaded, its registered clients checked against the file),
+and SCIM tenants ("scimTenants",
 as the example service's) too. A bad file exits 1 with the error naming the
 file and the field. Run it before sending the issuer SIGHUP.`)
 	atFlag := fs.String("at", "", "load as an issuer whose clock says this RFC 3339 time (default now)")
@@ -69,6 +71,21 @@ file and the field. Run it before sending the issuer SIGHUP.`)
 	iss, err := issuer.New(cfg, issuer.WithClock(func() time.Time { return at }))
 	if err != nil {
 		return inFile(fs.Arg(0), err)
+	}
+	var registry string
+	if file.ClientStore != nil {
+		reg, err := newRegistry(ctx, file, iss, warn, e.getenv)
+		if err != nil {
+			return inFile(fs.Arg(0), err)
+		}
+		err = waitRegistry(ctx, reg)
+		reg.Close()
+		st := reg.Status()
+		if err != nil {
+			return fmt.Errorf("%s: clientStore.postgres: the client registry cannot be loaded: %w", fs.Arg(0), err)
+		}
+		registry = fmt.Sprintf("\nClient registry (idsauth serve): PostgreSQL ($%s), generation %d: %d registered clients, %d API resources, %d left out (logged above)\n",
+			file.ClientStore.Postgres.URLEnv, st.Generation, st.Clients, st.APIResources, st.Left)
 	}
 	w := e.stdout
 	profile := cfg.Profile
@@ -146,6 +163,7 @@ file and the field. Run it before sending the issuer SIGHUP.`)
 	if s := file.TokenStore; s != nil {
 		fmt.Fprintf(w, "\nToken store (idsauth serve): %s, TLS %v\n", s.Redis.where(), s.Redis.TLS)
 	}
+	fmt.Fprint(w, registry)
 	return nil
 }
 

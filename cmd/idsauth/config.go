@@ -12,9 +12,9 @@ import (
 	"github.com/idsauth/idsauth/middleware"
 )
 
-// serveConfig is the file serve and check-config read: the issuer's
-// configuration and, beside it, where the failure budgets and the
-// reference tokens live, and the SCIM tenants of a service that shares
+// serveConfig is the file serve, check-config and migrate read: the
+// issuer's configuration and, beside it, where the failure budgets, the
+// reference tokens and the registered clients live, and the SCIM tenants of a service that shares
 // the file (checked, not served by serve).
 type serveConfig struct {
 	issuer.Config
@@ -27,6 +27,10 @@ type serveConfig struct {
 	// the limiter's, with maxmemory-policy noeviction and persistence
 	// (checked at start).
 	TokenStore *tokenStoreConfig
+	// ClientStore (clientStore), when set, keeps registered clients and
+	// API resources in a PostgreSQL every replica shares, beside the
+	// file's, managed through the administration API.
+	ClientStore *clientStoreConfig
 	// SCIMTenants (scimTenants) are the example service's (or a service's
 	// of its own) beside the issuer's fields in one file: checked, not
 	// served.
@@ -46,6 +50,7 @@ func loadServeConfig(path string) (*serveConfig, error) {
 	cfg, err := issuer.ParseConfig(data, filepath.Dir(path), map[string]any{
 		"limiterStore": &c.LimiterStore,
 		"tokenStore":   &c.TokenStore,
+		"clientStore":  &c.ClientStore,
 		"scimTenants":  &c.SCIMTenants,
 	})
 	if err != nil {
@@ -61,6 +66,11 @@ func loadServeConfig(path string) (*serveConfig, error) {
 	if c.LimiterStore != nil {
 		if err := c.LimiterStore.check(); err != nil {
 			return nil, fmt.Errorf("%s: limiterStore.%w", path, err)
+		}
+	}
+	if c.ClientStore != nil {
+		if err := c.ClientStore.check(c.Scopes); err != nil {
+			return nil, fmt.Errorf("%s: clientStore.%w", path, err)
 		}
 	}
 	if c.TokenStore != nil {

@@ -8,6 +8,8 @@
 //	idsauth token -issuer URL -client-id ID [-scope S] [-secret-file FILE | -secret-env NAME | -key FILE] [-decode]
 //	idsauth decode [-issuer URL [-audience A]] [TOKEN]
 //	idsauth serve [-addr HOST:PORT] [-ops-addr HOST:PORT] [-tls-cert F -tls-key F] -config FILE
+//	idsauth migrate -config FILE
+//	idsauth clients list|show|add|update|disable|enable|remove|rotate-secret -issuer URL -admin-id ID [ID]
 //	idsauth version
 //
 // Every subcommand takes -h. Exit status: 0 success, 1 failure, 2 a usage
@@ -56,6 +58,8 @@ var commands = []command{
 	{"decode", "print a token's header and claims; with -issuer, verify it", decode},
 	{"introspect", "ask the issuer's introspection endpoint about a token, as an API resource", introspect},
 	{"serve", "serve the identity service of a configuration file, with metrics", serve},
+	{"migrate", "bring the client registry's PostgreSQL schema to this release's version", migrateCommand},
+	{"clients", "list, add, disable, enable, remove a registered client, or rotate its secret", clientsCommand},
 	{"version", "print the version, VCS revision and Go version of this binary", version},
 }
 

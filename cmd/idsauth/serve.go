@@ -25,6 +25,7 @@ import (
 	"github.com/idsauth/idsauth/internal/serving"
 	"github.com/idsauth/idsauth/issuer"
 	"github.com/idsauth/idsauth/metrics"
+	"github.com/idsauth/idsauth/pgregistry"
 	"github.com/idsauth/idsauth/redisstore"
 	"github.com/idsauth/idsauth/tokenstore"
 )
@@ -33,6 +34,10 @@ const serveAbout = `Serve the identity service: the issuer of the configuration 
 token endpoint, discovery document and JWKS), mounted at the path of its
 "issuer" URL, and nothing else on that listener. A second listener, on
 loopback by default, serves /healthz, /readyz and /metrics (Prometheus).
+
+With a "clientStore" section, the clients registered in PostgreSQL are
+served beside the file's, and the administration API that manages them
+(idsauth clients) under the issuer's path, at /admin/.
 
 SIGHUP reloads the configuration file and the TLS files; a bad file
 changes nothing and is logged with the field. SIGTERM and SIGINT make
@@ -148,6 +153,8 @@ type server struct {
 	storeConfig               *storeConfig
 	tokenStoreConfig          *tokenStoreConfig
 	tokens                    *redisstore.TokenStore // nil without a tokenStore section
+	clientStoreConfig         *clientStoreConfig
+	registry                  *pgregistry.Registry // nil without a clientStore section
 	reloadMu                  sync.Mutex
 	reloadsOK, reloadsFailed  atomic.Uint64
 	lastOK, lastFailed        atomic.Int64 // Unix seconds; 0 never
@@ -204,6 +211,20 @@ func runServe(ctx context.Context, f serveFlags, logger *slog.Logger, e env, han
 	}
 	mux := http.NewServeMux()
 	mux.Handle(mount, s.instrument(s.iss))
+	if cfg.ClientStore != nil {
+		if s.registry, err = newRegistry(ctx, cfg, s.iss, logger, e.getenv); err != nil {
+			return inFile(f.config, err)
+		}
+		defer s.registry.Close()
+		s.clientStoreConfig = cfg.ClientStore
+		if err := waitRegistry(ctx, s.registry); err != nil {
+			logger.Warn("the client registry is not loaded yet: not ready until it is", slog.String("error", err.Error()))
+		}
+		st := s.registry.Status()
+		logger.Info("registered clients in PostgreSQL", slog.Bool("loaded", st.Loaded), slog.Int("clients", st.Clients), slog.Int("api_resources", st.APIResources),
+			slog.String("admin", adminMount(mount)))
+		mux.Handle(adminMount(mount), s.instrument(s.registry))
+	}
 	// RFC 8414 metadata at the host root, with the issuer's path inserted.
 	mux.Handle("/.well-known/oauth-authorization-server/", s.iss.MetadataHandler())
 
@@ -309,6 +330,9 @@ func (s *server) reloadFiles() error {
 	if !sameStore(cfg.TokenStore, s.tokenStoreConfig) {
 		return errors.New("tokenStore: differs from the store in use: restart to change it")
 	}
+	if !sameStore(cfg.ClientStore, s.clientStoreConfig) {
+		return errors.New("clientStore: differs from the store in use: restart to change it")
+	}
 	mount, err := mountPath(cfg.Issuer)
 	if err != nil {
 		return err
@@ -365,6 +389,12 @@ func (s *server) opsRoutes() http.Handler {
 			fmt.Fprintln(w, "not ready:", reason)
 			return
 		}
+		if s.registry != nil {
+			if _, degraded := registryReadiness(s.registry); degraded != "" {
+				fmt.Fprintln(w, "ready, degraded:", degraded)
+				return
+			}
+		}
 		fmt.Fprintln(w, "ready")
 	})
 	mux.HandleFunc("GET /metrics", s.writeMetrics)
@@ -383,6 +413,11 @@ func (s *server) notReady(ctx context.Context) string {
 	if s.store != nil {
 		if err := s.store.ping(ctx); err != nil {
 			return "the limiter store (Redis) does not answer"
+		}
+	}
+	if s.registry != nil {
+		if reason, _ := registryReadiness(s.registry); reason != "" {
+			return reason
 		}
 	}
 	if s.tokens != nil {
@@ -431,6 +466,9 @@ func (s *server) writeMetrics(w http.ResponseWriter, r *http.Request) {
 		nextUnix = next.Unix()
 	}
 	pw.Sample("idsauth_key_schedule_next_change_timestamp_seconds", nil, nil, strconv.FormatInt(nextUnix, 10))
+	if s.registry != nil {
+		writeRegistryMetrics(pw, s.registry)
+	}
 	pw.Header("idsauth_build_info", "The idsauth command's build (value 1).", "gauge")
 	pw.Sample("idsauth_build_info", []string{"version", "revision", "goversion"}, []string{s.version, s.revision, s.goVers}, "1")
 	pw.Flush() //nolint:errcheck // the client went away

@@ -54,10 +54,12 @@ func Libraries() []Module {
 var Published = []Module{
 	{Path: "github.com/idsauth/idsauth", Dir: ""},
 	{Path: "github.com/idsauth/idsauth/redisstore", Dir: "redisstore"},
+	{Path: "github.com/idsauth/idsauth/pgregistry", Dir: "pgregistry"},
 	{Path: "github.com/idsauth/idsauth/idsauthotel", Dir: "idsauthotel"},
 	{Path: "github.com/idsauth/idsauth/grpcauth", Dir: "grpcauth"},
 	{Path: "github.com/idsauth/idsauth/connectauth", Dir: "connectauth"},
-	// The command requires the root and redisstore: its tag comes last.
+	// The command requires the root, redisstore and pgregistry: its tag
+	// comes last.
 	{Path: "github.com/idsauth/idsauth/cmd/idsauth", Dir: "cmd/idsauth", Command: true},
 }
 

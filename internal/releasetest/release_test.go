@@ -21,7 +21,7 @@ import (
 // of CHANGELOG.md's newest release into a file-based module proxy, then, in
 // a fresh module outside the repository, with no replace directive, gets
 // each of them, builds and runs a program that imports middleware, issuer,
-// client, redisstore, idsauthotel, grpcauth and connectauth
+// client, redisstore, pgregistry, idsauthotel, grpcauth and connectauth
 // (testdata/consumer), and installs and
 // runs the idsauth command at that version, as the README tells users to.
 //
@@ -106,6 +106,7 @@ metric idsauth.rejections: 1
 spans idsauth.token: 1
 spans idsauth.validate: 1
 redisstore without Redis: decided in memory: true
+pgregistry without PostgreSQL: loaded false, up false
 grpc without a token: Unauthenticated "no bearer token"
 grpc with client's token: "reporting"
 connect without a token: unauthenticated "no bearer token"
@@ -123,10 +124,11 @@ connect with client's token: "reporting"
 		run(t, dir, env, "go", "install", cmdPath+"@"+version)
 		bin := filepath.Join(envValue(env, "GOBIN"), "idsauth"+exe())
 
-		// The command is a module of its own, built on the library and
-		// redisstore of the same release.
+		// The command is a module of its own, built on the library,
+		// redisstore and pgregistry of the same release.
 		info := run(t, dir, env, "go", "version", "-m", bin)
-		for _, want := range []string{"\tmod\t" + cmdPath + "\t" + version + "\t", "\tdep\t" + Published[0].Path + "\t" + version + "\t", "\tdep\t" + Published[1].Path + "\t" + version + "\t"} {
+		for _, want := range []string{"\tmod\t" + cmdPath + "\t" + version + "\t", "\tdep\t" + Published[0].Path + "\t" + version + "\t",
+			"\tdep\t" + Published[1].Path + "\t" + version + "\t", "\tdep\t" + Published[2].Path + "\t" + version + "\t"} {
 			if !strings.Contains(info, want) {
 				t.Errorf("go version -m %s does not hold %q:\n%s", bin, strings.TrimSpace(want), info)
 			}

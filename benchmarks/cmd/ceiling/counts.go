@@ -16,6 +16,10 @@ import (
 	"github.com/idsauth/idsauth/internal/keys"
 )
 
+// registered is -registry: how many registered clients the registry
+// role's issuer holds.
+var registered int
+
 // countWarm is how many requests each server answers before those
 // counted: what starting up and warming up cost cancels out.
 const countWarm = 200
@@ -30,10 +34,18 @@ var events = []string{"I refs", "I1 misses", "D1 misses"}
 // Counts do not depend on what else the machine is doing. Valgrind offers
 // no SHA-NI, so SHA-256 takes Go's AVX2 path there and weighs more than
 // on a CPU with SHA-NI.
-func runCounts(n int) error {
+//
+// With registry clients, idsauth's side is the "registry" role: its
+// client is one of that many registered clients (Issuer.SetRegistered),
+// as a client of pgregistry's is, and none is in its configuration.
+func runCounts(n, registry int) error {
 	if n < 100 || n > 20000 {
 		return errors.New("-counts must be from 100 to 20000")
 	}
+	if registry < 0 || registry > 100_000 {
+		return errors.New("-registry must be from 1 to 100000")
+	}
+	registered = registry
 	if _, err := exec.LookPath("valgrind"); err != nil {
 		return errors.New("-counts needs valgrind (Debian: apt-get install valgrind)")
 	}
@@ -59,8 +71,12 @@ func runCounts(n int) error {
 	if err != nil {
 		return err
 	}
+	side := "idsauth"
+	if registry > 0 {
+		side = "registry"
+	}
 	per := map[string][]float64{}
-	for _, role := range []string{"bare", "idsauth"} {
+	for _, role := range []string{"bare", side} {
 		input := string(pemKey)
 		if role == "bare" {
 			input += string(answer) // one line, ending in a newline
@@ -77,9 +93,9 @@ func runCounts(n int) error {
 		}
 	}
 	fmt.Printf("per request, over %d requests after %d, counted by cachegrind\n", n, countWarm)
-	fmt.Printf("%-10s %12s %12s %12s\n", "", "bare", "idsauth", "difference")
+	fmt.Printf("%-10s %12s %12s %12s\n", "", "bare", side, "difference")
 	for j, e := range events {
-		b, i := per["bare"][j], per["idsauth"][j]
+		b, i := per["bare"][j], per[side][j]
 		fmt.Printf("%-10s %12.0f %12.0f %+11.0f (%+.1f%%)\n", e, b, i, i-b, 100*(i-b)/b)
 	}
 	return nil

@@ -70,10 +70,12 @@ func main() {
 	together := flag.Bool("together", false, "drive both servers at once in every round, sharing their CPU, and compare requests per CPU-second")
 	runs := flag.Int("runs", 1, "runs, 1 to 5, each with a new key and new server processes, pooled at the end")
 	counts := flag.Int("counts", 0, "count instead of timing: the instructions and cache lines missed per request of each server, over this many requests (100 to 20000) under valgrind's cachegrind")
+	registry := flag.Int("registry", 0, "with -counts: the idsauth server's client is a registered one, among this many (1 to 100000) given by Issuer.SetRegistered as pgregistry gives them, none in its configuration")
 	cpu := flag.Int("cpu", -1, "internal: the CPU the server is pinned to")
 	flag.Parse()
 	var err error
 	if *role != "" {
+		registered = *registry
 		if *cpu >= 0 {
 			err = pin(*cpu)
 		}
@@ -92,7 +94,7 @@ func main() {
 		switch {
 		case err != nil:
 		case *counts != 0:
-			err = runCounts(*counts)
+			err = runCounts(*counts, *registry)
 		default:
 			err = run(options{d: *d, warm: *warm, rounds: *rounds, conns: *conns, runs: *runs, profile: *profile, aa: *aa, together: *together})
 		}
@@ -128,7 +130,7 @@ func startUnder(wrap []string, stderr io.Writer, role string, life time.Duration
 	if err != nil {
 		return nil, err
 	}
-	args := []string{self, "-role", role, "-life", life.String(), "-cpu", strconv.Itoa(serverCPU)}
+	args := []string{self, "-role", role, "-life", life.String(), "-cpu", strconv.Itoa(serverCPU), "-registry", strconv.Itoa(registered)}
 	if profile != "" {
 		args = append(args, "-cpuprofile", profile+"-"+role+".pprof")
 	}

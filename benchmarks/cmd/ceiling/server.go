@@ -51,6 +51,8 @@ func serve(role string, life time.Duration, profile string) error {
 	switch role {
 	case "idsauth":
 		h, err = idsauthServer(priv)
+	case "registry":
+		h, err = registryServer(priv)
 	case "bare":
 		var answer []byte
 		if answer, err = in.ReadBytes('\n'); err == nil {
@@ -106,6 +108,32 @@ func idsauthServer(priv any) (http.Handler, error) {
 			Scopes:       []string{scope.AdminWebAPI},
 		}},
 	})
+}
+
+// registryServer is the token endpoint under test with its client
+// registered: one of -registry clients given by Issuer.SetRegistered, as
+// pgregistry gives its snapshot, and none in the configuration.
+func registryServer(priv any) (http.Handler, error) {
+	signer, ok := priv.(*ecdsa.PrivateKey)
+	if !ok {
+		return nil, errors.New("not an ECDSA key")
+	}
+	iss, err := issuer.New(&issuer.Config{
+		Issuer: "http://127.0.0.1/ids",
+		Keys:   []issuer.KeyConfig{{Key: signer, Alg: "ES256"}},
+	})
+	if err != nil {
+		return nil, err
+	}
+	clients := make([]issuer.ClientConfig, max(registered, 1))
+	for i := range clients {
+		id, pass := fmt.Sprintf("client-%05d", i), fmt.Sprintf("secret-%05d", i)
+		if i == len(clients)/2 {
+			id, pass = clientID, clientSecret
+		}
+		clients[i] = issuer.ClientConfig{ClientID: id, SecretHashes: []string{secret.HashSHA256(pass).String()}, Scopes: []string{scope.AdminWebAPI}}
+	}
+	return iss, iss.SetRegistered(clients, nil)
 }
 
 // bareServer answers every request with answer, the token in it signed

@@ -8,7 +8,8 @@
 // modules in a file-based proxy.
 //
 // The Redis it is given does not listen, so redisstore falls back to
-// budgets in memory (FailOpen): nothing outside the process is needed.
+// budgets in memory (FailOpen), nor does the PostgreSQL of its client
+// registry (pgregistry): nothing outside the process is needed.
 // It prints what it saw, and exits 1 when something went wrong.
 package main
 
@@ -23,6 +24,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
+	"time"
 
 	"connectrpc.com/connect"
 	"github.com/redis/go-redis/v9"
@@ -44,6 +46,7 @@ import (
 	"github.com/idsauth/idsauth/idsauthotel"
 	"github.com/idsauth/idsauth/issuer"
 	"github.com/idsauth/idsauth/middleware"
+	"github.com/idsauth/idsauth/pgregistry"
 	"github.com/idsauth/idsauth/redisstore"
 	"github.com/idsauth/idsauth/scope"
 	"github.com/idsauth/idsauth/secret"
@@ -158,6 +161,19 @@ func run(out io.Writer) error {
 		return fmt.Errorf("redisstore reached a Redis that does not listen: %+v", st)
 	}
 	fmt.Fprintf(out, "redisstore without Redis: decided in memory: %t\n", st.Fallback > 0)
+
+	// A client registry on a PostgreSQL that does not listen: the issuer
+	// serves the file's clients, and the registry says it is not up.
+	reg, err := pgregistry.New(ctx, pgregistry.Config{URL: "postgres://idsauth:pw@" + addr + "/idsauth", Issuer: iss,
+		Logger: slog.New(slog.DiscardHandler), Timeout: time.Second})
+	if err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	err = reg.WaitLoaded(wctx)
+	cancel()
+	reg.Close()
+	fmt.Fprintf(out, "pgregistry without PostgreSQL: loaded %t, up %t\n", err == nil, reg.Status().Up)
 
 	if err := callGRPC(ctx, out, v, cfg); err != nil {
 		return err

@@ -1,0 +1,452 @@
+package pgregistry
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/idsauth/idsauth/accesstoken"
+	"github.com/idsauth/idsauth/middleware"
+	"github.com/idsauth/idsauth/secret"
+)
+
+// maxBody bounds a request's body: one registration.
+const maxBody = 64 << 10
+
+// ServeHTTP serves the administration API under the issuer's path, JSON
+// in and out, to requests with a token of this issuer that carries the
+// scope AdminScope and the audience {issuer}/admin (RequireBearer and
+// RequireScope: 401 and 403 otherwise). For clients, and alike for API
+// resources under /apiresources (their ID is "name"):
+//
+//	GET    /ids/admin/clients                      list them
+//	POST   /ids/admin/clients                      create one: 201
+//	GET    /ids/admin/clients/{id}                 one
+//	PUT    /ids/admin/clients/{id}                 replace its configuration
+//	DELETE /ids/admin/clients/{id}                 remove it
+//	POST   /ids/admin/clients/{id}/disable         refuse it, keep it
+//	POST   /ids/admin/clients/{id}/enable          serve it again
+//	POST   /ids/admin/clients/{id}/rotate-secret   a new secret, returned once
+//
+// A registration is the configuration file's JSON of one client (or API
+// resource): create takes it whole, clientId included; a client given no
+// secretHashes and no publicKeys gets a new secret, returned once in
+// "secret" (only its sha256 hash is stored), and one given secretHashes
+// (sha256 or sha512: a client moved from the file) keeps them. PUT takes
+// it without secretHashes: secrets change by rotate-secret, which adds a
+// new one before the newest old one (the others are dropped), or, with
+// {"keepPrevious": false}, in place of all. An answer shows a
+// registration as {"clientId", "disabled", "secrets" (how many),
+// "createdAt", "updatedAt", "config"}, never a hash.
+//
+// Each change is one transaction with its audit row (who: the token's
+// client_id; from where; what; when) and a notification that every
+// replica loads at once: it has taken effect everywhere when the
+// replicas have loaded it, within a second. Bad input is 400 with the
+// field named as the file names it ({"error": "invalid_request",
+// "field": "scopes[0]", "error_description": ...}), a clash with an
+// existing registration or a file's client 409, an unknown one 404, and a
+// database that does not answer 503 with Retry-After; nothing is written
+// then.
+func (r *Registry) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	r.admin.ServeHTTP(w, req)
+}
+
+// adminHandler is the administration API behind the issuer's own
+// middleware, and its path.
+func (r *Registry) adminHandler(ctx context.Context) (http.Handler, string, error) {
+	iss := r.iss.URL()
+	u, err := url.Parse(iss)
+	if err != nil {
+		return nil, "", err
+	}
+	prefix := strings.TrimSuffix(u.Path, "/") + "/admin"
+	v, err := accesstoken.New(ctx, accesstoken.Config{Issuer: iss, Audience: []string{strings.TrimSuffix(iss, "/") + "/admin"}, Keys: r.iss})
+	if err != nil {
+		return nil, "", err
+	}
+	mux := http.NewServeMux()
+	for _, k := range []kind{clientKind, apiKind} {
+		a := api{r: r, k: k}
+		base := prefix + "/" + k.path
+		mux.HandleFunc("GET "+base, a.list)
+		mux.HandleFunc("POST "+base, a.create)
+		mux.HandleFunc("GET "+base+"/{id}", a.get)
+		mux.HandleFunc("PUT "+base+"/{id}", a.update)
+		mux.HandleFunc("DELETE "+base+"/{id}", a.remove)
+		mux.HandleFunc("POST "+base+"/{id}/disable", a.disable(true))
+		mux.HandleFunc("POST "+base+"/{id}/enable", a.disable(false))
+		mux.HandleFunc("POST "+base+"/{id}/rotate-secret", a.rotate)
+	}
+	return middleware.RequireBearer(v)(middleware.RequireScope(AdminScope)(mux)), prefix, nil
+}
+
+// api serves the administration of one kind of registration.
+type api struct {
+	r *Registry
+	k kind
+}
+
+// Errors of a change, answered as such.
+var (
+	errNotFound = errors.New("not registered")
+	errExists   = errors.New("already registered")
+)
+
+// view is a registration as an answer shows it.
+func (a api) view(id string, config []byte, hashes []string, disabled bool, created, updated time.Time) map[string]any {
+	return map[string]any{a.k.idName: id, "disabled": disabled, "secrets": len(hashes),
+		"createdAt": created.UTC().Format(time.RFC3339), "updatedAt": updated.UTC().Format(time.RFC3339), "config": json.RawMessage(config)}
+}
+
+const selectRow = `SELECT id, config::text, secret_hashes, disabled, created_at, updated_at FROM idsauth_registrations`
+
+func (a api) list(w http.ResponseWriter, req *http.Request) {
+	var out []map[string]any
+	err := a.r.read(req, func(ctx context.Context, q pgx.Tx) error {
+		rows, err := q.Query(ctx, selectRow+` WHERE kind = $1 ORDER BY id`, a.k.name)
+		if err != nil {
+			return err
+		}
+		var id, config string
+		var hashes []string
+		var disabled bool
+		var created, updated time.Time
+		_, err = pgx.ForEachRow(rows, []any{&id, &config, &hashes, &disabled, &created, &updated}, func() error {
+			out = append(out, a.view(id, []byte(config), hashes, disabled, created, updated))
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		a.r.fail(w, err)
+		return
+	}
+	if out == nil {
+		out = []map[string]any{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{a.k.list: out})
+}
+
+func (a api) get(w http.ResponseWriter, req *http.Request) {
+	var v map[string]any
+	err := a.r.read(req, func(ctx context.Context, q pgx.Tx) error {
+		var err error
+		v, _, err = a.one(ctx, q, req.PathValue("id"), false)
+		return err
+	})
+	if err != nil {
+		a.r.fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+// one reads registration id, locked for a change when lock.
+func (a api) one(ctx context.Context, q pgx.Tx, id string, lock bool) (map[string]any, []string, error) {
+	query := selectRow + ` WHERE kind = $1 AND id = $2`
+	if lock {
+		query += ` FOR UPDATE`
+	}
+	var config string
+	var hashes []string
+	var disabled bool
+	var created, updated time.Time
+	err := q.QueryRow(ctx, query, a.k.name, id).Scan(&id, &config, &hashes, &disabled, &created, &updated)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil, errNotFound
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return a.view(id, []byte(config), hashes, disabled, created, updated), hashes, nil
+}
+
+func (a api) create(w http.ResponseWriter, req *http.Request) {
+	in, fe := a.input(w, req)
+	if fe != nil {
+		a.r.fail(w, fe)
+		return
+	}
+	hashes, plain := in.hashes, ""
+	if !in.given && !hasKeys(in.config) {
+		var h secret.Hash
+		plain, h = secret.Generate()
+		hashes = []string{h.String()}
+	}
+	if fe := a.r.check(a.k, in, hashes); fe != nil {
+		a.r.fail(w, fe)
+		return
+	}
+	var v map[string]any
+	err := a.r.change(req, "create", a.k, in.id, map[string]any{"config": json.RawMessage(in.config), "secrets": len(hashes)}, func(ctx context.Context, tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `INSERT INTO idsauth_registrations (kind, id, config, secret_hashes) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
+			a.k.name, in.id, string(in.config), hashes)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return errExists
+		}
+		v, _, err = a.one(ctx, tx, in.id, false)
+		return err
+	})
+	if err != nil {
+		a.r.fail(w, err)
+		return
+	}
+	if plain != "" {
+		v["secret"] = plain
+	}
+	writeJSON(w, http.StatusCreated, v)
+}
+
+func (a api) update(w http.ResponseWriter, req *http.Request) {
+	in, fe := a.input(w, req)
+	if fe != nil {
+		a.r.fail(w, fe)
+		return
+	}
+	id := req.PathValue("id")
+	switch {
+	case in.given:
+		a.r.fail(w, badField("secretHashes", "secrets change by rotate-secret"))
+		return
+	case in.id != "" && in.id != id:
+		a.r.fail(w, badField(a.k.idName, "differs from the path's: a registration is not renamed"))
+		return
+	}
+	in.id = id
+	var v map[string]any
+	err := a.r.change(req, "update", a.k, id, map[string]any{"config": json.RawMessage(in.config)}, func(ctx context.Context, tx pgx.Tx) error {
+		_, hashes, err := a.one(ctx, tx, id, true)
+		if err != nil {
+			return err
+		}
+		if fe := a.r.check(a.k, in, hashes); fe != nil {
+			return fe
+		}
+		if _, err := tx.Exec(ctx, `UPDATE idsauth_registrations SET config = $3, updated_at = now() WHERE kind = $1 AND id = $2`, a.k.name, id, string(in.config)); err != nil {
+			return err
+		}
+		v, _, err = a.one(ctx, tx, id, false)
+		return err
+	})
+	if err != nil {
+		a.r.fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+func (a api) remove(w http.ResponseWriter, req *http.Request) {
+	id := req.PathValue("id")
+	err := a.r.change(req, "delete", a.k, id, nil, func(ctx context.Context, tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `DELETE FROM idsauth_registrations WHERE kind = $1 AND id = $2`, a.k.name, id)
+		if err == nil && tag.RowsAffected() == 0 {
+			err = errNotFound
+		}
+		return err
+	})
+	if err != nil {
+		a.r.fail(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (a api) disable(disabled bool) http.HandlerFunc {
+	action := map[bool]string{true: "disable", false: "enable"}[disabled]
+	return func(w http.ResponseWriter, req *http.Request) {
+		id := req.PathValue("id")
+		var v map[string]any
+		err := a.r.change(req, action, a.k, id, nil, func(ctx context.Context, tx pgx.Tx) error {
+			tag, err := tx.Exec(ctx, `UPDATE idsauth_registrations SET disabled = $3, updated_at = now() WHERE kind = $1 AND id = $2`, a.k.name, id, disabled)
+			if err == nil && tag.RowsAffected() == 0 {
+				err = errNotFound
+			}
+			if err == nil {
+				v, _, err = a.one(ctx, tx, id, false)
+			}
+			return err
+		})
+		if err != nil {
+			a.r.fail(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, v)
+	}
+}
+
+func (a api) rotate(w http.ResponseWriter, req *http.Request) {
+	opts := struct {
+		KeepPrevious *bool `json:"keepPrevious"`
+	}{}
+	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, maxBody))
+	if err != nil {
+		a.r.fail(w, badField("(body)", "%v", err))
+		return
+	}
+	if len(strings.TrimSpace(string(body))) > 0 {
+		dec := json.NewDecoder(strings.NewReader(string(body)))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&opts); err != nil {
+			a.r.fail(w, badField("keepPrevious", "want {\"keepPrevious\": true or false}: %v", err))
+			return
+		}
+	}
+	keep := opts.KeepPrevious == nil || *opts.KeepPrevious
+	id := req.PathValue("id")
+	plain, h := secret.Generate()
+	var n int
+	err = a.r.change(req, "rotate-secret", a.k, id, map[string]any{"keepPrevious": keep}, func(ctx context.Context, tx pgx.Tx) error {
+		_, old, err := a.one(ctx, tx, id, true)
+		if err != nil {
+			return err
+		}
+		hashes := []string{h.String()}
+		if keep && len(old) > 0 {
+			hashes = append(hashes, old[0])
+		}
+		n = len(hashes)
+		_, err = tx.Exec(ctx, `UPDATE idsauth_registrations SET secret_hashes = $3, updated_at = now() WHERE kind = $1 AND id = $2`, a.k.name, id, hashes)
+		return err
+	})
+	if err != nil {
+		a.r.fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{a.k.idName: id, "secret": plain, "secrets": n})
+}
+
+// input reads a request's registration.
+func (a api) input(w http.ResponseWriter, req *http.Request) (*input, *fieldError) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, maxBody))
+	if err != nil {
+		return nil, badField("(body)", "%v", err)
+	}
+	return readInput(a.k, body)
+}
+
+// hasKeys reports whether a stored configuration lists public keys.
+func hasKeys(config []byte) bool {
+	var probe struct {
+		PublicKeys []json.RawMessage `json:"publicKeys"`
+	}
+	return json.Unmarshal(config, &probe) == nil && len(probe.PublicKeys) > 0
+}
+
+// read runs f in a read-only transaction, within the registry's bound.
+func (r *Registry) read(req *http.Request, f func(context.Context, pgx.Tx) error) error {
+	ctx, cancel := context.WithTimeout(req.Context(), r.timeout)
+	defer cancel()
+	tx, err := r.pool.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(context.Background()) //nolint:errcheck // read only
+	return f(ctx, tx)
+}
+
+// change runs f, the audit row of the change, the generation's bump and
+// the notification of it in one transaction, within the registry's bound,
+// and logs the change once committed. detail is what the audit row says
+// of it: never a secret or a hash.
+func (r *Registry) change(req *http.Request, action string, k kind, target string, detail any, f func(context.Context, pgx.Tx) error) error {
+	claims, _ := middleware.ClaimsFrom(req.Context())
+	actor := ""
+	if claims != nil {
+		actor = claims.ClientID
+	}
+	addr := r.address(req)
+	ctx, cancel := context.WithTimeout(req.Context(), r.timeout)
+	defer cancel()
+	tx, err := r.pool.BeginTx(ctx, pgx.TxOptions{})
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(context.Background()) //nolint:errcheck // after Commit, nothing
+	if err := f(ctx, tx); err != nil {
+		return err
+	}
+	var d any
+	if detail != nil {
+		b, err := json.Marshal(detail)
+		if err != nil {
+			return err
+		}
+		d = string(b)
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO idsauth_audit (actor, address, action, kind, target, detail) VALUES ($1, $2, $3, $4, $5, $6::json)`,
+		actor, addr, action, k.name, target, d); err != nil {
+		return err
+	}
+	var gen int64
+	if err := tx.QueryRow(ctx, `UPDATE idsauth_generation SET generation = generation + 1 RETURNING generation`).Scan(&gen); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, channel, fmt.Sprint(gen)); err != nil {
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return err
+	}
+	r.logger.Info("idsauth registry: changed", "action", action, "kind", k.name, "target", target,
+		"actor", actor, "address", addr, "generation", gen)
+	// Answered once in force here: the caller's next token request, to
+	// this replica, meets the change. The others load it as their
+	// notification comes.
+	if !r.waitGeneration(ctx, gen) {
+		r.logger.Warn("idsauth registry: a change is committed, and not loaded here yet", "generation", gen)
+	}
+	return nil
+}
+
+// fail answers err: a bad field, a clash, an unknown registration, or a
+// database that does not answer (logged, without its password).
+func (r *Registry) fail(w http.ResponseWriter, err error) {
+	var fe *fieldError
+	switch {
+	case errors.As(err, &fe):
+		writeJSON(w, fe.status, map[string]string{"error": "invalid_request", "field": fe.field, "error_description": fe.field + ": " + fe.reason})
+	case errors.Is(err, errExists):
+		writeJSON(w, http.StatusConflict, map[string]string{"error": "conflict", "error_description": "already registered"})
+	case errors.Is(err, errNotFound):
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": "not_found", "error_description": "not registered"})
+	default:
+		err = scrub(err, r.secret)
+		desc := "the client registry's database does not answer: nothing was changed; try again"
+		if isUndefinedTable(err) {
+			desc = "the client registry's database is not migrated: run idsauth migrate"
+		}
+		r.logger.Warn("idsauth registry: an administration request failed: the database does not answer", "error", err.Error())
+		w.Header().Set("Retry-After", "5")
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "temporarily_unavailable", "error_description": desc})
+	}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// remoteHost is the host of the request's RemoteAddr.
+func remoteHost(req *http.Request) string {
+	host, _, err := net.SplitHostPort(req.RemoteAddr)
+	if err != nil {
+		return req.RemoteAddr
+	}
+	return host
+}

@@ -1,0 +1,239 @@
+package pgregistry
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/idsauth/idsauth/issuer"
+)
+
+// A registration is stored as the configuration file's JSON of a client
+// (or an API resource), without its ID and its secret hashes, which have
+// columns of their own: the issuer's own shape, read by the issuer's own
+// decoder, so that a field the issuer learns comes along without a
+// column of its own.
+
+// AdminScope is the scope of the tokens the administration API admits.
+// The issuer's configuration must allow it (Config.Scopes), and only the
+// file's clients may hold it: the API refuses a registered client that
+// asks for it, and the registry leaves out one written otherwise, so
+// that the API cannot make an administrator the file does not name.
+const AdminScope = "idsauth_admin"
+
+// kind is a kind of registration: its name in the table, the file's
+// member that lists them, the member that names one, and its path in the
+// administration API.
+type kind struct {
+	name   string // "client" or "api"
+	list   string // "clients" or "apiResources"
+	idName string // "clientId" or "name"
+	path   string // "clients" or "apiresources"
+}
+
+var (
+	clientKind = kind{name: "client", list: "clients", idName: "clientId", path: "clients"}
+	apiKind    = kind{name: "api", list: "apiResources", idName: "name", path: "apiresources"}
+)
+
+// row is a registration as stored.
+type row struct {
+	id     string
+	config []byte
+	hashes []string
+}
+
+// decodeRows decodes rows of kind k into the issuer's types, as the file
+// does, with their IDs and hashes: a client each (k is clientKind) or an
+// API resource each; bad holds the error of each row that cannot be.
+func decodeRows(k kind, rows []row) (clients []issuer.ClientConfig, apis []issuer.APIResourceConfig, bad []error) {
+	// One document for them all, decoded once; row by row only when it
+	// fails, to find the ones that do.
+	if cfg, err := parseList(k, rows); err == nil {
+		return fill(k, cfg, rows, nil)
+	}
+	var good []row
+	for _, r := range rows {
+		if _, err := parseList(k, []row{r}); err != nil {
+			bad = append(bad, fmt.Errorf("%s (%q): %w", k.list, r.id, err))
+			continue
+		}
+		good = append(good, r)
+	}
+	cfg, err := parseList(k, good)
+	if err != nil { // each decoded alone
+		return nil, nil, append(bad, err)
+	}
+	return fill(k, cfg, good, bad)
+}
+
+// parseList decodes rows as the file's list of kind k.
+func parseList(k kind, rows []row) (*issuer.Config, error) {
+	var b bytes.Buffer
+	b.WriteString(`{"` + k.list + `":[`)
+	for i, r := range rows {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		if !isObject(r.config) {
+			return nil, errors.New("the stored configuration is not one JSON object")
+		}
+		b.Write(r.config)
+	}
+	b.WriteString("]}")
+	return issuer.ParseConfig(b.Bytes(), "", nil)
+}
+
+func fill(k kind, cfg *issuer.Config, rows []row, bad []error) ([]issuer.ClientConfig, []issuer.APIResourceConfig, []error) {
+	if k == clientKind {
+		for i := range cfg.Clients {
+			cfg.Clients[i].ClientID, cfg.Clients[i].SecretHashes = rows[i].id, rows[i].hashes
+		}
+		return cfg.Clients, nil, bad
+	}
+	for i := range cfg.APIResources {
+		cfg.APIResources[i].Name, cfg.APIResources[i].SecretHashes = rows[i].id, rows[i].hashes
+	}
+	return nil, cfg.APIResources, bad
+}
+
+// isObject reports whether b is exactly one JSON object: only then may it
+// be put in a list by concatenation, for it cannot close the list.
+func isObject(b []byte) bool {
+	return json.Valid(b) && bytes.HasPrefix(bytes.TrimLeft(b, " \t\r\n"), []byte("{"))
+}
+
+// fieldError is a bad input of the administration API: the field, as the
+// file names it within the registration, and why.
+type fieldError struct {
+	field, reason string
+	status        int // 400, or 409 for a clash
+}
+
+func (e *fieldError) Error() string { return e.field + ": " + e.reason }
+
+func badField(field, format string, args ...any) *fieldError {
+	return &fieldError{field: field, reason: fmt.Sprintf(format, args...), status: 400}
+}
+
+// input is a registration as the administration API receives it.
+type input struct {
+	id     string
+	config []byte   // as stored: without the ID and the secret hashes
+	hashes []string // given in the body (create only)
+	given  bool     // the body had secretHashes
+}
+
+// readInput reads body, the file's JSON of one registration of kind k:
+// one object, each member named once (without regard to case, as the
+// decoder matches names), its ID and secret hashes taken out.
+func readInput(k kind, body []byte) (*input, *fieldError) {
+	if !isObject(body) {
+		return nil, badField("(body)", "want one JSON object, the configuration file's %s entry", k.list)
+	}
+	var members map[string]json.RawMessage
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(&members); err != nil {
+		return nil, badField("(body)", "%v", err)
+	}
+	// encoding/json keeps the last of a name given twice, as the file's
+	// decoder does; names that differ only by case would be kept apart
+	// here and not there.
+	if names := namesOf(body); len(names) != len(members) || hasFoldDuplicate(names) {
+		return nil, badField("(body)", "a member is named twice")
+	}
+	in := &input{}
+	for name, v := range members {
+		switch {
+		case strings.EqualFold(name, k.idName):
+			if err := json.Unmarshal(v, &in.id); err != nil {
+				return nil, badField(k.idName, "want a string")
+			}
+			delete(members, name)
+		case strings.EqualFold(name, "secretHashes"):
+			if err := json.Unmarshal(v, &in.hashes); err != nil {
+				return nil, badField("secretHashes", "want an array of strings")
+			}
+			in.given = true
+			delete(members, name)
+		}
+	}
+	config, err := json.Marshal(members)
+	if err != nil {
+		return nil, badField("(body)", "%v", err)
+	}
+	in.config = config
+	return in, nil
+}
+
+// namesOf returns the member names of the object b, in order, with
+// repeats.
+func namesOf(b []byte) []string {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	_, _ = dec.Token() // {
+	var names []string
+	for dec.More() {
+		t, _ := dec.Token()
+		name, _ := t.(string)
+		names = append(names, name)
+		var skip json.RawMessage
+		if dec.Decode(&skip) != nil {
+			break
+		}
+	}
+	return names
+}
+
+func hasFoldDuplicate(names []string) bool {
+	lower := make([]string, len(names))
+	for i, n := range names {
+		lower[i] = strings.ToLower(n)
+	}
+	slices.Sort(lower)
+	return len(slices.Compact(lower)) != len(names)
+}
+
+// check decodes in as it will be loaded, with hashes as its secret
+// hashes, and checks it against the issuer's configuration and the
+// registry's rules: a bad field is a *fieldError.
+func (r *Registry) check(k kind, in *input, hashes []string) *fieldError {
+	for i, h := range hashes {
+		if strings.HasPrefix(h, "bcrypt:") {
+			return badField(fmt.Sprintf("secretHashes[%d]", i), "a registered secret's hash is sha256 or sha512: the registry reloads its clients on every change, and a bcrypt hash costs a login each time (idsauth hash-secret makes a sha256 one)")
+		}
+	}
+	clients, apis, bad := decodeRows(k, []row{{id: in.id, config: in.config, hashes: hashes}})
+	if len(bad) > 0 {
+		var ce *issuer.ConfigError
+		if errors.As(bad[0], &ce) {
+			field := strings.TrimPrefix(ce.Field, k.list+"[0]")
+			field = strings.TrimPrefix(field, ".")
+			if field == "" {
+				field = "(body)" // an unknown member, say: the reason names it
+			}
+			return badField(field, "%s", ce.Reason)
+		}
+		return badField("(body)", "%v", bad[0])
+	}
+	if k == clientKind && slices.Contains(clients[0].Scopes, AdminScope) {
+		return badField("scopes", "%s: only a client of the configuration file may administer the registry", AdminScope)
+	}
+	err := r.iss.CheckRegistered(clients, apis)
+	var ce *issuer.ConfigError
+	if errors.As(err, &ce) {
+		field := strings.TrimPrefix(ce.Field, fmt.Sprintf("%s (%q).", k.list, in.id))
+		field = strings.TrimPrefix(field, k.list+".")
+		fe := badField(field, "%s", ce.Reason)
+		if field == k.idName && strings.Contains(ce.Reason, "configuration file") {
+			fe.status = 409
+		}
+		return fe
+	}
+	if err != nil {
+		return badField("(body)", "%v", err)
+	}
+	return nil
+}

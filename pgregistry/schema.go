@@ -1,0 +1,128 @@
+package pgregistry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// migrations are the schema's versions, in order: migration i makes
+// version i+1. A released one never changes; a new version is a new
+// entry, and adds what it needs without breaking the version before it,
+// so that replicas not yet upgraded keep working on the migrated schema.
+var migrations = []string{
+	// 1: registrations, the generation every change bumps, the audit trail.
+	`CREATE TABLE idsauth_registrations (
+		kind          text        NOT NULL CHECK (kind IN ('client', 'api')),
+		id            text        NOT NULL CHECK (id <> ''),
+		config        json        NOT NULL,
+		secret_hashes text[]      NOT NULL DEFAULT '{}',
+		disabled      boolean     NOT NULL DEFAULT false,
+		created_at    timestamptz NOT NULL DEFAULT now(),
+		updated_at    timestamptz NOT NULL DEFAULT now(),
+		PRIMARY KEY (kind, id)
+	);
+	COMMENT ON TABLE idsauth_registrations IS 'idsauth''s registered clients (kind client) and API resources (kind api); config is the configuration file''s JSON of one, without its ID and secret hashes';
+	CREATE TABLE idsauth_generation (
+		one        boolean PRIMARY KEY DEFAULT true CHECK (one),
+		generation bigint  NOT NULL
+	);
+	INSERT INTO idsauth_generation VALUES (true, 0);
+	CREATE TABLE idsauth_audit (
+		id      bigserial   PRIMARY KEY,
+		at      timestamptz NOT NULL DEFAULT now(),
+		actor   text        NOT NULL,
+		address text        NOT NULL,
+		action  text        NOT NULL,
+		kind    text        NOT NULL,
+		target  text        NOT NULL,
+		detail  json
+	);
+	CREATE INDEX idsauth_audit_target ON idsauth_audit (kind, target, at);
+	COMMENT ON TABLE idsauth_audit IS 'every change made through idsauth''s admin API: who (the admin token''s client_id), from where, what, when; never a secret';`,
+}
+
+// SchemaVersion is the version of the schema this package writes: Migrate
+// brings a database to it.
+const SchemaVersion = 1
+
+// lockKey is the advisory lock that serializes migrations: two replicas
+// migrating at once run one after the other.
+const lockKey = 0x1d5a_0001
+
+// ErrSchema is the error of a database whose schema is not the one this
+// package reads: not migrated yet (run idsauth migrate), or migrated by a
+// newer release.
+var ErrSchema = errors.New("pgregistry: the database's schema is not this release's")
+
+// Migrate brings the database at url to SchemaVersion, applying in one
+// transaction the migrations it has not had, and returns the versions
+// before and after. It is idempotent: run on a migrated database it
+// changes nothing. A database migrated by a newer release is left alone
+// and is an error (ErrSchema). Errors never hold the URL's password.
+func Migrate(ctx context.Context, url string) (from, to int, err error) {
+	cfg, err := parseURL(url)
+	if err != nil {
+		return 0, 0, err
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return 0, 0, scrub(err, cfg.Password)
+	}
+	defer conn.Close(context.Background())
+	from, err = migrate(ctx, conn)
+	return from, SchemaVersion, scrub(err, cfg.Password)
+}
+
+func migrate(ctx context.Context, conn *pgx.Conn) (int, error) {
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback(context.Background()) //nolint:errcheck // after Commit, nothing
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, lockKey); err != nil {
+		return 0, err
+	}
+	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS idsauth_schema (
+		version    integer     PRIMARY KEY,
+		applied_at timestamptz NOT NULL DEFAULT now()
+	)`); err != nil {
+		return 0, err
+	}
+	var from int
+	if err := tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM idsauth_schema`).Scan(&from); err != nil {
+		return 0, err
+	}
+	if from > SchemaVersion {
+		return from, fmt.Errorf("%w: version %d, newer than this release's %d: upgrade idsauth", ErrSchema, from, SchemaVersion)
+	}
+	for v := from + 1; v <= SchemaVersion; v++ {
+		if _, err := tx.Exec(ctx, migrations[v-1]); err != nil {
+			return from, fmt.Errorf("migration to version %d: %w", v, err)
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO idsauth_schema (version) VALUES ($1)`, v); err != nil {
+			return from, err
+		}
+	}
+	return from, tx.Commit(ctx)
+}
+
+// checkSchema returns nil when the database holds this release's schema.
+func checkSchema(ctx context.Context, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}) error {
+	var v int
+	err := q.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM idsauth_schema`).Scan(&v)
+	if err != nil {
+		if isUndefinedTable(err) {
+			return fmt.Errorf("%w: not migrated: run idsauth migrate", ErrSchema)
+		}
+		return err
+	}
+	if v < SchemaVersion {
+		return fmt.Errorf("%w: version %d, older than this release's %d: run idsauth migrate", ErrSchema, v, SchemaVersion)
+	}
+	return nil
+}
