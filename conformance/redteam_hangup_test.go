@@ -53,10 +53,14 @@ func TestRedTeamServeHangupDuringTheStart(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	// One goroutine reads standard error to its end, then waits for the
+	// process (Wait closes the pipe: no read may follow it), and shares
+	// the result with the test and the cleanup.
 	var mu sync.Mutex
 	var lines []string
 	listening := make(chan struct{})
+	exited := make(chan error, 1)
+	waited := make(chan struct{})
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
@@ -67,15 +71,16 @@ func TestRedTeamServeHangupDuringTheStart(t *testing.T) {
 				close(listening)
 			}
 		}
+		exited <- cmd.Wait()
+		close(waited)
 	}()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-waited })
 	// The process is waiting for Redis (its start bound is five seconds):
 	// let it get there, then send the signal an operator's reload would.
 	time.Sleep(500 * time.Millisecond)
 	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
 	select {
 	case <-listening:
 	case err := <-exited:
