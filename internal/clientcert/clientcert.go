@@ -221,3 +221,7 @@ var (
 	forwarded [valueSlots]atomic.Pointer[valueEntry]
 	seed      = maphash.MakeSeed()
 )
+
+// Computed is how many thumbprints have been computed, for tests in
+// other packages that count the work the tables save.
+func Computed() uint64 { return computed.Load() }
