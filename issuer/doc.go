@@ -1,7 +1,9 @@
 // Package issuer is an OAuth 2.0 token issuer for the client_credentials
 // grant ([RFC 6749] §4.4), an http.Handler that mounts in any mux: the
 // identity service (IdS) of the [contract], §2 and §3. Clients authenticate
-// with a secret or a signed JWT (private_key_jwt, [RFC 7523] §2.2).
+// with a secret, a signed JWT (private_key_jwt, [RFC 7523] §2.2) or their
+// TLS client certificate ([RFC 8705] §2, Config.MTLS), and may have their
+// tokens bound to a DPoP key or to that certificate.
 //
 //	cfg, err := issuer.LoadConfig("idsauth.json")        // decode, strictly
 //	iss, err := issuer.New(cfg, issuer.WithLogger(logger)) // check, read the keys, apply
@@ -30,6 +32,7 @@
 //
 // [RFC 6749]: https://www.rfc-editor.org/rfc/rfc6749
 // [RFC 7523]: https://www.rfc-editor.org/rfc/rfc7523
+// [RFC 8705]: https://www.rfc-editor.org/rfc/rfc8705
 // [RFC 7638]: https://www.rfc-editor.org/rfc/rfc7638
 // [RFC 9068]: https://www.rfc-editor.org/rfc/rfc9068
 // [contract]: https://github.com/idsauth/idsauth/blob/main/docs/CONTRACT.md

@@ -31,7 +31,7 @@ type CA struct {
 	Key  crypto.Signer
 }
 
-// NewCA makes a CA named cn, valid from an hour ago for a year.
+// NewCA makes a CA named cn, valid from an hour ago for twenty years.
 func NewCA(t TB, cn string) *CA {
 	t.Helper()
 	key := newKey(t)
@@ -39,7 +39,7 @@ func NewCA(t TB, cn string) *CA {
 		SerialNumber:          serial(t),
 		Subject:               pkix.Name{CommonName: cn},
 		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(365 * 24 * time.Hour),
+		NotAfter:              time.Now().Add(20 * 365 * 24 * time.Hour),
 		IsCA:                  true,
 		BasicConstraintsValid: true,
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,

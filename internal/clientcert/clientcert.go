@@ -97,6 +97,23 @@ type Source struct {
 	Trusted []netip.Prefix
 }
 
+// TrustedPrefixes returns ps as Source.Trusted compares them: masked, an
+// IPv4-mapped prefix as its IPv4 prefix (RemoteAddr is compared
+// unmapped); false when one is not a prefix.
+func TrustedPrefixes(ps []netip.Prefix) ([]netip.Prefix, bool) {
+	out := make([]netip.Prefix, 0, len(ps))
+	for _, p := range ps {
+		if !p.IsValid() {
+			return nil, false
+		}
+		if p.Addr().Is4In6() && p.Bits() >= 96 {
+			p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
+		}
+		out = append(out, p.Masked())
+	}
+	return out, true
+}
+
 // FromProxy reports whether r comes from a trusted proxy: its RemoteAddr
 // is an IP address (with a port or without) in Trusted. A RemoteAddr that
 // is not one, such as a Unix socket's, is no proxy's: fail closed.
