@@ -57,15 +57,9 @@ func (f *ForwardedCert) source() clientcert.Source {
 	case len(f.TrustedProxies) == 0:
 		panic(field + ".TrustedProxies is empty: without the proxies' addresses, the header would be anyone's to set")
 	}
-	trusted := make([]netip.Prefix, 0, len(f.TrustedProxies))
-	for _, p := range f.TrustedProxies {
-		if !p.IsValid() {
-			panic(fmt.Sprintf("%s.TrustedProxies: %v is not a prefix", field, p))
-		}
-		if p.Addr().Is4In6() && p.Bits() >= 96 {
-			p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
-		}
-		trusted = append(trusted, p.Masked())
+	trusted, ok := clientcert.TrustedPrefixes(f.TrustedProxies)
+	if !ok {
+		panic(field + ".TrustedProxies: one is not a prefix")
 	}
 	return clientcert.Source{Header: f.Header, Trusted: trusted}
 }

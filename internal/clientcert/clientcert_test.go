@@ -63,7 +63,7 @@ func TestDecodeForms(t *testing.T) {
 	nginx := url.PathEscape(pemText) // $ssl_client_escaped_cert: "-----BEGIN%20CERTIFICATE-----%0A..."
 	for _, tc := range []struct {
 		name, header, value string
-		want               bool
+		want                bool
 	}{
 		{"nginx escaped PEM", "X-SSL-CERT", nginx, true},
 		{"nginx escaped PEM, all escaped", "X-SSL-CERT", strings.ReplaceAll(url.QueryEscape(pemText), "+", "%20"), true},

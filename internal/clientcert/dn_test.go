@@ -21,10 +21,10 @@ func TestDNMatchesTheSubject(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range []string{
-		`CN=client\, one,OU=production,O=company,C=DE`,        // RFC 4514
-		`CN=client\2C one,OU=production,O=company,C=DE`,       // hex escape
-		`CN="client, one", OU=production, O=company, C=DE`,    // .NET, IdentityServer's X509Name
-		`cn=client\, one;ou=production;o=company;c=DE`,        // RFC 1779 separators, types in lower case
+		`CN=client\, one,OU=production,O=company,C=DE`,     // RFC 4514
+		`CN=client\2C one,OU=production,O=company,C=DE`,    // hex escape
+		`CN="client, one", OU=production, O=company, C=DE`, // .NET, IdentityServer's X509Name
+		`cn=client\, one;ou=production;o=company;c=DE`,     // RFC 1779 separators, types in lower case
 		`2.5.4.3=client\, one,OID.2.5.4.11=production,O=company,C=DE`,
 		`  CN = client\, one , OU=production,O=company,C=DE  `, // spaces around separators
 	} {
@@ -38,11 +38,11 @@ func TestDNMatchesTheSubject(t *testing.T) {
 		}
 	}
 	for _, s := range []string{
-		`CN=client\, one,OU=production,O=company`,       // one RDN fewer
-		`C=DE,O=company,OU=production,CN=client\, one`,  // reversed: DER's order
-		`CN=Client\, one,OU=production,O=company,C=DE`,  // case
+		`CN=client\, one,OU=production,O=company`,        // one RDN fewer
+		`C=DE,O=company,OU=production,CN=client\, one`,   // reversed: DER's order
+		`CN=Client\, one,OU=production,O=company,C=DE`,   // case
 		`CN=client\, one,OU=production,O=company,C=DE ,`, // trailing separator: an error
-		`CN=client\, one+OU=production,O=company,C=DE`,  // a multi-valued RDN that is not
+		`CN=client\, one+OU=production,O=company,C=DE`,   // a multi-valued RDN that is not
 		`CN=client\, one\ ,OU=production,O=company,C=DE`, // an escaped space is the value's
 	} {
 		d, err := ParseDN(s)
