@@ -199,11 +199,11 @@ func (m MTLSConfig) check(issuerURL *url.URL) (mtlsState, error) {
 		strings.EqualFold(h, "Authorization"), strings.EqualFold(h, "DPoP"):
 		return st, fieldErr("mtls.certificateHeader", "%q is not a header a proxy sets", h)
 	default:
-		trusted, ok := clientcert.TrustedPrefixes(m.TrustedProxies)
+		src, ok := clientcert.NewSource(h, m.TrustedProxies)
 		if !ok {
 			return st, fieldErr("mtls.trustedProxies", "one is not a prefix")
 		}
-		st.source = clientcert.Source{Header: h, Trusted: trusted}
+		st.source = src
 	}
 	return st, nil
 }

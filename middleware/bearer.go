@@ -104,6 +104,9 @@ func RequireBearerWithConfig(v TokenValidator, cfg BearerConfig) func(http.Handl
 		o.metadata = docs
 	}
 	certs := cfg.ForwardedCert.source()
+	// The package's own validator refuses a certificate that is not the
+	// token's whatever it allows; one of your own is checked here.
+	_, ownValidator := v.(*accesstoken.Validator)
 	d := cfg.DPoP.checker()
 	if d != nil {
 		o.withDPoPResponder()
@@ -141,7 +144,7 @@ func RequireBearerWithConfig(v TokenValidator, cfg BearerConfig) func(http.Handl
 				resp.fail(w, r, http.StatusUnauthorized, err, oauthwire.Error{Code: "invalid_token", Description: describe(err)})
 				return
 			}
-			if d != nil || (cert != "" && claims.X5T != "") {
+			if d != nil || (cert != "" && claims.X5T != "" && !ownValidator) {
 				// Where DPoP is accepted, and where a certificate meets a
 				// certificate-bound token, the binding is checked whatever
 				// the validator allowed (AllowBoundTokens, one of your

@@ -57,9 +57,9 @@ func (f *ForwardedCert) source() clientcert.Source {
 	case len(f.TrustedProxies) == 0:
 		panic(field + ".TrustedProxies is empty: without the proxies' addresses, the header would be anyone's to set")
 	}
-	trusted, ok := clientcert.TrustedPrefixes(f.TrustedProxies)
+	src, ok := clientcert.NewSource(f.Header, f.TrustedProxies)
 	if !ok {
 		panic(field + ".TrustedProxies: one is not a prefix")
 	}
-	return clientcert.Source{Header: f.Header, Trusted: trusted}
+	return src
 }

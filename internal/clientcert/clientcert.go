@@ -14,6 +14,7 @@ import (
 	"hash/maphash"
 	"net/http"
 	"net/netip"
+	"net/textproto"
 	"sync/atomic"
 	"unsafe"
 	"weak"
@@ -27,16 +28,28 @@ func Thumbprint(der []byte) string {
 }
 
 // Equal reports whether the thumbprints a and b are the same, in time
-// that depends on their lengths only.
+// that depends on their lengths only: eight bytes at a time, every byte
+// compared, what differs gathered without a branch.
 func Equal(a, b string) bool {
 	if len(a) != len(b) {
 		return false
 	}
-	var v byte
-	for i := 0; i < len(a); i++ {
-		v |= a[i] ^ b[i]
+	var v uint64
+	i := 0
+	for ; i+8 <= len(a); i += 8 {
+		v |= word(a[i:i+8]) ^ word(b[i:i+8])
+	}
+	for ; i < len(a); i++ {
+		v |= uint64(a[i] ^ b[i])
 	}
 	return v == 0
+}
+
+// word is the first eight bytes of s, which the compiler loads as one.
+func word(s string) uint64 {
+	_ = s[7]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 }
 
 // Of returns the thumbprint of cert, a connection's peer certificate. It
@@ -86,39 +99,39 @@ func certSlot(cert *x509.Certificate) uint64 {
 
 // Source is where a service finds its clients' certificates: the
 // connection's, unless the request comes from a trusted proxy, in front
-// of the service, which puts the certificate of its own client in Header.
-// The zero value reads the connection alone.
+// of the service, which puts the certificate of its own client in a
+// header. The zero value reads the connection alone; NewSource makes one
+// that reads a proxy's header.
 type Source struct {
-	// Header is the header the proxy sets (see Decode for the forms read).
-	Header string
-	// Trusted are the proxies' addresses: Header is read only from a
-	// RemoteAddr in one of them, and from such a request the connection's
-	// certificate (the proxy's own) is never taken for the client's.
-	Trusted []netip.Prefix
+	header  string         // the header the proxy sets, as configured (see Decode for the forms read)
+	key     string         // the same, canonical: the request's header map is read without canonicalizing
+	trusted []netip.Prefix // the proxies: masked, IPv4-mapped ones as IPv4
 }
 
-// TrustedPrefixes returns ps as Source.Trusted compares them: masked, an
-// IPv4-mapped prefix as its IPv4 prefix (RemoteAddr is compared
-// unmapped); false when one is not a prefix.
-func TrustedPrefixes(ps []netip.Prefix) ([]netip.Prefix, bool) {
-	out := make([]netip.Prefix, 0, len(ps))
-	for _, p := range ps {
+// NewSource returns the Source that reads header from the proxies at the
+// addresses of trusted alone, and from them never the connection's
+// certificate (the proxy's own); false when a prefix is not one.
+// RemoteAddr is compared unmapped: an IPv4-mapped prefix is its IPv4
+// prefix.
+func NewSource(header string, trusted []netip.Prefix) (Source, bool) {
+	out := make([]netip.Prefix, 0, len(trusted))
+	for _, p := range trusted {
 		if !p.IsValid() {
-			return nil, false
+			return Source{}, false
 		}
 		if p.Addr().Is4In6() && p.Bits() >= 96 {
 			p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
 		}
 		out = append(out, p.Masked())
 	}
-	return out, true
+	return Source{header: header, key: textproto.CanonicalMIMEHeaderKey(header), trusted: out}, true
 }
 
 // FromProxy reports whether r comes from a trusted proxy: its RemoteAddr
-// is an IP address (with a port or without) in Trusted. A RemoteAddr that
+// is an IP address (with a port or without) of a trusted proxy. A RemoteAddr that
 // is not one, such as a Unix socket's, is no proxy's: fail closed.
 func (s Source) FromProxy(r *http.Request) bool {
-	if s.Header == "" || len(s.Trusted) == 0 {
+	if s.key == "" || len(s.trusted) == 0 {
 		return false
 	}
 	ap, err := netip.ParseAddrPort(r.RemoteAddr)
@@ -129,7 +142,7 @@ func (s Source) FromProxy(r *http.Request) bool {
 		return false
 	}
 	a = a.Unmap().WithZone("")
-	for _, p := range s.Trusted {
+	for _, p := range s.trusted {
 		if p.Contains(a) {
 			return true
 		}
@@ -139,10 +152,10 @@ func (s Source) FromProxy(r *http.Request) bool {
 
 // Thumbprint returns the x5t#S256 of r's client certificate, or "" when r
 // presented none (or its proxy forwarded one that cannot be read): from a
-// trusted proxy, the one in Header, else the connection's.
+// trusted proxy, the one in its header, else the connection's.
 func (s Source) Thumbprint(r *http.Request) string {
 	if s.FromProxy(r) {
-		return forwardedThumbprint(s.Header, r.Header.Values(s.Header))
+		return forwardedThumbprint(s.header, r.Header[s.key])
 	}
 	if r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
 		return ""
@@ -156,14 +169,14 @@ func (s Source) Thumbprint(r *http.Request) string {
 // says the proxy's header cannot be read.
 func (s Source) Chain(r *http.Request) ([]*x509.Certificate, error) {
 	if s.FromProxy(r) {
-		values := r.Header.Values(s.Header)
+		values := r.Header[s.key]
 		if len(values) == 0 {
 			return nil, nil
 		}
 		if len(values) > 1 {
 			return nil, errTwoHeaders
 		}
-		ders, _, err := Decode(s.Header, values[0])
+		ders, _, err := Decode(s.header, values[0])
 		if err != nil {
 			return nil, err
 		}

@@ -113,7 +113,7 @@ func TestSourceTrustsProxiesOnly(t *testing.T) {
 	client := certtest.SelfSigned(t, certtest.Leaf{}).Leaf
 	proxy := certtest.SelfSigned(t, certtest.Leaf{Subject: pkix.Name{CommonName: "proxy"}}).Leaf
 	header := url.PathEscape(string(certtest.PEM(client.Raw)))
-	src := Source{Header: "X-SSL-CERT", Trusted: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/24"), netip.MustParsePrefix("2001:db8::/64")}}
+	src, _ := NewSource("X-SSL-CERT", []netip.Prefix{netip.MustParsePrefix("10.0.0.0/24"), netip.MustParsePrefix("2001:db8::/64"), netip.MustParsePrefix("::ffff:172.16.0.0/108")})
 	req := func(remote string, conn *x509.Certificate, values ...string) *http.Request {
 		r := httptest.NewRequest(http.MethodGet, "/", nil)
 		r.RemoteAddr = remote
@@ -133,6 +133,7 @@ func TestSourceTrustsProxiesOnly(t *testing.T) {
 		{"a trusted proxy's header", req("10.0.0.7:4000", nil, header), Thumbprint(client.Raw)},
 		{"a trusted proxy over IPv6", req("[2001:db8::5]:4000", nil, header), Thumbprint(client.Raw)},
 		{"a trusted proxy, IPv4-mapped", req("[::ffff:10.0.0.7]:4000", nil, header), Thumbprint(client.Raw)},
+		{"a trusted proxy of an IPv4-mapped prefix", req("172.16.0.9:4000", nil, header), Thumbprint(client.Raw)},
 		{"a trusted proxy's own certificate is not its client's", req("10.0.0.7:4000", proxy), ""},
 		{"a trusted proxy with both", req("10.0.0.7:4000", proxy, header), Thumbprint(client.Raw)},
 		{"a trusted proxy's header twice", req("10.0.0.7:4000", nil, header, header), ""},
@@ -150,8 +151,8 @@ func TestSourceTrustsProxiesOnly(t *testing.T) {
 	if got := (Source{}).Thumbprint(req("10.0.0.7:4000", nil, header)); got != "" {
 		t.Errorf("the zero Source read a header: %q", got)
 	}
-	if got := (Source{Header: "X-SSL-CERT"}).Thumbprint(req("10.0.0.7:4000", nil, header)); got != "" {
-		t.Errorf("a Source without trusted proxies read a header: %q", got)
+	if noProxy, _ := NewSource("X-SSL-CERT", nil); noProxy.Thumbprint(req("10.0.0.7:4000", nil, header)) != "" {
+		t.Error("a Source without trusted proxies read a header")
 	}
 	chain, err := src.Chain(req("10.0.0.7:4000", proxy, header))
 	if err != nil || len(chain) != 1 || !chain[0].Equal(client) {
@@ -176,5 +177,19 @@ func TestForwardedDecodedOncePerValue(t *testing.T) {
 	}
 	if n := computed.Load() - before; n > 2 {
 		t.Fatalf("decoded %d times for 200 reads of two values, want 2", n)
+	}
+}
+
+func TestEqual(t *testing.T) {
+	a := "bwcK0esc3ACC3DB2Y5_lESsXE8o9ltc05O89jdN-dg2"
+	for i := range len(a) {
+		b := []byte(a)
+		b[i] ^= 1
+		if Equal(a, string(b)) {
+			t.Errorf("byte %d changed: equal", i)
+		}
+	}
+	if !Equal(a, a) || !Equal("", "") || Equal(a, a[:42]) || !Equal("abc", "abc") || Equal("abc", "abd") {
+		t.Error("Equal is wrong")
 	}
 }
