@@ -31,7 +31,9 @@ type mtlsWorld struct {
 	mine, other tls.Certificate // two clients' certificates
 }
 
-func newMTLSWorld(t *testing.T, cfg accesstoken.Config, bc middleware.BearerConfig, tlsOn bool) *mtlsWorld {
+// newMTLSWorld serves the API over TLS with tlsConfig, or plain HTTP
+// without one.
+func newMTLSWorld(t *testing.T, cfg accesstoken.Config, bc middleware.BearerConfig, tlsConfig *tls.Config) *mtlsWorld {
 	t.Helper()
 	k := jwktest.NewKey(t, "ES256")
 	cfg.Issuer, cfg.Keys = iss, newCountingKeys(k)
@@ -40,8 +42,8 @@ func newMTLSWorld(t *testing.T, cfg accesstoken.Config, bc middleware.BearerConf
 		fmt.Fprint(w, "hello")
 	})))
 	srv := httptest.NewUnstartedServer(h)
-	if tlsOn {
-		srv.TLS = &tls.Config{ClientAuth: tls.RequestClientCert}
+	if tlsConfig != nil {
+		srv.TLS = tlsConfig
 		srv.StartTLS()
 	} else {
 		srv.Start()
@@ -50,6 +52,10 @@ func newMTLSWorld(t *testing.T, cfg accesstoken.Config, bc middleware.BearerConf
 	ca := certtest.NewCA(t, "clients")
 	return &mtlsWorld{srv: srv, key: k, mine: ca.Issue(t, certtest.Leaf{}), other: certtest.SelfSigned(t, certtest.Leaf{})}
 }
+
+// askForCertificates is a server's TLS configuration that asks clients
+// for a certificate, any.
+func askForCertificates() *tls.Config { return &tls.Config{ClientAuth: tls.RequestClientCert} }
 
 // token is a token for pd_AdminWebApi bound to c (nil: to nothing).
 func (w *mtlsWorld) token(t *testing.T, c *tls.Certificate) string {
@@ -110,7 +116,7 @@ func wantInvalidToken(t *testing.T, name string, a answer, description string) {
 // bearer token passes either way.
 func TestCertificateBoundOverTLS(t *testing.T) {
 	for _, allow := range []bool{false, true} {
-		w := newMTLSWorld(t, accesstoken.Config{AllowBoundTokens: allow}, middleware.BearerConfig{}, true)
+		w := newMTLSWorld(t, accesstoken.Config{AllowBoundTokens: allow}, middleware.BearerConfig{}, askForCertificates())
 		u := w.srv.URL + "/admin"
 		bound := w.token(t, &w.mine)
 		if a := get(t, w.client(&w.mine), u, bound); a.status != 200 || a.body != "hello" {
@@ -133,7 +139,7 @@ func TestCertificateBoundOverTLS(t *testing.T) {
 // thumbprint is computed at a connection's first request, not again for
 // the requests after it on the same connection.
 func TestCertificateThumbprintOncePerConnection(t *testing.T) {
-	w := newMTLSWorld(t, accesstoken.Config{}, middleware.BearerConfig{}, true)
+	w := newMTLSWorld(t, accesstoken.Config{}, middleware.BearerConfig{}, askForCertificates())
 	bound := w.token(t, &w.mine)
 	c := w.client(&w.mine)
 	get(t, c, w.srv.URL+"/admin", bound) // the connection, and its thumbprint
@@ -160,7 +166,7 @@ func TestForwardedCertificate(t *testing.T) {
 	elsewhere := []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}
 	header := func(c tls.Certificate) string { return url.PathEscape(string(certtest.PEM(c.Leaf.Raw))) } // nginx's $ssl_client_escaped_cert
 	t.Run("from a trusted proxy", func(t *testing.T) {
-		w := newMTLSWorld(t, accesstoken.Config{}, middleware.BearerConfig{ForwardedCert: &middleware.ForwardedCert{Header: "X-SSL-CERT", TrustedProxies: loopback}}, true)
+		w := newMTLSWorld(t, accesstoken.Config{}, middleware.BearerConfig{ForwardedCert: &middleware.ForwardedCert{Header: "X-SSL-CERT", TrustedProxies: loopback}}, askForCertificates())
 		u, bound := w.srv.URL+"/admin", w.token(t, &w.mine)
 		if a := get(t, w.client(nil), u, bound, "X-SSL-CERT", header(w.mine)); a.status != 200 {
 			t.Errorf("its certificate forwarded: %d %s", a.status, a.body)
@@ -174,7 +180,7 @@ func TestForwardedCertificate(t *testing.T) {
 		wantInvalidToken(t, "garbage", get(t, w.client(nil), u, bound, "X-SSL-CERT", "garbage"), "token is bound to a key")
 	})
 	t.Run("from an address that is no trusted proxy", func(t *testing.T) {
-		w := newMTLSWorld(t, accesstoken.Config{}, middleware.BearerConfig{ForwardedCert: &middleware.ForwardedCert{Header: "X-SSL-CERT", TrustedProxies: elsewhere}}, true)
+		w := newMTLSWorld(t, accesstoken.Config{}, middleware.BearerConfig{ForwardedCert: &middleware.ForwardedCert{Header: "X-SSL-CERT", TrustedProxies: elsewhere}}, askForCertificates())
 		u, bound := w.srv.URL+"/admin", w.token(t, &w.mine)
 		wantInvalidToken(t, "a spoofed header", get(t, w.client(nil), u, bound, "X-SSL-CERT", header(w.mine)), "token is bound to a key")
 		wantInvalidToken(t, "a spoofed header beside another certificate", get(t, w.client(&w.other), u, bound, "X-SSL-CERT", header(w.mine)), "token is bound to another client certificate")
@@ -183,7 +189,7 @@ func TestForwardedCertificate(t *testing.T) {
 		}
 	})
 	t.Run("without the setting", func(t *testing.T) {
-		w := newMTLSWorld(t, accesstoken.Config{}, middleware.BearerConfig{}, false)
+		w := newMTLSWorld(t, accesstoken.Config{}, middleware.BearerConfig{}, nil)
 		wantInvalidToken(t, "a header, no setting", get(t, http.DefaultClient, w.srv.URL+"/admin", w.token(t, &w.mine), "X-SSL-CERT", header(w.mine)), "token is bound to a key")
 	})
 }

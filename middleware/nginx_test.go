@@ -27,7 +27,7 @@ func TestBehindNginx(t *testing.T) {
 	w := newMTLSWorld(t, accesstoken.Config{}, middleware.BearerConfig{ForwardedCert: &middleware.ForwardedCert{
 		Header:         "X-SSL-CERT",
 		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")},
-	}}, false)
+	}}, nil)
 	dir := t.TempDir()
 	ca := certtest.NewCA(t, "nginx")
 	server := ca.Server(t)
@@ -78,6 +78,7 @@ func TestBehindNginx(t *testing.T) {
 		t.Skip("curl is not installed")
 	}
 	certFile, keyFile := write("client.pem", certtest.PEM(w.mine.Leaf.Raw)), write("client-key.pem", certtest.KeyPEM(t, w.mine))
+	otherFile, otherKey := write("other.pem", certtest.PEM(w.other.Leaf.Raw)), write("other-key.pem", certtest.KeyPEM(t, w.other))
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -86,6 +87,8 @@ func TestBehindNginx(t *testing.T) {
 		{"curl with its certificate", []string{"--cert", certFile, "--key", keyFile}, "200 hello"},
 		{"curl without", nil, "401 "},
 		{"curl without, a header of its own", []string{"-H", "X-SSL-CERT: " + spoof}, "401 "},
+		{"curl without, a header of its own in lower case", []string{"-H", "x-ssl-cert: " + spoof}, "401 "},
+		{"curl with another certificate, a header of its own", []string{"--cert", otherFile, "--key", otherKey, "-H", "X-SSL-CERT: " + spoof}, "401 "},
 	} {
 		args := append([]string{"-sS", "--cacert", caFile, "-H", "Authorization: Bearer " + bound, "-w", "%{http_code} ", "-o", filepath.Join(dir, "answer"), u}, tc.args...)
 		out, err := exec.Command(curl, args...).CombinedOutput()

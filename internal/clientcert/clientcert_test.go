@@ -78,6 +78,9 @@ func TestDecodeForms(t *testing.T) {
 		{"XFCC a Hash that is not the Cert's", "X-Forwarded-Client-Cert", `Hash=` + strings.Repeat("00", 32) + `;Cert="` + url.PathEscape(pemText) + `"`, false},
 		{"XFCC without either", "X-Forwarded-Client-Cert", `By=spiffe://x;Subject="CN=x"`, false},
 		{"garbage", "X-SSL-CERT", "not a certificate", false},
+		{"two PEM certificates (a proxy that appended)", "X-SSL-CERT", pemText + pemText, false},
+		{"two escaped PEM certificates joined by a comma", "X-SSL-CERT", nginx + ", " + nginx, false},
+		{"two base64 certificates joined by a comma", "X-ARR-ClientCert", base64.StdEncoding.EncodeToString(der) + "," + base64.StdEncoding.EncodeToString(der), false},
 		{"PEM without an end", "X-SSL-CERT", "-----BEGIN CERTIFICATE----- MIIB", false},
 		{"base64 of something else", "X-SSL-CERT", base64.StdEncoding.EncodeToString([]byte("hello there")), false},
 	} {

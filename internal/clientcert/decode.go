@@ -10,9 +10,10 @@ import (
 )
 
 var (
-	errTwoHeaders = errors.New("the certificate header is given more than once")
-	errUnreadable = errors.New("the certificate header holds no certificate in a form read here")
-	errXFCC       = errors.New("x-forwarded-client-cert: want one element, with Cert or Hash")
+	errTwoHeaders      = errors.New("the certificate header is given more than once")
+	errUnreadable      = errors.New("the certificate header holds no certificate in a form read here")
+	errXFCC            = errors.New("x-forwarded-client-cert: want one element, with Cert or Hash")
+	errTwoCertificates = errors.New("the certificate header holds more than one certificate")
 )
 
 // Decode reads the value of the header in which a proxy forwards its
@@ -24,14 +25,18 @@ var (
 //     an element per hop (APPEND_FORWARD) is refused, since which one is
 //     the client's depends on the chain of proxies;
 //   - a PEM certificate (Apache's %{SSL_CLIENT_CERT}s, with its line ends
-//     as spaces or not), or several: the client's, then its chain;
+//     as spaces or not);
 //   - the same URL-encoded (nginx's $ssl_client_escaped_cert);
 //   - base64 DER (IIS ARR's X-ARR-ClientCert, ASP.NET's X-Client-Cert) or
 //     hex DER.
 //
-// It returns the DER certificates, the client's first, and for Envoy the
-// SHA-256 of the client's certificate when the element gives it (its
-// Hash), in which case the DER may be absent.
+// A value of these forms that holds more than one certificate is refused:
+// none of these proxies sends a chain there, and a proxy that appends its
+// own value to the client's, rather than replacing it, would otherwise
+// let the client's come first. It returns the DER certificates, the
+// client's first (and, from Envoy's Chain, its intermediates), and for
+// Envoy the SHA-256 of the client's certificate when the element gives
+// it (its Hash), in which case the DER may be absent.
 func Decode(header, value string) (ders [][]byte, hash []byte, err error) {
 	value = strings.TrimSpace(value)
 	if strings.EqualFold(header, "X-Forwarded-Client-Cert") {
@@ -51,7 +56,11 @@ func decodeValue(v string) ([][]byte, error) {
 		v = u
 	}
 	if strings.HasPrefix(v, "-----BEGIN") {
-		return decodePEM(v)
+		ders, err := decodePEM(v)
+		if err == nil && len(ders) > 1 {
+			return nil, errTwoCertificates
+		}
+		return ders, err
 	}
 	if der, err := hex.DecodeString(v); err == nil && len(der) > 0 && der[0] == 0x30 {
 		return [][]byte{der}, nil
