@@ -74,9 +74,11 @@ func (iss *Issuer) authenticateCert(q *request, cl *client, subject string) (*cl
 // cl's credential at now: a certificate of the CAs whose subject or name
 // is cl's (tls_client_auth), or one of cl's own, by its thumbprint or its
 // public key (self_signed_tls_client_auth). It returns the refusal and
-// why, for the log: certRejected for a certificate no client may use
-// (outside its validity period, not for client authentication, of no
-// CA), badCredentials for one that is not cl's.
+// why, for the log: certRejected for a certificate outside its validity
+// period, which no client may use, decided before the client is looked
+// at; badCredentials for every other, whatever the client ID names, so
+// that the answer tells nothing of whether a client exists or how it
+// authenticates.
 func (m *mtlsState) check(chain []*x509.Certificate, cl *client, now time.Time) (refusalID, string) {
 	leaf := chain[0]
 	var chainErr error = errNoCAs
@@ -93,16 +95,16 @@ func (m *mtlsState) check(chain []*x509.Certificate, cl *client, now time.Time) 
 		ca = cl.certs
 	}
 	switch {
-	case cl == nil || (cl.certs == nil && len(cl.keys) == 0):
-		return badCredentials, "the client does not authenticate with a certificate"
 	case now.Before(leaf.NotBefore) || now.After(leaf.NotAfter):
 		return certRejected, "the client certificate is outside its validity period"
+	case cl == nil || (cl.certs == nil && len(cl.keys) == 0):
+		return badCredentials, "the client does not authenticate with a certificate"
 	case ca.pki && chainErr == nil && ca.names(leaf):
 		return notRefused, ""
 	case ca.ownCertificate(leaf, x5t, cl.keys):
 		return notRefused, ""
-	case ca.pki && chainErr != nil && len(ca.thumbprints) == 0 && len(cl.keys) == 0:
-		return certRejected, "the client certificate does not chain to a CA of mtls.clientCAs for client authentication: " + chainErr.Error()
+	case ca.pki && chainErr != nil:
+		return badCredentials, "the client certificate does not chain to a CA of mtls.clientCAs for client authentication: " + chainErr.Error()
 	}
 	return badCredentials, "the client certificate is not the client's"
 }

@@ -342,15 +342,23 @@ func TestCertificateBoundReferenceTokens(t *testing.T) {
 }
 
 // TestMTLSIdentityServerProfile: under the identityserver profile, every
-// failure is 400 invalid_client, a certificate no client may use
-// described as IdentityServer describes it.
+// failure is 400 invalid_client, an expired certificate, which no client
+// may use, described as IdentityServer describes it; every other the
+// same whatever the client ID, so that the answer does not tell whether
+// a client exists or how it authenticates.
 func TestMTLSIdentityServerProfile(t *testing.T) {
 	s := newMTLSServer(t, func(c *issuer.Config) { c.Profile = "identityserver" })
 	example := pkix.Name{CommonName: "pki", Organization: []string{"Example"}}
+	expired := s.ca.Issue(t, certtest.Leaf{Subject: example, NotBefore: time.Now().Add(-48 * time.Hour), NotAfter: time.Now().Add(-time.Hour)})
+	for _, client := range []string{"pki", "nobody", "admin"} {
+		refused(t, client+", an expired certificate", s.ask(t, &expired, []string{"client_id", client}), 400, "invalid_client", "mTLS authentication failed.")
+	}
 	noCA := certtest.SelfSigned(t, certtest.Leaf{Subject: example})
-	refused(t, "a certificate of no CA", s.ask(t, &noCA, []string{"client_id", "pki"}), 400, "invalid_client", "mTLS authentication failed.")
 	other := s.ca.Issue(t, certtest.Leaf{Subject: pkix.Name{CommonName: "other"}})
-	refused(t, "another subject", s.ask(t, &other, []string{"client_id", "pki"}), 400, "invalid_client", "-")
+	for _, client := range []string{"pki", "nobody", "admin", "self"} {
+		refused(t, client+", a certificate of no CA", s.ask(t, &noCA, []string{"client_id", client}), 400, "invalid_client", "-")
+		refused(t, client+", another subject", s.ask(t, &other, []string{"client_id", client}), 400, "invalid_client", "-")
+	}
 	right := s.ca.Issue(t, certtest.Leaf{Subject: example})
 	granted(t, "its certificate", s.ask(t, &right, []string{"client_id", "pki"}), right.Leaf)
 }

@@ -41,7 +41,7 @@ const (
 	limiterDown     // the failure limiter's store cannot answer
 	replaysFull     // no room to remember an assertion's or a proof's jti
 	replaysDown     // the store cannot remember one
-	certRejected    // a client certificate no client may use (expired, of no CA, not for client authentication)
+	certRejected    // a client certificate no client may use: outside its validity period
 
 	// The token request.
 	noGrantType         // grant_type missing or empty
