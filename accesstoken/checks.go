@@ -92,18 +92,13 @@ func (ch *checks) claims(from *trustedIssuer, raw jws.Claims, payload64, issuer 
 }
 
 // binding checks the binding the token's presentation needs (see
-// Presentation): presented as a plain bearer token, a token bound to a
-// key (cnf) is refused unless AllowBoundTokens, since its holder would
-// prove the key; presented with DPoP, it must be bound to a DPoP key.
+// Presentation): a certificate-bound token must come with its
+// certificate, a DPoP-bound one with DPoP, a token presented with DPoP
+// must be bound to a DPoP key; a bound token presented without its proof
+// is admitted only with AllowBoundTokens, which the handler then checks
+// itself.
 func (ch *checks) binding(ctx context.Context, c *Claims) error {
-	p := presentationOf(ctx)
-	if !p.DPoP && c.bound && !ch.allowBound {
-		return errBoundToken
-	}
-	if p.DPoP {
-		return p.Check(c)
-	}
-	return nil
+	return presentationOf(ctx).check(c, ch.allowBound)
 }
 
 // fromCache answers for token from cache (nil: off) when it holds it: its

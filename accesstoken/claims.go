@@ -35,6 +35,12 @@ type Claims struct {
 	// (cnf.jkt, RFC 9449 §6): RequireBearer admits such a token only with
 	// a proof by that key. Empty for a bearer token.
 	JKT string
+	// X5T is the SHA-256 thumbprint of the client certificate a
+	// certificate-bound token is bound to (cnf["x5t#S256"], RFC 8705
+	// §3.1): base64url, as Presentation.CertThumbprint. Validate admits
+	// such a token only from a request that presented that certificate.
+	// Empty for a token bound to no certificate.
+	X5T string
 	// ClientClaims are the client's claims, IdentityServer's "client_"
 	// claims (other than client_id) by their name without the prefix:
 	// "client_tenant": "acme" is ClientClaims["tenant"] = ["acme"]; an
@@ -142,18 +148,24 @@ func parseClaims(raw jws.Claims, payload64, issuer string) (*Claims, claimFacts,
 		}
 	}
 	if cnf, ok := raw.Raw("cnf"); ok {
-		// An object whose "jkt", when present, is a string that is not
-		// empty; its members are named exactly, as the claims are.
+		// An object whose "jkt" and "x5t#S256", when present, are strings
+		// that are not empty; its members are named exactly, as the
+		// claims are.
 		c.bound = true
 		m, err := jws.ReadClaims(cnf)
 		if err != nil {
 			return nil, f, errMalformed
 		}
-		jkt, present, err := m.String("jkt")
-		if err != nil || (present && jkt == "") {
-			return nil, f, errMalformed
+		for _, member := range [...]struct {
+			name string
+			dst  *string
+		}{{"jkt", &c.JKT}, {"x5t#S256", &c.X5T}} {
+			v, present, err := m.String(member.name)
+			if err != nil || (present && v == "") {
+				return nil, f, errMalformed
+			}
+			*member.dst = v
 		}
-		c.JKT = jkt
 	}
 	// A client claim that is not a string or an array of strings is not
 	// one of IdentityServer's: left in Raw, not refused.

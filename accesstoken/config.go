@@ -89,13 +89,16 @@ type Config struct {
 	// Keys) gets the 16 KiB. New refuses a negative value.
 	MaxTokenSize int
 
-	// AllowBoundTokens accepts, presented as plain bearer tokens, tokens
+	// AllowBoundTokens accepts, presented without their proof, tokens
 	// that carry a "cnf" claim, which binds them to a key (DPoP, RFC
-	// 9449; mutual TLS, RFC 8705; RFC 7800). By default such a token is
-	// refused ("bound_token"): presented so it is probably stolen, since
-	// its holder would prove the key. Set it only if the handler checks
-	// the binding itself (the "cnf" claim is in Claims.Raw). A token
-	// presented with its proof is another matter: see Presentation.
+	// 9449; a client certificate, RFC 8705; RFC 7800). By default such a
+	// token is refused ("bound_token"): presented so it is probably
+	// stolen, since its holder would prove the key. Set it only if the
+	// handler checks the binding itself (the "cnf" claim is in
+	// Claims.Raw). A token presented with its proof is another matter
+	// (see Presentation), and a certificate-bound token presented with
+	// another certificate is refused ("wrong_certificate") whatever this
+	// says.
 	AllowBoundTokens bool
 
 	// CacheSize is how many validated tokens are remembered, so that a

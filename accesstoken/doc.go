@@ -31,8 +31,8 @@
 // Validate checks, in order: the size, the form, the header ("alg" among
 // ES256, RS256, PS256, EdDSA and Ed25519; "typ"), the issuer, the
 // signature, and only then the claims ("exp", "nbf" and "iat" with
-// leeway, "aud", the binding "cnf" asks for: see Presentation, and the
-// scope claim). A refusal is a *ValidationError whose Code ("expired",
+// leeway, "aud", the binding "cnf" asks for, to a DPoP key or a client
+// certificate (RFC 8705): see Presentation, and the scope claim). A refusal is a *ValidationError whose Code ("expired",
 // "audience", ...) is fixed, for metrics and branching; errors.Is finds
 // ErrExpired and the few other Err values a caller acts on. A token seen
 // again is answered from a cache, until its key set changes.

@@ -38,22 +38,23 @@ var ErrIntrospectionUnavailable = errors.New("token introspection unavailable")
 
 // The other reasons, known by their codes alone (see ValidationError).
 var (
-	errTooLarge       = errors.New("token is too large")
-	errMalformed      = errors.New("token is malformed")
-	errAlgorithm      = keyerr.ErrAlgorithm // "token signing algorithm not allowed"
-	errCritical       = errors.New("token has critical header parameters that are not supported")
-	errType           = errors.New("token type is not an access token")
-	errAmbiguousKey   = fmt.Errorf("%w: the token names no key and more than two fit it", ErrUnknownKey)
-	errSignature      = errors.New("signature invalid")
-	errNotYetValid    = errors.New("token not valid yet")
-	errIssuedInFuture = errors.New("token issued in the future")
-	errMissingClaim   = errors.New("token lacks a required claim")
-	errIssuer         = errors.New("token issuer not accepted")
-	errAudience       = errors.New("token audience not accepted")
-	errScopeClaim     = scope.ErrInvalidClaim // "scope claim is neither a string nor an array of strings"
-	errScopeName      = scope.ErrInvalidName  // errors.Is(errScopeName, errScopeClaim)
-	errBoundToken     = errors.New("token is bound to a key")
-	errUnboundToken   = errors.New("token is not bound to a key")
+	errTooLarge         = errors.New("token is too large")
+	errMalformed        = errors.New("token is malformed")
+	errAlgorithm        = keyerr.ErrAlgorithm // "token signing algorithm not allowed"
+	errCritical         = errors.New("token has critical header parameters that are not supported")
+	errType             = errors.New("token type is not an access token")
+	errAmbiguousKey     = fmt.Errorf("%w: the token names no key and more than two fit it", ErrUnknownKey)
+	errSignature        = errors.New("signature invalid")
+	errNotYetValid      = errors.New("token not valid yet")
+	errIssuedInFuture   = errors.New("token issued in the future")
+	errMissingClaim     = errors.New("token lacks a required claim")
+	errIssuer           = errors.New("token issuer not accepted")
+	errAudience         = errors.New("token audience not accepted")
+	errScopeClaim       = scope.ErrInvalidClaim // "scope claim is neither a string nor an array of strings"
+	errScopeName        = scope.ErrInvalidName  // errors.Is(errScopeName, errScopeClaim)
+	errBoundToken       = errors.New("token is bound to a key")
+	errUnboundToken     = errors.New("token is not bound to a key")
+	errWrongCertificate = errors.New("token is bound to another client certificate")
 )
 
 // codes is the one table of the reasons' codes: a ValidationError's Code,
@@ -84,6 +85,7 @@ var codes = []struct {
 	{errScopeClaim, "scope_claim"},
 	{errBoundToken, "bound_token"},
 	{errUnboundToken, "not_bound"},
+	{errWrongCertificate, "wrong_certificate"},
 	{ErrInactive, "inactive"},
 	{ErrIntrospectionUnavailable, "introspection_unavailable"},
 }
@@ -123,8 +125,9 @@ func refused(reason error) *ValidationError {
 //	audience           an "aud" not this service's
 //	scope_name         a scope name with whitespace or a control character
 //	scope_claim        a scope claim neither a string nor an array of strings
-//	bound_token        bound to a key ("cnf"), presented as a bearer token
+//	bound_token        bound to a key ("cnf"), presented without its proof
 //	not_bound          presented with DPoP, bound to no DPoP key
+//	wrong_certificate  bound to a client certificate, presented with another
 //	inactive           ErrInactive
 //	introspection_unavailable  ErrIntrospectionUnavailable
 //

@@ -11,20 +11,21 @@ func SignatureChecks(v *Validator) uint64 { return v.sigChecks.Load() }
 // The reasons known outside by their codes alone, for the tests'
 // errors.Is.
 var (
-	ErrTooLarge       = errTooLarge
-	ErrMalformed      = errMalformed
-	ErrAlgorithm      = errAlgorithm
-	ErrCritical       = errCritical
-	ErrType           = errType
-	ErrAmbiguousKey   = errAmbiguousKey
-	ErrSignature      = errSignature
-	ErrNotYetValid    = errNotYetValid
-	ErrIssuedInFuture = errIssuedInFuture
-	ErrMissingClaim   = errMissingClaim
-	ErrIssuer         = errIssuer
-	ErrAudience       = errAudience
-	ErrScopeClaim     = errScopeClaim
-	ErrScopeName      = errScopeName
-	ErrBoundToken     = errBoundToken
-	ErrUnboundToken   = errUnboundToken
+	ErrTooLarge         = errTooLarge
+	ErrMalformed        = errMalformed
+	ErrAlgorithm        = errAlgorithm
+	ErrCritical         = errCritical
+	ErrType             = errType
+	ErrAmbiguousKey     = errAmbiguousKey
+	ErrSignature        = errSignature
+	ErrNotYetValid      = errNotYetValid
+	ErrIssuedInFuture   = errIssuedInFuture
+	ErrMissingClaim     = errMissingClaim
+	ErrIssuer           = errIssuer
+	ErrAudience         = errAudience
+	ErrScopeClaim       = errScopeClaim
+	ErrScopeName        = errScopeName
+	ErrBoundToken       = errBoundToken
+	ErrUnboundToken     = errUnboundToken
+	ErrWrongCertificate = errWrongCertificate
 )

@@ -32,6 +32,7 @@ package client
 import (
 	"context"
 	"crypto"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -139,6 +140,28 @@ type Config struct {
 	// DPoPKeyAlg is the proofs' algorithm: "ES256", "RS256", "PS256" or
 	// "EdDSA". Empty means the one that fits DPoPKey (RS256 for RSA).
 	DPoPKeyAlg string
+
+	// Certificate, when set, is the client certificate presented in
+	// mutual TLS ([RFC 8705]), on the token requests and on the calls,
+	// with its private key and the intermediates it needs (as
+	// tls.LoadX509KeyPair reads them). With neither ClientSecret nor Key
+	// it authenticates the client (tls_client_auth, or
+	// self_signed_tls_client_auth): a token request carries client_id in
+	// its body and nothing else. The issuer may bind the tokens to it
+	// (cnf "x5t#S256"); a service then takes them only over a connection
+	// that presents it, which the calls do. When the issuer names a
+	// mutual TLS alias of its token endpoint (mtls_endpoint_aliases), set
+	// TokenURL to it. Nil means none, unless GetCertificate gives one.
+	// HTTPClient's Transport, if set, must be an *http.Transport, which
+	// is cloned.
+	//
+	// [RFC 8705]: https://www.rfc-editor.org/rfc/rfc8705
+	Certificate *tls.Certificate
+	// GetCertificate, instead of Certificate, gives the certificate at
+	// each TLS handshake (tls.Config.GetClientCertificate), for one that
+	// is renewed while the client runs: a new connection presents the one
+	// it gives then; a connection already open keeps its own.
+	GetCertificate func(*tls.CertificateRequestInfo) (*tls.Certificate, error)
 }
 
 // MaxRetryAfter bounds how long a Retry-After from the token endpoint
@@ -216,13 +239,9 @@ func (c *Config) Client(ctx context.Context) *http.Client {
 	if base == nil {
 		base = http.DefaultClient
 	}
-	rt := base.Transport
-	if rt == nil {
-		rt = http.DefaultTransport
-	}
 	out := *base
 	t := c.newTokens(ctx, base)
-	out.Transport = &transport{base: rt, tokens: t, origins: c.origins(), dpop: t.dpop}
+	out.Transport = &transport{base: t.calls, tokens: t, origins: c.origins(), dpop: t.dpop}
 	return &out
 }
 

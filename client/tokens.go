@@ -26,6 +26,7 @@ type tokens struct {
 
 	signer    *clientauth.Signer // private_key_jwt, else nil
 	dpop      *dpopProver        // DPoP, else nil
+	calls     http.RoundTripper  // the calls' transport: presenting Config.Certificate, if any
 	badConfig error              // returned by every fetch
 	now       func() time.Time   // time.Now; a test's clock
 
@@ -43,6 +44,7 @@ type fetch struct {
 }
 
 func (c *Config) newTokens(ctx context.Context, hc *http.Client) *tokens {
+	hc, certErr := c.withCertificate(hc)
 	tokenURL := c.TokenURL
 	if tokenURL == "" {
 		tokenURL = strings.TrimSuffix(c.BaseURL, "/") + "/ids/connect/token"
@@ -63,6 +65,17 @@ func (c *Config) newTokens(ctx context.Context, hc *http.Client) *tokens {
 	}
 	if t.timeout == 0 {
 		t.timeout = 30 * time.Second
+	}
+	if t.calls = hc.Transport; t.calls == nil {
+		t.calls = http.DefaultTransport
+	}
+	if certErr != nil {
+		t.badConfig = certErr
+	}
+	if c.ClientSecret == "" && c.Key == nil && (c.Certificate != nil || c.GetCertificate != nil) {
+		// Mutual TLS client authentication (RFC 8705 §2): client_id in
+		// the body, and neither a secret nor a Basic header.
+		t.cc.AuthStyle = oauth2.AuthStyleInParams
 	}
 	t.cc.EndpointParams = url.Values{}
 	if err := clientauth.CheckParams(c.EndpointParams); err != nil {

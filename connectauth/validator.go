@@ -15,12 +15,18 @@ import (
 type tokens struct{ v middleware.TokenValidator }
 
 func (t tokens) Validate(ctx context.Context, token string) (context.Context, scope.Set, error) {
+	cert := peerCertificate(ctx)
+	if cert != "" {
+		ctx = accesstoken.Presentation{CertThumbprint: cert}.NewContext(ctx)
+	}
 	claims, err := t.v.Validate(ctx, token)
 	if err == nil && claims == nil {
 		err = errNoClaims // fail closed on a validator's bug
 	}
-	if err == nil {
-		err = bound(ctx, claims)
+	if err == nil && cert != "" && claims.X5T != "" {
+		// A certificate must be the token's whatever the validator (one
+		// of your own may read no presentation), as on an HTTP route.
+		err = accesstoken.Presentation{CertThumbprint: cert}.Check(claims)
 	}
 	if err != nil {
 		return ctx, nil, err
@@ -41,16 +47,3 @@ var errNoClaims = errors.New("token validator returned no claims and no error")
 
 // realm is the realm of the challenges, the HTTP side's default.
 const realm = "idsauth" // middleware.BearerConfig.Realm's default
-
-// bound is where a token bound to a key meets the call. A token with a
-// cnf claim is the validator's to refuse today (it refuses one unless
-// accesstoken.Config.AllowBoundTokens), as on an HTTP route without DPoP: a
-// Connect call is checked without a DPoP proof. Certificate-bound tokens (RFC 8705,
-// cnf "x5t#S256") are checked here once the token-checking package reads
-// that claim: the thumbprint of the client's certificate, which a
-// connect handler does not see (its http.Request's TLS state is not in
-// the call): an http.Handler in front of it puts it in the context.
-func bound(ctx context.Context, c *accesstoken.Claims) error {
-	_, _ = ctx, c
-	return nil
-}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/x509"
 	_ "embed"
 	"errors"
 	"fmt"
@@ -33,6 +34,9 @@ type configSource struct {
 	// -issuer flag, or the listen address for the demo configuration.
 	// Empty keeps the file's issuer as it is.
 	issuer string
+	// mtlsAlias, when set, is the issuer URL on the mutual TLS listener
+	// (-mtls-addr): the configuration's mtls.alias unless it names one.
+	mtlsAlias string
 }
 
 // load reads and strictly decodes the configuration without checking its
@@ -56,6 +60,14 @@ func (s configSource) load() (*fileConfig, error) {
 	c := &fileConfig{Config: *cfg, SCIMTenants: tenants}
 	if s.issuer != "" {
 		c.Issuer = s.issuer
+	}
+	if s.file == "" {
+		// demo-mtls's CA: the demo configuration cannot name the
+		// embedded file.
+		c.MTLS.ClientCACerts = []*x509.Certificate{exampleCA()}
+	}
+	if s.mtlsAlias != "" && c.MTLS.Alias == "" {
+		c.MTLS.Alias = s.mtlsAlias
 	}
 	return c, nil
 }

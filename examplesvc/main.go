@@ -6,6 +6,7 @@
 //	go run ./examplesvc -config idsauth.json your own configuration (the issuer's format plus scimTenants), its issuer URL as it is
 //	go run ./examplesvc -issuer URL ...      replace the configuration's issuer URL (behind a proxy)
 //	go run ./examplesvc -debug-addr 127.0.0.1:6060   also serve the event counters at /metrics (Prometheus) and expvar at /debug/vars there
+//	go run ./examplesvc -mtls-addr 127.0.0.1:8443    also serve everything over TLS, asking for client certificates (RFC 8705): demo-mtls's, in testdata/mtls
 //
 // SIGHUP reloads the configuration file; SIGINT and SIGTERM shut down
 // gracefully.
@@ -32,6 +33,7 @@ func main() {
 	configFile := flag.String("config", "", "configuration file (the issuer's JSON format plus scimTenants); empty: the embedded demo configuration, with an ephemeral signing key")
 	issuerURL := flag.String("issuer", "", "public issuer URL, replacing the configuration's; empty: the file's issuer, or http://<addr>/ids for the demo configuration")
 	debugAddr := flag.String("debug-addr", "", "listen address of /metrics (the idsauth event counters, Prometheus text format) and /debug/vars (expvar), host:port; keep it on loopback, it names clients and tenants; empty: not served")
+	mtlsAddr := flag.String("mtls-addr", "", "listen address of a TLS listener (the certificates of testdata/mtls) serving the identity service and the APIs, asking clients for a certificate (mutual TLS, RFC 8705), host:port; the issuer names it as its mtls.alias; empty: not served")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "examplesvc: unexpected argument %q (hash-secret is now \"idsauth hash-secret\": go install github.com/idsauth/idsauth/cmd/idsauth@latest)\n", flag.Arg(0))
@@ -42,15 +44,19 @@ func main() {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *addr, *configFile, *issuerURL, *debugAddr, logger, os.Stdout); err != nil {
+	if err := run(ctx, listeners{addr: *addr, debug: *debugAddr, mtls: *mtlsAddr}, *configFile, *issuerURL, logger, os.Stdout); err != nil {
 		logger.Error("examplesvc stopped", "error", err)
 		os.Exit(1)
 	}
 }
 
+// listeners are the service's listen addresses: its own, and, when not
+// empty, the debug endpoints' and the mutual TLS listener's.
+type listeners struct{ addr, debug, mtls string }
+
 // run serves until ctx ends, then shuts down gracefully.
-func run(ctx context.Context, addr, configFile, issuerURL, debugAddr string, logger *slog.Logger, banner io.Writer) error {
-	ln, err := net.Listen("tcp", addr)
+func run(ctx context.Context, at listeners, configFile, issuerURL string, logger *slog.Logger, banner io.Writer) error {
+	ln, err := net.Listen("tcp", at.addr)
 	if err != nil {
 		return err
 	}
@@ -59,6 +65,15 @@ func run(ctx context.Context, addr, configFile, issuerURL, debugAddr string, log
 	src := configSource{file: configFile, issuer: issuerURL}
 	if configFile == "" && issuerURL == "" {
 		src.issuer = "http://" + ln.Addr().String() + "/ids"
+	}
+	var mln net.Listener
+	if at.mtls != "" {
+		if mln, err = net.Listen("tcp", at.mtls); err != nil {
+			ln.Close()
+			return err
+		}
+		defer mln.Close()
+		src.mtlsAlias = mtlsBase(mln.Addr()) + "/ids"
 	}
 	svc, err := newService(ctx, src, logger)
 	if err != nil {
@@ -70,8 +85,9 @@ func run(ctx context.Context, addr, configFile, issuerURL, debugAddr string, log
 			logger.Warn(w, "issuer", svc.iss.URL(), "listen", ln.Addr().String())
 		}
 	}
+	routes := svc.routes()
 	srv := &http.Server{
-		Handler:           svc.routes(),
+		Handler:           routes,
 		MaxHeaderBytes:    32 << 10, // a 16 KiB bearer token and ordinary headers; Go's default is 1 MiB
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
@@ -81,6 +97,7 @@ func run(ctx context.Context, addr, configFile, issuerURL, debugAddr string, log
 	}
 	onHangup(ctx, svc.reload)
 
+	debugAddr := at.debug
 	if debugAddr != "" {
 		dln, err := net.Listen("tcp", debugAddr)
 		if err != nil {
@@ -97,10 +114,36 @@ func run(ctx context.Context, addr, configFile, issuerURL, debugAddr string, log
 	}
 
 	printBanner(banner, "http://"+ln.Addr().String(), svc.iss.URL(), configFile == "")
+	var mdone chan struct{} // closed once the mutual TLS listener has drained
+	if mln != nil {
+		tlsConfig, err := mtlsTLSConfig()
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		msrv := &http.Server{Handler: routes, MaxHeaderBytes: srv.MaxHeaderBytes, ReadHeaderTimeout: srv.ReadHeaderTimeout, ReadTimeout: srv.ReadTimeout,
+			WriteTimeout: srv.WriteTimeout, IdleTimeout: srv.IdleTimeout, ErrorLog: srv.ErrorLog, TLSConfig: tlsConfig}
+		go func() { _ = msrv.ServeTLS(mln, "", "") }()
+		defer msrv.Close()
+		// Drained as the main listener is, at the same time.
+		mdone = make(chan struct{})
+		go func() {
+			defer close(mdone)
+			<-ctx.Done()
+			shutdown, cancel := context.WithTimeout(context.Background(), 25*time.Second)
+			defer cancel()
+			_ = msrv.Shutdown(shutdown)
+		}()
+		printMTLSBanner(banner, mtlsBase(mln.Addr()), configFile == "")
+	}
 	if debugAddr != "" {
 		fmt.Fprintf(banner, "\nEvent counters (Prometheus): http://%s/metrics\n", debugAddr)
 	}
-	return serve(ctx, srv, ln, logger)
+	err = serve(ctx, srv, ln, logger)
+	if mdone != nil && ctx.Err() != nil {
+		<-mdone
+	}
+	return err
 }
 
 // onHangup calls reload for every SIGHUP until ctx ends, one at a time.
@@ -166,6 +209,8 @@ Try it (demo configuration):
 
   Reference tokens: demo-reference:demo-reference-secret gets one (pd_AdminWebApi);
   the API resource demo-api:demo-api-secret may introspect it.
+  Mutual TLS: demo-mtls authenticates with its certificate (testdata/mtls) on
+  the listener of -mtls-addr, which prints its curl lines.
   DPoP: demo-dpop:demo-dpop-secret must send a proof (idsauth token -dpop-key);
   the APIs' metadata (RFC 9728), one document per URL, which a 401 names:
     %[1]s/.well-known/oauth-protected-resource/webapi/api/v3/demo/Admin/Users

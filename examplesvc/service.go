@@ -113,6 +113,9 @@ func (s *service) routes() http.Handler {
 		AuthorizationServers:          []string{s.iss.URL()},
 		ScopesSupported:               scope.All(),
 		DPoPSigningAlgValuesSupported: middleware.DPoPAlgorithms(),
+		// Over the mutual TLS listener (-mtls-addr), a token bound to a
+		// client certificate is taken with that certificate.
+		TLSClientCertificateBoundAccessTokens: s.src.mtlsAlias != "",
 	}
 	mdHandler, _ := md.Handler()                                          // base is the issuer's origin: a URL
 	dpop, _ := middleware.NewDPoP(middleware.DPoPConfig{PublicURL: base}) // likewise

@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/peer"
+
 	"github.com/idsauth/idsauth/accesstoken"
+	"github.com/idsauth/idsauth/internal/clientcert"
 	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/scope"
 )
@@ -15,12 +19,18 @@ import (
 type tokens struct{ v middleware.TokenValidator }
 
 func (t tokens) Validate(ctx context.Context, token string) (context.Context, scope.Set, error) {
+	cert := peerCertificate(ctx)
+	if cert != "" {
+		ctx = accesstoken.Presentation{CertThumbprint: cert}.NewContext(ctx)
+	}
 	claims, err := t.v.Validate(ctx, token)
 	if err == nil && claims == nil {
 		err = errNoClaims // fail closed on a validator's bug
 	}
-	if err == nil {
-		err = bound(ctx, claims)
+	if err == nil && cert != "" && claims.X5T != "" {
+		// A certificate must be the token's whatever the validator (one
+		// of your own may read no presentation), as on an HTTP route.
+		err = accesstoken.Presentation{CertThumbprint: cert}.Check(claims)
 	}
 	if err != nil {
 		return ctx, nil, err
@@ -39,15 +49,20 @@ func (tokens) Reason(err error) string {
 // in that validator; the call is refused, never admitted.
 var errNoClaims = errors.New("token validator returned no claims and no error")
 
-// bound is where a token bound to a key meets the call. A token with a
-// cnf claim is the validator's to refuse today (it refuses one unless
-// accesstoken.Config.AllowBoundTokens), as on an HTTP route without DPoP: a
-// gRPC call carries no DPoP proof. Certificate-bound tokens (RFC 8705,
-// cnf "x5t#S256") are checked here once the token-checking package reads
-// that claim: the thumbprint of the call's peer certificate,
-// peer.FromContext(ctx).AuthInfo.(credentials.TLSInfo).State.PeerCertificates[0],
-// compared in constant time.
-func bound(ctx context.Context, c *accesstoken.Claims) error {
-	_, _ = ctx, c
-	return nil
+// peerCertificate returns the thumbprint of the client certificate of
+// the call's TLS connection (RFC 8705 §3), computed once per connection,
+// or "" when it presented none: a certificate-bound token (cnf
+// "x5t#S256") is then accepted with that certificate alone. A token bound
+// to a DPoP key stays the validator's to refuse (it refuses one unless
+// accesstoken.Config.AllowBoundTokens): a gRPC call carries no DPoP proof.
+func peerCertificate(ctx context.Context) string {
+	p, ok := peer.FromContext(ctx)
+	if !ok {
+		return ""
+	}
+	info, ok := p.AuthInfo.(credentials.TLSInfo)
+	if !ok || len(info.State.PeerCertificates) == 0 {
+		return ""
+	}
+	return clientcert.Of(info.State.PeerCertificates[0])
 }

@@ -11,6 +11,10 @@
 //		iss.CheckProtected(t, h, "GET /webapi/api/v3/demo/Admin/Users", scope.AdminWebAPI)
 //	}
 //
+// CheckProtectedDPoP and CheckProtectedMTLS add the cases of tokens bound
+// to a DPoP key (RFC 9449) and to a client certificate (RFC 8705), whose
+// tokens DPoPToken and CertificateBoundToken mint.
+//
 // Everything here is real: real keys, real signed JWTs, a real issuer
 // over real HTTP. It is meant for tests only.
 //

@@ -23,6 +23,9 @@ func (iss *Issuer) authenticate(q *request) (*client, *refusal) {
 	if cl != nil {
 		q.who.client = cl.id
 	}
+	if q.certAuth {
+		return iss.authenticateCert(q, cl, subject)
+	}
 	start := time.Now()
 	var repeat repeatAttempt
 	if !q.asserted {

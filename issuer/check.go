@@ -69,6 +69,10 @@ func (c *Config) check() (*state, error) {
 	if err != nil {
 		return nil, err
 	}
+	mtls, err := d.MTLS.check(u)
+	if err != nil {
+		return nil, err
+	}
 	st, err := d.compileClients(c, own)
 	if err != nil {
 		return nil, err
@@ -90,6 +94,7 @@ func (c *Config) check() (*state, error) {
 	st.assertionLifetime = d.ClientAssertions.MaxLifetime
 	st.replayBytes = d.ClientAssertions.ReplayCacheBytes
 	st.dpopWindow, st.dpopNonces = d.DPoP.ProofMaxAge, d.DPoP.RequireNonce
+	st.mtls = mtls
 	return st, nil
 }
 

@@ -29,11 +29,16 @@ const (
 // them.
 func (d Config) compileClients(c *Config, own scope.Set) (*state, error) {
 	st := &state{clients: make(map[string]*client, len(d.Clients)), apis: make(map[string]*apiResource, len(d.APIResources))}
+	haveCAs := len(d.MTLS.ClientCAs) > 0 || len(d.MTLS.ClientCACerts) > 0
 	for i, cc := range d.Clients {
 		cl, err := cc.compile(fmt.Sprintf("clients[%d]", i), own)
 		if err != nil {
 			return nil, err
 		}
+		if cl.certs, err = compileCertAuth(fmt.Sprintf("clients[%d] (%q)", i, cc.ClientID), cc.TLSClientAuth, cc.CertificateThumbprints, haveCAs); err != nil {
+			return nil, err
+		}
+		cl.certBound = cc.CertificateBoundTokens
 		if st.clients[cl.id] != nil {
 			return nil, fieldErr(fmt.Sprintf("clients[%d].clientId", i), "duplicate client ID %q", cl.id)
 		}
@@ -42,6 +47,9 @@ func (d Config) compileClients(c *Config, own scope.Set) (*state, error) {
 	for i, ac := range d.APIResources {
 		api, err := ac.compile(fmt.Sprintf("apiResources[%d]", i), own)
 		if err != nil {
+			return nil, err
+		}
+		if api.certs, err = compileCertAuth(fmt.Sprintf("apiResources[%d] (%q)", i, ac.Name), ac.TLSClientAuth, ac.CertificateThumbprints, haveCAs); err != nil {
 			return nil, err
 		}
 		if st.apis[api.name] != nil {
@@ -87,11 +95,13 @@ type client struct {
 	allScopes   bool     // a request without scope gets scopeList
 	lifetime    time.Duration
 	audience    []string
-	reference   bool   // its access tokens are reference tokens
-	requireDPoP bool   // its token requests must carry a DPoP proof
-	claims      []byte // its client_ claims as JSON members, each led by a comma; nil for none
-	apiAud      bool   // its audience is its API resources' names (the identityserver profile)
-	defaultAud  bool   // it has no audience of its own
+	reference   bool      // its access tokens are reference tokens
+	requireDPoP bool      // its token requests must carry a DPoP proof
+	claims      []byte    // its client_ claims as JSON members, each led by a comma; nil for none
+	apiAud      bool      // its audience is its API resources' names (the identityserver profile)
+	defaultAud  bool      // it has no audience of its own
+	certs       *certAuth // how it authenticates by certificate (RFC 8705 §2); nil: it does not
+	certBound   bool      // its tokens are bound to its certificate (RFC 8705 §3)
 }
 
 // compile checks a client whose defaults are applied; f names it.
@@ -103,8 +113,8 @@ func (cc ClientConfig) compile(f string, own scope.Set) (*client, error) {
 		return nil, fieldErr(f+".clientId", "longer than %d characters", maxClientIDLength)
 	}
 	f = fmt.Sprintf("%s (%q)", f, cc.ClientID)
-	if len(cc.SecretHashes) == 0 && len(cc.PublicKeys) == 0 {
-		return nil, fieldErr(f+".secretHashes", "at least one hash (or one of publicKeys) is required")
+	if len(cc.SecretHashes) == 0 && len(cc.PublicKeys) == 0 && !cc.TLSClientAuth.set() && len(cc.CertificateThumbprints) == 0 {
+		return nil, fieldErr(f+".secretHashes", "at least one hash (or one of publicKeys, a tlsClientAuth or a certificate thumbprint) is required")
 	}
 	hashes, err := parseHashes(f+".secretHashes", cc.SecretHashes)
 	if err != nil {
@@ -232,8 +242,8 @@ func (ac APIResourceConfig) compile(f string, own scope.Set) (*apiResource, erro
 		return nil, fieldErr(f+".name", "longer than %d characters", maxClientIDLength)
 	}
 	f = fmt.Sprintf("%s (%q)", f, ac.Name)
-	if len(ac.SecretHashes) == 0 && len(ac.PublicKeys) == 0 {
-		return nil, fieldErr(f+".secretHashes", "at least one hash (or one of publicKeys) is required")
+	if len(ac.SecretHashes) == 0 && len(ac.PublicKeys) == 0 && !ac.TLSClientAuth.set() && len(ac.CertificateThumbprints) == 0 {
+		return nil, fieldErr(f+".secretHashes", "at least one hash (or one of publicKeys, a tlsClientAuth or a certificate thumbprint) is required")
 	}
 	hashes, err := parseHashes(f+".secretHashes", ac.SecretHashes)
 	if err != nil {

@@ -121,6 +121,13 @@ type Config struct {
 	// clients. The zero value takes the defaults.
 	ClientAssertions AssertionConfig
 
+	// MTLS configures mutual TLS (RFC 8705): the CAs of the clients that
+	// authenticate with a certificate (ClientConfig.TLSClientAuth), the
+	// URL of a listener that asks for certificates, and a proxy that
+	// forwards them. The zero value reads a client's certificate from the
+	// TLS connection, trusts no CA and names no alias.
+	MTLS MTLSConfig
+
 	// Dir is the folder that relative key file paths are read from, when
 	// New or Reload reads them. LoadConfig and ParseConfig set it to the
 	// configuration file's folder. Empty means the working directory.
@@ -181,8 +188,9 @@ type ClientConfig struct {
 	// SecretHashes are the hashes of the client's secrets, in the forms of
 	// package secret ("sha256:...", "sha512:...", "bcrypt:..."). Several
 	// let a secret be rotated without downtime. A plain-text secret is
-	// refused. At least one hash or one of PublicKeys is required. A
-	// secret is at most 100 characters.
+	// refused. At least one hash, one of PublicKeys, a TLSClientAuth or
+	// one of CertificateThumbprints is required. A secret is at most 100
+	// characters.
 	SecretHashes []string
 	// PublicKeys verify the client's signed assertions (private_key_jwt,
 	// RFC 7523 §2.2), beside or instead of secrets. At most 8; several let
@@ -230,6 +238,28 @@ type ClientConfig struct {
 	// check. The issuer keeps a reference token's grant in its token
 	// store (WithTokenStore), under the token's SHA-256.
 	AccessTokenType string
+
+	// TLSClientAuth, when set, authenticates the client by mutual TLS
+	// (RFC 8705 §2.1, tls_client_auth): a certificate of one of the CAs
+	// of Config.MTLS.ClientCAs, with clientAuth use, valid now, whose
+	// subject or one of whose names is the one set here. The request
+	// carries client_id in its body and no other credential.
+	TLSClientAuth TLSClientAuth
+	// CertificateThumbprints authenticate the client by mutual TLS with a
+	// certificate of its own (RFC 8705 §2.2, self_signed_tls_client_auth):
+	// each the SHA-256 thumbprint of one, as "x5t#S256" writes it
+	// (base64url) or as "openssl x509 -noout -fingerprint -sha256"
+	// prints it (hex, with colons or without). A certificate of one of
+	// its PublicKeys authenticates it too. The certificate's chain is not
+	// checked, its validity period is. At most 8.
+	CertificateThumbprints []string
+	// CertificateBoundTokens binds the client's tokens to the certificate
+	// its token request presents (RFC 8705 §3, cnf "x5t#S256"), whatever
+	// the way it authenticates, and refuses a request without one (400
+	// invalid_request), unless it carries a DPoP proof: its tokens are
+	// always bound. A client that authenticates with a certificate gets
+	// bound tokens without it, as IdentityServer's do.
+	CertificateBoundTokens bool
 }
 
 // ClientClaim is one claim of a client's tokens (ClientConfig.Claims).
@@ -271,11 +301,16 @@ type APIResourceConfig struct {
 	// at most 100 characters.
 	Name string
 	// SecretHashes are the hashes of the API's secrets, in the forms of
-	// package secret. At least one hash or one of PublicKeys is required.
+	// package secret. At least one hash or another credential (PublicKeys,
+	// TLSClientAuth, CertificateThumbprints) is required.
 	SecretHashes []string
 	// PublicKeys verify the API's signed assertions (private_key_jwt), as
 	// a client's (ClientConfig.PublicKeys says what they cost): at most 8.
 	PublicKeys []ClientKeyConfig
+	// TLSClientAuth and CertificateThumbprints authenticate the API by
+	// mutual TLS, as a client's (RFC 8705 §2).
+	TLSClientAuth          TLSClientAuth
+	CertificateThumbprints []string
 	// Scopes are the API's: it is told of a token only when the token
 	// carries one of them, and of those scopes only. At least one.
 	Scopes []string

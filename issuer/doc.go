@@ -1,7 +1,9 @@
 // Package issuer is an OAuth 2.0 token issuer for the client_credentials
 // grant ([RFC 6749] §4.4), an http.Handler that mounts in any mux: the
 // identity service (IdS) of the [contract], §2 and §3. Clients authenticate
-// with a secret or a signed JWT (private_key_jwt, [RFC 7523] §2.2).
+// with a secret, a signed JWT (private_key_jwt, [RFC 7523] §2.2) or their
+// TLS client certificate ([RFC 8705] §2, Config.MTLS), and may have their
+// tokens bound to a DPoP key or to that certificate.
 //
 //	cfg, err := issuer.LoadConfig("idsauth.json")        // decode, strictly
 //	iss, err := issuer.New(cfg, issuer.WithLogger(logger)) // check, read the keys, apply
@@ -32,6 +34,7 @@
 //
 // [RFC 6749]: https://www.rfc-editor.org/rfc/rfc6749
 // [RFC 7523]: https://www.rfc-editor.org/rfc/rfc7523
+// [RFC 8705]: https://www.rfc-editor.org/rfc/rfc8705
 // [RFC 7638]: https://www.rfc-editor.org/rfc/rfc7638
 // [RFC 7662]: https://www.rfc-editor.org/rfc/rfc7662
 // [RFC 7009]: https://www.rfc-editor.org/rfc/rfc7009

@@ -31,7 +31,11 @@ func (iss *Issuer) dpopBinding(q *request, cl *client) (string, *refusal) {
 	case len(proofs) > 1:
 		return "", refuse(twoDPoP)
 	}
-	p, err := dpop.Verify(proofs[0], dpop.Check{Method: http.MethodPost, URL: st.issuer + tokenPath, Nonces: st.nonces, Now: now, Window: st.dpopWindow, Leeway: dpopLeeway})
+	alias := ""
+	if st.mtls.alias != "" {
+		alias = st.mtls.alias + tokenPath
+	}
+	p, err := dpop.Verify(proofs[0], dpop.Check{Method: http.MethodPost, URL: st.issuer + tokenPath, AliasURL: alias, Nonces: st.nonces, Now: now, Window: st.dpopWindow, Leeway: dpopLeeway})
 	switch {
 	case errors.Is(err, dpop.ErrNonce):
 		return "", &refusal{id: dpopNonce, nonce: st.nonces.At(now)}

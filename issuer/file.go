@@ -58,6 +58,25 @@ func (c *Config) file() object {
 			{"maxLifetimeSeconds", seconds{&c.ClientAssertions.MaxLifetime}},
 			{"replayCacheBytes", &c.ClientAssertions.ReplayCacheBytes},
 		}},
+		{"mtls", object{
+			{"clientCAs", &c.MTLS.ClientCAs},
+			{"alias", &c.MTLS.Alias},
+			{"certificateHeader", &c.MTLS.CertificateHeader},
+			{"trustedProxies", prefixes{&c.MTLS.TrustedProxies, clientip.ParsePrefixes}},
+		}},
+	}
+}
+
+// tlsClientAuth is the shape of a tlsClientAuth object: RFC 8705
+// §2.1.2's metadata, tls_client_auth_subject_dn and the rest, without
+// their prefix.
+func tlsClientAuth(a *TLSClientAuth) object {
+	return object{
+		{"subjectDn", &a.SubjectDN},
+		{"sanDns", &a.SANDNS},
+		{"sanUri", &a.SANURI},
+		{"sanIp", &a.SANIP},
+		{"sanEmail", &a.SANEmail},
 	}
 }
 
@@ -84,6 +103,9 @@ func (cc *ClientConfig) file() object {
 		{"claims", objects(&cc.Claims, func(cl *ClientClaim) object { return object{{"type", &cl.Type}, {"value", &cl.Value}} }, nil)},
 		{"requireDPoP", &cc.RequireDPoP},
 		{"accessTokenType", &cc.AccessTokenType},
+		{"tlsClientAuth", tlsClientAuth(&cc.TLSClientAuth)},
+		{"certificateThumbprints", &cc.CertificateThumbprints},
+		{"certificateBoundTokens", &cc.CertificateBoundTokens},
 	}
 }
 
@@ -93,6 +115,8 @@ func (ac *APIResourceConfig) file() object {
 		{"secretHashes", &ac.SecretHashes},
 		{"publicKeys", objects(&ac.PublicKeys, (*ClientKeyConfig).file, nil)},
 		{"scopes", &ac.Scopes},
+		{"tlsClientAuth", tlsClientAuth(&ac.TLSClientAuth)},
+		{"certificateThumbprints", &ac.CertificateThumbprints},
 	}
 }
 

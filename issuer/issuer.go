@@ -129,6 +129,7 @@ type state struct {
 	// DPoP (dpop.go).
 	dpopWindow time.Duration // how old a proof may be; the nonce period
 	dpopNonces bool          // each span's keySet has its nonces
+	mtls       mtlsState     // mutual TLS (mtls.go)
 	// The latest span of this configuration's schedule known to have
 	// begun: the one current at its Reload, or a later one, logged when
 	// found. Shared by its spans; a reload makes its own, so a request
@@ -341,6 +342,9 @@ func (iss *Issuer) compile(cfg *Config, now time.Time) (*state, []keySet, error)
 		return nil, nil, err
 	}
 	if err := st.loadClientKeys(cfg); err != nil {
+		return nil, nil, err
+	}
+	if st.mtls.pool, err = cfg.MTLS.loadCAs(cfg.Dir); err != nil {
 		return nil, nil, err
 	}
 	ks := make([]*keys.Key, 0, len(cfg.Keys))

@@ -27,7 +27,7 @@ const referenceBytes = 32
 // token store keeps under its SHA-256. A store that is full or cannot
 // answer issues nothing: 503 temporarily_unavailable, and the log says
 // why.
-func (iss *Issuer) grantReference(q *request, cl *client, granted, aud []string, jkt string) (*[]byte, *refusal) {
+func (iss *Issuer) grantReference(q *request, cl *client, granted, aud []string, bind cnf) (*[]byte, *refusal) {
 	now := q.now
 	var raw [referenceBytes]byte
 	_, _ = rand.Read(raw[:]) // never fails (crypto/rand)
@@ -40,7 +40,8 @@ func (iss *Issuer) grantReference(q *request, cl *client, granted, aud []string,
 		IssuedAt:  iat,
 		ExpiresAt: iat.Add(cl.lifetime),
 		ID:        string(appendJTI(nil)),
-		JKT:       jkt,
+		JKT:       bind.JKT,
+		X5T:       bind.X5T,
 	}
 	if err := iss.tokens.Put(q.ctx, tokenstore.KeyOf(token), g); err != nil {
 		why := "the reference token store cannot answer"
@@ -63,7 +64,7 @@ func (iss *Issuer) grantReference(q *request, cl *client, granted, aud []string,
 		TokenType   string `json:"token_type"`
 		ExpiresIn   int64  `json:"expires_in"`
 		Scope       string `json:"scope"`
-	}{token, tokenType(jkt), int64(cl.lifetime / time.Second), strings.Join(granted, " ")})
+	}{token, tokenType(bind.JKT), int64(cl.lifetime / time.Second), strings.Join(granted, " ")})
 	if err != nil {
 		return nil, refuse(answerFailed)
 	}
@@ -88,9 +89,12 @@ type introspection struct {
 	Cnf       *cnf     `json:"cnf,omitempty"`
 }
 
-// cnf is a bound token's confirmation claim (RFC 7800, RFC 9449 §6).
+// cnf is a bound token's confirmation claim (RFC 7800): the thumbprint
+// of its DPoP key (RFC 9449 §6) or of its client certificate (RFC 8705
+// §3.1), in a JWT and in an introspection answer (RFC 8705 §3.2).
 type cnf struct {
-	JKT string `json:"jkt"`
+	JKT string `json:"jkt,omitempty"`
+	X5T string `json:"x5t#S256,omitempty"`
 }
 
 // tokenType is the token_type of a token bound to jkt, or of a bearer
@@ -205,7 +209,7 @@ func (iss *Issuer) answer(ctx context.Context, apiName, token string) ([]byte, e
 		NotBefore: unixOrZero(g.IssuedAt),
 		ID:        g.ID,
 		TokenType: tokenType(g.JKT),
-		Cnf:       cnfOf(g.JKT),
+		Cnf:       cnfOf(g.JKT, g.X5T),
 	}
 	if !st.identityServer {
 		answer.Subject = g.ClientID // as the token's own sub would say
@@ -257,11 +261,11 @@ func (cl *client) stillAudience(aud []string) ([]string, bool) {
 	return kept, len(kept) > 0
 }
 
-func cnfOf(jkt string) *cnf {
-	if jkt == "" {
+func cnfOf(jkt, x5t string) *cnf {
+	if jkt == "" && x5t == "" {
 		return nil
 	}
-	return &cnf{JKT: jkt}
+	return &cnf{JKT: jkt, X5T: x5t}
 }
 
 func unixOrZero(t time.Time) int64 {
@@ -336,7 +340,7 @@ func (st *state) jwtGrant(token string, now time.Time) (tokenstore.Grant, bool) 
 		if json.Unmarshal(raw, &b) != nil {
 			return none, false
 		}
-		g.JKT = b.JKT
+		g.JKT, g.X5T = b.JKT, b.X5T
 	}
 	scopeClaim, _ := c.Raw("scope")
 	if g.Scopes, err = scope.ParseClaim(scopeClaim); err != nil {

@@ -41,25 +41,27 @@ const (
 	limiterDown     // the failure limiter's store cannot answer
 	replaysFull     // no room to remember an assertion's or a proof's jti
 	replaysDown     // the store cannot remember one
+	certRejected    // a client certificate no client may use: outside its validity period
 
 	// The token request.
-	noGrantType        // grant_type missing or empty
-	otherGrant         // a grant other than client_credentials
-	scopeTooLong       // over maxScopeLength
-	unauthorizedClient // a client without client_credentials
-	scopeNotAllowed    // a scope the client may not have
-	scopeMissing       // no scope, for a client that must name one
-	twoResources       // the identityserver profile takes one resource
-	resourceMalformed  // a resource that is no absolute URI, or has a fragment
-	resourceNotAllowed // a resource that is not one of the client's audiences
-	dpopRequired       // the client must send a DPoP proof
-	twoDPoP            // more than one DPoP header
-	dpopNonce          // the proof lacks the issuer's nonce
-	dpopInvalid        // arg: the check the proof failed
-	dpopUnread         // a proof that failed no check Verify names (it names each)
-	signFailed         // the token could not be signed
-	storeRefused       // the token store is full or cannot answer
-	answerFailed       // the answer could not be written
+	noGrantType         // grant_type missing or empty
+	otherGrant          // a grant other than client_credentials
+	scopeTooLong        // over maxScopeLength
+	unauthorizedClient  // a client without client_credentials
+	scopeNotAllowed     // a scope the client may not have
+	scopeMissing        // no scope, for a client that must name one
+	twoResources        // the identityserver profile takes one resource
+	resourceMalformed   // a resource that is no absolute URI, or has a fragment
+	resourceNotAllowed  // a resource that is not one of the client's audiences
+	dpopRequired        // the client must send a DPoP proof
+	twoDPoP             // more than one DPoP header
+	dpopNonce           // the proof lacks the issuer's nonce
+	dpopInvalid         // arg: the check the proof failed
+	dpopUnread          // a proof that failed no check Verify names (it names each)
+	certificateRequired // the client's tokens are bound to a certificate its request lacks
+	signFailed          // the token could not be signed
+	storeRefused        // the token store is full or cannot answer
+	answerFailed        // the answer could not be written
 
 	// Introspection and revocation.
 	tokenMissing   // no token parameter
@@ -112,24 +114,26 @@ var refusals = [numRefusals]row{
 	limiterDown:     {status: 503, wire: wire{"temporarily_unavailable", "the token endpoint cannot check failed attempts now; try again shortly"}, retry: 1},
 	replaysFull:     {status: 429, wire: wire{"slow_down", "too many assertions to remember; try again later"}},
 	replaysDown:     {status: 503, wire: wire{"temporarily_unavailable", "the token endpoint cannot check assertion replays now; try again shortly"}, retry: 1},
+	certRejected:    {status: 401, wire: wire{"invalid_client", "client authentication failed"}, ids: &wire{"invalid_client", "mTLS authentication failed."}},
 
-	noGrantType:        {status: 400, wire: wire{"invalid_request", "grant_type is missing"}, ids: &wire{"unsupported_grant_type", ""}},
-	otherGrant:         {status: 400, wire: wire{"unsupported_grant_type", "only client_credentials is supported"}},
-	scopeTooLong:       {status: 400, wire: wire{"invalid_request", "scope longer than " + strconv.Itoa(maxScopeLength) + " characters"}},
-	unauthorizedClient: {status: 400, wire: wire{"unauthorized_client", "the client may not use client_credentials"}},
-	scopeNotAllowed:    {status: 400, wire: wire{"invalid_scope", "scope not allowed for this client"}},
-	scopeMissing:       {status: 400, wire: wire{"invalid_scope", "scope is missing"}},
-	twoResources:       {status: 400, wire: wire{"invalid_target", "Multiple resource indicators not supported on token endpoint."}},
-	resourceMalformed:  {status: 400, wire: wire{"invalid_target", "resource must be an absolute URI without a fragment"}},
-	resourceNotAllowed: {status: 400, wire: wire{"invalid_target", "resource not allowed for this client"}},
-	dpopRequired:       {status: 400, wire: wire{"invalid_request", "this client must send a DPoP proof"}, ids: &wire{"invalid_request", "Client requires DPoP and a DPoP header value was not provided."}},
-	twoDPoP:            {status: 400, wire: wire{"invalid_dpop_proof", "more than one DPoP header"}, ids: &wire{"invalid_request", "Too many DPoP headers provided."}},
-	dpopNonce:          {status: 400, wire: wire{"use_dpop_nonce", "the DPoP proof must carry the nonce in the DPoP-Nonce header"}},
-	dpopInvalid:        {status: 400, wire: wire{"invalid_dpop_proof", "invalid DPoP proof: %s"}},
-	dpopUnread:         {status: 400, wire: wire{"invalid_dpop_proof", "invalid DPoP proof"}},
-	signFailed:         {status: 500, wire: wire{"server_error", "the token could not be signed"}},
-	storeRefused:       {status: 503, wire: wire{"temporarily_unavailable", "no token can be issued now; try again shortly"}, retry: 1},
-	answerFailed:       {status: 500, wire: wire{"server_error", "the answer could not be written"}},
+	noGrantType:         {status: 400, wire: wire{"invalid_request", "grant_type is missing"}, ids: &wire{"unsupported_grant_type", ""}},
+	otherGrant:          {status: 400, wire: wire{"unsupported_grant_type", "only client_credentials is supported"}},
+	scopeTooLong:        {status: 400, wire: wire{"invalid_request", "scope longer than " + strconv.Itoa(maxScopeLength) + " characters"}},
+	unauthorizedClient:  {status: 400, wire: wire{"unauthorized_client", "the client may not use client_credentials"}},
+	scopeNotAllowed:     {status: 400, wire: wire{"invalid_scope", "scope not allowed for this client"}},
+	scopeMissing:        {status: 400, wire: wire{"invalid_scope", "scope is missing"}},
+	twoResources:        {status: 400, wire: wire{"invalid_target", "Multiple resource indicators not supported on token endpoint."}},
+	resourceMalformed:   {status: 400, wire: wire{"invalid_target", "resource must be an absolute URI without a fragment"}},
+	resourceNotAllowed:  {status: 400, wire: wire{"invalid_target", "resource not allowed for this client"}},
+	dpopRequired:        {status: 400, wire: wire{"invalid_request", "this client must send a DPoP proof"}, ids: &wire{"invalid_request", "Client requires DPoP and a DPoP header value was not provided."}},
+	twoDPoP:             {status: 400, wire: wire{"invalid_dpop_proof", "more than one DPoP header"}, ids: &wire{"invalid_request", "Too many DPoP headers provided."}},
+	dpopNonce:           {status: 400, wire: wire{"use_dpop_nonce", "the DPoP proof must carry the nonce in the DPoP-Nonce header"}},
+	dpopInvalid:         {status: 400, wire: wire{"invalid_dpop_proof", "invalid DPoP proof: %s"}},
+	dpopUnread:          {status: 400, wire: wire{"invalid_dpop_proof", "invalid DPoP proof"}},
+	certificateRequired: {status: 400, wire: wire{"invalid_request", "this client's tokens are bound to its certificate: send the request over mutual TLS with it"}},
+	signFailed:          {status: 500, wire: wire{"server_error", "the token could not be signed"}},
+	storeRefused:        {status: 503, wire: wire{"temporarily_unavailable", "no token can be issued now; try again shortly"}, retry: 1},
+	answerFailed:        {status: 500, wire: wire{"server_error", "the answer could not be written"}},
 
 	tokenMissing:   {status: 400, wire: wire{"invalid_request", "token is missing"}},
 	introspectDown: {status: 503, wire: wire{"temporarily_unavailable", "the token cannot be checked now; try again shortly"}, retry: 1},

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"context"
 	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509/pkix"
 	"errors"
 	"flag"
 	"fmt"
@@ -12,12 +14,14 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/idsauth/idsauth/internal/certtest"
 	"github.com/idsauth/idsauth/internal/clientauth"
 	"github.com/idsauth/idsauth/internal/jwktest"
 	"github.com/idsauth/idsauth/internal/keys"
@@ -63,6 +67,13 @@ type golden struct {
 	t      *testing.T
 	signer *keys.Key          // the private_key_jwt client "signer"'s key
 	dpop   *clientauth.Signer // a DPoP key
+	ca     *certtest.CA       // the CA of the tls_client_auth client "pki"
+}
+
+// forwarded is a certificate as nginx forwards it, for the header the
+// golden configuration reads from loopback.
+func (g *golden) forwarded(c tls.Certificate) []string {
+	return []string{"X-SSL-CERT", url.PathEscape(string(certtest.PEM(c.Leaf.Raw)))}
 }
 
 // assertion is a private_key_jwt assertion of sub ("signer", or the API
@@ -96,8 +107,10 @@ const (
 // goldenConfig is the configuration every case starts from: the clients
 // admin (a secret, three audiences), codeonly (no client_credentials),
 // signer (private_key_jwt), bound (requireDPoP), ref (reference tokens),
-// and the API resource admin-api (a secret, and the key of signer).
-func goldenConfig(profile, signerJWK, extra string) string {
+// certbound (certificateBoundTokens), pki (tls_client_auth, CN=pki, of the
+// CA in caFile), and the API resource admin-api (a secret, and the key of
+// signer); client certificates are forwarded from loopback in X-SSL-CERT.
+func goldenConfig(profile, signerJWK, caFile, extra string) string {
 	h := func(s string) string { return `["` + secret.HashSHA256(s).String() + `"]` }
 	return `{"issuer":"` + goldenIssuer + `","keys":[{"file":"example-es256.pem"}],"profile":"` + profile + `",
  "clients":[
@@ -106,7 +119,10 @@ func goldenConfig(profile, signerJWK, extra string) string {
   {"clientId":"codeonly","secretHashes":` + h(goldenSecret) + `,"scopes":["pd_AdminWebApi"],"grantTypes":["authorization_code"]},
   {"clientId":"signer","publicKeys":[{"jwk":` + signerJWK + `}],"scopes":["pd_AdminWebApi"]},
   {"clientId":"bound","secretHashes":` + h(goldenSecret) + `,"scopes":["pd_AdminWebApi"],"requireDPoP":true},
-  {"clientId":"ref","secretHashes":` + h(goldenSecret) + `,"scopes":["pd_AdminWebApi"],"accessTokenType":"reference"}],
+  {"clientId":"ref","secretHashes":` + h(goldenSecret) + `,"scopes":["pd_AdminWebApi"],"accessTokenType":"reference"},
+  {"clientId":"certbound","secretHashes":` + h(goldenSecret) + `,"scopes":["pd_AdminWebApi"],"certificateBoundTokens":true},
+  {"clientId":"pki","tlsClientAuth":{"subjectDn":"CN=pki"},"scopes":["pd_AdminWebApi"]}],
+ "mtls":{"clientCAs":["` + caFile + `"],"certificateHeader":"X-SSL-CERT","trustedProxies":["127.0.0.0/8","::1"]},
  "apiResources":[{"name":"admin-api","secretHashes":` + h(goldenAPISecret) + `,"publicKeys":[{"jwk":` + signerJWK + `}],"scopes":["pd_AdminWebApi"]}]` + extra + `}`
 }
 
@@ -131,13 +147,17 @@ func (failingTokens) Revoke(context.Context, tokenstore.Key, string) (bool, erro
 // matter, and the body, in testdata/refusals-{profile}.golden. Run with
 // -update to rewrite them after a change of the wire that is meant.
 func TestRefusalsGolden(t *testing.T) {
-	g := &golden{t: t, signer: generate("ES256"), dpop: dpopKey(t)}
+	g := &golden{t: t, signer: generate("ES256"), dpop: dpopKey(t), ca: certtest.NewCA(t, "golden")}
+	caFile := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(caFile, certtest.PEM(g.ca.Cert.Raw), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	jwk := publicJWK(g.signer.Public(), "")
 	for _, profile := range []string{"rfc", "identityserver"} {
 		var out strings.Builder
 		for _, c := range goldenCases() {
 			fmt.Fprintf(&out, "### %s\n", c.name)
-			cfg, err := issuer.ParseConfig([]byte(goldenConfig(profile, jwk, c.config)), "testdata", nil)
+			cfg, err := issuer.ParseConfig([]byte(goldenConfig(profile, jwk, caFile, c.config)), "testdata", nil)
 			if err != nil {
 				t.Fatalf("%s: %v", c.name, err)
 			}
@@ -521,6 +541,22 @@ func goldenCases() []goldenCase {
 	add("token: a reference token the store has no room for", "", func() []issuer.Option {
 		return []issuer.Option{issuer.WithTokenStore(&tokenstore.Memory{MaxBytes: 1})}
 	}, tok(tokenAsk(), "Authorization", basic("ref", goldenSecret)))
+
+	// Mutual TLS (RFC 8705), the certificates forwarded as from a proxy.
+	add("token: a certificate-bound client without a certificate", "", nil, tok(tokenAsk(), "Authorization", basic("certbound", goldenSecret)))
+	add("token: tls_client_auth without a certificate", "", nil, one(goldenRequest{endpoint: "token", body: tokenAsk("client_id", "pki")}))
+	add("token: tls_client_auth with a certificate of no CA", "", nil, func(g *golden) []goldenRequest {
+		c := certtest.SelfSigned(g.t, certtest.Leaf{Subject: pkix.Name{CommonName: "pki"}, NotBefore: goldenNow.Add(-time.Hour), NotAfter: goldenNow.Add(time.Hour)})
+		return []goldenRequest{{endpoint: "token", body: tokenAsk("client_id", "pki"), header: g.forwarded(c)}}
+	})
+	add("token: tls_client_auth with an expired certificate", "", nil, func(g *golden) []goldenRequest {
+		c := g.ca.Issue(g.t, certtest.Leaf{Subject: pkix.Name{CommonName: "pki"}, NotBefore: goldenNow.Add(-2 * time.Hour), NotAfter: goldenNow.Add(-time.Hour)})
+		return []goldenRequest{{endpoint: "token", body: tokenAsk("client_id", "pki"), header: g.forwarded(c)}}
+	})
+	add("token: tls_client_auth with another subject's certificate", "", nil, func(g *golden) []goldenRequest {
+		c := g.ca.Issue(g.t, certtest.Leaf{Subject: pkix.Name{CommonName: "other"}, NotBefore: goldenNow.Add(-time.Hour), NotAfter: goldenNow.Add(time.Hour)})
+		return []goldenRequest{{endpoint: "token", body: tokenAsk("client_id", "pki"), header: g.forwarded(c)}}
+	})
 
 	// Introspection's and revocation's own.
 	add("introspect: token missing", "", nil, one(goldenRequest{endpoint: "introspect", body: form("token_type_hint", "access_token"), header: []string{"Authorization", basic("admin-api", goldenAPISecret)}}))

@@ -2,6 +2,7 @@ package issuer
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/base64"
 	"errors"
 	"io"
@@ -37,6 +38,10 @@ type request struct {
 	form     tokenForm
 	addr     string   // the client's address, as the failure limiter keys it
 	proofs   []string // the DPoP headers
+	// peer is the client's certificate (RFC 8705), its connection's or
+	// the one a trusted proxy forwards, and the intermediates it came
+	// with: leaf first, nil for none.
+	peer []*x509.Certificate
 
 	// The credentials, as read: a secret (by Basic or in the form), or a
 	// signed assertion (private_key_jwt).
@@ -44,6 +49,7 @@ type request struct {
 	secret    string
 	basic     bool       // the credentials came in an Authorization: Basic header
 	asserted  bool       // a client assertion, not a secret
+	certAuth  bool       // the client's certificate, not a secret (RFC 8705 §2)
 	assertion *assertion // the assertion decoded; nil when it is no signed JWT
 	unusable  *refusal   // why the credentials cannot be checked, when they cannot
 
@@ -64,10 +70,14 @@ func (q *request) read(w http.ResponseWriter, r *http.Request, st *state, now ti
 	if no := readForm(w, r, st, &q.form); no != nil {
 		return no
 	}
-	if hasAssertion(&q.form) {
+	q.peer = st.mtls.peer(r)
+	switch {
+	case hasAssertion(&q.form):
 		q.asserted = true
 		q.unusable = q.readAssertion(r)
-	} else {
+	case q.readCertAuth(r):
+		q.unusable = checkLengths(q.id, "")
+	default:
 		q.unusable = q.readSecret(r)
 	}
 	q.addr = st.addrs.Addr(r)

@@ -31,13 +31,14 @@ import (
 // reflection. ES256 signs with ecdsa.SignASN1: a hedged, randomized
 // nonce.
 func (st *state) sign(b []byte, cl *client, granted, aud []string, now time.Time) ([]byte, error) {
-	return st.signFrom(b, st.tokenStart(cl, granted, aud, now), "")
+	return st.signFrom(b, st.tokenStart(cl, granted, aud, now), cnf{})
 }
 
 // signFrom appends to b the token that t begins: t's claims, a new jti,
-// for a DPoP-bound token (jkt not empty) the claim cnf {"jkt": jkt}
-// (RFC 9449 §6.1), and the signature.
-func (st *state) signFrom(b []byte, t *tokenStart, jkt string) ([]byte, error) {
+// for a bound token the claim cnf with the members of bind ({"jkt": ...}
+// for a DPoP key, RFC 9449 §6.1; {"x5t#S256": ...} for a client
+// certificate, RFC 8705 §3.1), and the signature.
+func (st *state) signFrom(b []byte, t *tokenStart, bind cnf) ([]byte, error) {
 	start := len(b)
 	b = append(b, t.encoded...)
 	var buf [128]byte
@@ -47,11 +48,16 @@ func (st *state) signFrom(b []byte, t *tokenStart, jkt string) ([]byte, error) {
 	} else {
 		tail = appendJTI(tail)
 	}
-	if jkt != "" {
+	switch {
+	case bind.JKT != "":
 		tail = append(tail, `","cnf":{"jkt":`...)
-		tail = oauthwire.AppendString(tail, jkt)
+		tail = oauthwire.AppendString(tail, bind.JKT)
 		tail = append(tail, '}')
-	} else {
+	case bind.X5T != "":
+		tail = append(tail, `","cnf":{"x5t#S256":`...)
+		tail = oauthwire.AppendString(tail, bind.X5T)
+		tail = append(tail, '}')
+	default:
 		tail = append(tail, '"')
 	}
 	tail = append(tail, '}')

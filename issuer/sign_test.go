@@ -246,7 +246,7 @@ func TestAnswerIsWriteJSON(t *testing.T) {
 	for _, odd := range oddText {
 		cl := &client{id: "c", lifetime: time.Hour}
 		granted := []string{"a", odd}
-		got, err := st.appendAnswer(nil, cl, granted, nil, now, "")
+		got, err := st.appendAnswer(nil, cl, granted, nil, now, cnf{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -307,7 +307,7 @@ func TestTokenStartFollowsTheGrant(t *testing.T) {
 		wg.Go(func() {
 			for j := range 50 {
 				g := grants[(i+j)%len(grants)]
-				answer, err := st.appendAnswer(nil, cl, g, cl.audience, now.Add(time.Duration(j%3)*time.Second), "")
+				answer, err := st.appendAnswer(nil, cl, g, cl.audience, now.Add(time.Duration(j%3)*time.Second), cnf{})
 				if err != nil {
 					t.Error(err)
 					return

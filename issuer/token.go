@@ -78,16 +78,17 @@ func (iss *Issuer) issue(w http.ResponseWriter, r *http.Request, st *state, q *r
 // {access_token, token_type "Bearer", expires_in, scope}, without
 // reflection.
 //
-// A DPoP-bound token (jkt not empty) carries cnf.jkt, and the answer
-// says "token_type": "DPoP" (RFC 9449 §5).
-func (st *state) appendAnswer(b []byte, cl *client, granted, aud []string, now time.Time, jkt string) ([]byte, error) {
+// A bound token carries cnf with bind's members; a DPoP-bound one's
+// answer says "token_type": "DPoP" (RFC 9449 §5), a certificate-bound
+// one's stays "Bearer" (RFC 8705 changes no token type).
+func (st *state) appendAnswer(b []byte, cl *client, granted, aud []string, now time.Time, bind cnf) ([]byte, error) {
 	t := st.tokenStart(cl, granted, aud, now)
 	b = append(b, `{"access_token":"`...)
-	b, err := st.signFrom(b, t, jkt) // base64url and dots: nothing to escape
+	b, err := st.signFrom(b, t, bind) // base64url and dots: nothing to escape
 	if err != nil {
 		return nil, err
 	}
-	if jkt == "" {
+	if bind.JKT == "" {
 		return append(b, t.answerEnd...), nil
 	}
 	b = append(b, `","token_type":"DPoP"`...)
@@ -119,11 +120,16 @@ func (iss *Issuer) grant(q *request, cl *client) (*[]byte, *refusal) {
 	if no != nil {
 		return nil, no
 	}
+	x5t, no := q.certBinding(cl, jkt)
+	if no != nil {
+		return nil, no
+	}
+	bind := cnf{JKT: jkt, X5T: x5t}
 	if cl.reference {
-		return iss.grantReference(q, cl, granted, aud, jkt)
+		return iss.grantReference(q, cl, granted, aud, bind)
 	}
 	answer := answers.get()
-	b, err := st.appendAnswer((*answer)[:0], cl, granted, aud, q.now, jkt)
+	b, err := st.appendAnswer((*answer)[:0], cl, granted, aud, q.now, bind)
 	if err != nil {
 		answers.put(answer)
 		iss.logger.Error("idsauth issuer: cannot sign a token", slog.String("error", err.Error()))

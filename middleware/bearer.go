@@ -38,6 +38,16 @@ type BearerConfig struct {
 	// DPoPConfig). Give every route the same one.
 	DPoP *DPoP
 
+	// ForwardedCert, when set, is where a TLS-terminating proxy in front
+	// of the service puts its client's certificate, read from the
+	// proxy's requests alone (see ForwardedCert). Without it, a request's
+	// client certificate is its TLS connection's: a certificate-bound
+	// token (RFC 8705, cnf "x5t#S256") is accepted only from a request
+	// that presented its certificate, and refused (401 invalid_token)
+	// with another or none. RequireBearerWithConfig panics on a
+	// ForwardedCert without Header or TrustedProxies.
+	ForwardedCert *ForwardedCert
+
 	// ResourceMetadata, when set, is the API's protected resource
 	// metadata (RFC 9728), whose Handler you serve: every challenge of
 	// RequireBearer and the RequireScope after it names, as
@@ -62,8 +72,10 @@ type BearerConfig struct {
 //     and as a JSON body;
 //
 // each with Cache-Control: no-store. Tokens in the query or form are never
-// read. The realm is "idsauth" and nothing is logged; see
-// RequireBearerWithConfig for the settings.
+// read. A token bound to a client certificate (RFC 8705 §3) is accepted
+// only over a TLS connection that presented that certificate; its
+// thumbprint is computed once per connection. The realm is "idsauth" and
+// nothing is logged; see RequireBearerWithConfig for the settings.
 //
 // [RFC 6750]: https://www.rfc-editor.org/rfc/rfc6750
 func RequireBearer(v TokenValidator) func(http.Handler) http.Handler {
@@ -91,6 +103,10 @@ func RequireBearerWithConfig(v TokenValidator, cfg BearerConfig) func(http.Handl
 		}
 		o.metadata = docs
 	}
+	certs := cfg.ForwardedCert.source()
+	// The package's own validator refuses a certificate that is not the
+	// token's whatever it allows; one of your own is checked here.
+	_, ownValidator := v.(*accesstoken.Validator)
 	d := cfg.DPoP.checker()
 	if d != nil {
 		o.withDPoPResponder()
@@ -114,7 +130,11 @@ func RequireBearerWithConfig(v TokenValidator, cfg BearerConfig) func(http.Handl
 			}
 			resp, ctx := o, r.Context()
 			if isDPoP {
-				resp, ctx = o.dpop, accesstoken.Presentation{DPoP: true}.NewContext(ctx)
+				resp = o.dpop
+			}
+			cert := certs.Thumbprint(r)
+			if isDPoP || cert != "" {
+				ctx = accesstoken.Presentation{DPoP: isDPoP, CertThumbprint: cert}.NewContext(ctx)
 			}
 			claims, err := v.Validate(ctx, tok)
 			if err == nil && claims == nil {
@@ -124,12 +144,14 @@ func RequireBearerWithConfig(v TokenValidator, cfg BearerConfig) func(http.Handl
 				resp.fail(w, r, http.StatusUnauthorized, err, oauthwire.Error{Code: "invalid_token", Description: describe(err)})
 				return
 			}
-			if d != nil {
-				// Where DPoP is accepted, the binding is checked whatever
+			if d != nil || (cert != "" && claims.X5T != "" && !ownValidator) {
+				// Where DPoP is accepted, and where a certificate meets a
+				// certificate-bound token, the binding is checked whatever
 				// the validator allowed (AllowBoundTokens, one of your
-				// own): a DPoP-bound token as Bearer has no proof, and a
-				// token with a proof must be bound to its key.
-				if err := (accesstoken.Presentation{DPoP: isDPoP}).Check(claims); err != nil {
+				// own): a DPoP-bound token as Bearer has no proof, a token
+				// with a proof must be bound to its key, and a certificate
+				// must be the token's.
+				if err := (accesstoken.Presentation{DPoP: isDPoP, CertThumbprint: cert}).Check(claims); err != nil {
 					resp.fail(w, r, http.StatusUnauthorized, err, oauthwire.Error{Code: "invalid_token", Description: describe(err)})
 					return
 				}

@@ -9,8 +9,10 @@
 // [RequireScope] (or [RequireFamily]) then demands a scope. [SCIMAuth]
 // guards SCIM endpoints with per-tenant tokens and answers SCIM errors.
 // [BearerConfig.DPoP] takes DPoP-bound tokens with their proofs
-// ([RFC 9449]), and [ResourceMetadata] tells clients how to call
-// ([RFC 9728]).
+// ([RFC 9449]); a token bound to a client certificate ([RFC 8705]) is
+// taken with that certificate, the TLS connection's or, behind a proxy,
+// the one it forwards ([ForwardedCert]); and [ResourceMetadata] tells
+// clients how to call ([RFC 9728]).
 //
 // Each constructor returns a func(http.Handler) http.Handler, so it drops
 // into an alice chain or wraps a handler directly:
@@ -40,6 +42,7 @@
 // to a response or a log line.
 //
 // [RFC 6750]: https://www.rfc-editor.org/rfc/rfc6750
+// [RFC 8705]: https://www.rfc-editor.org/rfc/rfc8705
 // [RFC 9449]: https://www.rfc-editor.org/rfc/rfc9449
 // [RFC 9728]: https://www.rfc-editor.org/rfc/rfc9728
 // [the contract]: https://github.com/idsauth/idsauth/blob/main/docs/CONTRACT.md

@@ -97,6 +97,7 @@ var reasons = []struct {
 	{nil, "scope_claim", "token scope claim is neither a string nor an array of strings", ""},
 	{nil, "bound_token", "token is bound to a key", ""},
 	{nil, "not_bound", "token is not bound to a key", ""},
+	{nil, "wrong_certificate", "token is bound to another client certificate", ""},
 	{nil, "inactive", "token is not active", ""},
 	{nil, "introspection_unavailable", "token could not be checked", "token introspection unavailable"},
 	{errDPoPKey, "dpop_key", "invalid DPoP proof: key is not the token's", ""},

@@ -51,6 +51,11 @@ type ResourceMetadata struct {
 	// DPoPBoundAccessTokensRequired says that only DPoP-bound tokens are
 	// accepted (DPoPConfig.Required).
 	DPoPBoundAccessTokensRequired bool `json:"dpop_bound_access_tokens_required,omitempty"`
+	// TLSClientCertificateBoundAccessTokens says that the API takes
+	// tokens bound to a client certificate (RFC 8705 §3.3): it asks its
+	// clients for a certificate over TLS, or sits behind a proxy that
+	// does (BearerConfig.ForwardedCert).
+	TLSClientCertificateBoundAccessTokens bool `json:"tls_client_certificate_bound_access_tokens,omitempty"`
 }
 
 // DPoPAlgorithms returns the DPoP proof algorithms RequireBearer accepts,

@@ -65,6 +65,8 @@ func TestResourceMetadata(t *testing.T) {
 		AuthorizationServers:          []string{api.URL + "/ids"},
 		ScopesSupported:               []string{scope.AdminWebAPI, scope.ConnectWebAPI},
 		DPoPSigningAlgValuesSupported: middleware.DPoPAlgorithms(),
+
+		TLSClientCertificateBoundAccessTokens: true,
 	}
 	mdURL, err := md.URL()
 	if err != nil || mdURL != api.URL+"/.well-known/oauth-protected-resource/webapi" {
@@ -84,7 +86,8 @@ func TestResourceMetadata(t *testing.T) {
 	api.Config.Handler = mux
 
 	doc, err := strictMetadata(t, md.Resource, []string{`Bearer resource_metadata="` + mdURL + `"`})
-	if err != nil || doc["bearer_methods_supported"].([]any)[0] != "header" || len(doc["dpop_signing_alg_values_supported"].([]any)) != 5 {
+	if err != nil || doc["bearer_methods_supported"].([]any)[0] != "header" || len(doc["dpop_signing_alg_values_supported"].([]any)) != 5 ||
+		doc["tls_client_certificate_bound_access_tokens"] != true {
 		t.Fatalf("the resource's own document: %v %v", doc, err)
 	}
 	adminToken := ids.Token(t, scope.AdminWebAPI)

@@ -140,6 +140,7 @@ type storedGrant struct {
 	ExpiresAt int64    `json:"e"`
 	ID        string   `json:"j"`
 	JKT       string   `json:"k,omitempty"`
+	X5T       string   `json:"x,omitempty"`
 }
 
 func (s *TokenStore) key(k tokenstore.Key) string { return s.prefix + hex.EncodeToString(k[:]) }
@@ -147,7 +148,7 @@ func (s *TokenStore) key(k tokenstore.Key) string { return s.prefix + hex.Encode
 // Put implements tokenstore.Store. A Redis out of memory (maxmemory with
 // noeviction) is tokenstore.ErrFull.
 func (s *TokenStore) Put(ctx context.Context, k tokenstore.Key, g tokenstore.Grant) error {
-	b, err := json.Marshal(storedGrant{g.ClientID, g.Scopes, g.Audience, g.IssuedAt.UnixMilli(), g.ExpiresAt.UnixMilli(), g.ID, g.JKT})
+	b, err := json.Marshal(storedGrant{g.ClientID, g.Scopes, g.Audience, g.IssuedAt.UnixMilli(), g.ExpiresAt.UnixMilli(), g.ID, g.JKT, g.X5T})
 	if err != nil {
 		return err
 	}
@@ -189,6 +190,7 @@ func (s *TokenStore) Get(ctx context.Context, k tokenstore.Key, now time.Time) (
 		ExpiresAt: time.UnixMilli(sg.ExpiresAt),
 		ID:        sg.ID,
 		JKT:       sg.JKT,
+		X5T:       sg.X5T,
 	}
 	if !now.Before(g.ExpiresAt) {
 		return tokenstore.Grant{}, false, nil

@@ -56,7 +56,7 @@ var ErrClientFull = fmt.Errorf("%w: the client holds its share (a quarter)", Err
 
 // grantBytes is what g is charged.
 func grantBytes(g *Grant) int {
-	n := entryOverhead + len(g.ClientID) + len(g.ID) + len(g.JKT)
+	n := entryOverhead + len(g.ClientID) + len(g.ID) + len(g.JKT) + len(g.X5T)
 	for _, s := range g.Scopes {
 		n += 16 + len(s)
 	}

@@ -35,6 +35,7 @@ type Grant struct {
 	ExpiresAt time.Time // "exp"
 	ID        string    // "jti"
 	JKT       string    // cnf.jkt: the key a DPoP-bound token is bound to (RFC 9449); "" for a bearer token
+	X5T       string    // cnf["x5t#S256"]: the client certificate a token is bound to (RFC 8705); "" for none
 }
 
 // Store keeps grants until they expire or are revoked. Its methods are

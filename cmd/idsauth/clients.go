@@ -118,7 +118,7 @@ func clientsCommand(ctx context.Context, e env, args []string) error {
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	cfg.HTTPClient = &http.Client{Timeout: *timeout}
-	if cfg.TokenURL, err = discoverTokenURL(ctx, cfg.HTTPClient, strings.TrimSuffix(*issuerURL, "/")); err != nil {
+	if cfg.TokenURL, err = discoverTokenURL(ctx, cfg.HTTPClient, strings.TrimSuffix(*issuerURL, "/"), false); err != nil {
 		return err
 	}
 	c.hc = cfg.Client(ctx)

@@ -289,6 +289,11 @@ func TestUsageAndErrors(t *testing.T) {
 		{"check-config of a bad SCIM tenant", "", []string{"check-config", writeFile(t, dir, "badscim.json", `{"issuer":"http://h/ids","ephemeralKey":true,"clients":[],"scimTenants":[{"tenant":"acme","tokenHashes":["hunter2"]}]}`)}, 1, "SCIM tenants: [0].tokenHashes[0]"},
 		{"check-config of an unknown section", "", []string{"check-config", writeFile(t, dir, "extra.json", `{"issuer":"http://h/ids","ephemeralKey":true,"clients":[],"colour":"red"}`)}, 1, `unknown field "colour"`},
 		{"token without flags", "", []string{"token"}, 2, "required"},
+		{"token -cert with -kid", "", []string{"token", "-issuer", "http://h/ids", "-client-id", "c", "-cert", "c.pem", "-key", "k.pem", "-kid", "x"}, 2, "-kid and -alg go with -key, without -cert"},
+		{"token -cert of no file", "", []string{"token", "-issuer", "http://h/ids", "-client-id", "c", "-cert", filepath.Join(dir, "none.pem")}, 1, "-cert"},
+		{"serve -client-auth of no mode", "", []string{"serve", "-client-auth", "sometimes", "x.json"}, 2, "want none, request or require"},
+		{"serve -mtls-addr without TLS", "", []string{"serve", "-mtls-addr", "127.0.0.1:0", "x.json"}, 2, "need TLS"},
+		{"serve -client-ca without TLS", "", []string{"serve", "-client-ca", "ca.pem", "x.json"}, 2, "need TLS"},
 		{"decode of garbage", "", []string{"decode", "not-a-token"}, 1, "not a JWT"},
 		{"decode -audience without -issuer", "", []string{"decode", "-audience", "x", "a.b.c"}, 2, "-audience needs -issuer"},
 	}

@@ -47,7 +47,15 @@ cut some off.
 
 Every flag has an environment variable, used when the flag is not given:
 IDSAUTH_CONFIG, IDSAUTH_ADDR, IDSAUTH_OPS_ADDR, IDSAUTH_TLS_CERT,
-IDSAUTH_TLS_KEY, IDSAUTH_LOG_FORMAT, IDSAUTH_LOG_LEVEL, IDSAUTH_DRAIN_TIMEOUT.
+IDSAUTH_TLS_KEY, IDSAUTH_LOG_FORMAT, IDSAUTH_LOG_LEVEL, IDSAUTH_DRAIN_TIMEOUT,
+IDSAUTH_CLIENT_AUTH, IDSAUTH_CLIENT_CA, IDSAUTH_MTLS_ADDR.
+
+Mutual TLS (RFC 8705): -mtls-addr serves the issuer on a second TLS
+listener that asks clients for a certificate (-client-auth request or
+require), for the clients that authenticate with one or bind their tokens
+to it; name its URL in the configuration's mtls.alias, and discovery sends
+them there (mtls_endpoint_aliases). Without -mtls-addr, -client-auth asks
+on the main listener.
 Logs go to standard error: JSON unless it is a terminal. No line ever holds
 a secret or a token.`
 
@@ -56,6 +64,7 @@ a secret or a token.`
 type serveFlags struct {
 	config, addr, opsAddr, tlsCert, tlsKey, logFormat, logLevel string
 	drain                                                       time.Duration
+	mtls                                                        mtlsFlags
 }
 
 func serve(ctx context.Context, e env, args []string) error {
@@ -69,6 +78,9 @@ func serve(ctx context.Context, e env, args []string) error {
 	fs.StringVar(&f.logFormat, "log-format", "", "json or text; default json, text on a terminal (IDSAUTH_LOG_FORMAT)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error (IDSAUTH_LOG_LEVEL)")
 	fs.DurationVar(&f.drain, "drain-timeout", serving.DefaultDrainTimeout, "how long a shutdown waits for the requests in flight (IDSAUTH_DRAIN_TIMEOUT)")
+	fs.StringVar(&f.mtls.clientAuth, "client-auth", "", "ask TLS clients for a certificate (mutual TLS, RFC 8705): none, request or require; on -mtls-addr when given (default request there), else on -addr (default none) (IDSAUTH_CLIENT_AUTH)")
+	fs.StringVar(&f.mtls.clientCA, "client-ca", "", "PEM CAs that client certificates must chain to at the handshake; without it any certificate is taken and the issuer checks it (IDSAUTH_CLIENT_CA)")
+	fs.StringVar(&f.mtls.addr, "mtls-addr", "", "listen address of a second TLS listener that asks for client certificates, host:port: the issuer's mtls.alias (IDSAUTH_MTLS_ADDR)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -86,6 +98,9 @@ func serve(ctx context.Context, e env, args []string) error {
 	}
 	if (f.tlsCert == "") != (f.tlsKey == "") {
 		return usagef("give -tls-cert and -tls-key together")
+	}
+	if err := f.mtls.check(f.tlsCert != ""); err != nil {
+		return err
 	}
 	logger, err := newLogger(e, f.logFormat, f.logLevel)
 	if err != nil {
@@ -248,6 +263,12 @@ func runServe(ctx context.Context, f serveFlags, logger *slog.Logger, e env, han
 	scheme, tlsConfig := "http", (*tls.Config)(nil)
 	if s.cert != nil {
 		scheme, tlsConfig = "https", s.cert.TLSConfig()
+		if mode := f.mtls.clientAuth; f.mtls.addr == "" && (mode == "request" || mode == "require") {
+			if tlsConfig, err = f.mtls.tlsConfig(tlsConfig, mode); err != nil {
+				ln.Close()
+				return err
+			}
+		}
 	}
 	// Ready before the line that says so: the listener accepts already,
 	// and Serve takes what it queued.
@@ -268,7 +289,17 @@ func runServe(ctx context.Context, f serveFlags, logger *slog.Logger, e env, han
 	}()
 	logger.Info("identity service listening", slog.String("addr", scheme+"://"+ln.Addr().String()),
 		slog.String("issuer", s.iss.URL()), slog.String("mount", mount), slog.String("version", s.version))
-	return serving.Serve(serveCtx, srv, ln, tlsConfig, f.drain, logger)
+	if f.mtls.addr == "" {
+		return serving.Serve(serveCtx, srv, ln, tlsConfig, f.drain, logger)
+	}
+	wait, err := f.mtls.serveAlias(serveCtx, stopServing, mux, s.cert.TLSConfig(), cfg.MTLS.Alias, f.drain, logger)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	err = serving.Serve(serveCtx, srv, ln, tlsConfig, f.drain, logger)
+	stopServing()
+	return errors.Join(err, wait())
 }
 
 // onHangups takes every SIGHUP until done closes: a reload while the

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"context"
 	"crypto"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,15 +26,20 @@ import (
 const defaultSecretEnv = "IDSAUTH_CLIENT_SECRET"
 
 func token(ctx context.Context, e env, args []string) error {
-	fs := flags(e, "token", "-issuer URL -client-id ID [-scope S] [-key FILE] [-dpop-key FILE] [-resource URI]... [-param NAME=VALUE]... [-decode]",
+	fs := flags(e, "token", "-issuer URL -client-id ID [-scope S] [-key FILE] [-cert FILE] [-dpop-key FILE] [-resource URI]... [-param NAME=VALUE]... [-decode]",
 		`Fetch an access token with the client_credentials grant from the issuer's
 token endpoint (found by its discovery document) and print it; with -decode,
 print its header and claims instead. With -key, the client authenticates
 with a JWT signed by that private key (private_key_jwt, RFC 7523), and no
-secret is read. Otherwise the client secret is read from -secret-file, else
-from the environment variable named by -secret-env (by default
-`+defaultSecretEnv+`, if set), else from the terminal without echo (or one
-line of standard input); never from a flag.`)
+secret is read. With -cert, the client presents that certificate over
+mutual TLS (RFC 8705), -key being the certificate's key (when the -cert file
+does not hold it), at the token endpoint's mutual TLS alias when discovery
+names one: it authenticates with it, unless -secret-file or -secret-env
+gives a secret, and the issuer may bind the token to it. Otherwise the
+client secret is read from -secret-file, else from the environment variable
+named by -secret-env (by default `+defaultSecretEnv+`, if set), else from
+the terminal without echo (or one line of standard input); never from a
+flag.`)
 	issuerURL := fs.String("issuer", "", "the issuer URL, e.g. https://host/ids (required)")
 	clientID := fs.String("client-id", "", "the client ID (required)")
 	scopes := fs.String("scope", "", "the scopes to ask for, space-separated (none: the issuer's default for the client)")
@@ -54,6 +61,8 @@ line of standard input); never from a flag.`)
 		return clientauth.CheckParams(params)
 	})
 	dpopKey := fs.String("dpop-key", "", "bind the token to this PEM private key (DPoP, RFC 9449): the request carries a proof by it")
+	certFile := fs.String("cert", "", "present this PEM client certificate (mutual TLS, RFC 8705), with -key its private key")
+	caFile := fs.String("cacert", "", "trust this PEM CA for the issuer's TLS certificate, beside the system's")
 	secretFile := fs.String("secret-file", "", "read the client secret from the first line of this file")
 	secretEnv := fs.String("secret-env", "", "read the client secret from this environment variable")
 	decodeIt := fs.Bool("decode", false, "print the token's header and claims instead of the token")
@@ -66,17 +75,22 @@ line of standard input); never from a flag.`)
 		return usagef("unexpected argument %q (the secret is never an argument: see -h)", fs.Arg(0))
 	case *issuerURL == "" || *clientID == "":
 		return usagef("-issuer and -client-id are required")
-	case *keyFile == "" && (*kid != "" || *alg != ""):
-		return usagef("-kid and -alg go with -key")
-	case *keyFile != "" && (*secretFile != "" || *secretEnv != ""):
+	case (*keyFile == "" || *certFile != "") && (*kid != "" || *alg != ""):
+		return usagef("-kid and -alg go with -key, without -cert")
+	case *keyFile != "" && *certFile == "" && (*secretFile != "" || *secretEnv != ""):
 		return usagef("-key or a secret, not both")
 	}
 	cfg := client.Config{ClientID: *clientID, Scopes: strings.Fields(*scopes), Resources: resources, EndpointParams: params,
 		KeyAlg: *alg, KeyID: *kid, FetchTimeout: *timeout}
 	var err error
-	if *keyFile != "" {
+	switch {
+	case *certFile != "":
+		if cfg.Certificate, err = readCertificate(*certFile, *keyFile); err == nil && (*secretFile != "" || *secretEnv != "") {
+			cfg.ClientSecret, err = clientSecret(e, *secretFile, *secretEnv)
+		}
+	case *keyFile != "":
 		cfg.Key, err = readKey(*keyFile)
-	} else {
+	default:
 		cfg.ClientSecret, err = clientSecret(e, *secretFile, *secretEnv)
 	}
 	if err != nil {
@@ -90,7 +104,12 @@ line of standard input); never from a flag.`)
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	cfg.HTTPClient = &http.Client{Timeout: *timeout}
-	if cfg.TokenURL, err = discoverTokenURL(ctx, cfg.HTTPClient, *issuerURL); err != nil {
+	if *caFile != "" {
+		if cfg.HTTPClient.Transport, err = trusting(*caFile); err != nil {
+			return err
+		}
+	}
+	if cfg.TokenURL, err = discoverTokenURL(ctx, cfg.HTTPClient, *issuerURL, *certFile != ""); err != nil {
 		return err
 	}
 	// client follows no redirect with a token request: it carries the
@@ -162,9 +181,43 @@ func clientSecret(e env, file, envName string) (string, error) {
 	return readSecret(e, "Client secret: ")
 }
 
+// readCertificate reads a client certificate (chain) and its key, from
+// keyFile, or from certFile when keyFile is empty.
+func readCertificate(certFile, keyFile string) (*tls.Certificate, error) {
+	if keyFile == "" {
+		keyFile = certFile
+	}
+	c, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("-cert %s: %w", certFile, err)
+	}
+	return &c, nil
+}
+
+// trusting is a transport that trusts the CAs of caFile beside the
+// system's.
+func trusting(caFile string) (*http.Transport, error) {
+	data, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, err
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil {
+		pool = x509.NewCertPool()
+	}
+	if !pool.AppendCertsFromPEM(data) {
+		return nil, fmt.Errorf("-cacert %s: no PEM certificate in it", caFile)
+	}
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.TLSClientConfig = &tls.Config{RootCAs: pool}
+	return t, nil
+}
+
 // discoverTokenURL reads the token endpoint from the issuer's discovery
-// document, whose issuer must be the one asked for.
-func discoverTokenURL(ctx context.Context, hc *http.Client, issuer string) (string, error) {
+// document, whose issuer must be the one asked for; for a client that
+// presents a certificate, its mutual TLS alias when it names one (RFC
+// 8705 §5: such a client must use it).
+func discoverTokenURL(ctx context.Context, hc *http.Client, issuer string, mtls bool) (string, error) {
 	issuer = strings.TrimSuffix(issuer, "/")
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, issuer+"/.well-known/openid-configuration", nil)
 	if err != nil {
@@ -181,6 +234,9 @@ func discoverTokenURL(ctx context.Context, hc *http.Client, issuer string) (stri
 	var doc struct {
 		Issuer        string `json:"issuer"`
 		TokenEndpoint string `json:"token_endpoint"`
+		Aliases       struct {
+			TokenEndpoint string `json:"token_endpoint"`
+		} `json:"mtls_endpoint_aliases"`
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&doc); err != nil {
 		return "", fmt.Errorf("discovery: %s is not a discovery document: %v", req.URL, err)
@@ -190,6 +246,9 @@ func discoverTokenURL(ctx context.Context, hc *http.Client, issuer string) (stri
 	}
 	if doc.TokenEndpoint == "" {
 		return "", errors.New("discovery: the document has no token_endpoint")
+	}
+	if mtls && doc.Aliases.TokenEndpoint != "" {
+		return doc.Aliases.TokenEndpoint, nil
 	}
 	return doc.TokenEndpoint, nil
 }

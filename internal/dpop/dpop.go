@@ -69,6 +69,9 @@ func (f *Failure) Is(target error) bool { return target == ErrInvalid }
 type Check struct {
 	Method string // the request's method: htm
 	URL    string // the request's URL as the client addressed it: htu, compared by NormalizeURL
+	// AliasURL, when set, is another URL of the same endpoint, which htu
+	// may name instead (an issuer's mutual TLS alias, RFC 8705 §5).
+	AliasURL string
 	// AccessToken, when set, must be what ath hashes (RFC 9449 §4.3, item
 	// 12: at a resource server).
 	AccessToken string
@@ -136,8 +139,9 @@ func Verify(proof string, c Check) (*Proof, error) {
 	if claims.htm != c.Method {
 		return nil, ErrMethod
 	}
-	if claims.htu != c.URL { // the same string is the same URL: no parsing
-		if got, err := NormalizeURL(claims.htu); err != nil || got != mustNormalize(c.URL) {
+	if claims.htu != c.URL && (c.AliasURL == "" || claims.htu != c.AliasURL) { // the same string is the same URL: no parsing
+		got, err := NormalizeURL(claims.htu)
+		if err != nil || (got != mustNormalize(c.URL) && (c.AliasURL == "" || got != mustNormalize(c.AliasURL))) {
 			return nil, ErrURL
 		}
 	}

@@ -29,6 +29,7 @@ func Run(t *testing.T, newStore func(t *testing.T) tokenstore.Store) {
 		ExpiresAt: now.Add(time.Minute),
 		ID:        "0123456789abcdef0123456789abcdef",
 		JKT:       "NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs",
+		X5T:       "bwcK0esc3ACC3DB2Y5_lESsXE8o9ltc05O89jdN-dg2",
 	}
 	t.Run("put and get", func(t *testing.T) {
 		s := newStore(t)
@@ -40,7 +41,7 @@ func Run(t *testing.T, newStore func(t *testing.T) tokenstore.Store) {
 		if err != nil || !ok {
 			t.Fatalf("Get: %v %v", ok, err)
 		}
-		if g.ClientID != grant.ClientID || g.ID != grant.ID || g.JKT != grant.JKT || !g.IssuedAt.Equal(grant.IssuedAt) || !g.ExpiresAt.Equal(grant.ExpiresAt) ||
+		if g.ClientID != grant.ClientID || g.ID != grant.ID || g.JKT != grant.JKT || g.X5T != grant.X5T || !g.IssuedAt.Equal(grant.IssuedAt) || !g.ExpiresAt.Equal(grant.ExpiresAt) ||
 			!slices.Equal(g.Scopes, grant.Scopes) || !slices.Equal(g.Audience, grant.Audience) {
 			t.Fatalf("got %+v, put %+v", g, grant)
 		}

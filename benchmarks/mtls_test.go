@@ -1,0 +1,136 @@
+package benchmarks
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/justinas/alice"
+
+	"github.com/idsauth/idsauth/accesstoken"
+	"github.com/idsauth/idsauth/internal/certtest"
+	"github.com/idsauth/idsauth/internal/clientcert"
+	"github.com/idsauth/idsauth/internal/jwktest"
+	"github.com/idsauth/idsauth/middleware"
+	"github.com/idsauth/idsauth/scope"
+)
+
+// mtlsSetup is a token bound to a client certificate (RFC 8705), beside
+// the setup's bearer token, and the requests that present them.
+type mtlsSetup struct {
+	*setup
+	cert  *x509.Certificate
+	bound string
+}
+
+func newMTLSSetup(b *testing.B) *mtlsSetup {
+	s := newSetup(b, "ES256")
+	cert := certtest.SelfSigned(b, certtest.Leaf{}).Leaf
+	claims := jwktest.Claims(s.jwks.Issuer(), scope.AdminWebAPI, 24*time.Hour)
+	claims["aud"] = []string{s.jwks.Issuer() + "/resources"}
+	claims["cnf"] = map[string]any{"x5t#S256": clientcert.Thumbprint(cert.Raw)}
+	return &mtlsSetup{setup: s, cert: cert, bound: jwktest.Sign(b, s.key, nil, claims)}
+}
+
+// forwardedHeader is the header nginx sets for the certificate, and the
+// proxies it comes from (httptest.NewRequest's RemoteAddr is 192.0.2.1).
+var forwardedCert = &middleware.ForwardedCert{Header: "X-SSL-CERT", TrustedProxies: []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}}
+
+func mtlsHandler(b *testing.B, s *mtlsSetup, fwd *middleware.ForwardedCert) http.Handler {
+	ctx, cancel := context.WithCancel(context.Background())
+	b.Cleanup(cancel)
+	v, err := accesstoken.New(ctx, accesstoken.Config{Issuer: s.jwks.Issuer(), Audience: []string{s.jwks.Issuer() + "/resources"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return alice.New(middleware.RequireBearerWithConfig(v, middleware.BearerConfig{ForwardedCert: fwd}), middleware.RequireScope(scope.AdminWebAPI)).Then(bare)
+}
+
+// runReq sends req through h b.N times and checks the answer.
+func runReq(b *testing.B, h http.Handler, req *http.Request) {
+	check := httptest.NewRecorder()
+	h.ServeHTTP(check, req)
+	if check.Code != http.StatusNoContent {
+		b.Fatalf("the handler answered %d %s", check.Code, check.Body)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		h.ServeHTTP(httptest.NewRecorder(), req)
+	}
+}
+
+func mtlsRequest(token string, conn *x509.Certificate, header string) *http.Request {
+	req := httptest.NewRequest(http.MethodGet, "/webapi/api/v3/demo/Admin/Users", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	if conn != nil {
+		// As net/http gives every request of a connection: one
+		// ConnectionState, one *x509.Certificate.
+		req.TLS = &tls.ConnectionState{PeerCertificates: []*x509.Certificate{conn}}
+	}
+	if header != "" {
+		req.Header.Set("X-SSL-CERT", header)
+	}
+	return req
+}
+
+// BenchmarkMTLS runs one protected GET per iteration, warm (the token
+// validated before): a bearer token over a connection without a
+// certificate (the warm bearer path), the same over one with a
+// certificate, a token bound to the connection's certificate (its
+// thumbprint computed at the connection's first request, reused), and
+// bound to a certificate that nginx forwards ($ssl_client_escaped_cert,
+// its thumbprint remembered by its value); and, apart, what decoding and
+// hashing a forwarded certificate costs when it is not remembered.
+func BenchmarkMTLS(b *testing.B) {
+	s := newMTLSSetup(b)
+	header := url.PathEscape(string(certtest.PEM(s.cert.Raw)))
+	b.Run("bearer-warm", func(b *testing.B) { runReq(b, mtlsHandler(b, s, nil), mtlsRequest(s.token, nil, "")) })
+	b.Run("bearer-warm-with-certificate", func(b *testing.B) { runReq(b, mtlsHandler(b, s, nil), mtlsRequest(s.token, s.cert, "")) })
+	b.Run("bound-connection", func(b *testing.B) { runReq(b, mtlsHandler(b, s, nil), mtlsRequest(s.bound, s.cert, "")) })
+	b.Run("bound-forwarded", func(b *testing.B) { runReq(b, mtlsHandler(b, s, forwardedCert), mtlsRequest(s.bound, nil, header)) })
+	b.Run("forwarded-decode-uncached", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			ders, _, err := clientcert.Decode("X-SSL-CERT", header)
+			if err != nil || clientcert.Thumbprint(ders[0]) == "" {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// TestMTLSBudget: a certificate-bound request adds at most one allocation
+// to the warm bearer path (the presentation's context), whether its
+// certificate is the connection's or forwarded; the times are printed
+// (the budget: 0.3 µs and 1 µs), not asserted.
+func TestMTLSBudget(t *testing.T) {
+	res := map[string]testing.BenchmarkResult{}
+	for _, name := range []string{"bearer-warm", "bound-connection", "bound-forwarded"} {
+		res[name] = testing.Benchmark(func(b *testing.B) {
+			s := newMTLSSetup(b)
+			switch name {
+			case "bearer-warm":
+				runReq(b, mtlsHandler(b, s, nil), mtlsRequest(s.token, nil, ""))
+			case "bound-connection":
+				runReq(b, mtlsHandler(b, s, nil), mtlsRequest(s.bound, s.cert, ""))
+			case "bound-forwarded":
+				runReq(b, mtlsHandler(b, s, forwardedCert), mtlsRequest(s.bound, nil, url.PathEscape(string(certtest.PEM(s.cert.Raw)))))
+			}
+		})
+	}
+	base := res["bearer-warm"]
+	for _, name := range []string{"bound-connection", "bound-forwarded"} {
+		r := res[name]
+		t.Logf("%s: %d ns/op, %d allocs/op (bearer: %d ns/op, %d allocs/op)", name, r.NsPerOp(), r.AllocsPerOp(), base.NsPerOp(), base.AllocsPerOp())
+		if d := r.AllocsPerOp() - base.AllocsPerOp(); d > 1 {
+			t.Errorf("%s adds %d allocations to the warm bearer path, want at most 1", name, d)
+		}
+	}
+}

@@ -1,0 +1,198 @@
+package clientcert
+
+import (
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/hex"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/idsauth/idsauth/internal/certtest"
+)
+
+func TestThumbprintIsBase64urlSHA256(t *testing.T) {
+	c := certtest.SelfSigned(t, certtest.Leaf{})
+	sum := sha256.Sum256(c.Leaf.Raw)
+	want := strings.TrimRight(base64.URLEncoding.EncodeToString(sum[:]), "=")
+	if got := Thumbprint(c.Leaf.Raw); got != want || len(got) != 43 {
+		t.Fatalf("Thumbprint = %q, want %q", got, want)
+	}
+	if !Equal(want, Thumbprint(c.Leaf.Raw)) || Equal(want, want[:42]+"A") || Equal(want, want[:42]) {
+		t.Fatal("Equal is wrong")
+	}
+}
+
+// A connection's certificate is the same *x509.Certificate for each of
+// its requests: its thumbprint is computed once, whatever the number of
+// requests.
+func TestOfComputesOncePerCertificate(t *testing.T) {
+	a := certtest.SelfSigned(t, certtest.Leaf{}).Leaf
+	b := certtest.SelfSigned(t, certtest.Leaf{}).Leaf
+	before := computed.Load()
+	for range 100 {
+		if Of(a) != Thumbprint(a.Raw) || Of(b) != Thumbprint(b.Raw) {
+			t.Fatal("wrong thumbprint")
+		}
+	}
+	// Two certificates whose addresses share a slot push each other out;
+	// they are two at most.
+	if n := computed.Load() - before; n > 2 && certSlot(a) != certSlot(b) {
+		t.Fatalf("computed %d thumbprints for 200 look-ups of two certificates, want 2", n)
+	}
+	// The same bytes parsed again are another certificate (another
+	// connection): computed again, and the same.
+	again, _ := x509.ParseCertificate(a.Raw)
+	before = computed.Load()
+	if Of(again) != Of(a) || computed.Load()-before < 1 {
+		t.Fatal("another *x509.Certificate must be computed, and give the same thumbprint")
+	}
+}
+
+func TestDecodeForms(t *testing.T) {
+	c := certtest.SelfSigned(t, certtest.Leaf{})
+	der := c.Leaf.Raw
+	pemText := string(certtest.PEM(der))
+	sum := sha256.Sum256(der)
+	nginx := url.PathEscape(pemText) // $ssl_client_escaped_cert: "-----BEGIN%20CERTIFICATE-----%0A..."
+	for _, tc := range []struct {
+		name, header, value string
+		want                bool
+	}{
+		{"nginx escaped PEM", "X-SSL-CERT", nginx, true},
+		{"nginx escaped PEM, all escaped", "X-SSL-CERT", strings.ReplaceAll(url.QueryEscape(pemText), "+", "%20"), true},
+		{"PEM, line ends as spaces (Apache)", "X-SSL-CERT", strings.ReplaceAll(strings.TrimSpace(pemText), "\n", " "), true},
+		{"PEM", "X-SSL-CERT", pemText, true},
+		{"base64 DER (ARR)", "X-ARR-ClientCert", base64.StdEncoding.EncodeToString(der), true},
+		{"hex DER", "X-ARR-ClientCert", hex.EncodeToString(der), true},
+		{"XFCC Hash and Cert", "x-forwarded-client-cert", `By=spiffe://x;Hash=` + hex.EncodeToString(sum[:]) + `;Cert="` + url.PathEscape(pemText) + `";Subject="CN=client"`, true},
+		{"XFCC Cert", "X-Forwarded-Client-Cert", `Cert="` + url.PathEscape(pemText) + `"`, true},
+		{"XFCC Hash", "X-Forwarded-Client-Cert", `Hash=` + hex.EncodeToString(sum[:]), true},
+		{"XFCC two elements (APPEND_FORWARD)", "X-Forwarded-Client-Cert", `Hash=` + hex.EncodeToString(sum[:]) + `,Hash=` + hex.EncodeToString(sum[:]), false},
+		{"XFCC a Hash that is not the Cert's", "X-Forwarded-Client-Cert", `Hash=` + strings.Repeat("00", 32) + `;Cert="` + url.PathEscape(pemText) + `"`, false},
+		{"XFCC without either", "X-Forwarded-Client-Cert", `By=spiffe://x;Subject="CN=x"`, false},
+		{"garbage", "X-SSL-CERT", "not a certificate", false},
+		{"two PEM certificates (a proxy that appended)", "X-SSL-CERT", pemText + pemText, false},
+		{"two escaped PEM certificates joined by a comma", "X-SSL-CERT", nginx + ", " + nginx, false},
+		{"two base64 certificates joined by a comma", "X-ARR-ClientCert", base64.StdEncoding.EncodeToString(der) + "," + base64.StdEncoding.EncodeToString(der), false},
+		{"PEM without an end", "X-SSL-CERT", "-----BEGIN CERTIFICATE----- MIIB", false},
+		{"base64 of something else", "X-SSL-CERT", base64.StdEncoding.EncodeToString([]byte("hello there")), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ders, hash, err := Decode(tc.header, tc.value)
+			if !tc.want {
+				if err == nil {
+					t.Fatalf("read %d certificates from it; want an error", len(ders))
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if hash != nil && [32]byte(hash) != sum {
+				t.Fatal("wrong hash")
+			}
+			if hash == nil && (len(ders) != 1 || string(ders[0]) != string(der)) {
+				t.Fatal("wrong certificate")
+			}
+			got := forwardedThumbprint(tc.header, []string{tc.value})
+			if got != Thumbprint(der) {
+				t.Fatalf("thumbprint %q, want %q", got, Thumbprint(der))
+			}
+		})
+	}
+}
+
+// The header is believed only from a trusted proxy's address: from any
+// other, the connection's certificate is the client's; from a proxy, the
+// header's alone, never the proxy's own connection certificate.
+func TestSourceTrustsProxiesOnly(t *testing.T) {
+	client := certtest.SelfSigned(t, certtest.Leaf{}).Leaf
+	proxy := certtest.SelfSigned(t, certtest.Leaf{Subject: pkix.Name{CommonName: "proxy"}}).Leaf
+	header := url.PathEscape(string(certtest.PEM(client.Raw)))
+	src, _ := NewSource("X-SSL-CERT", []netip.Prefix{netip.MustParsePrefix("10.0.0.0/24"), netip.MustParsePrefix("2001:db8::/64"), netip.MustParsePrefix("::ffff:172.16.0.0/108")})
+	req := func(remote string, conn *x509.Certificate, values ...string) *http.Request {
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		r.RemoteAddr = remote
+		if conn != nil {
+			r.TLS = &tls.ConnectionState{PeerCertificates: []*x509.Certificate{conn}}
+		}
+		for _, v := range values {
+			r.Header.Add("X-SSL-CERT", v)
+		}
+		return r
+	}
+	for _, tc := range []struct {
+		name string
+		r    *http.Request
+		want string
+	}{
+		{"a trusted proxy's header", req("10.0.0.7:4000", nil, header), Thumbprint(client.Raw)},
+		{"a trusted proxy over IPv6", req("[2001:db8::5]:4000", nil, header), Thumbprint(client.Raw)},
+		{"a trusted proxy, IPv4-mapped", req("[::ffff:10.0.0.7]:4000", nil, header), Thumbprint(client.Raw)},
+		{"a trusted proxy of an IPv4-mapped prefix", req("172.16.0.9:4000", nil, header), Thumbprint(client.Raw)},
+		{"a trusted proxy's own certificate is not its client's", req("10.0.0.7:4000", proxy), ""},
+		{"a trusted proxy with both", req("10.0.0.7:4000", proxy, header), Thumbprint(client.Raw)},
+		{"a trusted proxy's header twice", req("10.0.0.7:4000", nil, header, header), ""},
+		{"a header from elsewhere", req("10.0.1.7:4000", nil, header), ""},
+		{"a header from elsewhere, beside a connection certificate", req("192.0.2.1:4000", proxy, header), Thumbprint(proxy.Raw)},
+		{"a Unix socket is no proxy", req("@", nil, header), ""},
+		{"an empty RemoteAddr is no proxy", req("", nil, header), ""},
+		{"a connection certificate", req("192.0.2.1:4000", client), Thumbprint(client.Raw)},
+		{"none", req("192.0.2.1:4000", nil), ""},
+	} {
+		if got := src.Thumbprint(tc.r); got != tc.want {
+			t.Errorf("%s: thumbprint %q, want %q", tc.name, got, tc.want)
+		}
+	}
+	if got := (Source{}).Thumbprint(req("10.0.0.7:4000", nil, header)); got != "" {
+		t.Errorf("the zero Source read a header: %q", got)
+	}
+	if noProxy, _ := NewSource("X-SSL-CERT", nil); noProxy.Thumbprint(req("10.0.0.7:4000", nil, header)) != "" {
+		t.Error("a Source without trusted proxies read a header")
+	}
+	chain, err := src.Chain(req("10.0.0.7:4000", proxy, header))
+	if err != nil || len(chain) != 1 || !chain[0].Equal(client) {
+		t.Fatalf("Chain from a proxy = %v, %v; want the client's certificate", chain, err)
+	}
+}
+
+// A forwarded value is decoded once while it stays in the table, and a
+// value read wrong is never taken for another.
+func TestForwardedDecodedOncePerValue(t *testing.T) {
+	a := certtest.SelfSigned(t, certtest.Leaf{}).Leaf
+	b := certtest.SelfSigned(t, certtest.Leaf{}).Leaf
+	va, vb := url.PathEscape(string(certtest.PEM(a.Raw))), url.PathEscape(string(certtest.PEM(b.Raw)))
+	before := computed.Load()
+	for range 100 {
+		if forwardedThumbprint("X-SSL-CERT", []string{va}) != Thumbprint(a.Raw) {
+			t.Fatal("wrong thumbprint of a")
+		}
+		if forwardedThumbprint("X-SSL-CERT", []string{vb}) != Thumbprint(b.Raw) {
+			t.Fatal("wrong thumbprint of b")
+		}
+	}
+	if n := computed.Load() - before; n > 2 {
+		t.Fatalf("decoded %d times for 200 reads of two values, want 2", n)
+	}
+}
+
+func TestEqual(t *testing.T) {
+	a := "bwcK0esc3ACC3DB2Y5_lESsXE8o9ltc05O89jdN-dg2"
+	for i := range len(a) {
+		b := []byte(a)
+		b[i] ^= 1
+		if Equal(a, string(b)) {
+			t.Errorf("byte %d changed: equal", i)
+		}
+	}
+	if !Equal(a, a) || !Equal("", "") || Equal(a, a[:42]) || !Equal("abc", "abc") || Equal("abc", "abd") {
+		t.Error("Equal is wrong")
+	}
+}

@@ -1,0 +1,65 @@
+package middleware
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"github.com/idsauth/idsauth/internal/clientcert"
+)
+
+// ForwardedCert is how a TLS-terminating proxy in front of the service
+// (nginx, Envoy, IIS ARR, a load balancer) passes on its client's
+// certificate, so that RequireBearer checks certificate-bound tokens (RFC
+// 8705 §3) behind it. A request from one of TrustedProxies gets its
+// client certificate from Header, and never from its own connection,
+// whose certificate is the proxy's; a request from any other address gets
+// the connection's, and its Header is never read, so that a client
+// reaching the service directly cannot name a certificate it does not
+// hold.
+//
+// The proxy must set Header on every request, replacing or removing any
+// the client sent: nginx's proxy_set_header does, and sends none when the
+// client presented no certificate. The forms read (see Header) cover
+// nginx, Apache, Envoy and IIS ARR.
+type ForwardedCert struct {
+	// Header is the request header the proxy sets, such as "X-SSL-CERT"
+	// for nginx's "proxy_set_header X-SSL-CERT $ssl_client_escaped_cert"
+	// (URL-encoded PEM), Apache's PEM, "X-ARR-ClientCert" (IIS ARR's
+	// base64 DER; hex DER is read too) or "X-Forwarded-Client-Cert"
+	// (Envoy's XFCC: one element, with Hash or Cert, as Envoy writes it
+	// with forward_client_cert_details SANITIZE_SET). A header given
+	// twice, or one that holds no certificate, counts as none. Required.
+	Header string
+	// TrustedProxies are the addresses the proxies connect to the service
+	// from, such as 10.0.0.5/32: RemoteAddr must be an IP address in one
+	// of them (an IPv4-mapped address is its IPv4 address). A Unix
+	// socket's peer, which has no address, is never trusted. Required.
+	TrustedProxies []netip.Prefix
+}
+
+// source is f as the certificates' reader takes it; the zero Source, the
+// connection's certificate alone, for a nil f. It panics, as a
+// misconfiguration, on an f without a Header or TrustedProxies, or whose
+// Header names what it must not.
+func (f *ForwardedCert) source() clientcert.Source {
+	if f == nil {
+		return clientcert.Source{}
+	}
+	const field = "middleware: BearerConfig.ForwardedCert"
+	switch h := f.Header; {
+	case h == "":
+		panic(field + ".Header is empty: name the header the proxy sets")
+	case strings.Trim(h, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_") != "":
+		panic(fmt.Sprintf("%s.Header %q is not a header name", field, h))
+	case strings.EqualFold(h, "Authorization"), strings.EqualFold(h, "DPoP"), strings.EqualFold(h, "Cookie"):
+		panic(fmt.Sprintf("%s.Header %q carries what the client sends, not the proxy", field, h))
+	case len(f.TrustedProxies) == 0:
+		panic(field + ".TrustedProxies is empty: without the proxies' addresses, the header would be anyone's to set")
+	}
+	src, ok := clientcert.NewSource(f.Header, f.TrustedProxies)
+	if !ok {
+		panic(field + ".TrustedProxies: one is not a prefix")
+	}
+	return src
+}
