@@ -5,14 +5,12 @@ import (
 	"crypto/tls"
 	"errors"
 	"flag"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,13 +19,11 @@ import (
 
 	"golang.org/x/term"
 
-	"github.com/idsauth/idsauth/internal/promtext"
 	"github.com/idsauth/idsauth/internal/serving"
 	"github.com/idsauth/idsauth/issuer"
 	"github.com/idsauth/idsauth/metrics"
 	"github.com/idsauth/idsauth/pgregistry"
 	"github.com/idsauth/idsauth/redisstore"
-	"github.com/idsauth/idsauth/tokenstore"
 )
 
 const serveAbout = `Serve the identity service: the issuer of the configuration FILE (its
@@ -302,23 +298,6 @@ func runServe(ctx context.Context, f serveFlags, logger *slog.Logger, e env, han
 	return errors.Join(err, wait())
 }
 
-// onHangups takes every SIGHUP until done closes: a reload while the
-// service is ready, a log line while it starts or stops.
-func (s *server) onHangups(done <-chan struct{}, hangups <-chan os.Signal) {
-	for {
-		select {
-		case <-done:
-			return
-		case <-hangups:
-			if !s.ready.Load() {
-				s.logger.Warn("SIGHUP ignored: the service is starting or stopping; nothing is reloaded")
-				continue
-			}
-			s.reload()
-		}
-	}
-}
-
 // mountPath is the pattern that mounts the issuer at its URL's path.
 func mountPath(issuerURL string) (string, error) {
 	u, err := url.Parse(issuerURL)
@@ -326,195 +305,4 @@ func mountPath(issuerURL string) (string, error) {
 		return "", err
 	}
 	return strings.TrimSuffix(u.Path, "/") + "/", nil
-}
-
-// reload reads the configuration and TLS files again and applies them, or
-// nothing: a bad file is logged with its error, which names the field.
-func (s *server) reload() {
-	s.reloadMu.Lock()
-	defer s.reloadMu.Unlock()
-	err := s.reloadFiles()
-	now := time.Now().Unix()
-	if err != nil {
-		s.reloadsFailed.Add(1)
-		s.lastFailed.Store(now)
-		s.logger.Error("reload failed: the previous configuration stays", slog.String("file", s.file), slog.String("error", explainPermission(err).Error()))
-		return
-	}
-	s.reloadsOK.Add(1)
-	s.lastOK.Store(now)
-	s.logger.Info("reloaded", slog.String("file", s.file))
-}
-
-// reloadFiles reads and checks every file first, and changes nothing
-// unless all are good: the issuer's configuration and the certificate
-// are applied together, the certificate last, since installing it cannot
-// fail.
-func (s *server) reloadFiles() error {
-	cfg, err := loadServeConfig(s.file)
-	if err != nil {
-		return err
-	}
-	if !sameStore(cfg.LimiterStore, s.storeConfig) {
-		return errors.New("limiterStore: differs from the store in use: restart to change it")
-	}
-	if !sameStore(cfg.TokenStore, s.tokenStoreConfig) {
-		return errors.New("tokenStore: differs from the store in use: restart to change it")
-	}
-	if !sameStore(cfg.ClientStore, s.clientStoreConfig) {
-		return errors.New("clientStore: differs from the store in use: restart to change it")
-	}
-	mount, err := mountPath(cfg.Issuer)
-	if err != nil {
-		return err
-	}
-	if was, _ := mountPath(s.iss.URL()); mount != was {
-		return fmt.Errorf("issuer: the path %q differs from the one served, %q: restart to move it", mount, was)
-	}
-	useCert := func() {}
-	if s.cert != nil {
-		if useCert, err = s.cert.Read(); err != nil {
-			return err
-		}
-	}
-	if err := s.iss.Reload(&cfg.Config); err != nil {
-		return inFile(s.file, err)
-	}
-	useCert()
-	return nil
-}
-
-// instrument counts the requests in flight and the JWKS documents
-// served.
-func (s *server) instrument(h http.Handler) http.Handler {
-	jwks := strings.TrimSuffix(mustPath(s.iss.JWKSURL()), "/")
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.inFlight.Add(1)
-		defer s.inFlight.Add(-1)
-		if r.URL.Path == jwks && r.Method == http.MethodGet {
-			s.jwksServed.Add(1)
-		}
-		h.ServeHTTP(w, r)
-	})
-}
-
-func mustPath(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return raw
-	}
-	return u.Path
-}
-
-func (s *server) opsRoutes() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		fmt.Fprintln(w, "ok")
-	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.Header().Set("Cache-Control", "no-store")
-		if reason := s.notReady(r.Context()); reason != "" {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			fmt.Fprintln(w, "not ready:", reason)
-			return
-		}
-		if s.registry != nil {
-			if _, degraded := registryReadiness(s.registry); degraded != "" {
-				fmt.Fprintln(w, "ready, degraded:", degraded)
-				return
-			}
-		}
-		fmt.Fprintln(w, "ready")
-	})
-	mux.HandleFunc("GET /metrics", s.writeMetrics)
-	return mux
-}
-
-// notReady says why the service should not get traffic, or "": it is
-// not serving, no key is published, or the shared store does not answer.
-func (s *server) notReady(ctx context.Context) string {
-	if !s.ready.Load() {
-		return "not serving"
-	}
-	if len(s.iss.KeyIDs()) == 0 {
-		return "no signing key published"
-	}
-	if s.store != nil {
-		if err := s.store.ping(ctx); err != nil {
-			return "the limiter store (Redis) does not answer"
-		}
-	}
-	if s.registry != nil {
-		if reason, _ := registryReadiness(s.registry); reason != "" {
-			return reason
-		}
-	}
-	if s.tokens != nil {
-		// A look-up as introspection makes, within the store's own bound:
-		// ready only if reference operations would answer. No token's
-		// hash is the zero key.
-		if _, _, err := s.tokens.Get(ctx, tokenstore.Key{}, time.Now()); err != nil {
-			return "the token store (Redis) does not answer within its bound: no reference token can be issued or checked"
-		}
-	}
-	return ""
-}
-
-func (s *server) writeMetrics(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", promtext.ContentType)
-	w.Header().Set("Cache-Control", "no-store")
-	if _, err := s.metrics.WriteTo(w); err != nil {
-		return
-	}
-	pw := promtext.NewWriter(w)
-	now := time.Now()
-	pw.Header("idsauth_reloads_total", "Configuration reloads, by result (ok, failed).", "counter")
-	pw.Sample("idsauth_reloads_total", []string{"result"}, []string{"ok"}, strconv.FormatUint(s.reloadsOK.Load(), 10))
-	pw.Sample("idsauth_reloads_total", []string{"result"}, []string{"failed"}, strconv.FormatUint(s.reloadsFailed.Load(), 10))
-	pw.Header("idsauth_last_reload_timestamp_seconds", "When the last reload of each result happened, in Unix seconds; 0 never.", "gauge")
-	pw.Sample("idsauth_last_reload_timestamp_seconds", []string{"result"}, []string{"ok"}, strconv.FormatInt(s.lastOK.Load(), 10))
-	pw.Sample("idsauth_last_reload_timestamp_seconds", []string{"result"}, []string{"failed"}, strconv.FormatInt(s.lastFailed.Load(), 10))
-	pw.Header("idsauth_http_requests_in_flight", "Requests to the identity service being handled now.", "gauge")
-	pw.Sample("idsauth_http_requests_in_flight", nil, nil, strconv.FormatInt(s.inFlight.Load(), 10))
-	pw.Header("idsauth_jwks_served_total", "JWKS documents requested from the identity service.", "counter")
-	pw.Sample("idsauth_jwks_served_total", nil, nil, strconv.FormatUint(s.jwksServed.Load(), 10))
-	keys := s.iss.KeySchedule()
-	pw.Header("idsauth_signing_key_info", "The key that signs now, by kid and alg (value 1).", "gauge")
-	if kids := s.iss.KeyIDs(); len(kids) > 0 {
-		for _, k := range keys {
-			if k.KID == kids[0] {
-				pw.Sample("idsauth_signing_key_info", []string{"kid", "alg"}, []string{k.KID, k.Alg}, "1")
-				break
-			}
-		}
-	}
-	next := nextChange(keys, now)
-	pw.Header("idsauth_key_schedule_next_change_timestamp_seconds", "When the key schedule next publishes, switches or retires a key, in Unix seconds; 0 none scheduled.", "gauge")
-	var nextUnix int64
-	if !next.IsZero() {
-		nextUnix = next.Unix()
-	}
-	pw.Sample("idsauth_key_schedule_next_change_timestamp_seconds", nil, nil, strconv.FormatInt(nextUnix, 10))
-	if s.registry != nil {
-		writeRegistryMetrics(pw, s.registry)
-	}
-	pw.Header("idsauth_build_info", "The idsauth command's build (value 1).", "gauge")
-	pw.Sample("idsauth_build_info", []string{"version", "revision", "goversion"}, []string{s.version, s.revision, s.goVers}, "1")
-	pw.Flush() //nolint:errcheck // the client went away
-}
-
-// nextChange returns the next instant after now at which the key
-// schedule publishes, switches or retires a key; zero when none.
-func nextChange(keys []issuer.ScheduledKey, now time.Time) time.Time {
-	var next time.Time
-	for _, k := range keys {
-		for _, t := range []time.Time{k.PublishedFrom, k.PublishedUntil, k.SignsFrom, k.SignsUntil} {
-			if t.After(now) && (next.IsZero() || t.Before(next)) {
-				next = t
-			}
-		}
-	}
-	return next
 }
