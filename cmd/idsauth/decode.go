@@ -16,11 +16,12 @@ import (
 )
 
 func decode(ctx context.Context, e env, args []string) error {
-	fs := flags(e, "decode", "[-issuer URL [-audience A]] [TOKEN]",
+	fs := flags(e, "decode", "[-issuer URL [-audience A]] [--] [TOKEN]",
 		`Print a JWT's header and claims, without checking anything. With -issuer,
 also verify it as the middleware would (keys from the issuer's discovery
 document and JWKS) and say which check failed, in the middleware's words.
-The token is the argument, or else read from standard input.`)
+The token is the argument (after --, as a token may begin with "-"), or
+else read from standard input.`)
 	issuerURL := fs.String("issuer", "", "verify the token against this issuer")
 	audience := fs.String("audience", "", `with -issuer, the audience to require ("aud"); empty: any`)
 	timeout := fs.Duration("timeout", 30*time.Second, "give up fetching keys after this long")

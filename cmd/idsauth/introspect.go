@@ -17,15 +17,16 @@ import (
 const apiSecretEnv = "IDSAUTH_API_SECRET"
 
 func introspect(ctx context.Context, e env, args []string) error {
-	fs := flags(e, "introspect", "-issuer URL -api NAME [-endpoint URL] [TOKEN]",
+	fs := flags(e, "introspect", "-issuer URL -api NAME [-endpoint URL] [--] [TOKEN]",
 		`Ask the issuer's introspection endpoint (RFC 7662, found by its discovery
 document unless -endpoint) about a token, reference or JWT, as the API
 resource NAME, and print whether it is active and its claims, checked as
 accesstoken's Introspection checks them. The API's secret is read from
 -secret-file, else from the environment variable named by -secret-env (by
 default `+apiSecretEnv+`, if set), else from the terminal without echo;
-never from a flag. The token is the argument, or else read from standard
-input. The exit status is 1 when the token is not active.`)
+never from a flag. The token is the argument (after --, as a reference token
+may begin with "-"), or else read from standard input. The exit status is 1
+when the token is not active.`)
 	issuerURL := fs.String("issuer", "", "the issuer URL, e.g. https://host/ids (required)")
 	api := fs.String("api", "", "the API resource's name, its client ID at the endpoint (required)")
 	endpoint := fs.String("endpoint", "", "the introspection endpoint (default: from discovery)")

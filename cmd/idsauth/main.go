@@ -6,7 +6,7 @@
 //	idsauth gen-key -alg ES256|RS256|EdDSA -out FILE
 //	idsauth check-config FILE
 //	idsauth token -issuer URL -client-id ID [-scope S] [-secret-file FILE | -secret-env NAME | -key FILE] [-decode]
-//	idsauth decode [-issuer URL [-audience A]] [TOKEN]
+//	idsauth decode [-issuer URL [-audience A]] [--] [TOKEN]
 //	idsauth serve [-addr HOST:PORT] [-ops-addr HOST:PORT] [-tls-cert F -tls-key F] -config FILE
 //	idsauth migrate -config FILE
 //	idsauth clients list|show|add|update|disable|enable|remove|rotate-secret -issuer URL -admin-id ID [ID]
