@@ -195,7 +195,7 @@ func TestGRPCAllocationBudget(t *testing.T) {
 		"connect":      func(b *testing.B, s *setup) { runConnect(b, bareConnect{}, s.token) },
 		"connectauth":  func(b *testing.B, s *setup) { runConnect(b, connectAuth(b, s), s.token) },
 	} {
-		res[name] = testing.Benchmark(func(b *testing.B) { f(b, newSetup(b, "ES256")) })
+		res[name] = measured(t, func(b *testing.B) { f(b, newSetup(b, "ES256")) })
 	}
 	allocs := func(n string) int64 { return res[n].AllocsPerOp() }
 	budget := allocs("http-warm") - allocs("http-bare")

@@ -113,7 +113,7 @@ func BenchmarkMTLS(b *testing.B) {
 func TestMTLSBudget(t *testing.T) {
 	res := map[string]testing.BenchmarkResult{}
 	for _, name := range []string{"bearer-warm", "bound-connection", "bound-forwarded"} {
-		res[name] = testing.Benchmark(func(b *testing.B) {
+		res[name] = measured(t, func(b *testing.B) {
 			s := newMTLSSetup(b)
 			switch name {
 			case "bearer-warm":
