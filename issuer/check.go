@@ -65,7 +65,7 @@ func (c *Config) check() (*state, error) {
 	if a := d.DPoP.ProofMaxAge; a < time.Second || a > 5*time.Minute {
 		return nil, fieldErr("dpop.proofMaxAgeSeconds", "want 1 to 300 seconds (0: 60), got %v", c.DPoP.ProofMaxAge)
 	}
-	own, err := checkOwnScopes(d.Scopes)
+	k, err := d.compiler()
 	if err != nil {
 		return nil, err
 	}
@@ -73,7 +73,7 @@ func (c *Config) check() (*state, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := d.compileClients(c, own)
+	st, err := k.compileClients(c)
 	if err != nil {
 		return nil, err
 	}

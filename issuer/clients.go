@@ -24,32 +24,43 @@ const (
 	maxAccessTokenLifetime = time.Hour * 24
 )
 
-// compileClients checks the clients and API resources of d, whose
-// defaults are applied (c is d before them), and returns a state holding
+// compiler compiles the clients and API resources of one configuration,
+// those of its file and those of a registry alike: whatever its source, a
+// client takes the one path of compiler.client, an API resource that of
+// compiler.api, and both the one path of their credentials.
+type compiler struct {
+	d       Config    // the configuration, its defaults applied
+	own     scope.Set // its scopes of its own
+	haveCAs bool      // it has mtls.clientCAs, which tls_client_auth needs
+}
+
+// compiler returns the compiler of d, whose defaults are applied.
+func (d Config) compiler() (*compiler, error) {
+	own, err := checkOwnScopes(d.Scopes)
+	if err != nil {
+		return nil, err
+	}
+	return &compiler{d: d, own: own, haveCAs: len(d.MTLS.ClientCAs) > 0 || len(d.MTLS.ClientCACerts) > 0}, nil
+}
+
+// compileClients checks the clients and API resources of the file, c's
+// (before its defaults: k's are applied), and returns a state holding
 // them.
-func (d Config) compileClients(c *Config, own scope.Set) (*state, error) {
-	st := &state{clients: make(map[string]*client, len(d.Clients)), apis: make(map[string]*apiResource, len(d.APIResources))}
-	haveCAs := len(d.MTLS.ClientCAs) > 0 || len(d.MTLS.ClientCACerts) > 0
-	for i, cc := range d.Clients {
-		cl, err := cc.compile(fmt.Sprintf("clients[%d]", i), own)
+func (k *compiler) compileClients(c *Config) (*state, error) {
+	st := &state{clients: make(map[string]*client, len(c.Clients)), apis: make(map[string]*apiResource, len(c.APIResources))}
+	for i, cc := range c.Clients {
+		cl, err := k.client(fmt.Sprintf("clients[%d]", i), cc)
 		if err != nil {
 			return nil, err
 		}
-		if cl.certs, err = compileCertAuth(fmt.Sprintf("clients[%d] (%q)", i, cc.ClientID), cc.TLSClientAuth, cc.CertificateThumbprints, haveCAs); err != nil {
-			return nil, err
-		}
-		cl.certBound = cc.CertificateBoundTokens
 		if st.clients[cl.id] != nil {
 			return nil, fieldErr(fmt.Sprintf("clients[%d].clientId", i), "duplicate client ID %q", cl.id)
 		}
 		st.clients[cl.id] = cl
 	}
-	for i, ac := range d.APIResources {
-		api, err := ac.compile(fmt.Sprintf("apiResources[%d]", i), own)
+	for i, ac := range c.APIResources {
+		api, err := k.api(fmt.Sprintf("apiResources[%d]", i), ac)
 		if err != nil {
-			return nil, err
-		}
-		if api.certs, err = compileCertAuth(fmt.Sprintf("apiResources[%d] (%q)", i, ac.Name), ac.TLSClientAuth, ac.CertificateThumbprints, haveCAs); err != nil {
 			return nil, err
 		}
 		if st.apis[api.name] != nil {
@@ -57,11 +68,6 @@ func (d Config) compileClients(c *Config, own scope.Set) (*state, error) {
 		}
 		st.apis[api.name] = api
 		st.apiOrder = append(st.apiOrder, api)
-	}
-	for _, cc := range c.Clients {
-		if cl := st.clients[cc.ClientID]; cl != nil {
-			cl.defaultAud = len(cc.Audience) == 0
-		}
 	}
 	return st, nil
 }
@@ -102,37 +108,80 @@ type client struct {
 	defaultAud  bool      // it has no audience of its own
 	certs       *certAuth // how it authenticates by certificate (RFC 8705 §2); nil: it does not
 	certBound   bool      // its tokens are bound to its certificate (RFC 8705 §3)
+	// epoch is this registration of the ID, which its tokens carry (see
+	// ClientConfig.Epoch); its own or, when the configuration gives none,
+	// the issuer's record of the ID (epochs.go).
+	epoch    uint64
+	ownEpoch bool // the configuration gave epoch
 }
 
-// compile checks a client whose defaults are applied; f names it.
-func (cc ClientConfig) compile(f string, own scope.Set) (*client, error) {
-	if cc.ClientID == "" {
-		return nil, fieldErr(f+".clientId", "empty")
+// credentials are how a client or an API resource authenticates: the
+// fields ClientConfig and APIResourceConfig share.
+type credentials struct {
+	hashes      []string
+	keys        []ClientKeyConfig
+	tls         TLSClientAuth
+	thumbprints []string
+}
+
+// named checks the ID of a client or an API resource, given in member of
+// f, and returns f naming it: `clients[2] ("reporting")`.
+func named(f, member, id string) (string, error) {
+	switch {
+	case id == "":
+		return "", fieldErr(f+"."+member, "empty")
+	case utf8.RuneCountInString(id) > maxClientIDLength:
+		return "", fieldErr(f+"."+member, "longer than %d characters", maxClientIDLength)
 	}
-	if utf8.RuneCountInString(cc.ClientID) > maxClientIDLength {
-		return nil, fieldErr(f+".clientId", "longer than %d characters", maxClientIDLength)
-	}
-	f = fmt.Sprintf("%s (%q)", f, cc.ClientID)
-	if len(cc.SecretHashes) == 0 && len(cc.PublicKeys) == 0 && !cc.TLSClientAuth.set() && len(cc.CertificateThumbprints) == 0 {
+	return fmt.Sprintf("%s (%q)", f, id), nil
+}
+
+// credentials checks c, the credentials of id, f naming it, and returns a
+// client that holds them: the one compile of a client's and an API
+// resource's credentials.
+func (k *compiler) credentials(f, id string, c credentials) (*client, error) {
+	if len(c.hashes) == 0 && len(c.keys) == 0 && !c.tls.set() && len(c.thumbprints) == 0 {
 		return nil, fieldErr(f+".secretHashes", "at least one hash (or one of publicKeys, a tlsClientAuth or a certificate thumbprint) is required")
 	}
-	hashes, err := parseHashes(f+".secretHashes", cc.SecretHashes)
+	hashes, err := parseHashes(f+".secretHashes", c.hashes)
 	if err != nil {
 		return nil, err
 	}
-	cl := &client{id: cc.ClientID, hashes: hashes, audience: cc.Audience, allScopes: cc.ScopeWhenOmitted == scopeAll}
-	if len(cc.PublicKeys) > maxClientKeys {
+	cl := &client{id: id, hashes: hashes}
+	if len(c.keys) > maxClientKeys {
 		return nil, fieldErr(f+".publicKeys", "more than %d keys", maxClientKeys)
 	}
-	for i, kc := range cc.PublicKeys {
-		k, err := kc.check()
+	for i, kc := range c.keys {
+		key, err := kc.check()
 		if err != nil {
 			return nil, fieldErr(fmt.Sprintf("%s.publicKeys[%d]", f, i), "%v", err)
 		}
-		if k != nil { // a file's key is read by compile
-			cl.keys = append(cl.keys, *k)
+		if key != nil { // a file's key is read by compile
+			cl.keys = append(cl.keys, *key)
 		}
 	}
+	if cl.certs, err = compileCertAuth(f, c.tls, c.thumbprints, k.haveCAs); err != nil {
+		return nil, err
+	}
+	return cl, nil
+}
+
+// client checks cc, before its defaults (k applies them), f naming it
+// ("clients[2]" in the file, "clients" in a registry), and compiles it.
+func (k *compiler) client(f string, cc ClientConfig) (*client, error) {
+	f, err := named(f, "clientId", cc.ClientID)
+	if err != nil {
+		return nil, err
+	}
+	defaultAud := len(cc.Audience) == 0
+	cc = k.d.clientDefaults(cc)
+	cl, err := k.credentials(f, cc.ClientID, credentials{cc.SecretHashes, cc.PublicKeys, cc.TLSClientAuth, cc.CertificateThumbprints})
+	if err != nil {
+		return nil, err
+	}
+	cl.audience, cl.allScopes, cl.defaultAud = cc.Audience, cc.ScopeWhenOmitted == scopeAll, defaultAud
+	cl.certBound, cl.requireDPoP = cc.CertificateBoundTokens, cc.RequireDPoP
+	cl.epoch, cl.ownEpoch = cc.Epoch, cc.Epoch != 0
 	if err := checkScopeWhenOmitted(f+".scopeWhenOmitted", cc.ScopeWhenOmitted); err != nil {
 		return nil, err
 	}
@@ -142,21 +191,14 @@ func (cc ClientConfig) compile(f string, own scope.Set) (*client, error) {
 		}
 		cl.clientCreds = cl.clientCreds || g == "client_credentials"
 	}
-	if len(cc.Scopes) == 0 {
-		return nil, fieldErr(f+".scopes", "at least one scope is required")
+	if cl.scopes, err = k.scopes(f, cc.Scopes); err != nil {
+		return nil, err
 	}
-	for i, s := range cc.Scopes {
-		if !scope.Known(s) && !own.Has(s) {
-			return nil, fieldErr(fmt.Sprintf("%s.scopes[%d]", f, i), "unknown scope %q (known: %v)", s, knownScopes(own))
-		}
-	}
-	cl.scopes = scope.NewSet(cc.Scopes...)
 	for _, s := range cc.Scopes {
 		if !slices.Contains(cl.scopeList, s) {
 			cl.scopeList = append(cl.scopeList, s)
 		}
 	}
-	cl.requireDPoP = cc.RequireDPoP
 	if cl.claims, err = clientClaims(f, cc.Claims); err != nil {
 		return nil, err
 	}
@@ -180,6 +222,20 @@ func (cc ClientConfig) compile(f string, own scope.Set) (*client, error) {
 		}
 	}
 	return cl, nil
+}
+
+// scopes checks the scopes of a client or an API resource, f naming it:
+// at least one, each one the service knows.
+func (k *compiler) scopes(f string, names []string) (scope.Set, error) {
+	if len(names) == 0 {
+		return nil, fieldErr(f+".scopes", "at least one scope is required")
+	}
+	for i, s := range names {
+		if !scope.Known(s) && !k.own.Has(s) {
+			return nil, fieldErr(fmt.Sprintf("%s.scopes[%d]", f, i), "unknown scope %q (known: %v)", s, knownScopes(k.own))
+		}
+	}
+	return scope.NewSet(names...), nil
 }
 
 // clientClaims checks a client's claims and writes them as the JSON
@@ -233,44 +289,22 @@ type apiResource struct {
 	scopes scope.Set
 }
 
-// compile checks an API resource; f names it.
-func (ac APIResourceConfig) compile(f string, own scope.Set) (*apiResource, error) {
-	if ac.Name == "" {
-		return nil, fieldErr(f+".name", "empty")
-	}
-	if utf8.RuneCountInString(ac.Name) > maxClientIDLength {
-		return nil, fieldErr(f+".name", "longer than %d characters", maxClientIDLength)
-	}
-	f = fmt.Sprintf("%s (%q)", f, ac.Name)
-	if len(ac.SecretHashes) == 0 && len(ac.PublicKeys) == 0 && !ac.TLSClientAuth.set() && len(ac.CertificateThumbprints) == 0 {
-		return nil, fieldErr(f+".secretHashes", "at least one hash (or one of publicKeys, a tlsClientAuth or a certificate thumbprint) is required")
-	}
-	hashes, err := parseHashes(f+".secretHashes", ac.SecretHashes)
+// api checks an API resource, f naming it ("apiResources[2]" in the
+// file, "apiResources" in a registry), and compiles it.
+func (k *compiler) api(f string, ac APIResourceConfig) (*apiResource, error) {
+	f, err := named(f, "name", ac.Name)
 	if err != nil {
 		return nil, err
 	}
-	cl := &client{id: ac.Name, hashes: hashes}
-	if len(ac.PublicKeys) > maxClientKeys {
-		return nil, fieldErr(f+".publicKeys", "more than %d keys", maxClientKeys)
+	cl, err := k.credentials(f, ac.Name, credentials{ac.SecretHashes, ac.PublicKeys, ac.TLSClientAuth, ac.CertificateThumbprints})
+	if err != nil {
+		return nil, err
 	}
-	for i, kc := range ac.PublicKeys {
-		k, err := kc.check()
-		if err != nil {
-			return nil, fieldErr(fmt.Sprintf("%s.publicKeys[%d]", f, i), "%v", err)
-		}
-		if k != nil { // a file's key is read by compile
-			cl.keys = append(cl.keys, *k)
-		}
+	scopes, err := k.scopes(f, ac.Scopes)
+	if err != nil {
+		return nil, err
 	}
-	if len(ac.Scopes) == 0 {
-		return nil, fieldErr(f+".scopes", "at least one scope is required")
-	}
-	for i, s := range ac.Scopes {
-		if !scope.Known(s) && !own.Has(s) {
-			return nil, fieldErr(fmt.Sprintf("%s.scopes[%d]", f, i), "unknown scope %q (known: %v)", s, knownScopes(own))
-		}
-	}
-	return &apiResource{client: cl, name: ac.Name, scopes: scope.NewSet(ac.Scopes...)}, nil
+	return &apiResource{client: cl, name: ac.Name, scopes: scopes}, nil
 }
 
 func parseHashes(f string, in []string) ([]secret.Hash, error) {

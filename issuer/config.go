@@ -260,6 +260,14 @@ type ClientConfig struct {
 	// always bound. A client that authenticates with a certificate gets
 	// bound tokens without it, as IdentityServer's do.
 	CertificateBoundTokens bool
+
+	// Epoch names this registration of ClientID for its tokens, which
+	// carry it: introspection answers a token active only while its
+	// client's epoch is the one it was issued under. A registry sets it
+	// (pgregistry: anew when a client is registered, enabled again or
+	// loses every secret). Zero means the issuer's own record of the ID,
+	// renewed when the client is removed or loses every secret.
+	Epoch uint64
 }
 
 // ClientClaim is one claim of a client's tokens (ClientConfig.Claims).

@@ -50,6 +50,9 @@ type Issuer struct {
 	// other (registered.go).
 	file       fileState
 	registered registered
+	// epochs is the record of the epochs of clients whose configuration
+	// gives none (epochs.go).
+	epochs epochs
 
 	// Set by New's options, for the issuer's life.
 	logger   *slog.Logger

@@ -42,6 +42,7 @@ func (iss *Issuer) grantReference(q *request, cl *client, granted, aud []string,
 		ID:        string(appendJTI(nil)),
 		JKT:       bind.JKT,
 		X5T:       bind.X5T,
+		Epoch:     cl.epoch,
 	}
 	if err := iss.tokens.Put(q.ctx, tokenstore.KeyOf(token), g); err != nil {
 		why := "the reference token store cannot answer"
@@ -124,7 +125,7 @@ func (iss *Issuer) introspect(w http.ResponseWriter, r *http.Request, st *state)
 		iss.observeRefusal(r, no, a, q.who, time.Since(start))
 		return
 	}
-	body, err := iss.answer(q.ctx, api.name, q.form.get(tokenParam))
+	body, err := iss.answer(q.ctx, q.form.get(tokenParam), apiScopes(api.name))
 	if err != nil {
 		iss.logger.Error("idsauth issuer: introspection: the reference token store cannot answer", slog.String("api", api.name), slog.String("error", err.Error()))
 		q.answer(refuse(introspectDown)).write(w)
@@ -163,11 +164,33 @@ func (iss *Issuer) IntrospectToken(ctx context.Context, api, token string) ([]by
 	if iss.current().apis[api] == nil {
 		return nil, fmt.Errorf("issuer: no API resource %q is registered", api)
 	}
-	return iss.answer(ctx, api, token)
+	return iss.answer(ctx, token, apiScopes(api))
 }
 
-// answer is the introspection answer about token for the API resource
-// named apiName: active with the grant's fields when the token is live,
+// IntrospectScopes answers, in the same process, what the introspection
+// endpoint would answer about token an API resource whose scopes are
+// scopes: a caller that is no registered API resource, such as the
+// administration API of github.com/idsauth/idsauth/pgregistry, learns so
+// at each call whether a token is still live, its client still
+// registered, enabled and holding the scope, whatever the kind of token.
+func (iss *Issuer) IntrospectScopes(ctx context.Context, token string, scopes ...string) ([]byte, error) {
+	set := scope.NewSet(scopes...)
+	return iss.answer(ctx, token, func(*state) scope.Set { return set })
+}
+
+// apiScopes returns the scopes of the API resource named name in a state:
+// none when that state has no such API resource.
+func apiScopes(name string) func(*state) scope.Set {
+	return func(st *state) scope.Set {
+		if api := st.apis[name]; api != nil {
+			return api.scopes
+		}
+		return nil
+	}
+}
+
+// answer is the introspection answer about token for the scopes that
+// scopesOf gives (an API resource's): active with the grant's fields when the token is live,
 // its client would still be issued it (stillIssued, stillAudience) and it
 // carries one of the API's scopes that the client still holds, else
 // exactly inactive.
@@ -178,19 +201,19 @@ func (iss *Issuer) IntrospectToken(ctx context.Context, api, token string) ([]by
 // store may each take a while, and a Reload may return meanwhile; an
 // answer given after it returned is the new configuration's. An API the
 // reload removed is told nothing.
-func (iss *Issuer) answer(ctx context.Context, apiName, token string) ([]byte, error) {
+func (iss *Issuer) answer(ctx context.Context, token string, scopesOf func(*state) scope.Set) ([]byte, error) {
 	st, g, ok, err := iss.lookup(ctx, token, iss.now())
 	if err != nil {
 		return nil, err
 	}
-	api, cl := st.apis[apiName], st.clients[g.ClientID]
+	told, cl := scopesOf(st), st.clients[g.ClientID]
 	var mine, aud []string
-	if ok && api != nil && stillIssued(cl, !looksLikeJWT(token), g.JKT) {
+	if ok && told != nil && stillIssued(cl, !looksLikeJWT(token), g) {
 		if aud, ok = cl.stillAudience(g.Audience); !ok {
 			return append([]byte(nil), inactive...), nil
 		}
 		for _, s := range g.Scopes {
-			if api.scopes.Has(s) && cl.scopes.Has(s) {
+			if told.Has(s) && cl.scopes.Has(s) {
 				mine = append(mine, s)
 			}
 		}
@@ -227,17 +250,20 @@ func (iss *Issuer) answer(ctx context.Context, apiName, token string) ([]byte, e
 }
 
 // stillIssued reports whether client cl, as the configuration now
-// registers it, would be issued a token of the kind a live token is
-// (reference or JWT, bound to a key jkt or, when jkt is "", a bearer
-// token): a token outlives no reload that removed its client, took
-// client_credentials from it, changed the kind of its tokens or made it
-// require DPoP (its bearer tokens leaked, say). Its grant was made under
-// a registration that no longer exists; the operator who removes a
-// compromised client ends its tokens so, at every replica that has
-// reloaded. (A scope taken from the client is taken from its tokens'
-// answers by answer, an audience by stillAudience.)
-func stillIssued(cl *client, reference bool, jkt string) bool {
-	return cl != nil && cl.clientCreds && cl.reference == reference && (jkt != "" || !cl.requireDPoP)
+// registers it, would be issued a token of the kind a live token of grant
+// g is (reference or JWT, bound to a DPoP key or a bearer token), under
+// the registration it was issued under (its epoch): a token outlives no
+// change that removed its client, disabled it, dropped every secret it
+// had, took client_credentials from it, changed the kind of its tokens or
+// made it require DPoP (its bearer tokens leaked, say), and a client
+// served again after one of the first three is a new client for the
+// tokens issued before. Its grant was made under a registration that no
+// longer exists; the operator who removes a compromised client ends its
+// tokens so, at every replica that has applied the change. (A scope taken
+// from the client is taken from its tokens' answers by answer, an
+// audience by stillAudience.)
+func stillIssued(cl *client, reference bool, g tokenstore.Grant) bool {
+	return cl != nil && cl.clientCreds && cl.reference == reference && (g.JKT != "" || !cl.requireDPoP) && g.Epoch == cl.epoch
 }
 
 // stillAudience returns the aud of a token of cl's for its answer, and
@@ -323,11 +349,14 @@ func (st *state) jwtGrant(token string, now time.Time) (tokenstore.Grant, bool) 
 	signedBy, _, err1 := c.String("iss")
 	exp, hasExp, err2 := c.Time("exp")
 	nbf, _, err3 := c.Time("nbf")
-	var err4, err5, err6 error
+	var err4, err5, err6, err7 error
 	g.ClientID, _, err4 = c.String("client_id")
 	g.ID, _, err5 = c.String("jti")
 	g.IssuedAt, _, err6 = c.Time("iat")
 	g.Audience, _, err = c.Strings("aud")
+	if g.Epoch, err7 = c.Uint53(epochClaim); err7 != nil {
+		return none, false
+	}
 	switch {
 	case errors.Join(err, err1, err2, err3, err4, err5, err6) != nil, signedBy != st.issuer, !hasExp:
 		return none, false

@@ -22,21 +22,25 @@ import (
 // Reload swaps a configuration: at once, for every request that starts
 // after it returns, and introspection answers about the tokens of a
 // client no longer given (removed or disabled) as about a removed
-// client's: inactive. Reload keeps them, checked against the new
+// client's: inactive, and for good once the client is given again with
+// another Epoch. Reload keeps them, checked against the new
 // configuration. No request waits on the registry: what the issuer
 // serves is what it was last given.
 //
-// Each is checked and compiled as the file's are, with the
-// configuration's defaults (the issuer URL's audience, its own scopes,
-// its profile). One that does not fit is left out, and the others
-// applied: a client whose ID is a configuration file's client's (the
-// file's wins), one named twice (the first wins), one that names a key
-// file (a registered client's keys are JWKs: a file would be on one
-// replica's disk), one whose AccessTokenLifetime outlives what the key
-// schedule allows, or any other field the file would refuse. The error
-// joins one *ConfigError for each left out, whose Field names it as the
-// file would, without an index: `clients ("reporting").scopes[0]`,
-// `apiResources ("reports-api").name`. Nil: all of them are served.
+// Each is checked and compiled by the very code that compiles the file's,
+// with the configuration's defaults (the issuer URL's audience, its own
+// scopes, its mutual TLS CAs, its profile). One that does not fit is left
+// out, and the others applied: one whose ID is not printable ASCII
+// (U+0021 to U+007E) or is "." or "..", one whose ID is a configuration
+// file's client's or, under ASCII case folding, an earlier one's (the
+// file's wins, then the first), one that names a key file (a registered
+// client's keys are JWKs: a file would be on one replica's disk), one
+// whose AccessTokenLifetime outlives what the key schedule allows, or
+// any other field the file would refuse. The error joins one
+// *RegistrationError for each left out, whose ConfigError's Field names
+// the field as the file would, without an index: `clients
+// ("reporting").scopes[0]`, `apiResources ("reports-api").name`. Nil:
+// all of them are served.
 //
 // A registered client's secret hashes are checked at every call, as a
 // reload checks the file's: a bcrypt hash costs one bcrypt check each
@@ -49,6 +53,7 @@ func (iss *Issuer) SetRegistered(clients []ClientConfig, apis []APIResourceConfi
 	if err != nil {
 		return err
 	}
+	iss.renew(iss.st.Load(), st)
 	now := iss.now()
 	iss.apply(st, iss.file.setsAt(now), now)
 	iss.registered = r
@@ -67,6 +72,20 @@ func (iss *Issuer) CheckRegistered(clients []ClientConfig, apis []APIResourceCon
 	}
 	return errors.Join(left...)
 }
+
+// RegistrationError is why SetRegistered or CheckRegistered leaves out
+// one registered client or API resource.
+type RegistrationError struct {
+	API   bool         // an API resource, ID its Name; false: a client, ID its ClientID
+	ID    string       // as given: print it quoted, it may hold anything
+	Taken bool         // its ID is another's: a file client's, or an earlier registration's under ASCII case folding
+	Err   *ConfigError // the field, named as the file names it without an index, and why
+}
+
+func (e *RegistrationError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the ConfigError, so that errors.As finds it.
+func (e *RegistrationError) Unwrap() error { return e.Err }
 
 // registered is the last SetRegistered's clients and API resources.
 type registered struct {
@@ -116,28 +135,27 @@ func (f fileState) withRegistered(r registered) (*state, []error, error) {
 	st.apis = maps.Clone(f.st.apis)
 	st.apiOrder = slices.Clone(f.st.apiOrder)
 	d := f.cfg.withDefaults()
-	own, err := checkOwnScopes(d.Scopes)
+	k, err := d.compiler()
 	if err != nil {
 		return nil, nil, err
 	}
 	var left []error
+	taken := takenIDs{}
+	for id := range f.st.apis {
+		taken.add(id, "an API resource of the configuration file, which wins")
+	}
 	for _, ac := range r.apis {
-		at := fmt.Sprintf("apiResources (%q)", ac.Name)
-		if err := registeredKeys(at, ac.PublicKeys); err != nil {
+		api, err := k.registered(true, ac.Name, ac.PublicKeys, taken, func() (*client, error) {
+			a, err := k.api("apiResources", ac)
+			if err != nil {
+				return nil, err
+			}
+			st.apis[a.name] = a
+			st.apiOrder = append(st.apiOrder, a)
+			return a.client, nil
+		})
+		if api == nil {
 			left = append(left, err)
-			continue
-		}
-		api, err := ac.compile("apiResources", own)
-		switch {
-		case err != nil:
-			left = append(left, err)
-		case f.st.apis[api.name] != nil:
-			left = append(left, fieldErr(at+".name", "an API resource of the configuration file, which wins"))
-		case st.apis[api.name] != nil:
-			left = append(left, fieldErr(at+".name", "registered twice: the first one is served"))
-		default:
-			st.apis[api.name] = api
-			st.apiOrder = append(st.apiOrder, api)
 		}
 	}
 	// A registered client may not outlive what the key schedule allows
@@ -148,32 +166,28 @@ func (f fileState) withRegistered(r registered) (*state, []error, error) {
 	for _, cc := range d.Clients {
 		live = max(live, cc.AccessTokenLifetime)
 	}
+	taken = takenIDs{}
+	for id := range f.st.clients {
+		taken.add(id, "a client of the configuration file, which wins")
+	}
 	for _, cc := range r.clients {
 		at := fmt.Sprintf("clients (%q)", cc.ClientID)
-		if err := registeredKeys(at, cc.PublicKeys); err != nil {
-			left = append(left, err)
-			continue
-		}
-		cl, err := d.clientDefaults(cc).compile("clients", own)
-		if err != nil {
-			left = append(left, err)
-			continue
-		}
-		if cl.lifetime > live {
-			if err := st.plan.check(ahead, cl.lifetime); err != nil {
-				left = append(left, fieldErr(at+".accessTokenLifetime", "longer than the key schedule allows: %v", err))
-				continue
+		cl, err := k.registered(false, cc.ClientID, cc.PublicKeys, taken, func() (*client, error) {
+			cl, err := k.client("clients", cc)
+			if err != nil {
+				return nil, err
 			}
-			live = cl.lifetime
-		}
-		switch {
-		case f.st.clients[cl.id] != nil:
-			left = append(left, fieldErr(at+".clientId", "a client of the configuration file, which wins"))
-		case st.clients[cl.id] != nil:
-			left = append(left, fieldErr(at+".clientId", "registered twice: the first one is served"))
-		default:
-			cl.defaultAud = len(cc.Audience) == 0
+			if cl.lifetime > live {
+				if err := st.plan.check(ahead, cl.lifetime); err != nil {
+					return nil, fieldErr(at+".accessTokenLifetime", "longer than the key schedule allows: %v", err)
+				}
+				live = cl.lifetime
+			}
 			st.clients[cl.id] = cl
+			return cl, nil
+		})
+		if cl == nil {
+			left = append(left, err)
 		}
 	}
 	st.apiAudiences()
@@ -183,13 +197,82 @@ func (f fileState) withRegistered(r registered) (*state, []error, error) {
 	return &st, left, nil
 }
 
-// registeredKeys refuses a registered key given as a file: a file is on
-// one replica's disk, and a registry's clients are the same on all.
-func registeredKeys(f string, kcs []ClientKeyConfig) error {
+// registered compiles one registered client or API resource (api) with
+// compile, the path of the file's, after the rules of a registration of
+// its own: an ID of printable ASCII, not "." or "..", not taken under
+// ASCII case folding; keys as JWKs, not files. It returns the client, or
+// the *RegistrationError of one left out.
+func (k *compiler) registered(api bool, id string, kcs []ClientKeyConfig, taken takenIDs, compile func() (*client, error)) (*client, error) {
+	list, member := "clients", "clientId"
+	if api {
+		list, member = "apiResources", "name"
+	}
+	at := fmt.Sprintf("%s (%q)", list, id)
+	left := func(err error, isTaken bool) (*client, error) {
+		var ce *ConfigError
+		if !errors.As(err, &ce) {
+			ce = &ConfigError{Field: at, Reason: err.Error(), Err: err}
+		}
+		return nil, &RegistrationError{API: api, ID: id, Taken: isTaken, Err: ce}
+	}
+	if err := checkRegisteredID(id); err != nil {
+		return left(fieldErr(at+"."+member, "%v", err), false)
+	}
+	if why, ok := taken[foldASCII(id)]; ok {
+		return left(fieldErr(at+"."+member, "%s", why), true)
+	}
 	for i, kc := range kcs {
 		if kc.File != "" {
-			return fieldErr(fmt.Sprintf("%s.publicKeys[%d].file", f, i), "a registered key is a JWK: a file would be read from one replica's disk")
+			return left(fieldErr(fmt.Sprintf("%s.publicKeys[%d].file", at, i), "a registered key is a JWK: a file would be read from one replica's disk"), false)
+		}
+	}
+	cl, err := compile()
+	if err != nil {
+		return left(err, false)
+	}
+	taken.add(id, fmt.Sprintf("registered twice, under ASCII case folding: the first one, %q, is served", id))
+	return cl, nil
+}
+
+// takenIDs are the IDs of one kind taken, under ASCII case folding, and
+// by whom.
+type takenIDs map[string]string
+
+func (t takenIDs) add(id, why string) {
+	if _, ok := t[foldASCII(id)]; !ok {
+		t[foldASCII(id)] = why
+	}
+}
+
+// checkRegisteredID refuses an ID that a registry may not hold: anything
+// but printable ASCII (U+0021 to U+007E), which a terminal, a log line
+// or a URL path could take for something else, and "." and "..", which
+// a URL path cannot carry as a segment.
+func checkRegisteredID(id string) error {
+	if id == "." || id == ".." {
+		return fmt.Errorf("%q is a URL path's dot segment: no administration path could name it", id)
+	}
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; c < 0x21 || c > 0x7e {
+			return fmt.Errorf("want printable ASCII (U+0021 to U+007E), got %q", id)
 		}
 	}
 	return nil
+}
+
+// foldASCII returns id with its ASCII capitals in lower case: two IDs
+// equal so are one, for people.
+func foldASCII(id string) string {
+	for i := 0; i < len(id); i++ {
+		if 'A' <= id[i] && id[i] <= 'Z' {
+			b := []byte(id)
+			for j := i; j < len(b); j++ {
+				if 'A' <= b[j] && b[j] <= 'Z' {
+					b[j] += 'a' - 'A'
+				}
+			}
+			return string(b)
+		}
+	}
+	return id
 }

@@ -46,12 +46,34 @@ func (iss *Issuer) Reload(cfg *Config) error {
 	if err != nil {
 		return err
 	}
+	iss.renew(iss.st.Load(), st)
 	iss.apply(st, sets, now)
 	iss.file = file
 	for _, err := range left {
 		iss.logger.Warn("idsauth issuer: a registered client or API resource is left out: it does not fit this configuration", slog.String("error", err.Error()))
 	}
+	iss.warnIDs(cfg)
 	return nil
+}
+
+// warnIDs logs each client ID and API resource name of cfg that a
+// registry could not hold (checkRegisteredID): it is served, but a
+// terminal, a log reader or a URL path may take it for something else.
+func (iss *Issuer) warnIDs(cfg *Config) {
+	warn := func(field string, err error) {
+		iss.logger.Warn("idsauth issuer: an ID of the configuration file is outside the rule of registered IDs (printable ASCII, not . or ..): it is served; consider renaming it",
+			slog.String("field", field), slog.String("error", err.Error()))
+	}
+	for i, cc := range cfg.Clients {
+		if err := checkRegisteredID(cc.ClientID); err != nil {
+			warn(fmt.Sprintf("clients[%d].clientId", i), err)
+		}
+	}
+	for i, ac := range cfg.APIResources {
+		if err := checkRegisteredID(ac.Name); err != nil {
+			warn(fmt.Sprintf("apiResources[%d].name", i), err)
+		}
+	}
 }
 
 // apply makes st, whose clients are all known, with the key sets of its

@@ -139,6 +139,7 @@ func (st *state) newPrefix(cl *client, aud []string) *tokenPrefix {
 	}
 	claims = append(claims, `,"client_id":`...)
 	claims = oauthwire.AppendString(claims, cl.id)
+	claims = appendEpoch(claims, cl)
 	claims = append(claims, cl.claims...)
 	if len(aud) > 0 || !st.identityServer { // IdentityServer writes no aud when it has none
 		claims = append(claims, `,"aud":`...)

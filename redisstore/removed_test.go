@@ -21,7 +21,9 @@ import (
 // tokens (kept in Redis, which the reload does not touch) and its JWTs
 // introspect exactly inactive there, and never with a scope taken, while
 // the replica that has not reloaded yet still answers by its own
-// configuration; once both have reloaded, both answer so.
+// configuration; once both have reloaded, both answer so. Put back, the
+// clients are new clients for their earlier tokens, at every replica,
+// one started after too.
 func TestReplicasEndARemovedClientsTokens(t *testing.T) {
 	srv := startRedis(t)
 	both := []string{scope.AdminWebAPI, scope.ConnectWebAPI}
@@ -129,4 +131,27 @@ func TestReplicasEndARemovedClientsTokens(t *testing.T) {
 		}
 	}
 	check("payroll removed", "inactive", "inactive", "inactive", "inactive")
+
+	// Both put back: they are new clients for the tokens of before, at
+	// both replicas and at a third started now, which reads from Redis
+	// that they ended (issue 39: the tokens came back to life).
+	for _, iss := range replicas {
+		if err := iss.Reload(config(ref, jwtClient)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check("both put back", "inactive", "inactive", "inactive", "inactive")
+	tokens := redisstore.NewTokenStore(srv.client(t), redisstore.TokenOptions{Prefix: "idsauth:ref:"})
+	third, err := issuer.New(config(ref, jwtClient), issuer.WithTokenStore(tokens))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/ids/", third)
+	hs := httptest.NewServer(mux)
+	t.Cleanup(hs.Close)
+	replicas, urls = append(replicas, third), append(urls, hs.URL+"/ids")
+	check("a third replica started after", "inactive", "inactive", "inactive", "inactive", "inactive", "inactive")
+	refTok, jwtTok = token("payroll"), token("reports")
+	check("tokens issued after", all, all, all, all, all, all)
 }

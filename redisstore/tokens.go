@@ -141,6 +141,7 @@ type storedGrant struct {
 	ID        string   `json:"j"`
 	JKT       string   `json:"k,omitempty"`
 	X5T       string   `json:"x,omitempty"`
+	Epoch     uint64   `json:"p,omitempty"`
 }
 
 func (s *TokenStore) key(k tokenstore.Key) string { return s.prefix + hex.EncodeToString(k[:]) }
@@ -148,7 +149,7 @@ func (s *TokenStore) key(k tokenstore.Key) string { return s.prefix + hex.Encode
 // Put implements tokenstore.Store. A Redis out of memory (maxmemory with
 // noeviction) is tokenstore.ErrFull.
 func (s *TokenStore) Put(ctx context.Context, k tokenstore.Key, g tokenstore.Grant) error {
-	b, err := json.Marshal(storedGrant{g.ClientID, g.Scopes, g.Audience, g.IssuedAt.UnixMilli(), g.ExpiresAt.UnixMilli(), g.ID, g.JKT, g.X5T})
+	b, err := json.Marshal(storedGrant{g.ClientID, g.Scopes, g.Audience, g.IssuedAt.UnixMilli(), g.ExpiresAt.UnixMilli(), g.ID, g.JKT, g.X5T, g.Epoch})
 	if err != nil {
 		return err
 	}
@@ -191,6 +192,7 @@ func (s *TokenStore) Get(ctx context.Context, k tokenstore.Key, now time.Time) (
 		ID:        sg.ID,
 		JKT:       sg.JKT,
 		X5T:       sg.X5T,
+		Epoch:     sg.Epoch,
 	}
 	if !now.Before(g.ExpiresAt) {
 		return tokenstore.Grant{}, false, nil

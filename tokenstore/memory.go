@@ -35,6 +35,7 @@ type Memory struct {
 	queue     expiryQueue
 	bytes     int            // charged now
 	perClient map[string]int // charged now, by client
+	epochs    map[string]uint64
 }
 
 // entry is one grant in the store, and its place in the queue.
@@ -150,6 +151,32 @@ func (m *Memory) Revoke(_ context.Context, k Key, clientID string) (bool, error)
 	}
 	m.remove(e)
 	return true, nil
+}
+
+// Epochs implements Epochs. The epochs are those of the issuer's clients,
+// named by its configuration: they are not charged to MaxBytes.
+func (m *Memory) Epochs(_ context.Context, ids []string) ([]uint64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]uint64, len(ids))
+	for i, id := range ids {
+		out[i] = m.epochs[id]
+	}
+	return out, nil
+}
+
+// AdvanceEpoch implements Epochs.
+func (m *Memory) AdvanceEpoch(_ context.Context, id string, from, to uint64) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.epochs[id] != from {
+		return nil
+	}
+	if m.epochs == nil {
+		m.epochs = make(map[string]uint64)
+	}
+	m.epochs[id] = to
+	return nil
 }
 
 // Stats reports the grants held and the bytes charged for them.

@@ -36,6 +36,7 @@ type Grant struct {
 	ID        string    // "jti"
 	JKT       string    // cnf.jkt: the key a DPoP-bound token is bound to (RFC 9449); "" for a bearer token
 	X5T       string    // cnf["x5t#S256"]: the client certificate a token is bound to (RFC 8705); "" for none
+	Epoch     uint64    // the registration of ClientID it was issued under (issuer.ClientConfig.Epoch); 0 for a grant stored without one
 }
 
 // Store keeps grants until they expire or are revoked. Its methods are
@@ -50,6 +51,24 @@ type Store interface {
 	// Revoke forgets the grant under k if it was issued to clientID, and
 	// reports whether it did. A grant of another client is left as it is.
 	Revoke(ctx context.Context, k Key, clientID string) (revoked bool, err error)
+}
+
+// Epochs is a Store that also keeps the issuer's record of the epochs of
+// its clients that no registry gives one (issuer.ClientConfig.Epoch): the
+// registration of a client ID that its tokens were issued under. The
+// issuer renews a client's epoch when the client is removed or loses
+// every secret, so that its earlier tokens never answer active again;
+// kept here, the record outlives a restart and reaches every replica that
+// shares the store. The issuer's store need not be an Epochs: then each
+// process keeps its own record, for its life.
+type Epochs interface {
+	// Epochs returns the epoch recorded for each of ids, in their order:
+	// 0 for an ID never recorded.
+	Epochs(ctx context.Context, ids []string) ([]uint64, error)
+	// AdvanceEpoch records epoch to for id if the one recorded is from
+	// (0: none), and leaves it otherwise: a replica late to end a client
+	// cannot take its record back.
+	AdvanceEpoch(ctx context.Context, id string, from, to uint64) error
 }
 
 // ErrFull is the error of a Put into a store that has no room left: the

@@ -174,6 +174,22 @@ func (c Claims) Time(name string) (t time.Time, present bool, err error) {
 	return t, true, err
 }
 
+// Uint53 returns claim name when it is a whole JSON number from 0 to
+// 2^53-1, written without fraction or exponent, the integers every JSON
+// reader reads exactly; zero when it is absent or null. Anything else
+// fails with ErrMalformed.
+func (c Claims) Uint53(name string) (uint64, error) {
+	v, ok := c.Raw(name)
+	if !ok {
+		return 0, nil
+	}
+	n, err := strconv.ParseUint(string(v), 10, 64)
+	if err != nil || n >= 1<<53 || (len(v) > 1 && v[0] == '0') {
+		return 0, ErrMalformed
+	}
+	return n, nil
+}
+
 // The range of a NumericDate: years 1 to 9999, as in RFC 3339. Wider
 // values are refused rather than overflow time.Time or int64 arithmetic
 // (1e19 and 1e300 are valid JSON numbers).
