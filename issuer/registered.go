@@ -249,6 +249,9 @@ func (t takenIDs) add(id, why string) {
 // or a URL path could take for something else, and "." and "..", which
 // a URL path cannot carry as a segment.
 func checkRegisteredID(id string) error {
+	if id == "" {
+		return errors.New("empty")
+	}
 	if id == "." || id == ".." {
 		return fmt.Errorf("%q is a URL path's dot segment: no administration path could name it", id)
 	}

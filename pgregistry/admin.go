@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/idsauth/idsauth/accesstoken"
+	"github.com/idsauth/idsauth/issuer"
 	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/secret"
 )
@@ -70,7 +71,11 @@ func (r *Registry) adminHandler(ctx context.Context) (http.Handler, string, erro
 		return nil, "", err
 	}
 	prefix := strings.TrimSuffix(u.Path, "/") + "/admin"
-	v, err := accesstoken.New(ctx, accesstoken.Config{Issuer: iss, Audience: []string{strings.TrimSuffix(iss, "/") + "/admin"}, Keys: r.iss})
+	// Every token, JWT or reference, is asked about in process at each
+	// call, uncached: the administrator's client removed, disabled or
+	// stripped of AdminScope is refused at its next call.
+	v, err := accesstoken.New(ctx, accesstoken.Config{Issuer: iss, Audience: []string{strings.TrimSuffix(iss, "/") + "/admin"},
+		Introspection: &accesstoken.Introspection{ClientID: AdminScope, Local: adminTokens{r.iss}, CacheBytes: -1}})
 	if err != nil {
 		return nil, "", err
 	}
@@ -83,11 +88,20 @@ func (r *Registry) adminHandler(ctx context.Context) (http.Handler, string, erro
 		mux.HandleFunc("GET "+base+"/{id}", a.get)
 		mux.HandleFunc("PUT "+base+"/{id}", a.update)
 		mux.HandleFunc("DELETE "+base+"/{id}", a.remove)
+		mux.HandleFunc("DELETE "+base, a.remove) // ?id=: an ID no path segment carries
 		mux.HandleFunc("POST "+base+"/{id}/disable", a.disable(true))
 		mux.HandleFunc("POST "+base+"/{id}/enable", a.disable(false))
 		mux.HandleFunc("POST "+base+"/{id}/rotate-secret", a.rotate)
 	}
 	return middleware.RequireBearer(v)(middleware.RequireScope(AdminScope)(mux)), prefix, nil
+}
+
+// adminTokens asks the issuer about an administrator's token as it would
+// answer an API resource of AdminScope.
+type adminTokens struct{ iss *issuer.Issuer }
+
+func (a adminTokens) IntrospectToken(ctx context.Context, _, token string) ([]byte, error) {
+	return a.iss.IntrospectScopes(ctx, token, AdminScope)
 }
 
 // api serves the administration of one kind of registration.
@@ -96,11 +110,9 @@ type api struct {
 	k kind
 }
 
-// Errors of a change, answered as such.
-var (
-	errNotFound = errors.New("not registered")
-	errExists   = errors.New("already registered")
-)
+// errNotFound is the error of a change to a registration that does not
+// exist.
+var errNotFound = errors.New("not registered")
 
 // view is a registration as an answer shows it.
 func (a api) view(id string, config []byte, hashes []string, disabled bool, created, updated time.Time) map[string]any {
@@ -177,11 +189,16 @@ func (a api) create(w http.ResponseWriter, req *http.Request) {
 		a.r.fail(w, fe)
 		return
 	}
-	hashes, plain := in.hashes, ""
-	if !in.given && !hasKeys(in.config) {
+	generate, fe := a.generateSecret(req, in)
+	if fe != nil {
+		a.r.fail(w, fe)
+		return
+	}
+	hashes, plain := append([]string{}, in.hashes...), "" // never NULL
+	if generate {
 		var h secret.Hash
 		plain, h = secret.Generate()
-		hashes = []string{h.String()}
+		hashes = append(hashes, h.String())
 	}
 	if fe := a.r.check(a.k, in, hashes); fe != nil {
 		a.r.fail(w, fe)
@@ -189,13 +206,22 @@ func (a api) create(w http.ResponseWriter, req *http.Request) {
 	}
 	var v map[string]any
 	err := a.r.change(req, "create", a.k, in.id, map[string]any{"config": json.RawMessage(in.config), "secrets": len(hashes)}, func(ctx context.Context, tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `INSERT INTO idsauth_registrations (kind, id, config, secret_hashes) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
-			a.k.name, in.id, string(in.config), hashes)
-		if err != nil {
+		// One create at a time, so that two IDs equal under ASCII case
+		// folding cannot both pass the look for the other.
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, createLock); err != nil {
 			return err
 		}
-		if tag.RowsAffected() == 0 {
-			return errExists
+		var same string
+		err := tx.QueryRow(ctx, `SELECT id FROM idsauth_registrations WHERE kind = $1 AND `+foldSQL("id")+` = `+foldSQL("$2")+` LIMIT 1`, a.k.name, in.id).Scan(&same)
+		switch {
+		case err == nil:
+			return &existsError{id: same}
+		case !errors.Is(err, pgx.ErrNoRows):
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO idsauth_registrations (kind, id, config, secret_hashes) VALUES ($1, $2, $3, $4)`,
+			a.k.name, in.id, string(in.config), hashes); err != nil {
+			return err
 		}
 		v, _, err = a.one(ctx, tx, in.id, false)
 		return err
@@ -248,8 +274,17 @@ func (a api) update(w http.ResponseWriter, req *http.Request) {
 	writeJSON(w, http.StatusOK, v)
 }
 
+// remove deletes the registration of the path's ID or, for one stored
+// before the rule of registered IDs that a path cannot carry ("." or
+// ".."), of the query's id.
 func (a api) remove(w http.ResponseWriter, req *http.Request) {
 	id := req.PathValue("id")
+	if id == "" {
+		if id = req.URL.Query().Get("id"); id == "" {
+			a.r.fail(w, badField("(query)", "id: the registration to remove"))
+			return
+		}
+	}
 	err := a.r.change(req, "delete", a.k, id, nil, func(ctx context.Context, tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `DELETE FROM idsauth_registrations WHERE kind = $1 AND id = $2`, a.k.name, id)
 		if err == nil && tag.RowsAffected() == 0 {
@@ -337,13 +372,48 @@ func (a api) input(w http.ResponseWriter, req *http.Request) (*input, *fieldErro
 	return readInput(a.k, body)
 }
 
-// hasKeys reports whether a stored configuration lists public keys.
-func hasKeys(config []byte) bool {
-	var probe struct {
-		PublicKeys []json.RawMessage `json:"publicKeys"`
+// generateSecret reports whether a create makes the registration a new
+// secret: when asked (?secret=generate), or when it is given no
+// credential at all; never a second credential it did not ask for, which
+// would let it in without its certificate or key.
+func (a api) generateSecret(req *http.Request, in *input) (bool, *fieldError) {
+	switch req.URL.Query().Get("secret") {
+	case "generate":
+		return true, nil
+	case "":
+	default:
+		return false, badField("(query)", `secret: want "generate" or nothing`)
 	}
-	return json.Unmarshal(config, &probe) == nil && len(probe.PublicKeys) > 0
+	if in.given {
+		return false, nil
+	}
+	clients, apis, bad := decodeRows(a.k, []row{{id: in.id, config: in.config}})
+	switch {
+	case len(bad) > 0:
+		return false, nil // check says what is wrong
+	case len(clients) == 1:
+		cc := clients[0]
+		return len(cc.PublicKeys) == 0 && cc.TLSClientAuth == (issuer.TLSClientAuth{}) && len(cc.CertificateThumbprints) == 0, nil
+	default:
+		ac := apis[0]
+		return len(ac.PublicKeys) == 0 && ac.TLSClientAuth == (issuer.TLSClientAuth{}) && len(ac.CertificateThumbprints) == 0, nil
+	}
 }
+
+// createLock is the advisory lock that serializes creates.
+const createLock = 0x1d5a_0002
+
+// foldSQL folds the ASCII capitals of a text expression to lower case,
+// whatever the database's collation, as the issuer folds IDs.
+func foldSQL(expr string) string {
+	return "translate(" + expr + ", 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz')"
+}
+
+// existsError is a create of an ID registered already, under ASCII case
+// folding: as id.
+type existsError struct{ id string }
+
+func (e *existsError) Error() string { return fmt.Sprintf("already registered as %q", e.id) }
 
 // read runs f in a read-only transaction, within the registry's bound.
 func (r *Registry) read(req *http.Request, f func(context.Context, pgx.Tx) error) error {
@@ -415,11 +485,16 @@ func (r *Registry) change(req *http.Request, action string, k kind, target strin
 // database that does not answer (logged, without its password).
 func (r *Registry) fail(w http.ResponseWriter, err error) {
 	var fe *fieldError
+	var exists *existsError
 	switch {
 	case errors.As(err, &fe):
 		writeJSON(w, fe.status, map[string]string{"error": "invalid_request", "field": fe.field, "error_description": fe.field + ": " + fe.reason})
-	case errors.Is(err, errExists):
-		writeJSON(w, http.StatusConflict, map[string]string{"error": "conflict", "error_description": "already registered"})
+	case errors.As(err, &exists):
+		desc := "already registered"
+		if exists.id != "" {
+			desc = fmt.Sprintf("already registered as %q (IDs are one under ASCII case folding)", exists.id)
+		}
+		writeJSON(w, http.StatusConflict, map[string]string{"error": "conflict", "error_description": desc})
 	case errors.Is(err, errNotFound):
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": "not_found", "error_description": "not registered"})
 	default:

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 
@@ -44,6 +45,7 @@ type row struct {
 	id     string
 	config []byte
 	hashes []string
+	epoch  uint64 // the column's bigint, never negative
 }
 
 // decodeRows decodes rows of kind k into the issuer's types, as the file
@@ -58,7 +60,7 @@ func decodeRows(k kind, rows []row) (clients []issuer.ClientConfig, apis []issue
 	var good []row
 	for _, r := range rows {
 		if _, err := parseList(k, []row{r}); err != nil {
-			bad = append(bad, fmt.Errorf("%s (%q): %w", k.list, r.id, err))
+			bad = append(bad, k.leftOut(r.id, "", err))
 			continue
 		}
 		good = append(good, r)
@@ -69,6 +71,47 @@ func decodeRows(k kind, rows []row) (clients []issuer.ClientConfig, apis []issue
 	}
 	return fill(k, cfg, good, bad)
 }
+
+// leftOut is the error of registration id of kind k, left out for err:
+// field names its field ("" when err, an *issuer.ConfigError of the file,
+// names it as in a list of one).
+func (k kind) leftOut(id, field string, err error) *issuer.RegistrationError {
+	at := fmt.Sprintf("%s (%q)", k.list, id)
+	var ce *issuer.ConfigError
+	switch {
+	case field != "":
+		ce = &issuer.ConfigError{Field: at + "." + field, Reason: err.Error(), Err: err}
+	case errors.As(err, &ce):
+		// As the file names a field of its list's first: clients[0].scopes.
+		f := strings.TrimPrefix(strings.TrimPrefix(ce.Field, k.list+"[0]"), ".")
+		ce = &issuer.ConfigError{Field: strings.TrimSuffix(at+"."+f, "."), Reason: ce.Reason, Err: ce.Err}
+	default:
+		ce = &issuer.ConfigError{Field: at, Reason: err.Error(), Err: err}
+	}
+	return &issuer.RegistrationError{API: k == apiKind, ID: id, Err: ce}
+}
+
+// withoutAdmins returns clients and apis without those that hold
+// AdminScope, and the error of each left out: only the configuration
+// file names who administers the registry, and an API resource of the
+// scope would be told of the administrators' tokens. The rule of the
+// administration API and of every load alike.
+func withoutAdmins(clients []issuer.ClientConfig, apis []issuer.APIResourceConfig) ([]issuer.ClientConfig, []issuer.APIResourceConfig, []error) {
+	var left []error
+	admin := func(k kind, id string, scopes []string) bool {
+		if i := slices.Index(scopes, AdminScope); i >= 0 {
+			left = append(left, k.leftOut(id, fmt.Sprintf("scopes[%d]", i), errAdminScope))
+			return true
+		}
+		return false
+	}
+	clients = slices.DeleteFunc(clients, func(cc issuer.ClientConfig) bool { return admin(clientKind, cc.ClientID, cc.Scopes) })
+	apis = slices.DeleteFunc(apis, func(ac issuer.APIResourceConfig) bool { return admin(apiKind, ac.Name, ac.Scopes) })
+	return clients, apis, left
+}
+
+// errAdminScope is why a registration that holds AdminScope is refused.
+var errAdminScope = errors.New(AdminScope + ": only the configuration file names who administers the registry, and what may introspect its tokens")
 
 // parseList decodes rows as the file's list of kind k.
 func parseList(k kind, rows []row) (*issuer.Config, error) {
@@ -90,7 +133,7 @@ func parseList(k kind, rows []row) (*issuer.Config, error) {
 func fill(k kind, cfg *issuer.Config, rows []row, bad []error) ([]issuer.ClientConfig, []issuer.APIResourceConfig, []error) {
 	if k == clientKind {
 		for i := range cfg.Clients {
-			cfg.Clients[i].ClientID, cfg.Clients[i].SecretHashes = rows[i].id, rows[i].hashes
+			cfg.Clients[i].ClientID, cfg.Clients[i].SecretHashes, cfg.Clients[i].Epoch = rows[i].id, rows[i].hashes, rows[i].epoch
 		}
 		return cfg.Clients, nil, bad
 	}
@@ -198,42 +241,34 @@ func hasFoldDuplicate(names []string) bool {
 
 // check decodes in as it will be loaded, with hashes as its secret
 // hashes, and checks it against the issuer's configuration and the
-// registry's rules: a bad field is a *fieldError.
+// registry's rules, as a load would: a bad field is a *fieldError, a
+// clash with a file's client 409.
 func (r *Registry) check(k kind, in *input, hashes []string) *fieldError {
 	for i, h := range hashes {
 		if strings.HasPrefix(h, "bcrypt:") {
 			return badField(fmt.Sprintf("secretHashes[%d]", i), "a registered secret's hash is sha256 or sha512: the registry reloads its clients on every change, and a bcrypt hash costs a login each time (idsauth hash-secret makes a sha256 one)")
 		}
 	}
-	clients, apis, bad := decodeRows(k, []row{{id: in.id, config: in.config, hashes: hashes}})
-	if len(bad) > 0 {
-		var ce *issuer.ConfigError
-		if errors.As(bad[0], &ce) {
-			field := strings.TrimPrefix(ce.Field, k.list+"[0]")
-			field = strings.TrimPrefix(field, ".")
-			if field == "" {
-				field = "(body)" // an unknown member, say: the reason names it
-			}
-			return badField(field, "%s", ce.Reason)
-		}
-		return badField("(body)", "%v", bad[0])
+	clients, apis, left := decodeRows(k, []row{{id: in.id, config: in.config, hashes: hashes}})
+	clients, apis, admins := withoutAdmins(clients, apis)
+	left = append(left, admins...)
+	if len(left) == 0 {
+		left = unjoin(r.iss.CheckRegistered(clients, apis))
 	}
-	if k == clientKind && slices.Contains(clients[0].Scopes, AdminScope) {
-		return badField("scopes", "%s: only a client of the configuration file may administer the registry", AdminScope)
+	if len(left) == 0 {
+		return nil
 	}
-	err := r.iss.CheckRegistered(clients, apis)
-	var ce *issuer.ConfigError
-	if errors.As(err, &ce) {
-		field := strings.TrimPrefix(ce.Field, fmt.Sprintf("%s (%q).", k.list, in.id))
-		field = strings.TrimPrefix(field, k.list+".")
-		fe := badField(field, "%s", ce.Reason)
-		if field == k.idName && strings.Contains(ce.Reason, "configuration file") {
-			fe.status = 409
-		}
-		return fe
+	var re *issuer.RegistrationError
+	if !errors.As(left[0], &re) {
+		return badField("(body)", "%v", left[0])
 	}
-	if err != nil {
-		return badField("(body)", "%v", err)
+	field := strings.TrimPrefix(strings.TrimPrefix(re.Err.Field, fmt.Sprintf("%s (%q)", k.list, in.id)), ".")
+	if field == "" {
+		field = "(body)" // an unknown member, say: the reason names it
 	}
-	return nil
+	fe := badField(field, "%s", re.Err.Reason)
+	if re.Taken {
+		fe.status = http.StatusConflict
+	}
+	return fe
 }

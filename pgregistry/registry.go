@@ -3,10 +3,8 @@ package pgregistry
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -298,14 +296,16 @@ func (r *Registry) load(ctx context.Context, conn *pgx.Conn) error {
 		if err := tx.QueryRow(ctx, `SELECT generation FROM idsauth_generation`).Scan(&gen); err != nil {
 			return err
 		}
-		rows, err := tx.Query(ctx, `SELECT kind, id, config::text, secret_hashes FROM idsauth_registrations WHERE NOT disabled ORDER BY kind, id`)
+		// The oldest registration first: of two IDs equal under case
+		// folding, the issuer serves the first.
+		rows, err := tx.Query(ctx, `SELECT kind, id, config::text, secret_hashes, epoch FROM idsauth_registrations WHERE NOT disabled ORDER BY kind, created_at, id`)
 		if err != nil {
 			return err
 		}
 		clientRows, apiRows = clientRows[:0], apiRows[:0]
 		var kindName, config string
 		var rw row
-		_, err = pgx.ForEachRow(rows, []any{&kindName, &rw.id, &config, &rw.hashes}, func() error {
+		_, err = pgx.ForEachRow(rows, []any{&kindName, &rw.id, &config, &rw.hashes, &rw.epoch}, func() error {
 			rw.config = []byte(config)
 			if kindName == clientKind.name {
 				clientRows = append(clientRows, rw)
@@ -321,33 +321,46 @@ func (r *Registry) load(ctx context.Context, conn *pgx.Conn) error {
 		r.loads[1].Add(1)
 		return err
 	}
-	clients, _, bad := decodeRows(clientKind, clientRows)
+	clients, _, left := decodeRows(clientKind, clientRows)
 	_, apis, badAPIs := decodeRows(apiKind, apiRows)
-	bad = append(bad, badAPIs...)
-	clients = slices.DeleteFunc(clients, func(cc issuer.ClientConfig) bool {
-		if slices.Contains(cc.Scopes, AdminScope) {
-			bad = append(bad, fmt.Errorf("clients (%q).scopes: %s: only a client of the configuration file may administer the registry", cc.ClientID, AdminScope))
-			return true
-		}
-		return false
-	})
-	var left []error
-	if err := r.iss.SetRegistered(clients, apis); err != nil {
-		left = append(bad, err)
-	} else {
-		left = bad
-	}
+	left = append(left, badAPIs...)
+	clients, apis, admins := withoutAdmins(clients, apis)
+	left = append(left, admins...)
+	left = append(left, unjoin(r.iss.SetRegistered(clients, apis))...)
 	r.loads[0].Add(1)
 	r.loadedSnapshot(gen, len(clientRows), len(apiRows), left)
 	return nil
 }
 
-// loadedSnapshot records a load, and logs the registrations it left out
-// when they are not those of the last load.
+// unjoin returns the errors err joins, or err alone.
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	if err != nil {
+		return []error{err}
+	}
+	return nil
+}
+
+// loadedSnapshot records a load of clients and apis rows, and logs the
+// registrations it left out (each an *issuer.RegistrationError) when they
+// are not those of the last load.
 func (r *Registry) loadedSnapshot(gen int64, clients, apis int, left []error) {
 	var lines []string
 	for _, err := range left {
-		lines = append(lines, strings.Split(err.Error(), "\n")...)
+		var re *issuer.RegistrationError
+		switch {
+		case !errors.As(err, &re):
+			// Not one registration's: the configuration's own, which
+			// Reload checked; nothing is served of the snapshot.
+			clients, apis = 0, 0
+		case re.API:
+			apis--
+		default:
+			clients--
+		}
+		lines = append(lines, err.Error())
 	}
 	text := strings.Join(lines, "\n")
 	r.mu.Lock()
@@ -355,15 +368,8 @@ func (r *Registry) loadedSnapshot(gen int64, clients, apis int, left []error) {
 	changed := text != r.lastLeft
 	r.lastLeft = text
 	r.status.Loaded, r.status.Generation, r.status.LoadedAt = true, gen, time.Now()
-	r.status.Left = len(lines)
-	for _, l := range lines {
-		if strings.Contains(l, apiKind.list+" (") {
-			apis--
-		} else {
-			clients--
-		}
-	}
-	r.status.Clients, r.status.APIResources = clients, apis
+	r.status.Left = len(left)
+	r.status.Clients, r.status.APIResources = max(clients, 0), max(apis, 0)
 	close(r.next)
 	r.next = make(chan struct{})
 	r.mu.Unlock()

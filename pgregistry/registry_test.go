@@ -186,7 +186,8 @@ func TestAdministrationRefusesBadInput(t *testing.T) {
 		{"key file", "POST", "/clients", `{"clientId": "a", "scopes": ["reports.read"], "publicKeys": [{"file": "a.pem"}]}`, 400, "publicKeys[0].file"},
 		{"bcrypt hash", "POST", "/clients", fmt.Sprintf(`{"clientId": "a", "scopes": ["reports.read"], "secretHashes": [%q]}`, bcrypt), 400, "secretHashes[0]"},
 		{"plain secret", "POST", "/clients", `{"clientId": "a", "scopes": ["reports.read"], "secretHashes": ["hunter2"]}`, 400, "secretHashes[0]"},
-		{"the admin scope", "POST", "/clients", `{"clientId": "a", "scopes": ["idsauth_admin"]}`, 400, "scopes"},
+		{"the admin scope", "POST", "/clients", `{"clientId": "a", "scopes": ["idsauth_admin"]}`, 400, "scopes[0]"},
+		{"the admin scope, an API resource", "POST", "/apiresources", `{"name": "a-api", "secretHashes": ["sha256:LPJNul-wow4m6DsqxbninhsWHlwfp0JecwQzYpOLmCQ"], "scopes": ["reports.read", "idsauth_admin"]}`, 400, "scopes[1]"},
 		{"a member twice", "POST", "/clients", `{"clientId": "a", "scopes": ["reports.read"], "Scopes": ["pd_AdminWebApi"]}`, 400, "(body)"},
 		{"not an object", "POST", "/clients", `["a"]`, 400, "(body)"},
 		{"two values", "POST", "/clients", `{"clientId": "a", "scopes": ["reports.read"]} {}`, 400, "(body)"},
@@ -252,7 +253,7 @@ func TestLoadLeavesOutWhatTheAPIRefuses(t *testing.T) {
 			t.Errorf("%s: %d, want %d", id, a.status, want)
 		}
 	}
-	for _, want := range []string{`clients (\"sql-admin\").scopes: idsauth_admin`, `clients (\"sql-unknown\").scopes[0]`, `clients (\"sql-misspelt\")`} {
+	for _, want := range []string{`clients (\"sql-admin\").scopes[0]: idsauth_admin`, `clients (\"sql-unknown\").scopes[0]`, `clients (\"sql-misspelt\")`} {
 		if !strings.Contains(r.logs.String(), want) {
 			t.Errorf("no log line with %s:\n%s", want, r.logs)
 		}

@@ -42,11 +42,33 @@ var migrations = []string{
 	);
 	CREATE INDEX idsauth_audit_target ON idsauth_audit (kind, target, at);
 	COMMENT ON TABLE idsauth_audit IS 'every change made through idsauth''s admin API: who (the admin token''s client_id), from where, what, when; never a secret';`,
+	// 2: each registration's epoch (issuer.ClientConfig.Epoch), which its
+	// tokens carry: a new one when it is inserted, enabled again, or left
+	// with none of its secrets, set by a trigger, so that every writer
+	// (a replica of release 1 during a rolling upgrade, SQL by hand) keeps
+	// the rule. The rows of before keep 0, the epoch of the tokens issued
+	// before: the upgrade ends none.
+	`CREATE SEQUENCE idsauth_epoch;
+	ALTER TABLE idsauth_registrations ADD COLUMN epoch bigint NOT NULL DEFAULT 0;
+	CREATE FUNCTION idsauth_registration_epoch() RETURNS trigger LANGUAGE plpgsql AS $$
+	BEGIN
+		IF TG_OP = 'INSERT'
+			OR (OLD.disabled AND NOT NEW.disabled)
+			OR (cardinality(OLD.secret_hashes) > 0 AND NOT (OLD.secret_hashes && NEW.secret_hashes)) THEN
+			NEW.epoch := nextval('idsauth_epoch');
+		ELSE
+			NEW.epoch := OLD.epoch;
+		END IF;
+		RETURN NEW;
+	END $$;
+	CREATE TRIGGER idsauth_registration_epoch BEFORE INSERT OR UPDATE ON idsauth_registrations
+		FOR EACH ROW EXECUTE FUNCTION idsauth_registration_epoch();
+	COMMENT ON COLUMN idsauth_registrations.epoch IS 'the registration''s epoch, which its tokens carry: renewed by the trigger idsauth_registration_epoch when the row is inserted, enabled again or left with none of its secrets; 0 for a row of before';`,
 }
 
 // SchemaVersion is the version of the schema this package writes: Migrate
 // brings a database to it.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // lockKey is the advisory lock that serializes migrations: two replicas
 // migrating at once run one after the other.
