@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/idsauth/idsauth/internal/pgtest"
 	"github.com/idsauth/idsauth/scope"
 	"github.com/idsauth/idsauth/secret"
@@ -106,7 +108,7 @@ func TestServeReplicasShareTheClientRegistry(t *testing.T) {
 	_, path := registryDeployment(t, addrA)
 	issuerURL := "http://" + addrA + "/ids"
 
-	for i, want := range []string{"schema migrated from version 0 to 1", "schema at version 1: nothing to do"} {
+	for i, want := range []string{"schema migrated from version 0 to 2", "schema at version 2: nothing to do"} {
 		if code, out, errOut := command(t, env, "", "migrate", "-config", path); code != 0 || !strings.Contains(out, want) {
 			t.Fatalf("migrate %d: %d %q %s, want %q", i+1, code, out, errOut, want)
 		}
@@ -129,6 +131,31 @@ func TestServeReplicasShareTheClientRegistry(t *testing.T) {
 	ref, _ := m["access_token"].(string)
 	if code, out, _ := command(t, adminEnv, "", append([]string{"clients", "list"}, admin...)...); code != 0 || !strings.Contains(out, "billing") || !strings.Contains(out, "enabled") {
 		t.Fatalf("clients list: %d %q", code, out)
+	}
+
+	// A client of a certificate gets no secret unless asked.
+	thumb := `{"scopes": ["pd_AdminWebApi"], "certificateThumbprints": ["` + strings.Repeat("0f", 32) + `"]}`
+	for _, c := range []struct {
+		id     string
+		flags  []string
+		secret bool
+	}{{"certy", nil, false}, {"certy-asked", []string{"-generate-secret"}, true}} {
+		code, out, errOut := command(t, adminEnv, thumb, append(append(append([]string{"clients", "add"}, admin...), c.flags...), "-json", "-", c.id)...)
+		if code != 0 || strings.Contains(out, "secret: ") != c.secret {
+			t.Errorf("clients add %s %v: %d %q %s, want a secret: %v", c.id, c.flags, code, out, errOut, c.secret)
+		}
+	}
+	// IDs stored before the rule of IDs, by SQL: printed escaped, so that
+	// a line end cannot forge a row, and reached by remove.
+	sqlExec(t, env[0][len("IDSAUTH_PG_URL="):], `INSERT INTO idsauth_registrations (kind, id, config, secret_hashes) VALUES
+		('client', E'forged\nROW\tenabled', '{"scopes": ["pd_AdminWebApi"]}', '{}'), ('client', '..', '{"scopes": ["pd_AdminWebApi"]}', '{}')`)
+	if code, out, _ := command(t, adminEnv, "", append([]string{"clients", "list"}, admin...)...); code != 0 || !strings.Contains(out, `"forged\nROW\tenabled"`) || strings.Contains(out, "\nROW") {
+		t.Errorf("clients list of an ID with a line end: %d %q", code, out)
+	}
+	for _, id := range []string{"..", "forged\nROW\tenabled"} {
+		if code, out, errOut := command(t, adminEnv, "", append(append([]string{"clients", "remove"}, admin...), id)...); code != 0 || !strings.Contains(out, " removed") {
+			t.Errorf("clients remove %q: %d %q %s", id, code, out, errOut)
+		}
 	}
 
 	// Disabled through the other replica's administration API.
@@ -213,4 +240,17 @@ func readyzBody(t *testing.T, r *running) (int, string) {
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(body)
+}
+
+// sqlExec runs statements on the database at u.
+func sqlExec(t *testing.T, u, sql string) {
+	t.Helper()
+	conn, err := pgx.Connect(t.Context(), u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(t.Context(), sql); err != nil {
+		t.Fatal(err)
+	}
 }

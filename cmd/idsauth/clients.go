@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -33,6 +34,8 @@ if set), else the terminal; or that signs with -key.
   list                         every registered client
   show ID                      one, as JSON
   add ID -scope S [...]        register a client; prints its new secret, once
+                               (one given a certificate or keys gets none,
+                               unless -generate-secret)
   update ID -json FILE         replace its configuration (not its secrets)
   disable ID | enable ID       refuse it on every replica, or serve it again
   remove ID                    delete it
@@ -75,6 +78,7 @@ func clientsCommand(ctx context.Context, e env, args []string) error {
 		return nil
 	})
 	jsonFile := fs.String("json", "", "add, update: the registration as the configuration file's JSON of one client (- for standard input)")
+	generate := fs.Bool("generate-secret", false, "add: a new secret beside the credentials given (by default only a client given none gets one)")
 	dropPrevious := fs.Bool("drop-previous", false, "rotate-secret: the old secrets stop working at once")
 	id, err := parseWithID(fs, args[1:])
 	if err != nil {
@@ -124,6 +128,7 @@ func clientsCommand(ctx context.Context, e env, args []string) error {
 	c.hc = cfg.Client(ctx)
 	c.ctx = ctx
 	one := c.base + "/" + url.PathEscape(id)
+	shown := printableID(id)
 	switch verb {
 	case "list":
 		return c.list(k)
@@ -134,7 +139,11 @@ func clientsCommand(ctx context.Context, e env, args []string) error {
 		if err != nil {
 			return err
 		}
-		return c.add(k, body)
+		add := c.base
+		if *generate {
+			add += "?secret=generate"
+		}
+		return c.add(k, add, body)
 	case "update":
 		if *jsonFile == "" {
 			return usagef("update: give the registration with -json FILE")
@@ -145,19 +154,22 @@ func clientsCommand(ctx context.Context, e env, args []string) error {
 		}
 		_, err = c.call(http.MethodPut, one, body)
 		if err == nil {
-			fmt.Fprintf(e.stdout, "%s updated\n", id)
+			fmt.Fprintf(e.stdout, "%s updated\n", shown)
 		}
 		return err
 	case "disable", "enable":
 		_, err := c.call(http.MethodPost, one+"/"+verb, nil)
 		if err == nil {
-			fmt.Fprintf(e.stdout, "%s %sd\n", id, verb)
+			fmt.Fprintf(e.stdout, "%s %sd\n", shown, verb)
 		}
 		return err
 	case "remove":
+		if id == "." || id == ".." { // no path segment carries them: a row stored before the rule of IDs
+			one = c.base + "?id=" + url.QueryEscape(id)
+		}
 		_, err := c.call(http.MethodDelete, one, nil)
 		if err == nil {
-			fmt.Fprintf(e.stdout, "%s removed\n", id)
+			fmt.Fprintf(e.stdout, "%s removed\n", shown)
 		}
 		return err
 	case "rotate-secret":
@@ -170,7 +182,7 @@ func clientsCommand(ctx context.Context, e env, args []string) error {
 			return err
 		}
 		fmt.Fprintf(e.stdout, "secret: %s\n", ans["secret"])
-		fmt.Fprintf(e.stderr, "the new secret of %s is shown once: give it to the client; %v secret(s) now work\n", id, ans["secrets"])
+		fmt.Fprintf(e.stderr, "the new secret of %s is shown once: give it to the client; %v secret(s) now work\n", shown, ans["secrets"])
 		return nil
 	}
 	return usagef("unknown verb %q: list, show, add, update, disable, enable, remove or rotate-secret", verb)
@@ -288,7 +300,7 @@ func (c *adminClient) call(method, u string, body []byte) (map[string]any, error
 		if challenge := resp.Header.Get("WWW-Authenticate"); desc == "" && challenge != "" {
 			desc = challenge
 		}
-		return nil, fmt.Errorf("%s %s: %s: %s", method, req.URL.Path, resp.Status, desc)
+		return nil, fmt.Errorf("%s %s: %s: %s", method, req.URL.EscapedPath(), resp.Status, desc)
 	}
 	return ans, nil
 }
@@ -312,7 +324,12 @@ func (c *adminClient) list(k adminPaths) error {
 		}
 		raw, _ := json.Marshal(m["config"])
 		_ = json.Unmarshal(raw, &cfg)
-		fmt.Fprintf(tw, "%v\t%s\t%v\t%s\t%v\n", m[k.idName], state, m["secrets"], strings.Join(cfg.Scopes, " "), m["updatedAt"])
+		id, _ := m[k.idName].(string)
+		scopes := make([]string, len(cfg.Scopes))
+		for i, sc := range cfg.Scopes {
+			scopes[i] = printableID(sc)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t%v\n", printableID(id), state, m["secrets"], strings.Join(scopes, " "), m["updatedAt"])
 	}
 	return tw.Flush()
 }
@@ -327,15 +344,32 @@ func (c *adminClient) show(u string) error {
 	return nil
 }
 
-func (c *adminClient) add(k adminPaths, body []byte) error {
-	ans, err := c.call(http.MethodPost, c.base, body)
+func (c *adminClient) add(k adminPaths, u string, body []byte) error {
+	ans, err := c.call(http.MethodPost, u, body)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(c.e.stdout, "%v registered\n", ans[k.idName])
+	id, _ := ans[k.idName].(string)
+	fmt.Fprintf(c.e.stdout, "%s registered\n", printableID(id))
 	if s, ok := ans["secret"].(string); ok {
 		fmt.Fprintf(c.e.stdout, "secret: %s\n", s)
 		fmt.Fprintln(c.e.stderr, "the secret is shown once: give it to the client; only its hash is stored")
 	}
 	return nil
+}
+
+// printableID returns id as it may be printed: as it is when it is
+// printable ASCII (U+0021 to U+007E), the rule of registered IDs, else
+// quoted with Go's escapes, so that a line end or a terminal escape of an
+// ID stored before the rule cannot forge a row or drive the terminal.
+func printableID(id string) string {
+	for i := 0; i < len(id); i++ {
+		if id[i] < 0x21 || id[i] > 0x7e {
+			return strconv.Quote(id)
+		}
+	}
+	if id == "" {
+		return `""`
+	}
+	return id
 }
