@@ -3,18 +3,32 @@ module github.com/idsauth/idsauth/conformance
 go 1.25.0
 
 require (
+	connectrpc.com/connect v1.21.0
 	github.com/go-jose/go-jose/v4 v4.1.9
 	github.com/idsauth/idsauth v0.1.0
+	github.com/idsauth/idsauth/connectauth v0.1.0
+	github.com/idsauth/idsauth/grpcauth v0.1.0
+	github.com/idsauth/idsauth/pgregistry v0.1.0
+	github.com/idsauth/idsauth/redisstore v0.1.0
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/prometheus/client_model v0.6.2
+	github.com/redis/go-redis/v9 v9.22.0
 	golang.org/x/oauth2 v0.36.0
+	google.golang.org/grpc v1.84.0
 )
 
 require (
 	github.com/MicahParks/keyfunc/v3 v3.9.0 // indirect
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
+	github.com/jackc/puddle/v2 v2.2.3 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
+	golang.org/x/net v0.58.0 // indirect
+	golang.org/x/sync v0.22.0 // indirect
+	golang.org/x/sys v0.47.0 // indirect
 	golang.org/x/text v0.41.0 // indirect
+	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1 // indirect
 )
 
 require (
@@ -24,7 +38,7 @@ require (
 	github.com/prometheus/common v0.70.0
 	golang.org/x/crypto v0.55.0 // indirect
 	golang.org/x/time v0.15.0 // indirect
-	google.golang.org/protobuf v1.36.12 // indirect
+	google.golang.org/protobuf v1.36.12
 )
 
 replace github.com/idsauth/idsauth => ../
