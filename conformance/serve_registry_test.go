@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -213,4 +214,76 @@ func readyzBody(t *testing.T, r *running) (int, string) {
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(body)
+}
+
+// TestServeStartsWhilePostgreSQLIsDown: a replica started while its
+// PostgreSQL is down listens at once, before the registry has asked the
+// database twice (counted by a stand-in on PostgreSQL's port that
+// accepts and hangs up), answers /readyz 503 "not loaded yet" as
+// OPERATIONS.md promises, and serves the file's clients meanwhile; once
+// PostgreSQL is back it loads the registered clients, says so in its log,
+// turns ready and serves them.
+func TestServeStartsWhilePostgreSQLIsDown(t *testing.T) {
+	pg := pgtest.Start(t)
+	env := []string{"IDSAUTH_PG_URL=" + pg.NewDatabase(t)}
+	addrA := freeAddr(t)
+	d, path := registryDeployment(t, addrA)
+	if code, out, errOut := command(t, env, "", "migrate", "-config", path); code != 0 {
+		t.Fatalf("migrate: %d %q %s", code, out, errOut)
+	}
+	a := start(t, env, "-addr", addrA, "-ops-addr", "127.0.0.1:0", "-config", path)
+	code, out, errOut := command(t, append(env, "IDSAUTH_ADMIN_SECRET="+operatorSecret), "", "clients", "add", "-issuer", "http://"+addrA+"/ids", "-admin-id", "operator", "-scope", scope.AdminWebAPI, "billing")
+	plain := strings.TrimPrefix(strings.TrimSpace(out[strings.Index(out, "secret: "):]), "secret: ")
+	if code != 0 || plain == "" {
+		t.Fatalf("clients add: %d %q %s", code, out, errOut)
+	}
+	a.cmd.Process.Kill()
+	a.cmd.Wait()
+
+	pg.Stop()
+	standIn, err := net.Listen("tcp", pg.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var asked atomic.Int32
+	go func() {
+		for {
+			c, err := standIn.Accept()
+			if err != nil {
+				return
+			}
+			asked.Add(1)
+			c.Close()
+		}
+	}()
+	b := start(t, env, "-addr", "127.0.0.1:0", "-ops-addr", "127.0.0.1:0", "-config", path)
+	if n := asked.Load(); n > 2 {
+		t.Errorf("the registry had asked the database %d times before serve listened: it waited for it", n)
+	} else {
+		t.Logf("serve listened when the registry had asked the database %d time(s)", n)
+	}
+	if got, body := readyzBody(t, b); got != 503 || !strings.Contains(body, "the client registry (PostgreSQL) has not been loaded yet") {
+		t.Errorf("/readyz with PostgreSQL down at start: %d %q", got, body)
+	}
+	if status, _ := postForm(t, b.base, "token", "reporting", d.secrets["reporting"], url.Values{"grant_type": {"client_credentials"}, "scope": {scope.AdminWebAPI}}); status != 200 {
+		t.Errorf("a client of the file with PostgreSQL down at start: %d", status)
+	}
+	if status, _ := postForm(t, b.base, "token", "billing", plain, url.Values{"grant_type": {"client_credentials"}, "scope": {scope.AdminWebAPI}}); status != 401 {
+		t.Errorf("a registered client, not loaded yet: %d", status)
+	}
+
+	standIn.Close()
+	pg.Restart(t)
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		if got, body := readyzBody(t, b); got == 200 && body == "ready\n" {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("/readyz after PostgreSQL came back: %d %q", got, body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	pollToken(t, b.base, "billing", plain, 200)
+	if l := b.waitLog(t, `"msg":"registered clients in PostgreSQL"`); !strings.Contains(l, `"clients":1`) {
+		t.Errorf("the load's log line: %s", l)
+	}
 }

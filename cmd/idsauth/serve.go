@@ -228,12 +228,8 @@ func runServe(ctx context.Context, f serveFlags, logger *slog.Logger, e env, han
 		}
 		defer s.registry.Close()
 		s.clientStoreConfig = cfg.ClientStore
-		if err := waitRegistry(ctx, s.registry); err != nil {
-			logger.Warn("the client registry is not loaded yet: not ready until it is", slog.String("error", err.Error()))
-		}
-		st := s.registry.Status()
-		logger.Info("registered clients in PostgreSQL", slog.Bool("loaded", st.Loaded), slog.Int("clients", st.Clients), slog.Int("api_resources", st.APIResources),
-			slog.String("admin", adminMount(mount)))
+		// Not waited for: the listeners open at once, not ready until
+		// the first load (registryReadiness), serving the file's clients.
 		mux.Handle(adminMount(mount), s.instrument(s.registry))
 	}
 	// RFC 8414 metadata at the host root, with the issuer's path inserted.
@@ -275,6 +271,14 @@ func runServe(ctx context.Context, f serveFlags, logger *slog.Logger, e env, han
 	// flight finish.
 	serveCtx, stopServing := context.WithCancel(context.Background())
 	defer stopServing()
+	if s.registry != nil {
+		logged := make(chan struct{})
+		go func() {
+			defer close(logged)
+			logRegistryLoad(serveCtx, s.registry, logger, adminMount(mount))
+		}()
+		defer func() { stopServing(); <-logged }()
+	}
 	go func() {
 		select {
 		case <-ctx.Done():
