@@ -51,7 +51,10 @@ listener that asks clients for a certificate (-client-auth request or
 require), for the clients that authenticate with one or bind their tokens
 to it; name its URL in the configuration's mtls.alias, and discovery sends
 them there (mtls_endpoint_aliases). Without -mtls-addr, -client-auth asks
-on the main listener.
+on the main listener. With -client-ca, discovery does not list
+self_signed_tls_client_auth: such certificates stop at the handshake.
+What may not work (an alias without -mtls-addr, say) is warned of at
+start, never refused.
 Logs go to standard error: JSON unless it is a terminal. No line ever holds
 a secret or a token.`
 
@@ -208,6 +211,14 @@ func runServe(ctx context.Context, f serveFlags, logger *slog.Logger, e env, han
 	if len(cfg.SCIMTenants) > 0 {
 		logger.Info("scimTenants: checked, not served: idsauth serve serves the identity service only", slog.Int("tenants", len(cfg.SCIMTenants)))
 	}
+	if f.mtls.clientCA != "" {
+		// Every listener that asks for a certificate verifies it against
+		// -client-ca: a self-signed one stops at the handshake.
+		opts = append(opts, issuer.WithHandshakeVerification())
+	}
+	for _, w := range f.mtls.warnings(cfg.MTLS) {
+		logger.Warn(w)
+	}
 	if s.iss, err = issuer.New(&cfg.Config, opts...); err != nil {
 		return inFile(f.config, err)
 	}
@@ -292,7 +303,7 @@ func runServe(ctx context.Context, f serveFlags, logger *slog.Logger, e env, han
 	if f.mtls.addr == "" {
 		return serving.Serve(serveCtx, srv, ln, tlsConfig, f.drain, logger)
 	}
-	wait, err := f.mtls.serveAlias(serveCtx, stopServing, mux, s.cert.TLSConfig(), cfg.MTLS.Alias, f.drain, logger)
+	wait, err := f.mtls.serveAlias(serveCtx, stopServing, mux, s.cert.TLSConfig(), f.drain, logger)
 	if err != nil {
 		ln.Close()
 		return err
