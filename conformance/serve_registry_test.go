@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"crypto/x509/pkix"
 	"fmt"
 	"io"
 	"net"
@@ -15,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idsauth/idsauth/internal/certtest"
+	"github.com/idsauth/idsauth/internal/clientcert"
 	"github.com/idsauth/idsauth/internal/pgtest"
 	"github.com/idsauth/idsauth/scope"
 	"github.com/idsauth/idsauth/secret"
@@ -285,5 +288,67 @@ func TestServeStartsWhilePostgreSQLIsDown(t *testing.T) {
 	pollToken(t, b.base, "billing", plain, 200)
 	if l := b.waitLog(t, `"msg":"registered clients in PostgreSQL"`); !strings.Contains(l, `"clients":1`) {
 		t.Errorf("the load's log line: %s", l)
+	}
+}
+
+// TestCommandsOverTLSFromTheEnvironment: against a serve over TLS whose
+// CA is not the system's, "idsauth clients" trusts it with -cacert as
+// "idsauth token" does (without it: an unknown authority), and both read
+// the issuer from IDSAUTH_ISSUER; "idsauth token -cert" sends the secret
+// of IDSAUTH_CLIENT_SECRET, the default variable, as it sends one of
+// -secret-env, for a client that binds its tokens to its certificate.
+func TestCommandsOverTLSFromTheEnvironment(t *testing.T) {
+	pg := pgtest.Start(t)
+	env := []string{"IDSAUTH_PG_URL=" + pg.NewDatabase(t)}
+	main := freePort(t)
+	d, path := registryDeployment(t, "127.0.0.1:"+main)
+	write := func(name string, data []byte) string {
+		p := filepath.Join(d.dir, name)
+		if err := os.WriteFile(p, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	ca := certtest.NewCA(t, "idsauth")
+	server, batch := ca.Server(t), ca.Issue(t, certtest.Leaf{Subject: pkix.Name{CommonName: "batch"}})
+	caFile := write("ca.pem", certtest.PEM(ca.Cert.Raw))
+	serverFile, serverKey := write("server.pem", certtest.PEM(server.Leaf.Raw)), write("server-key.pem", certtest.KeyPEM(t, server))
+	batchFile, batchKey := write("batch.pem", certtest.PEM(batch.Leaf.Raw)), write("batch-key.pem", certtest.KeyPEM(t, batch))
+	issuerURL := "https://127.0.0.1:" + main + "/ids"
+	editConfig(t, path, func(cfg map[string]any) {
+		cfg["issuer"] = issuerURL
+		cfg["clients"] = append(cfg["clients"].([]any), map[string]any{"clientId": "batch", "secretHashes": []string{secret.HashSHA256("batch-secret").String()},
+			"certificateBoundTokens": true, "scopes": []string{scope.AdminWebAPI}})
+		cfg["clients"].([]any)[1].(map[string]any)["audience"] = []string{issuerURL + "/admin"} // the operator's
+	})
+	if code, out, errOut := command(t, env, "", "migrate", "-config", path); code != 0 {
+		t.Fatalf("migrate: %d %q %s", code, out, errOut)
+	}
+	start(t, env, "-addr", "127.0.0.1:"+main, "-ops-addr", "127.0.0.1:0", "-config", path, "-tls-cert", serverFile, "-tls-key", serverKey, "-client-auth", "request")
+	adminEnv := append(env, "IDSAUTH_ISSUER="+issuerURL, "IDSAUTH_ADMIN_ID=operator", "IDSAUTH_ADMIN_SECRET="+operatorSecret)
+
+	if code, _, errOut := command(t, adminEnv, "", "clients", "list"); code != 1 || !strings.Contains(errOut, "certificate signed by unknown authority") {
+		t.Fatalf("clients list without -cacert: %d %s", code, errOut)
+	}
+	code, out, errOut := command(t, adminEnv, "", "clients", "add", "-cacert", caFile, "-scope", scope.AdminWebAPI, "billing")
+	plain := strings.TrimPrefix(strings.TrimSpace(out[max(strings.Index(out, "secret: "), 0):]), "secret: ")
+	if code != 0 || !strings.Contains(out, "billing registered") || plain == "" {
+		t.Fatalf("clients add -cacert: %d %q %s", code, out, errOut)
+	}
+	clientEnv := []string{"IDSAUTH_ISSUER=" + issuerURL, "IDSAUTH_CLIENT_SECRET=" + plain}
+	var tok string
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) { // loaded by this replica when add returns; a second at most elsewhere
+		code, out, errOut := command(t, clientEnv, "", "token", "-cacert", caFile, "-client-id", "billing", "-scope", scope.AdminWebAPI)
+		if tok = strings.TrimSpace(out); code == 0 && tok != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("token, the issuer from IDSAUTH_ISSUER: %d %q %s", code, out, errOut)
+		}
+	}
+	code, out, errOut = command(t, []string{"IDSAUTH_ISSUER=" + issuerURL, "IDSAUTH_CLIENT_SECRET=batch-secret"}, "",
+		"token", "-cacert", caFile, "-client-id", "batch", "-scope", scope.AdminWebAPI, "-cert", batchFile, "-key", batchKey, "-decode")
+	if want := `"x5t#S256": "` + clientcert.Thumbprint(batch.Leaf.Raw) + `"`; code != 0 || !strings.Contains(out, want) {
+		t.Fatalf("token -cert with IDSAUTH_CLIENT_SECRET: %d %s %s, want %s", code, out, errOut, want)
 	}
 }
