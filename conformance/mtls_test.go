@@ -20,6 +20,7 @@ import (
 	josejwt "github.com/go-jose/go-jose/v4/jwt"
 
 	"github.com/idsauth/idsauth/internal/certtest"
+	"github.com/idsauth/idsauth/internal/clientcert"
 )
 
 // freePort is a loopback port nothing listens on, now.
@@ -171,5 +172,109 @@ func TestServeMutualTLS(t *testing.T) {
 		"-cert", svcFile, "-key", svcKey, "-cacert", caFile, "-decode").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), `"x5t#S256": "`+want+`"`) {
 		t.Fatalf("idsauth token -cert: %v\n%s", err, out)
+	}
+}
+
+// TestServeDiscoveryListsWhatWorks: serve's discovery lists only the
+// mutual TLS that its listeners let through, and serve warns at start,
+// never refusing, of what may not work. An mtls.alias without -mtls-addr
+// is warned of and still named (another process may serve it). With
+// -client-ca, a self-signed client certificate is refused at the
+// handshake (curl fails), so self_signed_tls_client_auth is not listed
+// and the client that uses it is named in a warning; with a proxy's
+// certificate header beside, it is listed again (the proxy's handshake
+// is not serve's), though serve's own listener still refuses it.
+func TestServeDiscoveryListsWhatWorks(t *testing.T) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("curl is not installed, and CI must run this test")
+		}
+		t.Skip("curl is not installed")
+	}
+	d := newDeployment(t)
+	write := func(name string, data []byte) string {
+		p := filepath.Join(d.dir, name)
+		if err := os.WriteFile(p, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	ca := certtest.NewCA(t, "clients")
+	server := ca.Server(t)
+	edge := certtest.SelfSigned(t, certtest.Leaf{Subject: pkix.Name{CommonName: "edge"}})
+	caFile := write("ca.pem", certtest.PEM(ca.Cert.Raw))
+	serverFile, serverKey := write("server.pem", certtest.PEM(server.Leaf.Raw)), write("server-key.pem", certtest.KeyPEM(t, server))
+	edgeFile, edgeKey := write("edge.pem", certtest.PEM(edge.Leaf.Raw)), write("edge-key.pem", certtest.KeyPEM(t, edge))
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool()}}}
+
+	for _, c := range []struct {
+		name        string
+		mtlsAddr    bool
+		clientCA    bool
+		proxy       bool
+		selfSigned  bool   // discovery lists self_signed_tls_client_auth
+		warning     string // a line serve logs at start
+		edgeRefused bool   // curl with edge's certificate fails at the alias's handshake
+	}{
+		{name: "an alias nothing here serves", selfSigned: true, warning: "but this process serves no -mtls-addr"},
+		{name: "-client-ca on -mtls-addr", mtlsAddr: true, clientCA: true, warning: `"clients":["edge"]`, edgeRefused: true},
+		{name: "-client-ca on -mtls-addr, and a proxy's header", mtlsAddr: true, clientCA: true, proxy: true, selfSigned: true, edgeRefused: true},
+		{name: "-mtls-addr", mtlsAddr: true, selfSigned: true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			main, alias := freePort(t), freePort(t)
+			issuerURL, aliasURL := "https://127.0.0.1:"+main+"/ids", "https://127.0.0.1:"+alias+"/ids"
+			mtls := map[string]any{"clientCAs": []string{"ca.pem"}, "alias": aliasURL}
+			if c.proxy {
+				mtls["certificateHeader"], mtls["trustedProxies"] = "X-SSL-CERT", []string{"10.0.0.5/32"}
+			}
+			cfg, _ := json.Marshal(map[string]any{
+				"issuer": issuerURL, "keys": []map[string]string{{"file": "signing.pem"}}, "mtls": mtls,
+				"clients": []map[string]any{
+					{"clientId": "svc", "tlsClientAuth": map[string]string{"subjectDn": "CN=svc,O=Example"}, "scopes": []string{"pd_AdminWebApi"}},
+					{"clientId": "edge", "certificateThumbprints": []string{clientcert.Thumbprint(edge.Leaf.Raw)}, "scopes": []string{"pd_AdminWebApi"}},
+				},
+			})
+			file := write("idsauth.json", cfg)
+			args := []string{"-addr", "127.0.0.1:" + main, "-ops-addr", "127.0.0.1:0", "-config", file, "-tls-cert", serverFile, "-tls-key", serverKey}
+			if c.mtlsAddr {
+				args = append(args, "-mtls-addr", "127.0.0.1:"+alias)
+			}
+			if c.clientCA {
+				args = append(args, "-client-ca", caFile)
+			}
+			r := start(t, nil, args...)
+			if c.mtlsAddr {
+				r.waitLog(t, "mutual TLS listener", alias)
+			}
+			resp, err := hc.Get(issuerURL + "/.well-known/openid-configuration")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var doc struct {
+				Aliases map[string]string `json:"mtls_endpoint_aliases"`
+				Methods []string          `json:"token_endpoint_auth_methods_supported"`
+			}
+			err = json.NewDecoder(resp.Body).Decode(&doc)
+			resp.Body.Close()
+			methods := strings.Join(doc.Methods, " ")
+			if err != nil || doc.Aliases["token_endpoint"] != aliasURL+"/connect/token" || !strings.Contains(methods, " tls_client_auth") ||
+				strings.Contains(methods, "self_signed_tls_client_auth") != c.selfSigned {
+				t.Errorf("discovery: %+v %v; self_signed_tls_client_auth listed: want %v", doc, err, c.selfSigned)
+			}
+			if c.warning != "" {
+				if l := r.waitLog(t, c.warning); !strings.Contains(l, `"level":"WARN"`) {
+					t.Errorf("the warning: %s", l)
+				}
+			}
+			if !c.mtlsAddr {
+				return
+			}
+			out, err := exec.Command("curl", "-sS", "--cacert", caFile, "--cert", edgeFile, "--key", edgeKey,
+				"-d", "grant_type=client_credentials", "-d", "client_id=edge", "-d", "scope=pd_AdminWebApi", "-o", "/dev/null", "-w", "%{http_code}", aliasURL+"/connect/token").CombinedOutput()
+			if refused := err != nil; refused != c.edgeRefused || (!refused && string(out) != "200") {
+				t.Errorf("curl with the self-signed certificate at the alias: %v %s; refused at the handshake: want %v", err, out, c.edgeRefused)
+			}
+		})
 	}
 }

@@ -62,8 +62,8 @@ type fleet struct {
 	key      crypto.Signer
 	replicas []*seamReplica
 	api      *httptest.Server
-	grpc     []string           // the address of the gRPC server introspecting at each replica
-	connect  *httptest.Server   // /r{i}/seams.v1.Seams/Check introspects at replica i
+	grpc     []string         // the address of the gRPC server introspecting at each replica
+	connect  *httptest.Server // /r{i}/seams.v1.Seams/Check introspects at replica i
 
 	mu       sync.Mutex
 	file     map[string]issuer.ClientConfig // the file's clients of cases, by ID

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"crypto/x509/pkix"
 	"fmt"
 	"io"
 	"net"
@@ -11,11 +12,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/idsauth/idsauth/internal/certtest"
+	"github.com/idsauth/idsauth/internal/clientcert"
 	"github.com/idsauth/idsauth/internal/pgtest"
 	"github.com/idsauth/idsauth/scope"
 	"github.com/idsauth/idsauth/secret"
@@ -252,5 +256,139 @@ func sqlExec(t *testing.T, u, sql string) {
 	defer conn.Close(context.Background())
 	if _, err := conn.Exec(t.Context(), sql); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestServeStartsWhilePostgreSQLIsDown: a replica started while its
+// PostgreSQL is down listens at once, before the registry has asked the
+// database twice (counted by a stand-in on PostgreSQL's port that
+// accepts and hangs up), answers /readyz 503 "not loaded yet" as
+// OPERATIONS.md promises, and serves the file's clients meanwhile; once
+// PostgreSQL is back it loads the registered clients, says so in its log,
+// turns ready and serves them.
+func TestServeStartsWhilePostgreSQLIsDown(t *testing.T) {
+	pg := pgtest.Start(t)
+	env := []string{"IDSAUTH_PG_URL=" + pg.NewDatabase(t)}
+	addrA := freeAddr(t)
+	d, path := registryDeployment(t, addrA)
+	if code, out, errOut := command(t, env, "", "migrate", "-config", path); code != 0 {
+		t.Fatalf("migrate: %d %q %s", code, out, errOut)
+	}
+	a := start(t, env, "-addr", addrA, "-ops-addr", "127.0.0.1:0", "-config", path)
+	code, out, errOut := command(t, append(env, "IDSAUTH_ADMIN_SECRET="+operatorSecret), "", "clients", "add", "-issuer", "http://"+addrA+"/ids", "-admin-id", "operator", "-scope", scope.AdminWebAPI, "billing")
+	plain := strings.TrimPrefix(strings.TrimSpace(out[strings.Index(out, "secret: "):]), "secret: ")
+	if code != 0 || plain == "" {
+		t.Fatalf("clients add: %d %q %s", code, out, errOut)
+	}
+	a.cmd.Process.Kill()
+	a.cmd.Wait()
+
+	pg.Stop()
+	standIn, err := net.Listen("tcp", pg.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var asked atomic.Int32
+	go func() {
+		for {
+			c, err := standIn.Accept()
+			if err != nil {
+				return
+			}
+			asked.Add(1)
+			c.Close()
+		}
+	}()
+	b := start(t, env, "-addr", "127.0.0.1:0", "-ops-addr", "127.0.0.1:0", "-config", path)
+	if n := asked.Load(); n > 2 {
+		t.Errorf("the registry had asked the database %d times before serve listened: it waited for it", n)
+	} else {
+		t.Logf("serve listened when the registry had asked the database %d time(s)", n)
+	}
+	if got, body := readyzBody(t, b); got != 503 || !strings.Contains(body, "the client registry (PostgreSQL) has not been loaded yet") {
+		t.Errorf("/readyz with PostgreSQL down at start: %d %q", got, body)
+	}
+	if status, _ := postForm(t, b.base, "token", "reporting", d.secrets["reporting"], url.Values{"grant_type": {"client_credentials"}, "scope": {scope.AdminWebAPI}}); status != 200 {
+		t.Errorf("a client of the file with PostgreSQL down at start: %d", status)
+	}
+	if status, _ := postForm(t, b.base, "token", "billing", plain, url.Values{"grant_type": {"client_credentials"}, "scope": {scope.AdminWebAPI}}); status != 401 {
+		t.Errorf("a registered client, not loaded yet: %d", status)
+	}
+
+	standIn.Close()
+	pg.Restart(t)
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		if got, body := readyzBody(t, b); got == 200 && body == "ready\n" {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("/readyz after PostgreSQL came back: %d %q", got, body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	pollToken(t, b.base, "billing", plain, 200)
+	if l := b.waitLog(t, `"msg":"registered clients in PostgreSQL"`); !strings.Contains(l, `"clients":1`) {
+		t.Errorf("the load's log line: %s", l)
+	}
+}
+
+// TestCommandsOverTLSFromTheEnvironment: against a serve over TLS whose
+// CA is not the system's, "idsauth clients" trusts it with -cacert as
+// "idsauth token" does (without it: an unknown authority), and both read
+// the issuer from IDSAUTH_ISSUER; "idsauth token -cert" sends the secret
+// of IDSAUTH_CLIENT_SECRET, the default variable, as it sends one of
+// -secret-env, for a client that binds its tokens to its certificate.
+func TestCommandsOverTLSFromTheEnvironment(t *testing.T) {
+	pg := pgtest.Start(t)
+	env := []string{"IDSAUTH_PG_URL=" + pg.NewDatabase(t)}
+	main := freePort(t)
+	d, path := registryDeployment(t, "127.0.0.1:"+main)
+	write := func(name string, data []byte) string {
+		p := filepath.Join(d.dir, name)
+		if err := os.WriteFile(p, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	ca := certtest.NewCA(t, "idsauth")
+	server, batch := ca.Server(t), ca.Issue(t, certtest.Leaf{Subject: pkix.Name{CommonName: "batch"}})
+	caFile := write("ca.pem", certtest.PEM(ca.Cert.Raw))
+	serverFile, serverKey := write("server.pem", certtest.PEM(server.Leaf.Raw)), write("server-key.pem", certtest.KeyPEM(t, server))
+	batchFile, batchKey := write("batch.pem", certtest.PEM(batch.Leaf.Raw)), write("batch-key.pem", certtest.KeyPEM(t, batch))
+	issuerURL := "https://127.0.0.1:" + main + "/ids"
+	editConfig(t, path, func(cfg map[string]any) {
+		cfg["issuer"] = issuerURL
+		cfg["clients"] = append(cfg["clients"].([]any), map[string]any{"clientId": "batch", "secretHashes": []string{secret.HashSHA256("batch-secret").String()},
+			"certificateBoundTokens": true, "scopes": []string{scope.AdminWebAPI}})
+		cfg["clients"].([]any)[1].(map[string]any)["audience"] = []string{issuerURL + "/admin"} // the operator's
+	})
+	if code, out, errOut := command(t, env, "", "migrate", "-config", path); code != 0 {
+		t.Fatalf("migrate: %d %q %s", code, out, errOut)
+	}
+	start(t, env, "-addr", "127.0.0.1:"+main, "-ops-addr", "127.0.0.1:0", "-config", path, "-tls-cert", serverFile, "-tls-key", serverKey, "-client-auth", "request")
+	adminEnv := append(env, "IDSAUTH_ISSUER="+issuerURL, "IDSAUTH_ADMIN_ID=operator", "IDSAUTH_ADMIN_SECRET="+operatorSecret)
+
+	if code, _, errOut := command(t, adminEnv, "", "clients", "list"); code != 1 || !strings.Contains(errOut, "certificate signed by unknown authority") {
+		t.Fatalf("clients list without -cacert: %d %s", code, errOut)
+	}
+	code, out, errOut := command(t, adminEnv, "", "clients", "add", "-cacert", caFile, "-scope", scope.AdminWebAPI, "billing")
+	plain := strings.TrimPrefix(strings.TrimSpace(out[max(strings.Index(out, "secret: "), 0):]), "secret: ")
+	if code != 0 || !strings.Contains(out, "billing registered") || plain == "" {
+		t.Fatalf("clients add -cacert: %d %q %s", code, out, errOut)
+	}
+	clientEnv := []string{"IDSAUTH_ISSUER=" + issuerURL, "IDSAUTH_CLIENT_SECRET=" + plain}
+	var tok string
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) { // loaded by this replica when add returns; a second at most elsewhere
+		code, out, errOut := command(t, clientEnv, "", "token", "-cacert", caFile, "-client-id", "billing", "-scope", scope.AdminWebAPI)
+		if tok = strings.TrimSpace(out); code == 0 && tok != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("token, the issuer from IDSAUTH_ISSUER: %d %q %s", code, out, errOut)
+		}
+	}
+	code, out, errOut = command(t, []string{"IDSAUTH_ISSUER=" + issuerURL, "IDSAUTH_CLIENT_SECRET=batch-secret"}, "",
+		"token", "-cacert", caFile, "-client-id", "batch", "-scope", scope.AdminWebAPI, "-cert", batchFile, "-key", batchKey, "-decode")
+	if want := `"x5t#S256": "` + clientcert.Thumbprint(batch.Leaf.Raw) + `"`; code != 0 || !strings.Contains(out, want) {
+		t.Fatalf("token -cert with IDSAUTH_CLIENT_SECRET: %d %s %s, want %s", code, out, errOut, want)
 	}
 }

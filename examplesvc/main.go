@@ -26,6 +26,8 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+
+	"github.com/idsauth/idsauth/middleware"
 )
 
 func main() {
@@ -121,7 +123,9 @@ func run(ctx context.Context, at listeners, configFile, issuerURL string, logger
 			ln.Close()
 			return err
 		}
-		msrv := &http.Server{Handler: routes, MaxHeaderBytes: srv.MaxHeaderBytes, ReadHeaderTimeout: srv.ReadHeaderTimeout, ReadTimeout: srv.ReadTimeout,
+		// The APIs' documents and challenges, and DPoP proofs, name this
+		// listener's origin on it (RFC 9728 §3.3).
+		msrv := &http.Server{Handler: middleware.PublicOrigin(mtlsBase(mln.Addr()))(routes), MaxHeaderBytes: srv.MaxHeaderBytes, ReadHeaderTimeout: srv.ReadHeaderTimeout, ReadTimeout: srv.ReadTimeout,
 			WriteTimeout: srv.WriteTimeout, IdleTimeout: srv.IdleTimeout, ErrorLog: srv.ErrorLog, TLSConfig: tlsConfig}
 		go func() { _ = msrv.ServeTLS(mln, "", "") }()
 		defer msrv.Close()

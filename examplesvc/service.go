@@ -106,7 +106,8 @@ func (s *service) routes() http.Handler {
 	// challenge names the metadata (RFC 9728) of the URL called, whose
 	// "resource" is that URL. The protected calls are under /webapi/api/v3
 	// (SCIM, beside it, takes its tenants' tokens, not the issuer's). Their
-	// public origin is the issuer's: the service serves both.
+	// public origin is the issuer's: the service serves both; the mutual
+	// TLS listener gives them its own (middleware.PublicOrigin, in run).
 	base := origin(s.iss.URL())
 	md := &middleware.ResourceMetadata{
 		Resource:                      base + "/webapi/api/v3",

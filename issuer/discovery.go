@@ -35,7 +35,10 @@ func (st *state) discoveryDocument() ([]byte, error) {
 	if st.mtlsUsed() {
 		// RFC 8705 §2.1.1, §2.2.1, §3.3 and §5, as IdentityServer lists
 		// them with mutual TLS on.
-		methods = append(slices.Clip(authMethods), "tls_client_auth", "self_signed_tls_client_auth")
+		methods = append(slices.Clip(authMethods), "tls_client_auth")
+		if st.mtls.selfSignedReach() {
+			methods = append(methods, "self_signed_tls_client_auth")
+		}
 		doc["tls_client_certificate_bound_access_tokens"] = true
 		if a := st.mtls.alias; a != "" {
 			doc["mtls_endpoint_aliases"] = map[string]string{

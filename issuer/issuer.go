@@ -61,6 +61,9 @@ type Issuer struct {
 	observer observe.Observer // WithObserver's, then with the refusal log (New)
 	issuedTo observe.Observer // WithObserver's only: the refusal log ignores tokens issued
 	store    limit.Store      // nil: a limit.Memory of the configuration's
+	// handshakeVerifies: the TLS server refuses client certificates
+	// outside its CAs (WithHandshakeVerification).
+	handshakeVerifies bool
 
 	// replays remembers the jtis of accepted client assertions, for the
 	// issuer's life. Reload resizes it in place, not a copy, so that a jti

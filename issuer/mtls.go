@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 	"time"
 
@@ -201,4 +202,27 @@ func (st *state) mtlsUsed() bool {
 		}
 	}
 	return false
+}
+
+// selfSignedStopped returns, sorted, the clients and API resources that
+// authenticate with a self-signed certificate, when no such
+// certificate reaches the issuer (see mtlsState.selfSignedReach); nil
+// otherwise.
+func (st *state) selfSignedStopped() []string {
+	if st.mtls.selfSignedReach() {
+		return nil
+	}
+	var ids []string
+	for id, cl := range st.clients {
+		if cl.certs != nil && len(cl.certs.thumbprints) > 0 {
+			ids = append(ids, id)
+		}
+	}
+	for name, a := range st.apis {
+		if a.certs != nil && len(a.certs.thumbprints) > 0 {
+			ids = append(ids, name)
+		}
+	}
+	slices.Sort(ids)
+	return ids
 }

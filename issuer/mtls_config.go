@@ -166,11 +166,19 @@ func parseThumbprint(t string) (string, error) {
 
 // mtlsState is what MTLSConfig decides, compiled.
 type mtlsState struct {
-	pool    *x509.CertPool // nil without CAs
-	source  clientcert.Source
-	alias   string // the alias issuer URL, without a trailing slash; "" none
-	enabled bool   // discovery speaks of mutual TLS
+	pool      *x509.CertPool // nil without CAs
+	source    clientcert.Source
+	forwarded bool   // a proxy forwards certificates in a header (source reads it)
+	verified  bool   // the TLS server refuses certificates outside its CAs (WithHandshakeVerification)
+	alias     string // the alias issuer URL, without a trailing slash; "" none
+	enabled   bool   // discovery speaks of mutual TLS
 }
+
+// selfSignedReach reports whether a self-signed client certificate can
+// reach the issuer (self_signed_tls_client_auth, RFC 8705 §2.2): from a
+// TLS server that takes any certificate, or from a proxy, whose
+// handshake the issuer does not see.
+func (m *mtlsState) selfSignedReach() bool { return !m.verified || m.forwarded }
 
 // check checks m's fields, those the file names under "mtls", for an
 // issuer at issuerURL.
@@ -203,7 +211,7 @@ func (m MTLSConfig) check(issuerURL *url.URL) (mtlsState, error) {
 		if !ok {
 			return st, fieldErr("mtls.trustedProxies", "one is not a prefix")
 		}
-		st.source = src
+		st.source, st.forwarded = src, true
 	}
 	return st, nil
 }

@@ -405,6 +405,64 @@ func TestMTLSDiscovery(t *testing.T) {
 	}
 }
 
+// TestMTLSDiscoveryListsWhatReachesTheIssuer: with a TLS server that
+// verifies client certificates at the handshake
+// (WithHandshakeVerification: idsauth serve -client-ca), a self-signed
+// one never reaches the issuer, so discovery does not list
+// self_signed_tls_client_auth and the issuer warns, naming the clients
+// that use it; behind a proxy that forwards
+// certificates, whose handshake it does not see, it lists it, and without
+// the option too.
+func TestMTLSDiscoveryListsWhatReachesTheIssuer(t *testing.T) {
+	thumb := clientcert.Thumbprint(certtest.SelfSigned(t, certtest.Leaf{Subject: pkix.Name{CommonName: "edge"}}).Leaf.Raw)
+	edit := func(proxy bool) func(*issuer.Config) {
+		return func(c *issuer.Config) {
+			c.Clients = append(c.Clients, issuer.ClientConfig{ClientID: "edge", CertificateThumbprints: []string{thumb}, Scopes: []string{scope.AdminWebAPI}})
+			if proxy {
+				c.MTLS.CertificateHeader, c.MTLS.TrustedProxies = "X-SSL-CERT", []netip.Prefix{netip.MustParsePrefix("10.0.0.5/32")}
+			}
+		}
+	}
+	const warning = "which the TLS server refuses at the handshake"
+	for _, c := range []struct {
+		name     string
+		verified bool
+		proxy    bool
+		listed   bool
+	}{
+		{"any certificate taken", false, false, true},
+		{"verified at the handshake", true, false, false},
+		{"verified at the handshake, and a proxy's header", true, true, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var opts []issuer.Option
+			if c.verified {
+				opts = append(opts, issuer.WithHandshakeVerification())
+			}
+			s := newServer(t, edit(c.proxy), opts...)
+			resp, err := http.Get(s.URL + "/ids/.well-known/openid-configuration")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var doc map[string]any
+			err = json.NewDecoder(resp.Body).Decode(&doc)
+			resp.Body.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range []string{"token", "introspection", "revocation"} {
+				methods := fmt.Sprint(doc[e+"_endpoint_auth_methods_supported"])
+				if strings.Contains(methods, "self_signed_tls_client_auth") != c.listed || !strings.Contains(methods, " tls_client_auth") {
+					t.Errorf("%s methods: %s, self_signed_tls_client_auth listed: want %v", e, methods, c.listed)
+				}
+			}
+			if warned := strings.Contains(s.logs.String(), warning); warned == c.listed || (warned && !strings.Contains(s.logs.String(), `"clients":["edge"]`)) {
+				t.Errorf("the log:\n%s", s.logs)
+			}
+		})
+	}
+}
+
 // TestMTLSDPoPAtTheAlias: a DPoP proof may name the token endpoint's
 // alias (RFC 8705 §5) as its htu, or the endpoint, and nothing else.
 func TestMTLSDPoPAtTheAlias(t *testing.T) {

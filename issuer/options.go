@@ -68,6 +68,21 @@ func WithClock(now func() time.Time) Option {
 	}
 }
 
+// WithHandshakeVerification tells the issuer that the TLS server in front
+// of it verifies client certificates at the handshake, refusing one that
+// does not chain to CAs of its own (Go's tls.VerifyClientCertIfGiven or
+// RequireAndVerifyClientCert; idsauth serve -client-ca), so that a
+// self-signed client certificate never reaches it unless it is one of
+// those CAs. Discovery then does not list self_signed_tls_client_auth,
+// and New and Reload warn about clients that authenticate so
+// (ClientConfig.CertificateThumbprints), unless MTLSConfig.CertificateHeader
+// brings certificates from a proxy, whose handshake the issuer does not
+// see. Without it, the TLS server takes any certificate
+// (tls.RequestClientCert) and the issuer checks it, as MTLSConfig says.
+func WithHandshakeVerification() Option {
+	return func(iss *Issuer) { iss.handshakeVerifies = true }
+}
+
 // WithVerifier makes the issuer check client secrets with v instead of a
 // Verifier of its own, so that one bound on concurrent bcrypt checks and
 // one failure floor cover the issuer and SCIMAuth together (give

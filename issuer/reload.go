@@ -222,8 +222,13 @@ func (iss *Issuer) compile(cfg *Config, now time.Time) (*state, []keySet, error)
 		}
 		sets = append(sets, set)
 	}
+	st.mtls.verified = iss.handshakeVerifies
 	if st.discovery, err = st.discoveryDocument(); err != nil {
 		return nil, nil, err
+	}
+	if ids := st.selfSignedStopped(); len(ids) > 0 {
+		iss.logger.Warn("idsauth issuer: these clients authenticate with a self-signed certificate (certificateThumbprints), which the TLS server refuses at the handshake unless it is among its CAs; discovery does not list self_signed_tls_client_auth",
+			slog.Any("clients", ids))
 	}
 	return st, sets, nil
 }

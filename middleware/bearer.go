@@ -52,7 +52,8 @@ type BearerConfig struct {
 	// metadata (RFC 9728), whose Handler you serve: every challenge of
 	// RequireBearer and the RequireScope after it names, as
 	// resource_metadata, the document of the URL the client called (the
-	// path of the request line, on Resource's scheme and host), whose
+	// path of the request line, on Resource's scheme and host, or on the
+	// listener's PublicOrigin), whose
 	// "resource" is that URL, as RFC 9728 §3.3 requires; so that a client
 	// learns from a 401 which issuer and scopes the API takes. A request
 	// outside Resource gets no resource_metadata. RequireBearerWithConfig

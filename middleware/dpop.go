@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
-	"strings"
 	"time"
 
 	"github.com/idsauth/idsauth/accesstoken"
@@ -53,7 +51,8 @@ type DPoPConfig struct {
 	// by, such as "https://api.example.com": a proof's htu must be it
 	// followed by the path of the request line (what the client sent, not
 	// a path http.StripPrefix rewrote). It is configured, not read from
-	// the request's Host, which the client chooses.
+	// the request's Host, which the client chooses; a listener's
+	// PublicOrigin, when it has one, takes its place there.
 	PublicURL string
 	// ProofMaxAge is how old a proof may be (by its iat), and so how long
 	// its jti is remembered, and the nonce period. Zero means one minute;
@@ -104,9 +103,9 @@ type dpopChecker struct {
 const dpopLeeway = 5 * time.Second
 
 func newDPoPChecker(cfg *DPoPConfig) (*dpopChecker, error) {
-	if u, err := url.Parse(cfg.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
-		(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("middleware: DPoPConfig.PublicURL %q: want the scheme, host and port alone, such as https://api.example.com", cfg.PublicURL)
+	publicURL, err := parseOrigin(cfg.PublicURL)
+	if err != nil {
+		return nil, fmt.Errorf("middleware: DPoPConfig.PublicURL %w", err)
 	}
 	if cfg.ReplayBytes < 0 {
 		return nil, errors.New("middleware: DPoPConfig.ReplayBytes is negative")
@@ -116,7 +115,7 @@ func newDPoPChecker(cfg *DPoPConfig) (*dpopChecker, error) {
 	}
 	d := &dpopChecker{
 		required:  cfg.Required,
-		publicURL: strings.TrimSuffix(cfg.PublicURL, "/"),
+		publicURL: publicURL,
 		window:    cmp.Or(cfg.ProofMaxAge, time.Minute),
 		store:     cfg.Replays,
 		keys:      dpop.NewKeys(),
@@ -150,7 +149,7 @@ func (d *dpopChecker) check(ctx context.Context, r *http.Request, token string, 
 		return "", proofFailure(fmt.Sprintf("%d DPoP headers, want one", len(proofs)), nil)
 	}
 	now := d.now()
-	p, err := dpop.Verify(proofs[0], dpop.Check{Method: r.Method, URL: d.publicURL + requestPath(r), AccessToken: token, Nonces: d.nonces, Now: now, Window: d.window, Leeway: dpopLeeway, Keys: d.keys})
+	p, err := dpop.Verify(proofs[0], dpop.Check{Method: r.Method, URL: requestOrigin(r, d.publicURL) + requestPath(r), AccessToken: token, Nonces: d.nonces, Now: now, Window: d.window, Leeway: dpopLeeway, Keys: d.keys})
 	switch {
 	case errors.Is(err, dpop.ErrNonce):
 		return d.nonces.At(now), errDPoPNonce

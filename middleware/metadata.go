@@ -27,7 +27,10 @@ import (
 // URL called, /webapi/api/v3/demo/Admin/Users among them. A URL's query is
 // not part of its resource identifier (RFC 8707 §2, RFC 9728 §1.2: it
 // should have none): a call with one is named the document of its URL
-// without it.
+// without it. An API served on several origins (a plain listener and one
+// that asks for client certificates, say) has documents on each: wrap
+// each listener's handler in PublicOrigin, and its documents and
+// challenges name its own origin's URLs.
 //
 // [RFC 9728]: https://www.rfc-editor.org/rfc/rfc9728
 type ResourceMetadata struct {
@@ -35,7 +38,7 @@ type ResourceMetadata struct {
 	// or fragment, such as "https://api.example.com/webapi": the
 	// identifier of the document at URL, and the prefix of every URL whose
 	// document Handler serves. Its scheme and host are the ones clients
-	// call. Required.
+	// call, on a listener without a PublicOrigin of its own. Required.
 	Resource string `json:"resource"`
 	// AuthorizationServers are the issuers whose tokens it takes, such as
 	// "https://api.example.com/ids".
@@ -82,7 +85,8 @@ func (m ResourceMetadata) URL() (string, error) {
 
 // Handler returns an http.Handler that serves, at the well-known URL of
 // Resource and of every URL under it (see URL), the document whose
-// "resource" is that URL, and 404 elsewhere: mount it on the resource's
+// "resource" is that URL (on the listener's PublicOrigin, when it has
+// one), and 404 elsewhere: mount it on the resource's
 // host, at the root ("/.well-known/oauth-protected-resource/" in a
 // ServeMux), since the RFC puts the documents there whatever the
 // resource's path. The documents may be cached for an hour. It fails when
@@ -135,14 +139,15 @@ func (d *resourceDocuments) covers(path string) bool {
 	return path == d.path || path == strings.TrimSuffix(d.under, "/") || strings.HasPrefix(path, d.under)
 }
 
-// urlOf returns the well-known URL of the document of the URL the client
-// called, whose escaped path is path, or "" when that URL is not under
-// the resource.
-func (d *resourceDocuments) urlOf(path string) string {
+// urlOf returns the well-known URL of the document of the URL r called,
+// on its origin (see PublicOrigin), or "" when that URL is not under the
+// resource.
+func (d *resourceDocuments) urlOf(r *http.Request) string {
+	path := requestPath(r)
 	if !d.covers(path) {
 		return ""
 	}
-	return d.origin + wellKnown + path
+	return requestOrigin(r, d.origin) + wellKnown + path
 }
 
 func (d *resourceDocuments) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -156,7 +161,7 @@ func (d *resourceDocuments) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	resource, _ := json.Marshal(d.origin + path) // a string: cannot fail
+	resource, _ := json.Marshal(requestOrigin(r, d.origin) + path) // a string: cannot fail
 	body := make([]byte, 0, len(`{"resource":`)+len(resource)+len(d.members)+1)
 	body = append(append(append(append(body, `{"resource":`...), resource...), d.members...), '\n')
 	h := w.Header()

@@ -25,6 +25,12 @@ var resourceMetadataParam = regexp.MustCompile(`resource_metadata="([^"]*)"`)
 // be discarded.
 func strictMetadata(t *testing.T, called string, challenges []string) (map[string]any, error) {
 	t.Helper()
+	return strictMetadataWith(t, http.DefaultClient, called, challenges)
+}
+
+// strictMetadataWith is strictMetadata fetching with hc.
+func strictMetadataWith(t *testing.T, hc *http.Client, called string, challenges []string) (map[string]any, error) {
+	t.Helper()
 	if len(challenges) == 0 {
 		return nil, fmt.Errorf("no challenge")
 	}
@@ -34,7 +40,7 @@ func strictMetadata(t *testing.T, called string, challenges []string) (map[strin
 		if m == nil {
 			return nil, fmt.Errorf("challenge %q names no resource_metadata", ch)
 		}
-		resp, err := http.Get(m[1])
+		resp, err := hc.Get(m[1])
 		if err != nil {
 			return nil, err
 		}

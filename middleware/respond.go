@@ -95,7 +95,7 @@ func (o *responder) challengeOf(r *http.Request, scheme string, e oauthwire.Erro
 	}
 	md := ""
 	if o.metadata != nil { // requestPath parses: only when it is needed
-		md = o.metadata.urlOf(requestPath(r))
+		md = o.metadata.urlOf(r)
 	}
 	return oauthwire.SchemeChallenge(scheme, o.realm, e, "algs", algs, "resource_metadata", md)
 }

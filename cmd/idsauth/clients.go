@@ -63,6 +63,7 @@ func clientsCommand(ctx context.Context, e env, args []string) error {
 	secretEnv := fs.String("secret-env", "", "read the administrator's secret from this environment variable")
 	api := fs.Bool("api", false, "manage API resources instead of clients")
 	timeout := fs.Duration("timeout", 30*time.Second, "give up after this long")
+	caFile := fs.String("cacert", "", "trust this PEM CA for the issuer's TLS certificate, beside the system's")
 	// add's
 	scopes := fs.String("scope", "", "add: the scopes the client may ask for, space-separated")
 	var audience []string
@@ -122,6 +123,11 @@ func clientsCommand(ctx context.Context, e env, args []string) error {
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	cfg.HTTPClient = &http.Client{Timeout: *timeout}
+	if *caFile != "" {
+		if cfg.HTTPClient.Transport, err = trusting(*caFile); err != nil {
+			return err
+		}
+	}
 	if cfg.TokenURL, err = discoverTokenURL(ctx, cfg.HTTPClient, strings.TrimSuffix(*issuerURL, "/"), false); err != nil {
 		return err
 	}

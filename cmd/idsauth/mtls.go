@@ -77,8 +77,7 @@ func (m mtlsFlags) tlsConfig(base *tls.Config, mode string) (*tls.Config, error)
 
 // serveAlias serves h on the mutual TLS listener m.addr until ctx ends,
 // stopping the main listener (stop) if it fails; wait returns its end.
-// alias is the configuration's mtls.alias, which discovery names.
-func (m mtlsFlags) serveAlias(ctx context.Context, stop func(), h http.Handler, base *tls.Config, alias string, drain time.Duration, logger *slog.Logger) (wait func() error, err error) {
+func (m mtlsFlags) serveAlias(ctx context.Context, stop func(), h http.Handler, base *tls.Config, drain time.Duration, logger *slog.Logger) (wait func() error, err error) {
 	mode := m.clientAuth
 	if mode == "" {
 		mode = "request"
@@ -98,10 +97,27 @@ func (m mtlsFlags) serveAlias(ctx context.Context, stop func(), h http.Handler, 
 		done <- err
 	}()
 	logger.Info("mutual TLS listener", slog.String("addr", "https://"+ln.Addr().String()), slog.String("client_certificates", mode))
-	if alias == "" {
-		logger.Warn("-mtls-addr is served, but the configuration names no mtls.alias: discovery does not tell clients to use it (set mtls.alias to the issuer URL on this listener, as clients reach it)")
-	}
 	return func() error { return <-done }, nil
+}
+
+// warnings are what serve says at start of its mutual TLS flags against
+// the configuration's mtls section: settings that serve, never refused,
+// since another process may serve the alias. What discovery lists of a
+// handshake that verifies certificates (-client-ca) is the issuer's to
+// say (issuer.WithHandshakeVerification).
+func (m mtlsFlags) warnings(c issuer.MTLSConfig) []string {
+	var w []string
+	asks := m.addr != "" || m.clientAuth == "request" || m.clientAuth == "require"
+	switch {
+	case m.addr != "" && c.Alias == "":
+		w = append(w, "-mtls-addr is served, but the configuration names no mtls.alias: discovery does not tell clients to use it (set mtls.alias to the issuer URL on this listener, as clients reach it)")
+	case m.addr == "" && c.Alias != "":
+		w = append(w, fmt.Sprintf("mtls.alias is %s, but this process serves no -mtls-addr: discovery sends the clients that present a certificate there (mtls_endpoint_aliases), where nothing listens unless another process serves it", c.Alias))
+	}
+	if m.clientCA != "" && !asks {
+		w = append(w, "-client-ca is given, but no listener asks for client certificates (-mtls-addr, or -client-auth request or require): it is not used")
+	}
+	return w
 }
 
 // printMTLS prints, for check-config, how the configuration uses mutual

@@ -84,12 +84,30 @@ func newRegistry(ctx context.Context, c *serveConfig, iss *issuer.Issuer, logger
 }
 
 // waitRegistry waits, within the start's bound, for the registry's first
-// load: at start, so that the service serves every client once it says
-// it is ready.
+// load: check-config's, and serve's before it warns that it has none.
 func waitRegistry(ctx context.Context, reg *pgregistry.Registry) error {
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
 	return reg.WaitLoaded(ctx)
+}
+
+// logRegistryLoad logs the registry's first load when it comes, while
+// serve listens (not ready until then, serving the file's clients), and
+// a warning first when it has not come within the start's bound; it
+// returns when ctx ends.
+func logRegistryLoad(ctx context.Context, reg *pgregistry.Registry, logger *slog.Logger, admin string) {
+	if err := waitRegistry(ctx, reg); err != nil {
+		if ctx.Err() != nil {
+			return
+		}
+		logger.Warn("the client registry is not loaded yet: not ready until it is, serving the file's clients meanwhile", slog.String("error", err.Error()))
+		if reg.WaitLoaded(ctx) != nil {
+			return
+		}
+	}
+	st := reg.Status()
+	logger.Info("registered clients in PostgreSQL", slog.Bool("loaded", st.Loaded), slog.Int("clients", st.Clients), slog.Int("api_resources", st.APIResources),
+		slog.String("admin", admin))
 }
 
 // registryReadiness says what /readyz says of the registry: not ready

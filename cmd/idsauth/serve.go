@@ -51,7 +51,10 @@ listener that asks clients for a certificate (-client-auth request or
 require), for the clients that authenticate with one or bind their tokens
 to it; name its URL in the configuration's mtls.alias, and discovery sends
 them there (mtls_endpoint_aliases). Without -mtls-addr, -client-auth asks
-on the main listener.
+on the main listener. With -client-ca, discovery does not list
+self_signed_tls_client_auth: such certificates stop at the handshake.
+What may not work (an alias without -mtls-addr, say) is warned of at
+start, never refused.
 Logs go to standard error: JSON unless it is a terminal. No line ever holds
 a secret or a token.`
 
@@ -208,6 +211,14 @@ func runServe(ctx context.Context, f serveFlags, logger *slog.Logger, e env, han
 	if len(cfg.SCIMTenants) > 0 {
 		logger.Info("scimTenants: checked, not served: idsauth serve serves the identity service only", slog.Int("tenants", len(cfg.SCIMTenants)))
 	}
+	if f.mtls.clientCA != "" {
+		// Every listener that asks for a certificate verifies it against
+		// -client-ca: a self-signed one stops at the handshake.
+		opts = append(opts, issuer.WithHandshakeVerification())
+	}
+	for _, w := range f.mtls.warnings(cfg.MTLS) {
+		logger.Warn(w)
+	}
 	if s.iss, err = issuer.New(&cfg.Config, opts...); err != nil {
 		return inFile(f.config, err)
 	}
@@ -228,12 +239,8 @@ func runServe(ctx context.Context, f serveFlags, logger *slog.Logger, e env, han
 		}
 		defer s.registry.Close()
 		s.clientStoreConfig = cfg.ClientStore
-		if err := waitRegistry(ctx, s.registry); err != nil {
-			logger.Warn("the client registry is not loaded yet: not ready until it is", slog.String("error", err.Error()))
-		}
-		st := s.registry.Status()
-		logger.Info("registered clients in PostgreSQL", slog.Bool("loaded", st.Loaded), slog.Int("clients", st.Clients), slog.Int("api_resources", st.APIResources),
-			slog.String("admin", adminMount(mount)))
+		// Not waited for: the listeners open at once, not ready until
+		// the first load (registryReadiness), serving the file's clients.
 		mux.Handle(adminMount(mount), s.instrument(s.registry))
 	}
 	// RFC 8414 metadata at the host root, with the issuer's path inserted.
@@ -275,6 +282,14 @@ func runServe(ctx context.Context, f serveFlags, logger *slog.Logger, e env, han
 	// flight finish.
 	serveCtx, stopServing := context.WithCancel(context.Background())
 	defer stopServing()
+	if s.registry != nil {
+		logged := make(chan struct{})
+		go func() {
+			defer close(logged)
+			logRegistryLoad(serveCtx, s.registry, logger, adminMount(mount))
+		}()
+		defer func() { stopServing(); <-logged }()
+	}
 	go func() {
 		select {
 		case <-ctx.Done():
@@ -288,7 +303,7 @@ func runServe(ctx context.Context, f serveFlags, logger *slog.Logger, e env, han
 	if f.mtls.addr == "" {
 		return serving.Serve(serveCtx, srv, ln, tlsConfig, f.drain, logger)
 	}
-	wait, err := f.mtls.serveAlias(serveCtx, stopServing, mux, s.cert.TLSConfig(), cfg.MTLS.Alias, f.drain, logger)
+	wait, err := f.mtls.serveAlias(serveCtx, stopServing, mux, s.cert.TLSConfig(), f.drain, logger)
 	if err != nil {
 		ln.Close()
 		return err

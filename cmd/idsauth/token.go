@@ -34,13 +34,13 @@ with a JWT signed by that private key (private_key_jwt, RFC 7523), and no
 secret is read. With -cert, the client presents that certificate over
 mutual TLS (RFC 8705), -key being the certificate's key (when the -cert file
 does not hold it), at the token endpoint's mutual TLS alias when discovery
-names one: it authenticates with it, unless -secret-file or -secret-env
-gives a secret, and the issuer may bind the token to it. Otherwise the
-client secret is read from -secret-file, else from the environment variable
-named by -secret-env (by default `+defaultSecretEnv+`, if set), else from
-the terminal without echo (or one line of standard input); never from a
-flag.`)
-	issuerURL := fs.String("issuer", "", "the issuer URL, e.g. https://host/ids (required)")
+names one: it authenticates with it, unless -secret-file, -secret-env or
+`+defaultSecretEnv+` gives a secret, and the issuer may bind the token to
+it. Otherwise the client secret is read from -secret-file, else from the
+environment variable named by -secret-env (by default `+defaultSecretEnv+`,
+if set), else from the terminal without echo (or one line of standard
+input); never from a flag. The issuer URL is -issuer, else IDSAUTH_ISSUER.`)
+	issuerURL := fs.String("issuer", "", "the issuer URL, e.g. https://host/ids (required; IDSAUTH_ISSUER)")
 	clientID := fs.String("client-id", "", "the client ID (required)")
 	scopes := fs.String("scope", "", "the scopes to ask for, space-separated (none: the issuer's default for the client)")
 	keyFile := fs.String("key", "", "authenticate with this PEM private key (private_key_jwt) instead of a secret")
@@ -70,6 +70,9 @@ flag.`)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
+	if *issuerURL == "" {
+		*issuerURL = e.getenv("IDSAUTH_ISSUER")
+	}
 	switch {
 	case fs.NArg() > 0:
 		return usagef("unexpected argument %q (the secret is never an argument: see -h)", fs.Arg(0))
@@ -85,7 +88,9 @@ flag.`)
 	var err error
 	switch {
 	case *certFile != "":
-		if cfg.Certificate, err = readCertificate(*certFile, *keyFile); err == nil && (*secretFile != "" || *secretEnv != "") {
+		// The certificate authenticates, unless a secret is given without
+		// asking for one: a client that binds its tokens to it.
+		if cfg.Certificate, err = readCertificate(*certFile, *keyFile); err == nil && (*secretFile != "" || *secretEnv != "" || e.getenv(defaultSecretEnv) != "") {
 			cfg.ClientSecret, err = clientSecret(e, *secretFile, *secretEnv)
 		}
 	case *keyFile != "":

@@ -18,6 +18,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"os/signal"
 	"strings"
@@ -171,17 +172,22 @@ func (testService) FullDuplexCall(stream grpc.BidiStreamingServer[testgrpc.Strea
 }
 
 func printBanner(w io.Writer, addr, issuer string) {
+	// The example service serves its demo issuer at http://<its -addr>/ids.
+	issuerAddr := issuer
+	if u, err := url.Parse(issuer); err == nil && u.Host != "" {
+		issuerAddr = u.Host
+	}
 	fmt.Fprintf(w, `idsauth gRPC example listening on %[1]s (no TLS), tokens of %[2]s
 
   grpc.testing.TestService             pd_AdminWebApi (EmptyCall: pd_ConnectWebApi)
   grpc.health.v1.Health                no token
   grpc.reflection.v1.ServerReflection  no token
 
-Try it, with the example service (go run ./examplesvc) on 127.0.0.1:8080:
+Try it, with the example service as that issuer (go run ./examplesvc -addr %[3]s):
 
   grpcurl -plaintext %[1]s list
   TOKEN=$(curl -s -u demo-admin:demo-admin-secret -d grant_type=client_credentials -d scope=pd_AdminWebApi %[2]s/connect/token | sed 's/.*"access_token":"\([^"]*\)".*/\1/')
   grpcurl -plaintext -H "authorization: Bearer $TOKEN" -d '{}' %[1]s grpc.testing.TestService/UnaryCall
   grpcurl -plaintext -H "authorization: Bearer $TOKEN" -d '{"responseParameters":[{},{}]}' %[1]s grpc.testing.TestService/StreamingOutputCall
-`, addr, issuer)
+`, addr, issuer, issuerAddr)
 }

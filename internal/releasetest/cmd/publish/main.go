@@ -1,9 +1,9 @@
-// Command publish puts idsauth's four published modules, made from the
-// files git tracks in this repository, into a file-based module proxy, the
-// way the release test does, so that a release can be tried by hand with
-// GOPROXY=file://DIR before any tag is pushed (RELEASING.md). The version is
-// CHANGELOG.md's newest release: the one the release commit makes every
-// go.mod require.
+// Command publish puts idsauth's published modules (releasetest.Published,
+// seven), made from the files git tracks in this repository, into a
+// file-based module proxy, the way the release test does, so that a
+// release can be tried by hand with GOPROXY=file://DIR before any tag is
+// pushed (RELEASING.md). The version is CHANGELOG.md's newest release:
+// the one the release commit makes every go.mod require.
 //
 //	go run -C internal/releasetest ./cmd/publish -dir /tmp/idsauth-proxy
 package main
