@@ -61,6 +61,8 @@ func TestDecodeForms(t *testing.T) {
 	pemText := string(certtest.PEM(der))
 	sum := sha256.Sum256(der)
 	nginx := url.PathEscape(pemText) // $ssl_client_escaped_cert: "-----BEGIN%20CERTIFICATE-----%0A..."
+	other := certtest.SelfSigned(t, certtest.Leaf{}).Leaf.Raw
+	otherPEM, otherSum := string(certtest.PEM(other)), sha256.Sum256(other)
 	for _, tc := range []struct {
 		name, header, value string
 		want                bool
@@ -77,6 +79,11 @@ func TestDecodeForms(t *testing.T) {
 		{"XFCC two elements (APPEND_FORWARD)", "X-Forwarded-Client-Cert", `Hash=` + hex.EncodeToString(sum[:]) + `,Hash=` + hex.EncodeToString(sum[:]), false},
 		{"XFCC a Hash that is not the Cert's", "X-Forwarded-Client-Cert", `Hash=` + strings.Repeat("00", 32) + `;Cert="` + url.PathEscape(pemText) + `"`, false},
 		{"XFCC without either", "X-Forwarded-Client-Cert", `By=spiffe://x;Subject="CN=x"`, false},
+		{"XFCC Hash twice (the last would win)", "X-Forwarded-Client-Cert", `Hash=` + hex.EncodeToString(otherSum[:]) + `;Hash=` + hex.EncodeToString(sum[:]), false},
+		{"XFCC Cert twice", "X-Forwarded-Client-Cert", `Cert="` + url.PathEscape(otherPEM) + `";Cert="` + url.PathEscape(pemText) + `"`, false},
+		{"XFCC Cert twice, its key in two cases", "X-Forwarded-Client-Cert", `Cert="` + url.PathEscape(otherPEM) + `";cert="` + url.PathEscape(pemText) + `"`, false},
+		{"XFCC Chain twice", "X-Forwarded-Client-Cert", `Chain="` + url.PathEscape(otherPEM) + `";Chain="` + url.PathEscape(pemText) + `"`, false},
+		{"XFCC DNS twice (Envoy writes one per name)", "X-Forwarded-Client-Cert", `Hash=` + hex.EncodeToString(sum[:]) + `;DNS=a.example;DNS=b.example`, true},
 		{"garbage", "X-SSL-CERT", "not a certificate", false},
 		{"two PEM certificates (a proxy that appended)", "X-SSL-CERT", pemText + pemText, false},
 		{"two escaped PEM certificates joined by a comma", "X-SSL-CERT", nginx + ", " + nginx, false},
