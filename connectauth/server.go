@@ -7,6 +7,7 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/idsauth/idsauth/internal/clientcert"
 	"github.com/idsauth/idsauth/internal/rpcauth"
 	"github.com/idsauth/idsauth/middleware"
 )
@@ -45,6 +46,13 @@ type Config struct {
 	// anyone the service's whole API. False checks it like any other.
 	PublicReflection bool
 
+	// ForwardedCert, when set, is where a TLS-terminating proxy in front
+	// of the handler puts its client's certificate, read from the
+	// proxy's calls alone by ClientCertificate. Nil: a call's certificate
+	// is its TLS connection's. New refuses one without Header or
+	// TrustedProxies.
+	ForwardedCert *ForwardedCert
+
 	// Logger logs every refused call at Info level: the procedure, the
 	// code and the reason (a fixed code such as "expired"), never the
 	// token. Nil logs nothing.
@@ -58,6 +66,7 @@ type Config struct {
 type Interceptor struct {
 	policy *rpcauth.Policy
 	tokens rpcauth.Validator // tokens, boxed once
+	certs  clientcert.Source // where ClientCertificate finds a call's certificate
 }
 
 var _ connect.Interceptor = (*Interceptor)(nil)
@@ -66,7 +75,7 @@ var _ connect.Interceptor = (*Interceptor)(nil)
 // do what it says is an error: a name that is not a procedure or a
 // service, a procedure without scopes, a scope that no token can carry or
 // that differs from a known one only in case, a procedure both public and
-// scoped.
+// scoped, a ForwardedCert without its header or proxies.
 func New(cfg Config) (*Interceptor, error) {
 	if cfg.Validator == nil {
 		return nil, errors.New("connectauth.Config.Validator is nil")
@@ -79,7 +88,11 @@ func New(cfg Config) (*Interceptor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Interceptor{policy: p, tokens: tokens{cfg.Validator}}, nil
+	certs, err := cfg.ForwardedCert.source()
+	if err != nil {
+		return nil, errors.New("connectauth.Config.ForwardedCert." + err.Error())
+	}
+	return &Interceptor{policy: p, tokens: tokens{cfg.Validator}, certs: certs}, nil
 }
 
 // WrapUnary checks a unary call and gives the handler a context with the

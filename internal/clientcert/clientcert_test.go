@@ -123,7 +123,10 @@ func TestSourceTrustsProxiesOnly(t *testing.T) {
 	client := certtest.SelfSigned(t, certtest.Leaf{}).Leaf
 	proxy := certtest.SelfSigned(t, certtest.Leaf{Subject: pkix.Name{CommonName: "proxy"}}).Leaf
 	header := url.PathEscape(string(certtest.PEM(client.Raw)))
-	src, _ := NewSource("X-SSL-CERT", []netip.Prefix{netip.MustParsePrefix("10.0.0.0/24"), netip.MustParsePrefix("2001:db8::/64"), netip.MustParsePrefix("::ffff:172.16.0.0/108")})
+	src, err := NewSource("X-SSL-CERT", []netip.Prefix{netip.MustParsePrefix("10.0.0.0/24"), netip.MustParsePrefix("2001:db8::/64"), netip.MustParsePrefix("::ffff:172.16.0.0/108")})
+	if err != nil {
+		t.Fatal(err)
+	}
 	req := func(remote string, conn *x509.Certificate, values ...string) *http.Request {
 		r := httptest.NewRequest(http.MethodGet, "/", nil)
 		r.RemoteAddr = remote
@@ -161,8 +164,8 @@ func TestSourceTrustsProxiesOnly(t *testing.T) {
 	if got := (Source{}).Thumbprint(req("10.0.0.7:4000", nil, header)); got != "" {
 		t.Errorf("the zero Source read a header: %q", got)
 	}
-	if noProxy, _ := NewSource("X-SSL-CERT", nil); noProxy.Thumbprint(req("10.0.0.7:4000", nil, header)) != "" {
-		t.Error("a Source without trusted proxies read a header")
+	if noProxy, err := NewSource("X-SSL-CERT", nil); err == nil || noProxy.Thumbprint(req("10.0.0.7:4000", nil, header)) != "" {
+		t.Errorf("a Source without trusted proxies: %v, and it read a header", err)
 	}
 	chain, err := src.Chain(req("10.0.0.7:4000", proxy, header))
 	if err != nil || len(chain) != 1 || !chain[0].Equal(client) {
