@@ -22,9 +22,12 @@
 // "invalid_token: <reason>"; two Authorization headers or a space inside
 // the token, CodeInvalidArgument "invalid_request: <reason>"; a token
 // without the scope, CodePermissionDenied "insufficient_scope: <scopes>".
-// Each carries the RFC 6750 WWW-Authenticate challenge in its metadata,
-// which the Connect protocol sends as a header of its 401, 400 or 403. No
-// message holds any part of a token.
+// Each carries its reason as a google.rpc.ErrorInfo detail; over the
+// Connect protocol and gRPC-Web, also the RFC 6750 WWW-Authenticate
+// challenge and Cache-Control: no-store in its metadata, which the
+// Connect protocol sends as headers of its 401, 400 or 403 (not over
+// gRPC, whose trailers cannot carry them). No message holds any part of a
+// token.
 //
 // The client side is ClientInterceptor: it adds the client's token to
 // the calls to the service's origins, and retries a call once with a new

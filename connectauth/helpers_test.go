@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/connectauth"
+	"github.com/idsauth/idsauth/internal/testlog"
 	"github.com/idsauth/idsauth/middleware"
 )
 
@@ -89,14 +91,26 @@ func handlers(opts ...connect.HandlerOption) *http.ServeMux {
 
 // serve starts a real HTTP server on loopback, HTTP/1.1 and HTTP/2
 // without TLS (bidirectional streams need HTTP/2), and returns its URL.
+// Once the test is over, the server's error log must hold no "ignoring
+// invalid trailer" line: a refusal must send over each protocol only
+// what it can carry.
 func serve(t *testing.T, h http.Handler) string {
 	t.Helper()
 	srv := httptest.NewUnstartedServer(h)
 	srv.Config.Protocols = new(http.Protocols)
 	srv.Config.Protocols.SetHTTP1(true)
 	srv.Config.Protocols.SetUnencryptedHTTP2(true)
+	errorLog := &testlog.Buffer{}
+	srv.Config.ErrorLog = log.New(errorLog, "", 0)
 	srv.Start()
-	t.Cleanup(srv.Close)
+	t.Cleanup(func() {
+		srv.Close()
+		for line := range strings.Lines(errorLog.String()) {
+			if strings.Contains(line, "invalid trailer") {
+				t.Errorf("the server logged %q", strings.TrimSpace(line))
+			}
+		}
+	})
 	return srv.URL
 }
 

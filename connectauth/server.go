@@ -6,6 +6,7 @@ import (
 	"log/slog"
 
 	"connectrpc.com/connect"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 
 	"github.com/idsauth/idsauth/internal/clientcert"
 	"github.com/idsauth/idsauth/internal/rpcauth"
@@ -104,7 +105,7 @@ func (i *Interceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 		}
 		ctx, ref := i.policy.Decide(ctx, req.Spec().Procedure, req.Header().Values("Authorization"), i.tokens)
 		if ref != nil {
-			return nil, refusal(ref)
+			return nil, refusal(ref, req.Peer().Protocol)
 		}
 		return next(ctx, req)
 	}
@@ -122,16 +123,23 @@ func (i *Interceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) co
 	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
 		ctx, ref := i.policy.Decide(ctx, conn.Spec().Procedure, conn.RequestHeader().Values("Authorization"), i.tokens)
 		if ref != nil {
-			return refusal(ref)
+			return refusal(ref, conn.Peer().Protocol)
 		}
 		return next(ctx, conn)
 	}
 }
 
-// refusal is a refusal's error, with its challenge and, as every HTTP
-// refusal of the contract, Cache-Control: no-store (a Connect GET may be
-// cached).
-func refusal(r *rpcauth.Refusal) error {
+// refusal is a refusal's error over protocol (connect.ProtocolConnect,
+// ProtocolGRPC, ProtocolGRPCWeb): its code and message, its reason as a
+// google.rpc.ErrorInfo detail (rpcauth.Refusal.Info), and, where it can
+// go, its challenge and, as every HTTP refusal of the contract,
+// Cache-Control: no-store (a Connect GET may be cached). Over the Connect
+// protocol they are headers of the HTTP answer (of a unary call) or the
+// metadata of the stream's end; over gRPC-Web, headers of a trailers-only
+// answer or trailers in its body. Over gRPC they would be HTTP/2
+// trailers, which Go's HTTP/2 server drops, logging each: the detail
+// alone says why.
+func refusal(r *rpcauth.Refusal, protocol string) error {
 	code := connect.CodeUnauthenticated
 	switch r.Kind {
 	case rpcauth.BadRequest:
@@ -140,7 +148,13 @@ func refusal(r *rpcauth.Refusal) error {
 		code = connect.CodePermissionDenied
 	}
 	err := connect.NewError(code, errors.New(r.Message))
-	err.Meta().Set("WWW-Authenticate", r.Challenge(realm))
-	err.Meta().Set("Cache-Control", "no-store")
+	reason, metadata := r.Info()
+	if d, derr := connect.NewErrorDetail(&errdetails.ErrorInfo{Reason: reason, Domain: rpcauth.Domain, Metadata: metadata}); derr == nil {
+		err.AddDetail(d)
+	}
+	if protocol != connect.ProtocolGRPC {
+		err.Meta().Set("WWW-Authenticate", r.Challenge(realm))
+		err.Meta().Set("Cache-Control", "no-store")
+	}
 	return err
 }

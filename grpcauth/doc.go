@@ -25,7 +25,9 @@
 // (the reason a fixed code, such as "expired"); two authorization values
 // or a space inside the token, codes.InvalidArgument "invalid_request:
 // <reason>"; a token without the method's scope, codes.PermissionDenied
-// "insufficient_scope: <scopes>". No message holds any part of a token.
+// "insufficient_scope: <scopes>". Each status carries its reason as a
+// google.rpc.ErrorInfo detail (docs/GRPC.md). No message holds any part
+// of a token.
 //
 // The client side is Credentials: per-call credentials
 // (credentials.PerRPCCredentials) from a client.Config, sent only over a

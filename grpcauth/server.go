@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -122,7 +123,9 @@ type serverStream struct {
 
 func (s *serverStream) Context() context.Context { return s.ctx }
 
-// refusal is a refusal's status.
+// refusal is a refusal's status: its code and message, and its reason
+// as a google.rpc.ErrorInfo detail (rpcauth.Refusal.Info), where an HTTP
+// route's answer has its challenge.
 func refusal(r *rpcauth.Refusal) error {
 	code := codes.Unauthenticated
 	switch r.Kind {
@@ -131,5 +134,10 @@ func refusal(r *rpcauth.Refusal) error {
 	case rpcauth.InsufficientScope:
 		code = codes.PermissionDenied
 	}
-	return status.Error(code, r.Message)
+	st := status.New(code, r.Message)
+	reason, metadata := r.Info()
+	if detailed, err := st.WithDetails(&errdetails.ErrorInfo{Reason: reason, Domain: rpcauth.Domain, Metadata: metadata}); err == nil {
+		st = detailed
+	}
+	return st.Err()
 }

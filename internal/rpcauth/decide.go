@@ -69,18 +69,54 @@ type Refusal struct {
 // for the scope refusal. Reasons and scopes hold no quote or backslash.
 func (r *Refusal) Challenge(realm string) string {
 	c := `Bearer realm="` + realm + `"`
-	switch r.Kind {
-	case BadRequest:
-		c += `, error="invalid_request", error_description="` + r.Reason + `"`
-	case InvalidToken:
-		c += `, error="invalid_token", error_description="` + r.Reason + `"`
-	case InsufficientScope:
-		c += `, error="insufficient_scope"`
-		if r.scope != "" {
-			c += `, scope="` + r.scope + `"`
-		}
+	code, description, scope := r.params()
+	if code != "" {
+		c += `, error="` + code + `"`
+	}
+	if description != "" {
+		c += `, error_description="` + description + `"`
+	}
+	if scope != "" {
+		c += `, scope="` + scope + `"`
 	}
 	return c
+}
+
+// Domain is the domain of the refusals' ErrorInfo (see Info).
+const Domain = "idsauth"
+
+// Info is the refusal as a google.rpc.ErrorInfo detail states it
+// (AIP-193), under Domain, for a protocol that cannot carry the
+// challenge (gRPC: Go's HTTP/2 server drops a WWW-Authenticate trailer):
+// the reason code in upper snake case ("EXPIRED", "NO_TOKEN"), and the
+// challenge's parameters, error, error_description and scope, as its
+// metadata (nil for no token, whose challenge has none).
+func (r *Refusal) Info() (reason string, metadata map[string]string) {
+	code, description, scope := r.params()
+	if code != "" {
+		metadata = map[string]string{"error": code}
+		if description != "" {
+			metadata["error_description"] = description
+		}
+		if scope != "" {
+			metadata["scope"] = scope
+		}
+	}
+	return strings.ToUpper(r.Reason), metadata
+}
+
+// params are the challenge's parameters (RFC 6750 §3) beside the realm:
+// none for no token.
+func (r *Refusal) params() (code, description, scope string) {
+	switch r.Kind {
+	case BadRequest:
+		return "invalid_request", r.Reason, ""
+	case InvalidToken:
+		return "invalid_token", r.Reason, ""
+	case InsufficientScope:
+		return "insufficient_scope", "", r.scope
+	}
+	return "", "", ""
 }
 
 var (

@@ -2,6 +2,7 @@ package rpcauth_test
 
 import (
 	"context"
+	"maps"
 	"strings"
 	"testing"
 
@@ -142,6 +143,33 @@ func TestChallenge(t *testing.T) {
 		_, ref := p.Decide(context.Background(), "/a.B/C", values, scopesOnly{})
 		if ref == nil || ref.Challenge("r") != want {
 			t.Errorf("%q: %+v, want the challenge %s", authz, ref, want)
+		}
+	}
+}
+
+// TestInfo: the ErrorInfo of each refusal holds the challenge's
+// parameters (none for no token) and the reason in upper snake case.
+func TestInfo(t *testing.T) {
+	p, err := rpcauth.NewPolicy("x", rpcauth.Config{DefaultScopes: []string{scope.AdminWebAPI}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for authz, want := range map[string]struct {
+		reason   string
+		metadata map[string]string
+	}{
+		"":           {"NO_TOKEN", nil},
+		"Bearer a b": {"REASON", map[string]string{"error": "invalid_request", "error_description": "reason"}},
+		"Bearer x":   {"INSUFFICIENT_SCOPE", map[string]string{"error": "insufficient_scope", "scope": "pd_AdminWebApi"}},
+	} {
+		var values []string
+		if authz != "" {
+			values = []string{authz}
+		}
+		_, ref := p.Decide(context.Background(), "/a.B/C", values, scopesOnly{})
+		reason, metadata := ref.Info()
+		if reason != want.reason || !maps.Equal(metadata, want.metadata) {
+			t.Errorf("%q: %s %v, want %s %v", authz, reason, metadata, want.reason, want.metadata)
 		}
 	}
 }
