@@ -9,7 +9,8 @@
 // from a table of procedure names with a default; a procedure the table
 // names nowhere is refused (fail closed). The validated claims are in the
 // handler's context, read by the HTTP side's accessor,
-// middleware.ClaimsFrom.
+// middleware.ClaimsFrom. A stream ends at its token's expiry,
+// CodeUnauthenticated "invalid_token: expired".
 //
 //	auth, err := connectauth.New(connectauth.Config{
 //		Validator:     v, // a *accesstoken.Validator

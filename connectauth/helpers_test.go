@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/wrapperspb"
@@ -26,6 +27,7 @@ const (
 	sayProcedure   = "/idsauth.test.v1.EchoService/Say"
 	countProcedure = "/idsauth.test.v1.EchoService/Count"
 	chatProcedure  = "/idsauth.test.v1.EchoService/Chat"
+	tickProcedure  = "/idsauth.test.v1.EchoService/Tick"
 	otherProcedure = "/idsauth.test.v1.OtherService/Hello"
 )
 
@@ -44,7 +46,9 @@ func clientID(ctx context.Context) (string, error) {
 }
 
 // handlers serves the test service with opts: Say answers the caller's
-// client ID and scopes, Count sends it n times, Chat once per message.
+// client ID and scopes, Count sends it n times, Chat once per message,
+// Tick a message every n milliseconds for tickFor, waiting on its
+// context.
 func handlers(opts ...connect.HandlerOption) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle(sayProcedure, connect.NewUnaryHandler(sayProcedure, func(ctx context.Context, _ *text) (*connect.Response[str], error) {
@@ -70,6 +74,20 @@ func handlers(opts ...connect.HandlerOption) *http.ServeMux {
 		}
 		return nil
 	}, opts...))
+	mux.Handle(tickProcedure, connect.NewServerStreamHandler(tickProcedure, func(ctx context.Context, req *connect.Request[num], s *connect.ServerStream[str]) error {
+		every := time.Duration(req.Msg.GetValue()) * time.Millisecond
+		for range tickFor / every {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(every):
+			}
+			if err := s.Send(wrapperspb.String("tick")); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, opts...))
 	mux.Handle(chatProcedure, connect.NewBidiStreamHandler(chatProcedure, func(ctx context.Context, s *connect.BidiStream[str, str]) error {
 		id, err := clientID(ctx)
 		if err != nil {
@@ -88,6 +106,9 @@ func handlers(opts ...connect.HandlerOption) *http.ServeMux {
 	}, opts...))
 	return mux
 }
+
+// tickFor is how long Tick sends.
+const tickFor = 3 * time.Second
 
 // serve starts a real HTTP server on loopback, HTTP/1.1 and HTTP/2
 // without TLS (bidirectional streams need HTTP/2), and returns its URL.

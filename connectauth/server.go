@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"time"
 
 	"connectrpc.com/connect"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -118,15 +119,68 @@ func (i *Interceptor) WrapStreamingClient(next connect.StreamingClientFunc) conn
 
 // WrapStreamingHandler checks a streaming call before the handler runs,
 // and gives the handler a context with the token's claims, or answers the
-// refusal.
+// refusal. The stream ends at the token's expiry (its "exp"): the
+// handler's context ends then, a message sent or received after it is
+// refused, and the call, whatever its handler returns, ends
+// CodeUnauthenticated "invalid_token: expired".
 func (i *Interceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
 	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
-		ctx, ref := i.policy.Decide(ctx, conn.Spec().Procedure, conn.RequestHeader().Values("Authorization"), i.tokens)
+		procedure, protocol := conn.Spec().Procedure, conn.Peer().Protocol
+		ctx, until, ref := i.policy.DecideUntil(ctx, procedure, conn.RequestHeader().Values("Authorization"), i.tokens)
 		if ref != nil {
-			return refusal(ref, conn.Peer().Protocol)
+			return refusal(ref, protocol)
 		}
-		return next(ctx, conn)
+		if until.IsZero() { // a public procedure, or a token that never expires
+			return next(ctx, conn)
+		}
+		ctx, cancel := context.WithDeadlineCause(ctx, until, errExpired)
+		defer cancel()
+		err := next(ctx, &expiringConn{StreamingHandlerConn: conn, until: until})
+		if !time.Now().Before(until) {
+			i.policy.Ended(ctx, procedure)
+			return refusal(rpcauth.Expired(), protocol)
+		}
+		return err
 	}
+}
+
+// errExpired is the cause of a stream's context ended at its token's
+// expiry.
+var errExpired = errors.New("connectauth: the token expired")
+
+// expiringConn is a stream that refuses to send or receive a message past
+// its token's expiry.
+type expiringConn struct {
+	connect.StreamingHandlerConn
+	until time.Time
+}
+
+func (c *expiringConn) Send(m any) error {
+	if err := c.expired(); err != nil {
+		return err
+	}
+	return c.StreamingHandlerConn.Send(m)
+}
+
+// Receive refuses a message received after the expiry, and so one that
+// arrived while it waited past it.
+func (c *expiringConn) Receive(m any) error {
+	if err := c.expired(); err != nil {
+		return err
+	}
+	if err := c.StreamingHandlerConn.Receive(m); err != nil {
+		return err
+	}
+	return c.expired()
+}
+
+// expired is the refusal of a message past the token's expiry; nil
+// before it.
+func (c *expiringConn) expired() error {
+	if time.Now().Before(c.until) {
+		return nil
+	}
+	return refusal(rpcauth.Expired(), c.Peer().Protocol)
 }
 
 // refusal is a refusal's error over protocol (connect.ProtocolConnect,

@@ -9,7 +9,8 @@
 // the method's scopes come from a table of full method names with a
 // default; a method the table names nowhere is refused (fail closed).
 // The validated claims are in the handler's context, read by the HTTP
-// side's accessor, middleware.ClaimsFrom.
+// side's accessor, middleware.ClaimsFrom. A stream ends at its token's
+// expiry, Unauthenticated "invalid_token: expired".
 //
 //	auth, err := grpcauth.New(grpcauth.Config{
 //		Validator: v, // a *accesstoken.Validator
