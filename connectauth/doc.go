@@ -31,9 +31,10 @@
 // token.
 //
 // The client side is ClientInterceptor: it adds the client's token to
-// the calls to the service's origins, and retries a call once with a new
-// token when the handler answers "invalid_token", as
-// client.Config.Client does for HTTP.
+// the calls to the service's origins, sent by the HTTP client its
+// HTTPClient method returns (which sees each request's scheme, host and
+// port), and retries a call once with a new token when the handler
+// answers "invalid_token", as client.Config.Client does for HTTP.
 //
 // [the contract]: https://github.com/idsauth/idsauth/blob/main/docs/CONTRACT.md
 package connectauth

@@ -151,7 +151,11 @@ type clients struct {
 }
 
 func newClients(base string, opts ...connect.ClientOption) clients {
-	hc := h2c()
+	return newClientsVia(h2c(), base, opts...)
+}
+
+// newClientsVia are the stubs over the HTTP client hc.
+func newClientsVia(hc *http.Client, base string, opts ...connect.ClientOption) clients {
 	return clients{
 		say:   connect.NewClient[str, str](hc, base+sayProcedure, opts...),
 		other: connect.NewClient[str, str](hc, base+otherProcedure, opts...),
