@@ -48,11 +48,9 @@ type Config struct {
 	// anyone the service's whole API. False checks it like any other.
 	PublicReflection bool
 
-	// ForwardedCert, when set, is where a TLS-terminating proxy in front
-	// of the handler puts its client's certificate, read from the
-	// proxy's calls alone by ClientCertificate. Nil: a call's certificate
-	// is its TLS connection's. New refuses one without Header or
-	// TrustedProxies.
+	// ForwardedCert, when set, is where a TLS-terminating proxy puts its
+	// client's certificate, read by ClientCertificate from the proxies'
+	// calls alone. Nil: a call's certificate is its TLS connection's.
 	ForwardedCert *ForwardedCert
 
 	// Logger logs every refused call at Info level: the procedure, the
