@@ -40,6 +40,10 @@ var (
 func nopHandler(ctx context.Context, req any) (any, error) { return okReply, nil }
 func nopStream(srv any, ss grpc.ServerStream) error        { return nil }
 
+// ctxStream reads its stream's context, as a handler that waits on it
+// does: grpcauth then sets the timer that ends it at the token's expiry.
+func ctxStream(srv any, ss grpc.ServerStream) error { _ = ss.Context(); return nil }
+
 func bareUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 	return h(ctx, req)
 }
@@ -73,13 +77,17 @@ func runUnary(b *testing.B, i grpc.UnaryServerInterceptor, token string) {
 }
 
 func runStream(b *testing.B, i grpc.StreamServerInterceptor, token string) {
+	runStreamHandler(b, i, token, nopStream)
+}
+
+func runStreamHandler(b *testing.B, i grpc.StreamServerInterceptor, token string, h grpc.StreamHandler) {
 	ss := &serverStream{ctx: incoming(token)}
-	if err := i(nil, ss, streamInfo, nopStream); err != nil {
+	if err := i(nil, ss, streamInfo, h); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		_ = i(nil, ss, streamInfo, nopStream)
+		_ = i(nil, ss, streamInfo, h)
 	}
 }
 
@@ -174,6 +182,8 @@ func BenchmarkGRPC(b *testing.B) {
 	b.Run("grpcauth-unary-warm", func(b *testing.B) { runUnary(b, grpcAuth(b, s).Unary, s.token) })
 	b.Run("grpc-bare-stream", func(b *testing.B) { runStream(b, bareStream, s.token) })
 	b.Run("grpcauth-stream-warm", func(b *testing.B) { runStream(b, grpcAuth(b, s).Stream, s.token) })
+	b.Run("grpc-bare-stream-context", func(b *testing.B) { runStreamHandler(b, bareStream, s.token, ctxStream) })
+	b.Run("grpcauth-stream-context-warm", func(b *testing.B) { runStreamHandler(b, grpcAuth(b, s).Stream, s.token, ctxStream) })
 	b.Run("connect-bare", func(b *testing.B) { runConnect(b, bareConnect{}, s.token) })
 	b.Run("connectauth-warm", func(b *testing.B) { runConnect(b, connectAuth(b, s), s.token) })
 	b.Run("go-grpc-middleware-auth+golang-jwt", func(b *testing.B) { runUnary(b, grpcMiddlewareJWT(s), s.token) })

@@ -35,7 +35,6 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -44,6 +43,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/idsauth/idsauth/internal/clientauth"
+	"github.com/idsauth/idsauth/internal/origin"
 )
 
 // Config describes a client of the service.
@@ -262,25 +262,10 @@ func (c *Config) origins() map[string]bool {
 	set := make(map[string]bool, len(list))
 	for _, s := range list {
 		if u, err := url.Parse(s); err == nil && u.Host != "" {
-			set[origin(u)] = true
+			set[origin.Of(u)] = true
 		}
 	}
 	return set
-}
-
-// origin is u's scheme, host and port, in one form for one origin.
-func origin(u *url.URL) string {
-	scheme := strings.ToLower(u.Scheme)
-	port := u.Port()
-	if port == "" {
-		switch scheme {
-		case "http":
-			port = "80"
-		case "https":
-			port = "443"
-		}
-	}
-	return scheme + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port)
 }
 
 // transport is the http.RoundTripper of the clients that Config.Client
@@ -297,7 +282,7 @@ type transport struct {
 // invalid_token, as Config.Client describes. A request for an origin that
 // is not the service's goes to the base transport untouched: no token, no retry.
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if !t.origins[origin(req.URL)] {
+	if !t.origins[origin.Of(req.URL)] {
 		return t.base.RoundTrip(req)
 	}
 	tok, err := t.tokens.current(req.Context())

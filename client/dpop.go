@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/idsauth/idsauth/internal/clientauth"
+	"github.com/idsauth/idsauth/internal/origin"
 )
 
 // dpopProver makes the DPoP proofs of a client (RFC 9449): one for each
@@ -29,7 +30,7 @@ func (d *dpopProver) proof(method string, u *url.URL, token string) (string, err
 	htu := *u
 	htu.RawQuery, htu.ForceQuery, htu.Fragment, htu.RawFragment, htu.User = "", false, "", "", nil
 	d.mu.Lock()
-	nonce := d.nonces[origin(u)]
+	nonce := d.nonces[origin.Of(u)]
 	d.mu.Unlock()
 	return d.signer.Proof(method, htu.String(), token, nonce, d.now())
 }
@@ -44,7 +45,7 @@ func (d *dpopProver) note(u *url.URL, resp *http.Response) (retry bool) {
 		return false
 	}
 	d.mu.Lock()
-	d.nonces[origin(u)] = nonce
+	d.nonces[origin.Of(u)] = nonce
 	d.mu.Unlock()
 	switch resp.StatusCode {
 	case http.StatusUnauthorized:

@@ -4,13 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
+	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 
 	"connectrpc.com/connect"
 
 	"github.com/idsauth/idsauth/client"
+	"github.com/idsauth/idsauth/internal/origin"
 	"github.com/idsauth/idsauth/internal/rpcauth"
 )
 
@@ -20,7 +22,7 @@ type ClientConfig struct {
 	// Tokens is the client's registration at the identity service and
 	// what it asks for: ClientID, ClientSecret or Key, BaseURL or
 	// TokenURL, Scopes. Its Origins, or else the origin of its BaseURL,
-	// are the only hosts that get the token, each "https://host[:port]";
+	// are the only origins that get the token, each "https://host[:port]";
 	// DPoPKey must be nil (a Connect call carries no DPoP proof).
 	// Required.
 	Tokens *client.Config
@@ -41,14 +43,18 @@ type ClientConfig struct {
 // and at most one message sent, since the messages after that cannot be
 // replayed; the second refusal comes back as it is.
 //
-// A call to a host that is not one of the origins is refused without
-// sending it. The interceptor sees the host and port a call goes to
-// (connect.Peer), not its scheme: give connect.NewClient the same https
-// URL as the origins. Make one with NewClientInterceptor; it is safe for
-// concurrent use.
+// The token goes onto the wire only through the HTTP client HTTPClient
+// returns, which sees each request's URL: a request whose origin
+// (scheme, host and port) is not one of the configuration's is refused
+// without being sent, so that an https origin never gets its token over
+// plain HTTP. A call made through another HTTP client carries no token.
+// Make one with NewClientInterceptor; it is safe for concurrent use.
+//
+//	tokens, err := connectauth.NewClientInterceptor(ctx, connectauth.ClientConfig{Tokens: cfg})
+//	c := connect.NewClient[Req, Resp](tokens.HTTPClient(http.DefaultClient), url, connect.WithInterceptors(tokens))
 type ClientInterceptor struct {
-	tokens *client.Tokens
-	hosts  map[string]bool // "host:port", and "host" for a default port
+	tokens  *client.Tokens
+	origins map[string]bool // "scheme://host:port" (internal/origin)
 }
 
 var _ connect.Interceptor = (*ClientInterceptor)(nil)
@@ -63,45 +69,100 @@ func NewClientInterceptor(ctx context.Context, cfg ClientConfig) (*ClientInterce
 	case cfg.Tokens.DPoPKey != nil:
 		return nil, errors.New("connectauth.ClientConfig.Tokens.DPoPKey is set: a Connect call carries no DPoP proof, and a DPoP-bound token works only with one")
 	}
-	origins := cfg.Tokens.Origins
-	if len(origins) == 0 && cfg.Tokens.BaseURL != "" {
-		origins = []string{cfg.Tokens.BaseURL}
+	list := cfg.Tokens.Origins
+	if len(list) == 0 && cfg.Tokens.BaseURL != "" {
+		list = []string{cfg.Tokens.BaseURL}
 	}
-	if len(origins) == 0 {
+	if len(list) == 0 {
 		return nil, errors.New("connectauth.ClientConfig.Tokens: neither Origins nor BaseURL says where the token may go")
 	}
-	hosts := map[string]bool{}
-	for _, o := range origins {
+	origins := map[string]bool{}
+	for _, o := range list {
 		u, err := url.Parse(o)
-		if err != nil || u.Host == "" {
-			return nil, fmt.Errorf("connectauth.ClientConfig.Tokens: the origin %q is not a URL with a host", o)
-		}
-		host, port := strings.ToLower(u.Hostname()), u.Port()
 		switch {
-		case strings.EqualFold(u.Scheme, "https"):
-			if port == "" || port == "443" {
-				hosts[host] = true
-				port = "443"
-			}
-		case strings.EqualFold(u.Scheme, "http") && cfg.InsecureLoopback && rpcauth.Loopback(host):
-			if port == "" || port == "80" {
-				hosts[host] = true
-				port = "80"
-			}
+		case err != nil || u.Host == "":
+			return nil, fmt.Errorf("connectauth.ClientConfig.Tokens: the origin %q is not a URL with a host", o)
+		case strings.EqualFold(u.Scheme, "https"),
+			strings.EqualFold(u.Scheme, "http") && cfg.InsecureLoopback && rpcauth.Loopback(u.Host):
+			origins[origin.Of(u)] = true
 		default:
 			return nil, fmt.Errorf("connectauth.ClientConfig.Tokens: the origin %q has no transport security; only https, or http to a loopback host with InsecureLoopback", o)
 		}
-		hosts[net.JoinHostPort(host, port)] = true
 	}
-	return &ClientInterceptor{tokens: cfg.Tokens.Tokens(ctx), hosts: hosts}, nil
+	return &ClientInterceptor{tokens: cfg.Tokens.Tokens(ctx), origins: origins}, nil
 }
 
-// allowed returns the error of a call to addr that must not get the token.
-func (c *ClientInterceptor) allowed(addr string) error {
-	if c.hosts[strings.ToLower(addr)] {
-		return nil
+// HTTPClient returns a copy of base (nil: http.DefaultClient) that sends
+// the interceptor's token with the requests of its calls whose origin
+// (scheme, host and port) is one of the configuration's, and refuses the
+// others, CodeUnauthenticated "no token sent", without sending them.
+// Requests of no call of the interceptor go as they are. Give it to
+// connect.NewClient with the interceptor.
+func (c *ClientInterceptor) HTTPClient(base *http.Client) *http.Client {
+	if base == nil {
+		base = http.DefaultClient
 	}
-	return connect.NewError(connect.CodeUnauthenticated, errors.New("connectauth: no token sent: the call's host is not an origin of ClientConfig.Tokens"))
+	out := *base
+	rt := base.Transport
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	out.Transport = &transport{base: rt, origins: c.origins}
+	return &out
+}
+
+// attempt is the token of one attempt of a call, from the interceptor to
+// the transport in the request's context; seen says whether the
+// transport saw it.
+type attempt struct {
+	token string
+	seen  atomic.Bool
+}
+
+type attemptKey struct{}
+
+func withAttempt(ctx context.Context, token string) (context.Context, *attempt) {
+	a := &attempt{token: token}
+	return context.WithValue(ctx, attemptKey{}, a), a
+}
+
+// transport is the http.RoundTripper of HTTPClient's clients.
+type transport struct {
+	base    http.RoundTripper
+	origins map[string]bool
+}
+
+func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	a, ok := req.Context().Value(attemptKey{}).(*attempt)
+	if !ok {
+		return t.base.RoundTrip(req)
+	}
+	a.seen.Store(true)
+	if !t.origins[origin.Of(req.URL)] {
+		if req.Body != nil {
+			req.Body.Close()
+		}
+		return nil, errNotOrigin
+	}
+	r := *req
+	r.Header = req.Header.Clone()
+	r.Header.Set("Authorization", "Bearer "+a.token)
+	return t.base.RoundTrip(&r)
+}
+
+var (
+	errNotOrigin = connect.NewError(connect.CodeUnauthenticated, errors.New("connectauth: no token sent: the call's origin (scheme, host and port) is not an origin of ClientConfig.Tokens"))
+	errNotSent   = connect.NewError(connect.CodeUnauthenticated, errors.New("connectauth: no token sent: give connect.NewClient the ClientInterceptor's HTTPClient"))
+)
+
+// unsent is the call's error, or errNotSent when the call was refused
+// CodeUnauthenticated without its token ever reaching the interceptor's
+// transport: another HTTP client sent it, without the token.
+func unsent(a *attempt, err error) error {
+	if connect.CodeOf(err) == connect.CodeUnauthenticated && !a.seen.Load() {
+		return errNotSent
+	}
+	return err
 }
 
 // invalidToken reports whether err is a handler's invalid_token answer.
@@ -129,24 +190,22 @@ func (c *ClientInterceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc 
 		if !req.Spec().IsClient {
 			return next(ctx, req)
 		}
-		if err := c.allowed(req.Peer().Addr); err != nil {
-			return nil, err
-		}
 		tok, err := c.tokens.Token(ctx)
 		if err != nil {
 			return nil, err
 		}
-		req.Header().Set("Authorization", "Bearer "+tok.AccessToken)
-		resp, err := next(ctx, req)
-		if !invalidToken(err) {
+		actx, a := withAttempt(ctx, tok.AccessToken)
+		resp, err := next(actx, req)
+		if err = unsent(a, err); !invalidToken(err) {
 			return resp, err
 		}
 		fresh, ok := c.renew(ctx, tok.AccessToken)
 		if !ok {
 			return resp, err
 		}
-		req.Header().Set("Authorization", "Bearer "+fresh)
-		return next(ctx, req)
+		actx, a = withAttempt(ctx, fresh)
+		resp, err = next(actx, req)
+		return resp, unsent(a, err)
 	}
 }
 

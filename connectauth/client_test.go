@@ -7,7 +7,9 @@ import (
 	"crypto/rand"
 	"errors"
 	"io"
+	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"connectrpc.com/connect"
@@ -37,13 +39,21 @@ func newClientInterceptor(t *testing.T, cfg connectauth.ClientConfig) *connectau
 	return ic
 }
 
+// withTokens are the stubs of the service at base that send the tokens
+// of cfg: the interceptor, and its HTTP client over h2c.
+func withTokens(t *testing.T, base string, cfg connectauth.ClientConfig) clients {
+	t.Helper()
+	ic := newClientInterceptor(t, cfg)
+	return newClientsVia(ic.HTTPClient(h2c()), base, connect.WithInterceptors(ic))
+}
+
 // TestClientInterceptorSendsTheClientsToken: calls of every kind carry the
 // client's token, fetched once and cached.
 func TestClientInterceptorSendsTheClientsToken(t *testing.T) {
 	iss := idsauthtest.NewIssuer(t)
 	v := &seen{next: iss.Validator()}
 	base, cfg := protected(t, iss, v)
-	c := newClients(base, connect.WithInterceptors(newClientInterceptor(t, connectauth.ClientConfig{Tokens: cfg, InsecureLoopback: true})))
+	c := withTokens(t, base, connectauth.ClientConfig{Tokens: cfg, InsecureLoopback: true})
 	ctx := context.Background()
 	for _, call := range []func(context.Context) error{c.unary, c.unary, c.serverStream, c.bidi} {
 		if err := call(ctx); err != nil {
@@ -64,7 +74,7 @@ func TestRejectedTokenIsRenewedOnce(t *testing.T) {
 			iss := idsauthtest.NewIssuer(t)
 			v := &seen{next: iss.Validator(), reject: rejectFirst()}
 			base, cfg := protected(t, iss, v)
-			c := newClients(base, connect.WithInterceptors(newClientInterceptor(t, connectauth.ClientConfig{Tokens: cfg, InsecureLoopback: true})))
+			c := withTokens(t, base, connectauth.ClientConfig{Tokens: cfg, InsecureLoopback: true})
 			call := map[string]func(context.Context) error{"unary": c.unary, "server-streaming": c.serverStream, "bidirectional": c.bidi}[kind]
 			if err := call(context.Background()); err != nil {
 				t.Fatalf("the call: %v, want it to succeed on the retry", err)
@@ -84,7 +94,7 @@ func TestNeverTheSameTokenTwice(t *testing.T) {
 	iss := idsauthtest.NewIssuer(t)
 	v := &seen{next: iss.Validator(), reject: func(string) bool { return true }}
 	base, cfg := protected(t, iss, v)
-	c := newClients(base, connect.WithInterceptors(newClientInterceptor(t, connectauth.ClientConfig{Tokens: cfg, InsecureLoopback: true})))
+	c := withTokens(t, base, connectauth.ClientConfig{Tokens: cfg, InsecureLoopback: true})
 	err := c.unary(context.Background())
 	var ce *connect.Error
 	if !errors.As(err, &ce) || ce.Code() != connect.CodeUnauthenticated || !strings.HasPrefix(ce.Message(), "invalid_token: ") {
@@ -107,10 +117,14 @@ func TestNeverTheSameTokenTwice(t *testing.T) {
 	_ = s.CloseResponse()
 }
 
-// TestTokenOnlyToTheOrigins: a call to a host that is not one of the
-// origins is refused without being sent; a token request that fails is
-// a *client.TokenError; an origin without transport security is refused
-// at construction unless it is loopback and InsecureLoopback says so.
+// TestTokenOnlyToTheOrigins: a call to an origin (scheme, host and port)
+// that is not one of the configuration's is refused without being sent,
+// another host as plain HTTP to an https origin's host and port, and so
+// is a call redirected to another origin; a call through another HTTP
+// client than the interceptor's carries no token, and says so; a token
+// request that fails is a *client.TokenError; an origin without
+// transport security is refused at construction unless it is loopback
+// and InsecureLoopback says so.
 func TestTokenOnlyToTheOrigins(t *testing.T) {
 	iss := idsauthtest.NewIssuer(t)
 	v := &seen{next: iss.Validator()}
@@ -118,24 +132,50 @@ func TestTokenOnlyToTheOrigins(t *testing.T) {
 
 	elsewhere := *cfg
 	elsewhere.Origins = []string{"https://api.example.com"}
-	c := newClients(base, connect.WithInterceptors(newClientInterceptor(t, connectauth.ClientConfig{Tokens: &elsewhere})))
-	for _, call := range []func(context.Context) error{c.unary, c.serverStream} {
-		if err := call(context.Background()); connect.CodeOf(err) != connect.CodeUnauthenticated || !strings.Contains(err.Error(), "no token sent") {
-			t.Errorf("a call to a host not among the origins: %v, want the client's own refusal", err)
+	secure := *cfg // the server's host and port, as an https origin: base is http
+	secure.Origins = []string{"https://" + strings.TrimPrefix(base, "http://")}
+	for name, cc := range map[string]connectauth.ClientConfig{
+		"a host not among the origins":                         {Tokens: &elsewhere},
+		"plain HTTP to an https origin's host and port":        {Tokens: &secure},
+		"plain HTTP to an https origin's, InsecureLoopback on": {Tokens: &secure, InsecureLoopback: true},
+	} {
+		c := withTokens(t, base, cc)
+		for _, call := range []func(context.Context) error{c.unary, c.serverStream, c.bidi} {
+			if err := call(context.Background()); connect.CodeOf(err) != connect.CodeUnauthenticated || !strings.Contains(err.Error(), "no token sent") {
+				t.Errorf("%s: %v, want the client's own refusal", name, err)
+			}
+		}
+	}
+
+	// A redirect to another origin: the redirected request is refused.
+	var foreign atomic.Int32
+	elsewhereURL := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { foreign.Add(1) }))
+	redirecting := serve(t, http.RedirectHandler(elsewhereURL+sayProcedure, http.StatusFound))
+	toRedirect := *cfg
+	toRedirect.Origins = []string{redirecting}
+	if err := withTokens(t, redirecting, connectauth.ClientConfig{Tokens: &toRedirect, InsecureLoopback: true}).unary(context.Background()); connect.CodeOf(err) != connect.CodeUnauthenticated || !strings.Contains(err.Error(), "no token sent") || foreign.Load() != 0 {
+		t.Errorf("a redirect to another origin: %v, and %d requests there; want the client's own refusal, and none", err, foreign.Load())
+	}
+
+	ic := newClientInterceptor(t, connectauth.ClientConfig{Tokens: cfg, InsecureLoopback: true})
+	c := newClientsVia(h2c(), base, connect.WithInterceptors(ic))
+	for _, call := range []func(context.Context) error{c.unary, c.serverStream, c.bidi} {
+		if err := call(context.Background()); connect.CodeOf(err) != connect.CodeUnauthenticated || !strings.Contains(err.Error(), "HTTPClient") {
+			t.Errorf("through another HTTP client: %v, want the client's own explanation", err)
 		}
 	}
 
 	wrong := *cfg
 	wrong.ClientSecret = "wrong"
-	c = newClients(base, connect.WithInterceptors(newClientInterceptor(t, connectauth.ClientConfig{Tokens: &wrong, InsecureLoopback: true})))
+	c = withTokens(t, base, connectauth.ClientConfig{Tokens: &wrong, InsecureLoopback: true})
 	for _, call := range []func(context.Context) error{c.unary, c.serverStream} {
 		var te *client.TokenError
 		if err := call(context.Background()); !errors.As(err, &te) || te.Code != "invalid_client" {
 			t.Errorf("a wrong secret: %v, want a *client.TokenError", err)
 		}
 	}
-	if n := len(v.all()); n != 0 {
-		t.Errorf("the server saw %d calls, want none", n)
+	if toks := v.all(); len(toks) != 0 {
+		t.Errorf("the server saw %d calls with a token, want none", len(toks))
 	}
 
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)

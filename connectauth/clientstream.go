@@ -15,16 +15,13 @@ import (
 // nothing received yet, at most one message sent (see ClientInterceptor).
 func (c *ClientInterceptor) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
 	return func(ctx context.Context, spec connect.Spec) connect.StreamingClientConn {
-		conn := next(ctx, spec)
-		if err := c.allowed(conn.Peer().Addr); err != nil {
-			return failedConn{conn, err}
-		}
 		tok, err := c.tokens.Token(ctx)
 		if err != nil {
-			return failedConn{conn, err}
+			return failedConn{next(ctx, spec), err}
 		}
-		conn.RequestHeader().Set("Authorization", "Bearer "+tok.AccessToken)
-		return &clientConn{StreamingClientConn: conn, c: c, ctx: ctx, spec: spec, next: next, token: tok.AccessToken, cur: conn}
+		actx, a := withAttempt(ctx, tok.AccessToken)
+		conn := next(actx, spec)
+		return &clientConn{StreamingClientConn: conn, c: c, ctx: ctx, spec: spec, next: next, token: tok.AccessToken, cur: conn, attempt: a}
 	}
 }
 
@@ -55,6 +52,7 @@ type clientConn struct {
 
 	mu       sync.Mutex
 	cur      connect.StreamingClientConn
+	attempt  *attempt // cur's
 	sent     int
 	first    any
 	closed   bool
@@ -103,17 +101,19 @@ func (s *clientConn) CloseRequest() error {
 }
 
 func (s *clientConn) Receive(m any) error {
-	cur := s.current()
-	err := cur.Receive(m)
+	s.mu.Lock()
+	cur, a := s.cur, s.attempt
+	s.mu.Unlock()
+	err := unsent(a, cur.Receive(m))
 	if err == nil || !invalidToken(err) {
 		s.markReceived(err)
 		return err
 	}
-	next, ok := s.retry(cur)
+	next, a, ok := s.retry(cur)
 	if !ok {
 		return err
 	}
-	err = next.Receive(m)
+	err = unsent(a, next.Receive(m))
 	s.markReceived(err)
 	return err
 }
@@ -131,25 +131,25 @@ func (s *clientConn) markReceived(err error) {
 // was received, with at most one message sent. mu is held throughout, so
 // that a concurrent send either counted before the decision or goes to
 // the new stream.
-func (s *clientConn) retry(rejected connect.StreamingClientConn) (connect.StreamingClientConn, bool) {
+func (s *clientConn) retry(rejected connect.StreamingClientConn) (connect.StreamingClientConn, *attempt, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.retried || s.received || s.sent > 1 || s.cur != rejected {
-		return nil, false
+		return nil, nil, false
 	}
 	s.retried = true
 	fresh, ok := s.c.renew(s.ctx, s.token)
 	if !ok {
-		return nil, false
+		return nil, nil, false
 	}
-	next := s.next(s.ctx, s.spec)
+	actx, a := withAttempt(s.ctx, fresh)
+	next := s.next(actx, s.spec)
 	h := next.RequestHeader()
 	for name, values := range rejected.RequestHeader() {
 		if _, set := h[name]; !set { // the protocol's own are set anew
 			h[name] = append([]string(nil), values...)
 		}
 	}
-	h.Set("Authorization", "Bearer "+fresh)
 	_ = rejected.CloseResponse()
 	// A send that fails here shows in the new stream's Receive, with its
 	// error.
@@ -159,6 +159,6 @@ func (s *clientConn) retry(rejected connect.StreamingClientConn) (connect.Stream
 	if s.closed {
 		_ = next.CloseRequest()
 	}
-	s.cur, s.first = next, nil
-	return next, true
+	s.cur, s.attempt, s.first = next, a, nil
+	return next, a, true
 }

@@ -9,7 +9,8 @@
 // from a table of procedure names with a default; a procedure the table
 // names nowhere is refused (fail closed). The validated claims are in the
 // handler's context, read by the HTTP side's accessor,
-// middleware.ClaimsFrom.
+// middleware.ClaimsFrom. A stream ends at its token's expiry,
+// CodeUnauthenticated "invalid_token: expired".
 //
 //	auth, err := connectauth.New(connectauth.Config{
 //		Validator:     v, // a *accesstoken.Validator
@@ -22,14 +23,18 @@
 // "invalid_token: <reason>"; two Authorization headers or a space inside
 // the token, CodeInvalidArgument "invalid_request: <reason>"; a token
 // without the scope, CodePermissionDenied "insufficient_scope: <scopes>".
-// Each carries the RFC 6750 WWW-Authenticate challenge in its metadata,
-// which the Connect protocol sends as a header of its 401, 400 or 403. No
-// message holds any part of a token.
+// Each carries its reason as a google.rpc.ErrorInfo detail; over the
+// Connect protocol and gRPC-Web, also the RFC 6750 WWW-Authenticate
+// challenge and Cache-Control: no-store in its metadata, which the
+// Connect protocol sends as headers of its 401, 400 or 403 (not over
+// gRPC, whose trailers cannot carry them). No message holds any part of a
+// token.
 //
 // The client side is ClientInterceptor: it adds the client's token to
-// the calls to the service's origins, and retries a call once with a new
-// token when the handler answers "invalid_token", as
-// client.Config.Client does for HTTP.
+// the calls to the service's origins, sent by the HTTP client its
+// HTTPClient method returns (which sees each request's scheme, host and
+// port), and retries a call once with a new token when the handler
+// answers "invalid_token", as client.Config.Client does for HTTP.
 //
 // [the contract]: https://github.com/idsauth/idsauth/blob/main/docs/CONTRACT.md
 package connectauth

@@ -59,8 +59,9 @@ func ExampleNew() {
 	// Output: unauthenticated no bearer token Bearer realm="idsauth"
 }
 
-// Call a protected service with the client's tokens: the interceptor adds
-// them to the calls to the service's https origin.
+// Call a protected service with the client's tokens: the interceptor
+// chooses them, and its HTTP client sends them to the service's https
+// origin alone.
 func ExampleNewClientInterceptor() {
 	ctx := context.Background()
 	tokens, err := connectauth.NewClientInterceptor(ctx, connectauth.ClientConfig{
@@ -74,7 +75,7 @@ func ExampleNewClientInterceptor() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	whoAmI := connect.NewClient[wrapperspb.StringValue, wrapperspb.StringValue](http.DefaultClient,
+	whoAmI := connect.NewClient[wrapperspb.StringValue, wrapperspb.StringValue](tokens.HTTPClient(http.DefaultClient),
 		"https://docs.example.com/docs.v1.UserService/WhoAmI", connect.WithInterceptors(tokens))
 	_ = whoAmI // whoAmI.CallUnary(ctx, connect.NewRequest(...))
 }

@@ -5,6 +5,7 @@ go 1.25.0
 require (
 	connectrpc.com/connect v1.21.0
 	github.com/idsauth/idsauth v0.1.0
+	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1
 	google.golang.org/protobuf v1.36.12
 )
 

@@ -4,17 +4,20 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/connectauth"
+	"github.com/idsauth/idsauth/internal/testlog"
 	"github.com/idsauth/idsauth/middleware"
 )
 
@@ -24,6 +27,7 @@ const (
 	sayProcedure   = "/idsauth.test.v1.EchoService/Say"
 	countProcedure = "/idsauth.test.v1.EchoService/Count"
 	chatProcedure  = "/idsauth.test.v1.EchoService/Chat"
+	tickProcedure  = "/idsauth.test.v1.EchoService/Tick"
 	otherProcedure = "/idsauth.test.v1.OtherService/Hello"
 )
 
@@ -42,7 +46,9 @@ func clientID(ctx context.Context) (string, error) {
 }
 
 // handlers serves the test service with opts: Say answers the caller's
-// client ID and scopes, Count sends it n times, Chat once per message.
+// client ID and scopes, Count sends it n times, Chat once per message,
+// Tick a message every n milliseconds for tickFor, waiting on its
+// context.
 func handlers(opts ...connect.HandlerOption) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle(sayProcedure, connect.NewUnaryHandler(sayProcedure, func(ctx context.Context, _ *text) (*connect.Response[str], error) {
@@ -68,6 +74,20 @@ func handlers(opts ...connect.HandlerOption) *http.ServeMux {
 		}
 		return nil
 	}, opts...))
+	mux.Handle(tickProcedure, connect.NewServerStreamHandler(tickProcedure, func(ctx context.Context, req *connect.Request[num], s *connect.ServerStream[str]) error {
+		every := time.Duration(req.Msg.GetValue()) * time.Millisecond
+		for range tickFor / every {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(every):
+			}
+			if err := s.Send(wrapperspb.String("tick")); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, opts...))
 	mux.Handle(chatProcedure, connect.NewBidiStreamHandler(chatProcedure, func(ctx context.Context, s *connect.BidiStream[str, str]) error {
 		id, err := clientID(ctx)
 		if err != nil {
@@ -87,16 +107,31 @@ func handlers(opts ...connect.HandlerOption) *http.ServeMux {
 	return mux
 }
 
+// tickFor is how long Tick sends.
+const tickFor = 3 * time.Second
+
 // serve starts a real HTTP server on loopback, HTTP/1.1 and HTTP/2
 // without TLS (bidirectional streams need HTTP/2), and returns its URL.
+// Once the test is over, the server's error log must hold no "ignoring
+// invalid trailer" line: a refusal must send over each protocol only
+// what it can carry.
 func serve(t *testing.T, h http.Handler) string {
 	t.Helper()
 	srv := httptest.NewUnstartedServer(h)
 	srv.Config.Protocols = new(http.Protocols)
 	srv.Config.Protocols.SetHTTP1(true)
 	srv.Config.Protocols.SetUnencryptedHTTP2(true)
+	errorLog := &testlog.Buffer{}
+	srv.Config.ErrorLog = log.New(errorLog, "", 0)
 	srv.Start()
-	t.Cleanup(srv.Close)
+	t.Cleanup(func() {
+		srv.Close()
+		for line := range strings.Lines(errorLog.String()) {
+			if strings.Contains(line, "invalid trailer") {
+				t.Errorf("the server logged %q", strings.TrimSpace(line))
+			}
+		}
+	})
 	return srv.URL
 }
 
@@ -116,7 +151,11 @@ type clients struct {
 }
 
 func newClients(base string, opts ...connect.ClientOption) clients {
-	hc := h2c()
+	return newClientsVia(h2c(), base, opts...)
+}
+
+// newClientsVia are the stubs over the HTTP client hc.
+func newClientsVia(hc *http.Client, base string, opts ...connect.ClientOption) clients {
 	return clients{
 		say:   connect.NewClient[str, str](hc, base+sayProcedure, opts...),
 		other: connect.NewClient[str, str](hc, base+otherProcedure, opts...),

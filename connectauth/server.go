@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"time"
 
 	"connectrpc.com/connect"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 
+	"github.com/idsauth/idsauth/internal/clientcert"
 	"github.com/idsauth/idsauth/internal/rpcauth"
 	"github.com/idsauth/idsauth/middleware"
 )
@@ -45,6 +48,11 @@ type Config struct {
 	// anyone the service's whole API. False checks it like any other.
 	PublicReflection bool
 
+	// ForwardedCert, when set, is where a TLS-terminating proxy puts its
+	// client's certificate, read by ClientCertificate from the proxies'
+	// calls alone. Nil: a call's certificate is its TLS connection's.
+	ForwardedCert *ForwardedCert
+
 	// Logger logs every refused call at Info level: the procedure, the
 	// code and the reason (a fixed code such as "expired"), never the
 	// token. Nil logs nothing.
@@ -58,6 +66,7 @@ type Config struct {
 type Interceptor struct {
 	policy *rpcauth.Policy
 	tokens rpcauth.Validator // tokens, boxed once
+	certs  clientcert.Source // where ClientCertificate finds a call's certificate
 }
 
 var _ connect.Interceptor = (*Interceptor)(nil)
@@ -66,7 +75,7 @@ var _ connect.Interceptor = (*Interceptor)(nil)
 // do what it says is an error: a name that is not a procedure or a
 // service, a procedure without scopes, a scope that no token can carry or
 // that differs from a known one only in case, a procedure both public and
-// scoped.
+// scoped, a ForwardedCert without its header or proxies.
 func New(cfg Config) (*Interceptor, error) {
 	if cfg.Validator == nil {
 		return nil, errors.New("connectauth.Config.Validator is nil")
@@ -79,7 +88,11 @@ func New(cfg Config) (*Interceptor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Interceptor{policy: p, tokens: tokens{cfg.Validator}}, nil
+	certs, err := cfg.ForwardedCert.source()
+	if err != nil {
+		return nil, errors.New("connectauth.Config.ForwardedCert." + err.Error())
+	}
+	return &Interceptor{policy: p, tokens: tokens{cfg.Validator}, certs: certs}, nil
 }
 
 // WrapUnary checks a unary call and gives the handler a context with the
@@ -91,7 +104,7 @@ func (i *Interceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 		}
 		ctx, ref := i.policy.Decide(ctx, req.Spec().Procedure, req.Header().Values("Authorization"), i.tokens)
 		if ref != nil {
-			return nil, refusal(ref)
+			return nil, refusal(ref, req.Peer().Protocol)
 		}
 		return next(ctx, req)
 	}
@@ -104,21 +117,81 @@ func (i *Interceptor) WrapStreamingClient(next connect.StreamingClientFunc) conn
 
 // WrapStreamingHandler checks a streaming call before the handler runs,
 // and gives the handler a context with the token's claims, or answers the
-// refusal.
+// refusal. The stream ends at the token's expiry (its "exp"): the
+// handler's context ends then, a message sent or received after it is
+// refused, and the call, whatever its handler returns, ends
+// CodeUnauthenticated "invalid_token: expired".
 func (i *Interceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
 	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
-		ctx, ref := i.policy.Decide(ctx, conn.Spec().Procedure, conn.RequestHeader().Values("Authorization"), i.tokens)
+		procedure, protocol := conn.Spec().Procedure, conn.Peer().Protocol
+		ctx, until, ref := i.policy.DecideUntil(ctx, procedure, conn.RequestHeader().Values("Authorization"), i.tokens)
 		if ref != nil {
-			return refusal(ref)
+			return refusal(ref, protocol)
 		}
-		return next(ctx, conn)
+		if until.IsZero() { // a public procedure, or a token that never expires
+			return next(ctx, conn)
+		}
+		ctx, cancel := context.WithDeadlineCause(ctx, until, errExpired)
+		defer cancel()
+		err := next(ctx, &expiringConn{StreamingHandlerConn: conn, until: until})
+		if !time.Now().Before(until) {
+			i.policy.Ended(ctx, procedure)
+			return refusal(rpcauth.Expired(), protocol)
+		}
+		return err
 	}
 }
 
-// refusal is a refusal's error, with its challenge and, as every HTTP
-// refusal of the contract, Cache-Control: no-store (a Connect GET may be
-// cached).
-func refusal(r *rpcauth.Refusal) error {
+// errExpired is the cause of a stream's context ended at its token's
+// expiry.
+var errExpired = errors.New("connectauth: the token expired")
+
+// expiringConn is a stream that refuses to send or receive a message past
+// its token's expiry.
+type expiringConn struct {
+	connect.StreamingHandlerConn
+	until time.Time
+}
+
+func (c *expiringConn) Send(m any) error {
+	if err := c.expired(); err != nil {
+		return err
+	}
+	return c.StreamingHandlerConn.Send(m)
+}
+
+// Receive refuses a message received after the expiry, and so one that
+// arrived while it waited past it.
+func (c *expiringConn) Receive(m any) error {
+	if err := c.expired(); err != nil {
+		return err
+	}
+	if err := c.StreamingHandlerConn.Receive(m); err != nil {
+		return err
+	}
+	return c.expired()
+}
+
+// expired is the refusal of a message past the token's expiry; nil
+// before it.
+func (c *expiringConn) expired() error {
+	if time.Now().Before(c.until) {
+		return nil
+	}
+	return refusal(rpcauth.Expired(), c.Peer().Protocol)
+}
+
+// refusal is a refusal's error over protocol (connect.ProtocolConnect,
+// ProtocolGRPC, ProtocolGRPCWeb): its code and message, its reason as a
+// google.rpc.ErrorInfo detail (rpcauth.Refusal.Info), and, where it can
+// go, its challenge and, as every HTTP refusal of the contract,
+// Cache-Control: no-store (a Connect GET may be cached). Over the Connect
+// protocol they are headers of the HTTP answer (of a unary call) or the
+// metadata of the stream's end; over gRPC-Web, headers of a trailers-only
+// answer or trailers in its body. Over gRPC they would be HTTP/2
+// trailers, which Go's HTTP/2 server drops, logging each: the detail
+// alone says why.
+func refusal(r *rpcauth.Refusal, protocol string) error {
 	code := connect.CodeUnauthenticated
 	switch r.Kind {
 	case rpcauth.BadRequest:
@@ -127,7 +200,13 @@ func refusal(r *rpcauth.Refusal) error {
 		code = connect.CodePermissionDenied
 	}
 	err := connect.NewError(code, errors.New(r.Message))
-	err.Meta().Set("WWW-Authenticate", r.Challenge(realm))
-	err.Meta().Set("Cache-Control", "no-store")
+	reason, metadata := r.Info()
+	if d, derr := connect.NewErrorDetail(&errdetails.ErrorInfo{Reason: reason, Domain: rpcauth.Domain, Metadata: metadata}); derr == nil {
+		err.AddDetail(d)
+	}
+	if protocol != connect.ProtocolGRPC {
+		err.Meta().Set("WWW-Authenticate", r.Challenge(realm))
+		err.Meta().Set("Cache-Control", "no-store")
+	}
 	return err
 }

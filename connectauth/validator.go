@@ -3,6 +3,7 @@ package connectauth
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/middleware"
@@ -15,6 +16,13 @@ import (
 type tokens struct{ v middleware.TokenValidator }
 
 func (t tokens) Validate(ctx context.Context, token string) (context.Context, scope.Set, error) {
+	ctx, scopes, _, err := t.ValidateExpiring(ctx, token)
+	return ctx, scopes, err
+}
+
+// ValidateExpiring is Validate, and the token's expiry, at which a
+// stream admitted with it ends.
+func (t tokens) ValidateExpiring(ctx context.Context, token string) (context.Context, scope.Set, time.Time, error) {
 	cert := peerCertificate(ctx)
 	if cert != "" {
 		ctx = accesstoken.Presentation{CertThumbprint: cert}.NewContext(ctx)
@@ -29,9 +37,9 @@ func (t tokens) Validate(ctx context.Context, token string) (context.Context, sc
 		err = accesstoken.Presentation{CertThumbprint: cert}.Check(claims)
 	}
 	if err != nil {
-		return ctx, nil, err
+		return ctx, nil, time.Time{}, err
 	}
-	return middleware.ContextWithClaims(ctx, claims), claims.Scopes, nil
+	return middleware.ContextWithClaims(ctx, claims), claims.Scopes, claims.ExpiresAt, nil
 }
 
 func (tokens) Reason(err error) string {

@@ -9,7 +9,8 @@
 // the method's scopes come from a table of full method names with a
 // default; a method the table names nowhere is refused (fail closed).
 // The validated claims are in the handler's context, read by the HTTP
-// side's accessor, middleware.ClaimsFrom.
+// side's accessor, middleware.ClaimsFrom. A stream ends at its token's
+// expiry, Unauthenticated "invalid_token: expired".
 //
 //	auth, err := grpcauth.New(grpcauth.Config{
 //		Validator: v, // a *accesstoken.Validator
@@ -25,7 +26,9 @@
 // (the reason a fixed code, such as "expired"); two authorization values
 // or a space inside the token, codes.InvalidArgument "invalid_request:
 // <reason>"; a token without the method's scope, codes.PermissionDenied
-// "insufficient_scope: <scopes>". No message holds any part of a token.
+// "insufficient_scope: <scopes>". Each status carries its reason as a
+// google.rpc.ErrorInfo detail (docs/GRPC.md). No message holds any part
+// of a token.
 //
 // The client side is Credentials: per-call credentials
 // (credentials.PerRPCCredentials) from a client.Config, sent only over a

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -49,12 +50,21 @@ func (testService) UnaryCall(ctx context.Context, req *testgrpc.SimpleRequest) (
 	return &testgrpc.SimpleResponse{Username: id, OauthScope: strings.Join(c.Scopes, " ")}, nil
 }
 
+// StreamingOutputCall sends a message per response parameter, each
+// after its interval_us, waiting on the stream's context.
 func (testService) StreamingOutputCall(req *testgrpc.StreamingOutputCallRequest, stream grpc.ServerStreamingServer[testgrpc.StreamingOutputCallResponse]) error {
 	id, err := clientID(stream.Context())
 	if err != nil {
 		return err
 	}
-	for range req.GetResponseParameters() {
+	for _, p := range req.GetResponseParameters() {
+		if p.GetIntervalUs() > 0 {
+			select {
+			case <-stream.Context().Done():
+				return stream.Context().Err()
+			case <-time.After(time.Duration(p.GetIntervalUs()) * time.Microsecond):
+			}
+		}
 		if err := stream.Send(&testgrpc.StreamingOutputCallResponse{Payload: &testgrpc.Payload{Body: []byte(id)}}); err != nil {
 			return err
 		}

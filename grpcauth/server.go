@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync"
+	"time"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -101,28 +104,102 @@ func (i *Interceptor) Unary(ctx context.Context, req any, info *grpc.UnaryServer
 
 // Stream is the grpc.StreamServerInterceptor: it checks the call before
 // the handler runs, and gives the handler a stream whose Context carries
-// the token's claims, or answers the refusal.
+// the token's claims, or answers the refusal. The stream ends at the
+// token's expiry (its "exp"): the stream's Context ends then, a message
+// sent or received after it is refused, and the call, whatever its
+// handler returns, ends Unauthenticated "invalid_token: expired".
 func (i *Interceptor) Stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 	ctx := ss.Context()
-	next, ref := i.policy.Decide(ctx, info.FullMethod, metadata.ValueFromIncomingContext(ctx, "authorization"), i.tokens)
+	next, until, ref := i.policy.DecideUntil(ctx, info.FullMethod, metadata.ValueFromIncomingContext(ctx, "authorization"), i.tokens)
 	if ref != nil {
 		return refusal(ref)
 	}
 	if next == ctx { // a public method
 		return handler(srv, ss)
 	}
-	return handler(srv, &serverStream{ServerStream: ss, ctx: next})
+	s := &serverStream{ServerStream: ss, ctx: next, until: until}
+	err := handler(srv, s)
+	s.end()
+	if expired := s.expired(); expired != nil {
+		i.policy.Ended(next, info.FullMethod)
+		return expired
+	}
+	return err
 }
 
-// serverStream is a stream whose Context carries the claims.
+// serverStream is a stream whose Context carries the claims and ends at
+// the token's expiry. The timer that ends it (four allocations) is set at
+// the first call of Context, which a handler makes to wait on it: a
+// stream whose handler never reads it pays for none, and its messages
+// are refused after the expiry all the same.
 type serverStream struct {
 	grpc.ServerStream
-	ctx context.Context
+	ctx   context.Context // the claims'
+	until time.Time       // the token's expiry; zero: none
+
+	once   sync.Once
+	ending context.Context    // ctx, ended at until; nil until Context is called
+	cancel context.CancelFunc // ending's
 }
 
-func (s *serverStream) Context() context.Context { return s.ctx }
+func (s *serverStream) Context() context.Context {
+	if s.until.IsZero() {
+		return s.ctx
+	}
+	s.once.Do(s.arm)
+	if s.ending == nil { // called after the handler returned
+		return s.ctx
+	}
+	return s.ending
+}
 
-// refusal is a refusal's status.
+func (s *serverStream) arm() {
+	s.ending, s.cancel = context.WithDeadlineCause(s.ctx, s.until, errExpired)
+}
+
+// end stops the timer, if it was set, and sets none from now on.
+func (s *serverStream) end() {
+	s.once.Do(func() {})
+	if s.cancel != nil {
+		s.cancel()
+	}
+}
+
+// expired is the refusal of a message past the token's expiry; nil
+// before it, or without one.
+func (s *serverStream) expired() error {
+	if s.until.IsZero() || time.Now().Before(s.until) {
+		return nil
+	}
+	return errExpired
+}
+
+// errExpired ends a stream at its token's expiry: its status, and the
+// cause of its Context's end.
+var errExpired = refusal(rpcauth.Expired())
+
+func (s *serverStream) SendMsg(m any) error {
+	if err := s.expired(); err != nil {
+		return err
+	}
+	return s.ServerStream.SendMsg(m)
+}
+
+// RecvMsg refuses a message received after the expiry, and so one that
+// arrived while it waited past it.
+func (s *serverStream) RecvMsg(m any) error {
+	if err := s.expired(); err != nil {
+		return err
+	}
+	if err := s.ServerStream.RecvMsg(m); err != nil {
+		return err
+	}
+	return s.expired()
+}
+
+// refusal is a refusal's status: its code and message, and its reason
+// as a google.rpc.ErrorInfo detail (rpcauth.Refusal.Info), where an HTTP
+// route's answer has its challenge.
 func refusal(r *rpcauth.Refusal) error {
 	code := codes.Unauthenticated
 	switch r.Kind {
@@ -131,5 +208,10 @@ func refusal(r *rpcauth.Refusal) error {
 	case rpcauth.InsufficientScope:
 		code = codes.PermissionDenied
 	}
-	return status.Error(code, r.Message)
+	st := status.New(code, r.Message)
+	reason, metadata := r.Info()
+	if detailed, err := st.WithDetails(&errdetails.ErrorInfo{Reason: reason, Domain: rpcauth.Domain, Metadata: metadata}); err == nil {
+		st = detailed
+	}
+	return st.Err()
 }

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"maps"
 	"strings"
 	"testing"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -217,6 +219,40 @@ func TestRefusalsAreLogged(t *testing.T) {
 	sig := expired[strings.LastIndexByte(expired, '.')+1:]
 	if strings.Contains(line, sig[:16]) || strings.Contains(line, expired[:16]) {
 		t.Errorf("log %q holds part of the token", line)
+	}
+}
+
+// TestRefusalsCarryErrorInfo: a refusal's status carries its reason as
+// a google.rpc.ErrorInfo detail, where an HTTP answer has its challenge,
+// for unary and streaming calls alike.
+func TestRefusalsCarryErrorInfo(t *testing.T) {
+	iss := idsauthtest.NewIssuer(t)
+	auth := newAuth(t, grpcauth.Config{Validator: iss.Validator(), DefaultScopes: []string{scope.AdminWebAPI}})
+	c := testgrpc.NewTestServiceClient(dial(t, serve(t, auth.ServerOptions()...)))
+	for _, r := range []struct {
+		name, token, reason string
+		metadata            map[string]string
+	}{
+		{"no token", "", "NO_TOKEN", nil},
+		{"an expired token", iss.ExpiredToken(t, scope.AdminWebAPI), "EXPIRED", map[string]string{"error": "invalid_token", "error_description": "expired"}},
+		{"a token without the scope", iss.Token(t, scope.ConnectWebAPI), "INSUFFICIENT_SCOPE", map[string]string{"error": "insufficient_scope", "scope": scope.AdminWebAPI}},
+	} {
+		ctx := context.Background()
+		if r.token != "" {
+			ctx = withToken(ctx, r.token)
+		}
+		for kind, call := range map[string]func(context.Context) error{"unary": unary(c), "server-streaming": serverStream(c), "bidirectional": duplex(c)} {
+			var infos []*errdetails.ErrorInfo
+			st := status.Convert(call(ctx))
+			for _, d := range st.Details() {
+				if ei, ok := d.(*errdetails.ErrorInfo); ok {
+					infos = append(infos, ei)
+				}
+			}
+			if len(infos) != 1 || infos[0].GetReason() != r.reason || infos[0].GetDomain() != "idsauth" || !maps.Equal(infos[0].GetMetadata(), r.metadata) {
+				t.Errorf("%s, %s: %v with %v, want one ErrorInfo %s in idsauth with %v", r.name, kind, st.Code(), st.Details(), r.reason, r.metadata)
+			}
+		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"net/netip"
 	"net/url"
@@ -197,22 +198,18 @@ func (m MTLSConfig) check(issuerURL *url.URL) (mtlsState, error) {
 		}
 		st.alias = strings.TrimSuffix(m.Alias, "/")
 	}
-	switch h := m.CertificateHeader; {
-	case h == "" && len(m.TrustedProxies) == 0:
-	case h == "":
-		return st, fieldErr("mtls.certificateHeader", "required with trustedProxies")
-	case len(m.TrustedProxies) == 0:
-		return st, fieldErr("mtls.trustedProxies", "required with certificateHeader: without the proxies' addresses, the header would be anyone's to set")
-	case strings.Trim(h, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_") != "",
-		strings.EqualFold(h, "Authorization"), strings.EqualFold(h, "DPoP"):
-		return st, fieldErr("mtls.certificateHeader", "%q is not a header a proxy sets", h)
-	default:
-		src, ok := clientcert.NewSource(h, m.TrustedProxies)
-		if !ok {
-			return st, fieldErr("mtls.trustedProxies", "one is not a prefix")
-		}
-		st.source, st.forwarded = src, true
+	if m.CertificateHeader == "" && len(m.TrustedProxies) == 0 {
+		return st, nil
 	}
+	src, err := clientcert.NewSource(m.CertificateHeader, m.TrustedProxies)
+	if se := (*clientcert.SettingError)(nil); errors.As(err, &se) {
+		field := "mtls.trustedProxies"
+		if se.Field == "Header" {
+			field = "mtls.certificateHeader"
+		}
+		return st, fieldErr(field, "%s", se.Reason)
+	}
+	st.source, st.forwarded = src, true
 	return st, nil
 }
 

@@ -1,9 +1,7 @@
 package middleware
 
 import (
-	"fmt"
 	"net/netip"
-	"strings"
 
 	"github.com/idsauth/idsauth/internal/clientcert"
 )
@@ -40,26 +38,15 @@ type ForwardedCert struct {
 
 // source is f as the certificates' reader takes it; the zero Source, the
 // connection's certificate alone, for a nil f. It panics, as a
-// misconfiguration, on an f without a Header or TrustedProxies, or whose
-// Header names what it must not.
+// misconfiguration, on an f that internal/clientcert refuses: without a
+// Header or TrustedProxies, or whose Header names what it must not.
 func (f *ForwardedCert) source() clientcert.Source {
 	if f == nil {
 		return clientcert.Source{}
 	}
-	const field = "middleware: BearerConfig.ForwardedCert"
-	switch h := f.Header; {
-	case h == "":
-		panic(field + ".Header is empty: name the header the proxy sets")
-	case strings.Trim(h, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_") != "":
-		panic(fmt.Sprintf("%s.Header %q is not a header name", field, h))
-	case strings.EqualFold(h, "Authorization"), strings.EqualFold(h, "DPoP"), strings.EqualFold(h, "Cookie"):
-		panic(fmt.Sprintf("%s.Header %q carries what the client sends, not the proxy", field, h))
-	case len(f.TrustedProxies) == 0:
-		panic(field + ".TrustedProxies is empty: without the proxies' addresses, the header would be anyone's to set")
-	}
-	src, ok := clientcert.NewSource(f.Header, f.TrustedProxies)
-	if !ok {
-		panic(field + ".TrustedProxies: one is not a prefix")
+	src, err := clientcert.NewSource(f.Header, f.TrustedProxies)
+	if err != nil {
+		panic("middleware: BearerConfig.ForwardedCert." + err.Error())
 	}
 	return src
 }

@@ -11,10 +11,12 @@ import (
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/base64"
+	"fmt"
 	"hash/maphash"
 	"net/http"
 	"net/netip"
 	"net/textproto"
+	"strings"
 	"sync/atomic"
 	"unsafe"
 	"weak"
@@ -110,22 +112,45 @@ type Source struct {
 
 // NewSource returns the Source that reads header from the proxies at the
 // addresses of trusted alone, and from them never the connection's
-// certificate (the proxy's own); false when a prefix is not one.
-// RemoteAddr is compared unmapped: an IPv4-mapped prefix is its IPv4
-// prefix.
-func NewSource(header string, trusted []netip.Prefix) (Source, bool) {
+// certificate (the proxy's own). RemoteAddr is compared unmapped: an
+// IPv4-mapped prefix is its IPv4 prefix. A setting that would let
+// anyone name a certificate is a *SettingError: no header, or one that is
+// not a header name or that carries what the client sends
+// (Authorization, DPoP, Cookie); no proxies (the header would be anyone's
+// to set), or a prefix that is not one.
+func NewSource(header string, trusted []netip.Prefix) (Source, error) {
+	switch {
+	case header == "":
+		return Source{}, &SettingError{Field: "Header", Reason: "empty: name the header the proxy sets"}
+	case strings.Trim(header, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_") != "":
+		return Source{}, &SettingError{Field: "Header", Reason: fmt.Sprintf("%q is not a header name", header)}
+	case strings.EqualFold(header, "Authorization"), strings.EqualFold(header, "DPoP"), strings.EqualFold(header, "Cookie"):
+		return Source{}, &SettingError{Field: "Header", Reason: fmt.Sprintf("%q carries what the client sends, not the proxy", header)}
+	case len(trusted) == 0:
+		return Source{}, &SettingError{Field: "TrustedProxies", Reason: "empty: without the proxies' addresses, the header would be anyone's to set"}
+	}
 	out := make([]netip.Prefix, 0, len(trusted))
 	for _, p := range trusted {
 		if !p.IsValid() {
-			return Source{}, false
+			return Source{}, &SettingError{Field: "TrustedProxies", Reason: "one is not a prefix"}
 		}
 		if p.Addr().Is4In6() && p.Bits() >= 96 {
 			p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
 		}
 		out = append(out, p.Masked())
 	}
-	return Source{header: header, key: textproto.CanonicalMIMEHeaderKey(header), trusted: out}, true
+	return Source{header: header, key: textproto.CanonicalMIMEHeaderKey(header), trusted: out}, nil
 }
+
+// SettingError is a forwarded-certificate setting NewSource refuses: the
+// field (Header or TrustedProxies), under the caller's name for it, and
+// why.
+type SettingError struct {
+	Field  string // "Header" or "TrustedProxies"
+	Reason string
+}
+
+func (e *SettingError) Error() string { return e.Field + " " + e.Reason }
 
 // FromProxy reports whether r comes from a trusted proxy: its RemoteAddr
 // is an IP address (with a port or without) of a trusted proxy. A RemoteAddr that

@@ -61,6 +61,8 @@ func TestDecodeForms(t *testing.T) {
 	pemText := string(certtest.PEM(der))
 	sum := sha256.Sum256(der)
 	nginx := url.PathEscape(pemText) // $ssl_client_escaped_cert: "-----BEGIN%20CERTIFICATE-----%0A..."
+	other := certtest.SelfSigned(t, certtest.Leaf{}).Leaf.Raw
+	otherPEM, otherSum := string(certtest.PEM(other)), sha256.Sum256(other)
 	for _, tc := range []struct {
 		name, header, value string
 		want                bool
@@ -77,6 +79,11 @@ func TestDecodeForms(t *testing.T) {
 		{"XFCC two elements (APPEND_FORWARD)", "X-Forwarded-Client-Cert", `Hash=` + hex.EncodeToString(sum[:]) + `,Hash=` + hex.EncodeToString(sum[:]), false},
 		{"XFCC a Hash that is not the Cert's", "X-Forwarded-Client-Cert", `Hash=` + strings.Repeat("00", 32) + `;Cert="` + url.PathEscape(pemText) + `"`, false},
 		{"XFCC without either", "X-Forwarded-Client-Cert", `By=spiffe://x;Subject="CN=x"`, false},
+		{"XFCC Hash twice (the last would win)", "X-Forwarded-Client-Cert", `Hash=` + hex.EncodeToString(otherSum[:]) + `;Hash=` + hex.EncodeToString(sum[:]), false},
+		{"XFCC Cert twice", "X-Forwarded-Client-Cert", `Cert="` + url.PathEscape(otherPEM) + `";Cert="` + url.PathEscape(pemText) + `"`, false},
+		{"XFCC Cert twice, its key in two cases", "X-Forwarded-Client-Cert", `Cert="` + url.PathEscape(otherPEM) + `";cert="` + url.PathEscape(pemText) + `"`, false},
+		{"XFCC Chain twice", "X-Forwarded-Client-Cert", `Chain="` + url.PathEscape(otherPEM) + `";Chain="` + url.PathEscape(pemText) + `"`, false},
+		{"XFCC DNS twice (Envoy writes one per name)", "X-Forwarded-Client-Cert", `Hash=` + hex.EncodeToString(sum[:]) + `;DNS=a.example;DNS=b.example`, true},
 		{"garbage", "X-SSL-CERT", "not a certificate", false},
 		{"two PEM certificates (a proxy that appended)", "X-SSL-CERT", pemText + pemText, false},
 		{"two escaped PEM certificates joined by a comma", "X-SSL-CERT", nginx + ", " + nginx, false},
@@ -116,7 +123,10 @@ func TestSourceTrustsProxiesOnly(t *testing.T) {
 	client := certtest.SelfSigned(t, certtest.Leaf{}).Leaf
 	proxy := certtest.SelfSigned(t, certtest.Leaf{Subject: pkix.Name{CommonName: "proxy"}}).Leaf
 	header := url.PathEscape(string(certtest.PEM(client.Raw)))
-	src, _ := NewSource("X-SSL-CERT", []netip.Prefix{netip.MustParsePrefix("10.0.0.0/24"), netip.MustParsePrefix("2001:db8::/64"), netip.MustParsePrefix("::ffff:172.16.0.0/108")})
+	src, err := NewSource("X-SSL-CERT", []netip.Prefix{netip.MustParsePrefix("10.0.0.0/24"), netip.MustParsePrefix("2001:db8::/64"), netip.MustParsePrefix("::ffff:172.16.0.0/108")})
+	if err != nil {
+		t.Fatal(err)
+	}
 	req := func(remote string, conn *x509.Certificate, values ...string) *http.Request {
 		r := httptest.NewRequest(http.MethodGet, "/", nil)
 		r.RemoteAddr = remote
@@ -154,8 +164,8 @@ func TestSourceTrustsProxiesOnly(t *testing.T) {
 	if got := (Source{}).Thumbprint(req("10.0.0.7:4000", nil, header)); got != "" {
 		t.Errorf("the zero Source read a header: %q", got)
 	}
-	if noProxy, _ := NewSource("X-SSL-CERT", nil); noProxy.Thumbprint(req("10.0.0.7:4000", nil, header)) != "" {
-		t.Error("a Source without trusted proxies read a header")
+	if noProxy, err := NewSource("X-SSL-CERT", nil); err == nil || noProxy.Thumbprint(req("10.0.0.7:4000", nil, header)) != "" {
+		t.Errorf("a Source without trusted proxies: %v, and it read a header", err)
 	}
 	chain, err := src.Chain(req("10.0.0.7:4000", proxy, header))
 	if err != nil || len(chain) != 1 || !chain[0].Equal(client) {

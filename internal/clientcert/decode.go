@@ -23,7 +23,8 @@ var (
 //     element, "Hash=<hex SHA-256>;Cert=\"<URL-encoded PEM>\";Chain=...",
 //     as Envoy writes it with forward_client_cert_details SANITIZE_SET;
 //     an element per hop (APPEND_FORWARD) is refused, since which one is
-//     the client's depends on the chain of proxies;
+//     the client's depends on the chain of proxies, and so is an element
+//     that gives Hash, Cert or Chain twice;
 //   - a PEM certificate (Apache's %{SSL_CLIENT_CERT}s, with its line ends
 //     as spaces or not);
 //   - the same URL-encoded (nginx's $ssl_client_escaped_cert);
@@ -122,7 +123,9 @@ func decodeBase64(s string) []byte {
 // decodeXFCC reads Envoy's x-forwarded-client-cert: one element of
 // key=value pairs separated by ";", a value quoted when it holds a
 // separator ("\"" escaped by a backslash), the keys without regard to
-// case.
+// case. Hash, Cert and Chain, which Envoy writes once each, are refused
+// given twice: which of the two is the client's would depend on the
+// order read.
 func decodeXFCC(v string) ([][]byte, []byte, error) {
 	pairs, err := splitXFCC(v)
 	if err != nil {
@@ -134,7 +137,7 @@ func decodeXFCC(v string) ([][]byte, []byte, error) {
 		switch strings.ToLower(p[0]) {
 		case "hash":
 			h, err := hex.DecodeString(p[1])
-			if err != nil || len(h) != sha256.Size {
+			if err != nil || len(h) != sha256.Size || hash != nil {
 				return nil, nil, errXFCC
 			}
 			hash = h
@@ -147,10 +150,13 @@ func decodeXFCC(v string) ([][]byte, []byte, error) {
 			if err != nil {
 				return nil, nil, err
 			}
-			if strings.EqualFold(p[0], "cert") {
+			switch {
+			case strings.EqualFold(p[0], "cert") && leaf == nil:
 				leaf = ders[0]
-			} else {
+			case strings.EqualFold(p[0], "chain") && chain == nil:
 				chain = ders // the client's certificate, then its intermediates
+			default:
+				return nil, nil, errXFCC // a key twice: which is the client's?
 			}
 		}
 	}

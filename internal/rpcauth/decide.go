@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/idsauth/idsauth/internal/bearer"
 	"github.com/idsauth/idsauth/scope"
@@ -69,18 +70,54 @@ type Refusal struct {
 // for the scope refusal. Reasons and scopes hold no quote or backslash.
 func (r *Refusal) Challenge(realm string) string {
 	c := `Bearer realm="` + realm + `"`
-	switch r.Kind {
-	case BadRequest:
-		c += `, error="invalid_request", error_description="` + r.Reason + `"`
-	case InvalidToken:
-		c += `, error="invalid_token", error_description="` + r.Reason + `"`
-	case InsufficientScope:
-		c += `, error="insufficient_scope"`
-		if r.scope != "" {
-			c += `, scope="` + r.scope + `"`
-		}
+	code, description, scope := r.params()
+	if code != "" {
+		c += `, error="` + code + `"`
+	}
+	if description != "" {
+		c += `, error_description="` + description + `"`
+	}
+	if scope != "" {
+		c += `, scope="` + scope + `"`
 	}
 	return c
+}
+
+// Domain is the domain of the refusals' ErrorInfo (see Info).
+const Domain = "idsauth"
+
+// Info is the refusal as a google.rpc.ErrorInfo detail states it
+// (AIP-193), under Domain, for a protocol that cannot carry the
+// challenge (gRPC: Go's HTTP/2 server drops a WWW-Authenticate trailer):
+// the reason code in upper snake case ("EXPIRED", "NO_TOKEN"), and the
+// challenge's parameters, error, error_description and scope, as its
+// metadata (nil for no token, whose challenge has none).
+func (r *Refusal) Info() (reason string, metadata map[string]string) {
+	code, description, scope := r.params()
+	if code != "" {
+		metadata = map[string]string{"error": code}
+		if description != "" {
+			metadata["error_description"] = description
+		}
+		if scope != "" {
+			metadata["scope"] = scope
+		}
+	}
+	return strings.ToUpper(r.Reason), metadata
+}
+
+// params are the challenge's parameters (RFC 6750 §3) beside the realm:
+// none for no token.
+func (r *Refusal) params() (code, description, scope string) {
+	switch r.Kind {
+	case BadRequest:
+		return "invalid_request", r.Reason, ""
+	case InvalidToken:
+		return "invalid_token", r.Reason, ""
+	case InsufficientScope:
+		return "insufficient_scope", "", r.scope
+	}
+	return "", "", ""
 }
 
 var (
@@ -107,43 +144,90 @@ type Validator interface {
 	Reason(err error) string
 }
 
+// ExpiringValidator is a Validator that also tells when the tokens it
+// admits expire, so that a stream admitted with one ends then (see
+// DecideUntil and Expired).
+type ExpiringValidator interface {
+	Validator
+	// ValidateExpiring is Validate, and the token's expiry (its "exp");
+	// zero for a token without one.
+	ValidateExpiring(ctx context.Context, token string) (context.Context, scope.Set, time.Time, error)
+}
+
 // Decide decides a call of method whose authorization values are authz,
 // in the contract's order: a public method passes untouched; then the
 // token's form, its validation, the method's scope. It returns the
 // handler's context, or the refusal (logged when the policy has a
 // logger).
 func (p *Policy) Decide(ctx context.Context, method string, authz []string, v Validator) (context.Context, *Refusal) {
-	r := p.lookup(method)
-	if r != nil && r.public {
-		return ctx, nil
-	}
-	ctx, ref := p.decide(ctx, r, authz, v)
-	if ref != nil && p.logger != nil {
-		p.logger.LogAttrs(ctx, slog.LevelInfo, "idsauth: call refused",
-			slog.String("method", method), slog.String("code", ref.Kind.String()), slog.String("reason", ref.Reason))
-	}
+	ctx, _, ref := p.DecideUntil(ctx, method, authz, v)
 	return ctx, ref
 }
 
-func (p *Policy) decide(ctx context.Context, r *rule, authz []string, v Validator) (context.Context, *Refusal) {
+// DecideUntil is Decide that also returns until when the admission
+// holds: the token's expiry when v is an ExpiringValidator, at which a
+// stream must end (Expired, Ended); zero for a public method, a token without
+// expiry, or another Validator.
+func (p *Policy) DecideUntil(ctx context.Context, method string, authz []string, v Validator) (context.Context, time.Time, *Refusal) {
+	r := p.lookup(method)
+	if r != nil && r.public {
+		return ctx, time.Time{}, nil
+	}
+	ctx, until, ref := p.decide(ctx, r, authz, v)
+	if ref != nil {
+		p.log(ctx, "idsauth: call refused", method, ref)
+	}
+	return ctx, until, ref
+}
+
+// Expired is the refusal that ends a stream still open at its token's
+// expiry: Unauthenticated "invalid_token: expired", as the validator
+// would now refuse the token.
+func Expired() *Refusal { return expired }
+
+var expired = &Refusal{Kind: InvalidToken, Message: InvalidTokenPrefix + "expired", Reason: "expired"}
+
+// Ended logs, as "idsauth: stream ended", a stream of method that Expired
+// ended.
+func (p *Policy) Ended(ctx context.Context, method string) {
+	p.log(ctx, "idsauth: stream ended", method, expired)
+}
+
+func (p *Policy) log(ctx context.Context, msg, method string, ref *Refusal) {
+	if p.logger != nil {
+		p.logger.LogAttrs(ctx, slog.LevelInfo, msg,
+			slog.String("method", method), slog.String("code", ref.Kind.String()), slog.String("reason", ref.Reason))
+	}
+}
+
+func (p *Policy) decide(ctx context.Context, r *rule, authz []string, v Validator) (context.Context, time.Time, *Refusal) {
 	tok, _, err := bearer.FromValues(authz, false)
 	switch {
 	case errors.Is(err, bearer.ErrMissing):
-		return ctx, noToken
+		return ctx, time.Time{}, noToken
 	case err != nil:
 		reason := v.Reason(err)
-		return ctx, &Refusal{Kind: BadRequest, Message: invalidRequestPrefix + reason, Reason: reason}
+		return ctx, time.Time{}, &Refusal{Kind: BadRequest, Message: invalidRequestPrefix + reason, Reason: reason}
 	}
-	next, scopes, err := v.Validate(ctx, tok)
+	var (
+		next   context.Context
+		scopes scope.Set
+		until  time.Time
+	)
+	if ev, ok := v.(ExpiringValidator); ok {
+		next, scopes, until, err = ev.ValidateExpiring(ctx, tok)
+	} else {
+		next, scopes, err = v.Validate(ctx, tok)
+	}
 	if err != nil {
 		reason := v.Reason(err)
-		return ctx, &Refusal{Kind: InvalidToken, Message: InvalidTokenPrefix + reason, Reason: reason}
+		return ctx, time.Time{}, &Refusal{Kind: InvalidToken, Message: InvalidTokenPrefix + reason, Reason: reason}
 	}
 	switch {
 	case r == nil:
-		return ctx, notConfigured
+		return ctx, time.Time{}, notConfigured
 	case !scopes.HasAny(r.scopes...):
-		return ctx, r.refusal
+		return ctx, time.Time{}, r.refusal
 	}
-	return next, nil
+	return next, until, nil
 }

@@ -2,8 +2,10 @@ package rpcauth_test
 
 import (
 	"context"
+	"maps"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/idsauth/idsauth/internal/rpcauth"
 	"github.com/idsauth/idsauth/scope"
@@ -143,5 +145,74 @@ func TestChallenge(t *testing.T) {
 		if ref == nil || ref.Challenge("r") != want {
 			t.Errorf("%q: %+v, want the challenge %s", authz, ref, want)
 		}
+	}
+}
+
+// TestInfo: the ErrorInfo of each refusal holds the challenge's
+// parameters (none for no token) and the reason in upper snake case.
+func TestInfo(t *testing.T) {
+	p, err := rpcauth.NewPolicy("x", rpcauth.Config{DefaultScopes: []string{scope.AdminWebAPI}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for authz, want := range map[string]struct {
+		reason   string
+		metadata map[string]string
+	}{
+		"":           {"NO_TOKEN", nil},
+		"Bearer a b": {"REASON", map[string]string{"error": "invalid_request", "error_description": "reason"}},
+		"Bearer x":   {"INSUFFICIENT_SCOPE", map[string]string{"error": "insufficient_scope", "scope": "pd_AdminWebApi"}},
+	} {
+		var values []string
+		if authz != "" {
+			values = []string{authz}
+		}
+		_, ref := p.Decide(context.Background(), "/a.B/C", values, scopesOnly{})
+		reason, metadata := ref.Info()
+		if reason != want.reason || !maps.Equal(metadata, want.metadata) {
+			t.Errorf("%q: %s %v, want %s %v", authz, reason, metadata, want.reason, want.metadata)
+		}
+	}
+}
+
+// expiring is scopesOnly whose tokens expire at exp.
+type expiring struct {
+	scopesOnly
+	exp time.Time
+}
+
+func (e expiring) ValidateExpiring(ctx context.Context, token string) (context.Context, scope.Set, time.Time, error) {
+	ctx, scopes, err := e.Validate(ctx, token)
+	return ctx, scopes, e.exp, err
+}
+
+// TestDecideUntil: the admission holds until the token's expiry when
+// the validator tells it; never for a public method, a refusal, or a
+// validator that does not.
+func TestDecideUntil(t *testing.T) {
+	p, err := rpcauth.NewPolicy("x", rpcauth.Config{DefaultScopes: []string{scope.AdminWebAPI}, Public: []string{"/a.B/Open"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp := time.Now().Add(time.Minute)
+	admin := []string{"Bearer " + scope.AdminWebAPI}
+	for _, c := range []struct {
+		name   string
+		method string
+		authz  []string
+		v      rpcauth.Validator
+		want   time.Time
+	}{
+		{"admitted", "/a.B/C", admin, expiring{exp: exp}, exp},
+		{"a validator that does not tell", "/a.B/C", admin, scopesOnly{}, time.Time{}},
+		{"public", "/a.B/Open", nil, expiring{exp: exp}, time.Time{}},
+		{"refused", "/a.B/C", []string{"Bearer " + scope.ConnectWebAPI}, expiring{exp: exp}, time.Time{}},
+	} {
+		if _, until, _ := p.DecideUntil(context.Background(), c.method, c.authz, c.v); !until.Equal(c.want) {
+			t.Errorf("%s: until %v, want %v", c.name, until, c.want)
+		}
+	}
+	if r := rpcauth.Expired(); r.Kind != rpcauth.InvalidToken || r.Message != "invalid_token: expired" || !rpcauth.IsInvalidToken(r.Message) {
+		t.Errorf("Expired: %+v", r)
 	}
 }

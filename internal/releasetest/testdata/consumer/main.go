@@ -259,7 +259,7 @@ func callConnect(ctx context.Context, out io.Writer, v middleware.TokenValidator
 	if err != nil {
 		return err
 	}
-	authed := connect.NewClient[wrapperspb.StringValue, wrapperspb.StringValue](http.DefaultClient, srv.URL+procedure, connect.WithInterceptors(ic))
+	authed := connect.NewClient[wrapperspb.StringValue, wrapperspb.StringValue](ic.HTTPClient(http.DefaultClient), srv.URL+procedure, connect.WithInterceptors(ic))
 	resp, err := authed.CallUnary(ctx, connect.NewRequest(wrapperspb.String("")))
 	if err != nil {
 		return err
