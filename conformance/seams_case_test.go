@@ -255,8 +255,71 @@ func (f *fleet) happen(t *testing.T, c seamCase, cl *seamClient, tok *oauth2.Tok
 			t.Errorf("the removed administrator's token at the administration API: %d, want 401", st)
 		}
 	case tokenExpired:
+		var ended <-chan streamEnd
+		if expect(c, false) == ok && (c.place == atGRPC || c.place == atConnect) {
+			ended = f.openStream(t, c, cl, tok)
+		}
 		time.Sleep(time.Until(tok.Expiry) + time.Second)
+		if ended == nil {
+			return
+		}
+		// A stream opened before its token expired ends at the expiry,
+		// Unauthenticated (issue 39: it was served on).
+		select {
+		case e := <-ended:
+			if e.code != codes.Unauthenticated || e.at.Before(tok.Expiry.Add(-1500*time.Millisecond)) {
+				t.Errorf("a stream opened before its token expired ended %v at %v, want Unauthenticated at the expiry, about %v", e.code, e.at.Format(time.StampMilli), tok.Expiry.Format(time.StampMilli))
+			}
+		case <-time.After(2 * time.Second):
+			t.Errorf("a stream opened before its token expired (at about %v) is still served", tok.Expiry.Format(time.StampMilli))
+		}
 	}
+}
+
+// streamEnd is how and when a stream ended.
+type streamEnd struct {
+	code codes.Code
+	at   time.Time
+}
+
+// openStream opens a stream at c's place (gRPC or Connect) with tok,
+// reads its first message, and reports, once, how it ends.
+func (f *fleet) openStream(t *testing.T, c seamCase, cl *seamClient, tok *oauth2.Token) <-chan streamEnd {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+tok.AccessToken), 30*time.Second)
+	t.Cleanup(cancel)
+	ended := make(chan streamEnd, 1)
+	i := c.checking()
+	if c.place == atGRPC {
+		conn := f.grpcConn(t, i, cl)
+		w, err := healthpb.NewHealthClient(conn).Watch(ctx, &healthpb.HealthCheckRequest{})
+		if err == nil {
+			_, err = w.Recv()
+		}
+		if err != nil {
+			t.Fatalf("the stream's first message: %v", err)
+		}
+		go func() {
+			for err == nil {
+				_, err = w.Recv()
+			}
+			ended <- streamEnd{status.Code(err), time.Now()}
+		}()
+		return ended
+	}
+	rc := connect.NewClient[emptypb.Empty, emptypb.Empty](&http.Client{Transport: f.transport(0, cl.cert)}, fmt.Sprintf("%s/r%d%s", f.connect.URL, i, watchProc))
+	req := connect.NewRequest(&emptypb.Empty{})
+	req.Header().Set("Authorization", "Bearer "+tok.AccessToken)
+	s, err := rc.CallServerStream(ctx, req)
+	if err != nil || !s.Receive() {
+		t.Fatalf("the stream's first message: %v %v", err, s.Err())
+	}
+	go func() {
+		for s.Receive() {
+		}
+		ended <- streamEnd{codes.Code(connect.CodeOf(s.Err())), time.Now()}
+	}()
+	return ended
 }
 
 // token asks the issuing replica for a token of cl.
@@ -356,7 +419,9 @@ func (f *fleet) callAPI(t *testing.T, path string, cl *seamClient, tok *oauth2.T
 	}
 }
 
-func (f *fleet) callGRPC(t *testing.T, i int, cl *seamClient, tok *oauth2.Token) outcome {
+// grpcConn is a connection to the gRPC server of replica i, presenting
+// the client's certificate, closed with the test.
+func (f *fleet) grpcConn(t *testing.T, i int, cl *seamClient) *grpc.ClientConn {
 	t.Helper()
 	tc := &tls.Config{RootCAs: f.ca.Pool(), ServerName: "grpc.seams.test"}
 	if cl.cert != nil {
@@ -366,10 +431,16 @@ func (f *fleet) callGRPC(t *testing.T, i int, cl *seamClient, tok *oauth2.Token)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+func (f *fleet) callGRPC(t *testing.T, i int, cl *seamClient, tok *oauth2.Token) outcome {
+	t.Helper()
+	conn := f.grpcConn(t, i, cl)
 	ctx, cancel := context.WithTimeout(metadata.AppendToOutgoingContext(t.Context(), "authorization", "Bearer "+tok.AccessToken), 10*time.Second)
 	defer cancel()
-	_, err = healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{})
+	_, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{})
 	return rpcOutcome(t, status.Code(err), codes.Unauthenticated, codes.PermissionDenied, err)
 }
 

@@ -50,6 +50,7 @@ const (
 	seamAPISecret = "seams-api-secret"
 	seamOperator  = "seams-operator-secret"
 	checkProc     = "/seams.v1.Seams/Check"
+	watchProc     = "/seams.v1.Seams/Watch"
 )
 
 // fleet is what TestSeams runs against: three replicas of one issuer on
@@ -238,8 +239,10 @@ func (f *fleet) startAPI(t *testing.T) {
 	f.api = f.tlsServer(t, mux, "api.seams.test")
 }
 
-// startRPC serves, for each replica, a gRPC server and a Connect route
-// whose interceptors introspect there; both need pd_ConnectWebApi.
+// startRPC serves, for each replica, a gRPC server (health: Check, and
+// Watch, a stream held open) and Connect routes (Check, and Watch, a
+// stream held open) whose interceptors introspect there; all need
+// pd_ConnectWebApi.
 func (f *fleet) startRPC(t *testing.T) {
 	t.Helper()
 	mux := http.NewServeMux()
@@ -267,8 +270,18 @@ func (f *fleet) startRPC(t *testing.T) {
 		h := connect.NewUnaryHandler(checkProc, func(context.Context, *connect.Request[emptypb.Empty]) (*connect.Response[emptypb.Empty], error) {
 			return connect.NewResponse(&emptypb.Empty{}), nil
 		}, connect.WithInterceptors(ci))
+		// watch sends one message and holds the stream open until its
+		// context ends.
+		watch := connect.NewServerStreamHandler(watchProc, func(ctx context.Context, _ *connect.Request[emptypb.Empty], s *connect.ServerStream[emptypb.Empty]) error {
+			if err := s.Send(&emptypb.Empty{}); err != nil {
+				return err
+			}
+			<-ctx.Done()
+			return ctx.Err()
+		}, connect.WithInterceptors(ci))
 		prefix := "/r" + string(rune('0'+i))
 		mux.Handle(prefix+checkProc, http.StripPrefix(prefix, ci.ClientCertificate(h)))
+		mux.Handle(prefix+watchProc, http.StripPrefix(prefix, ci.ClientCertificate(watch)))
 	}
 	f.connect = f.tlsServer(t, mux, "connect.seams.test")
 }
