@@ -23,3 +23,6 @@ func ReplayLive(iss *Issuer) int { return iss.replays.Live(iss.now()) }
 // RepeatMarks counts the HMACs the repeated-wrong-secret table of the
 // issuer's configuration has computed.
 func RepeatMarks(iss *Issuer) int64 { return iss.st.Load().repeats.Marks() }
+
+// RaceEnabled reports whether the tests run under the race detector.
+const RaceEnabled = raceEnabled
