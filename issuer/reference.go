@@ -51,12 +51,7 @@ func (iss *Issuer) grantReference(q *request, cl *client, granted, aud []string,
 		case errors.Is(err, tokenstore.ErrFull):
 			why = "the reference token store is full"
 		}
-		// Every refusal is logged at Info as any refused token request;
-		// this line, for the operator, at most every 10 seconds, so that
-		// a client asking in a loop cannot flood the log with it.
-		if last := iss.storeLogged.Load(); now.UnixNano()-last >= int64(10*time.Second) && iss.storeLogged.CompareAndSwap(last, now.UnixNano()) {
-			iss.logger.Error("idsauth issuer: no reference token issued: "+why, slog.String("client_id", cl.id), slog.String("error", err.Error()))
-		}
+		iss.storeFailed(storeIssue, now, "idsauth issuer: no reference token issued: "+why, slog.String("client_id", cl.id), slog.String("error", err.Error()))
 		return nil, &refusal{id: storeRefused, why: why}
 	}
 	body, err := json.Marshal(struct {
@@ -126,7 +121,7 @@ func (iss *Issuer) introspect(w http.ResponseWriter, r *http.Request, st *state)
 	}
 	body, err := iss.answer(q.ctx, api.name, q.form.get(tokenParam))
 	if err != nil {
-		iss.logger.Error("idsauth issuer: introspection: the reference token store cannot answer", slog.String("api", api.name), slog.String("error", err.Error()))
+		iss.storeFailed(storeIntrospect, q.now, "idsauth issuer: introspection: the reference token store cannot answer", slog.String("api", api.name), slog.String("error", err.Error()))
 		q.answer(refuse(introspectDown)).write(w)
 		return
 	}
@@ -386,7 +381,7 @@ func (iss *Issuer) revokeToken(w http.ResponseWriter, r *http.Request, st *state
 		return nil // a JWT: nothing to revoke
 	}
 	if _, err := iss.tokens.Revoke(q.ctx, tokenstore.KeyOf(token), cl.id); err != nil {
-		iss.logger.Error("idsauth issuer: revocation: the reference token store cannot answer", slog.String("client_id", cl.id), slog.String("error", err.Error()))
+		iss.storeFailed(storeRevoke, q.now, "idsauth issuer: revocation: the reference token store cannot answer", slog.String("client_id", cl.id), slog.String("error", err.Error()))
 		return refuse(revokeDown)
 	}
 	return nil
