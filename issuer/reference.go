@@ -26,7 +26,9 @@ const referenceBytes = 32
 // grantReference issues a reference token: a random handle whose grant the
 // token store keeps under its SHA-256. A store that is full or cannot
 // answer issues nothing: 503 temporarily_unavailable, and the log says
-// why.
+// why. A store that answered too late may still write the grant: that of
+// a token nobody was given, which no one can present, and which expires
+// at its exp.
 func (iss *Issuer) grantReference(q *request, cl *client, granted, aud []string, bind cnf) (*[]byte, *refusal) {
 	now := q.now
 	var raw [referenceBytes]byte
@@ -348,7 +350,11 @@ func (st *state) jwtGrant(token string, now time.Time) (tokenstore.Grant, bool) 
 // as at the token endpoint, revokes one of its own reference tokens. The
 // answer is 200 whatever the token: another client's, unknown, expired,
 // already revoked, or a JWT, which nothing can revoke before its exp (a
-// validator checks a JWT without asking the issuer).
+// validator checks a JWT without asking the issuer). While the token store
+// cannot answer within its bound, 503 temporarily_unavailable: the
+// revocation may still be applied once the store goes on, so the answer
+// says its outcome is unknown, and that revoking again is safe (the
+// client assumes the token live and retries, RFC 7009 §2.2.1).
 func (iss *Issuer) revoke(w http.ResponseWriter, r *http.Request, st *state) {
 	start := time.Now()
 	q := request{endpoint: revocationEndpoint}

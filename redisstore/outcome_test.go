@@ -1,6 +1,7 @@
 package redisstore_test
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -56,6 +57,85 @@ func referenceIssuer(t *testing.T, tokens *redisstore.TokenStore, opts ...issuer
 		var m map[string]any
 		_ = json.Unmarshal(b, &m)
 		return resp.StatusCode, resp.Header, m
+	}
+}
+
+// TestTokenStoreSlowerThanItsBound: while a real redis-server is paused
+// (CLIENT PAUSE, 600 ms) past the token store's 150 ms bound, the 503s
+// say what is true. A revocation answers that its outcome is unknown and
+// that revoking again is safe: it was in fact applied once Redis went on
+// (the token introspects inactive), and asked again it answers 200. A
+// token request answers that no token can be issued, and none is handed
+// out; the grant of the token it did not hand out is written once Redis
+// goes on, under the SHA-256 of a token nobody holds, and expires with
+// it.
+func TestTokenStoreSlowerThanItsBound(t *testing.T) {
+	srv := startRedis(t)
+	tokens := redisstore.NewTokenStore(srv.client(t), redisstore.TokenOptions{Prefix: "slow503:ref:"})
+	post := referenceIssuer(t, tokens)
+	issue := func() (int, http.Header, map[string]any) {
+		return post("token", "payroll", payrollSecret, url.Values{"grant_type": {"client_credentials"}, "scope": {scope.AdminWebAPI}})
+	}
+	introspect := func(tok string) (int, map[string]any) {
+		status, _, m := post("introspect", "admin-api", "api-secret", url.Values{"token": {tok}})
+		return status, m
+	}
+	pause := func() {
+		t.Helper()
+		if _, err := srv.nodes[0].Do("CLIENT", "PAUSE", "600", "ALL"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// untilAnswered polls introspection of tok until the store answers,
+	// counting; Redis goes on after its pause.
+	untilAnswered := func(tok string) map[string]any {
+		t.Helper()
+		for i := 0; ; i++ {
+			status, m := introspect(tok)
+			if status == http.StatusOK {
+				return m
+			}
+			if i == 200 {
+				t.Fatalf("introspection never answered again: %d %v", status, m)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	status, _, m := issue()
+	tok, _ := m["access_token"].(string)
+	if status != http.StatusOK || tok == "" {
+		t.Fatalf("a reference token: %d %v", status, m)
+	}
+
+	pause()
+	status, h, m := post("revocation", "payroll", payrollSecret, url.Values{"token": {tok}})
+	const unknown = "whether the token was revoked is unknown; try again shortly: revoking it again is safe"
+	if status != http.StatusServiceUnavailable || m["error"] != "temporarily_unavailable" || m["error_description"] != unknown || h.Get("Retry-After") == "" {
+		t.Errorf("a revocation while Redis is paused: %d %v (Retry-After %q), want 503 temporarily_unavailable %q", status, m, h.Get("Retry-After"), unknown)
+	}
+	if m := untilAnswered(tok); m["active"] != false {
+		t.Errorf("after the pause, the token the 503'd revocation was about: %v, want inactive (the revocation was applied)", m)
+	}
+	if status, _, m := post("revocation", "payroll", payrollSecret, url.Values{"token": {tok}}); status != http.StatusOK {
+		t.Errorf("the revocation asked again: %d %v, want 200", status, m)
+	}
+
+	before := srv.keys(t, "slow503:ref:*")
+	pause()
+	status, h, m = issue()
+	const none = "no token can be issued now; try again shortly"
+	if status != http.StatusServiceUnavailable || m["error_description"] != none || m["access_token"] != nil || h.Get("Retry-After") == "" {
+		t.Errorf("a token request while Redis is paused: %d %v, want 503 %q and no token", status, m, none)
+	}
+	untilAnswered("unknown")
+	after := srv.keys(t, "slow503:ref:*")
+	if len(after) != len(before)+1 {
+		t.Fatalf("grants before the 503'd token request %q, after %q: want the one of the token not handed out", before, after)
+	}
+	for _, k := range after {
+		if ttl, err := srv.client(t).PTTL(context.Background(), k).Result(); err != nil || ttl <= 0 || ttl > time.Minute {
+			t.Errorf("grant %s: PTTL %v (%v), want within the token's minute", k, ttl, err)
+		}
 	}
 }
 

@@ -42,7 +42,10 @@ import (
 // fallback: while Redis cannot answer, no reference token is issued,
 // introspected or revoked (the issuer answers 503), since a replica's own
 // memory would hold tokens the others cannot see; on a Cluster, only those
-// whose grants are on a master that cannot answer (Masters says which).
+// whose grants are on a master that cannot answer (Masters says which). A
+// call that did not answer within the Timeout may still be applied (see
+// TokenOptions.Timeout): the issuer's 503 to a revocation says its outcome
+// is unknown, and to a token request that no token was issued.
 type TokenStore struct {
 	rdb     redis.Scripter
 	prefix  string
@@ -61,9 +64,10 @@ type TokenOptions struct {
 	// Timeout bounds how long each call to Redis holds its caller. Zero
 	// means DefaultTimeout. A call that is still making its connection or
 	// loading its script then runs on, a second at most, without its
-	// caller, so that the connection is kept for the next call: a Put
-	// whose caller gave up may still store its grant (of a token never
-	// handed out), a Revoke still revoke.
+	// caller, so that the connection is kept for the next call; and a
+	// command Redis has received is run whether its caller still waits.
+	// So a Put whose caller gave up may still store its grant (of a token
+	// never handed out), a Revoke still revoke.
 	Timeout time.Duration
 }
 
