@@ -75,9 +75,9 @@ type Issuer struct {
 	// tokens keeps the grants of reference tokens, for the issuer's life
 	// (WithTokenStore, or a tokenstore.Memory of its own).
 	tokens tokenstore.Store
-	// storeLogged is when (Unix nanoseconds) a token store that refused a
-	// reference token was last logged at Error.
-	storeLogged atomic.Int64
+	// storeLogged holds back, for each operation, the Error lines of a
+	// token store that failed it (storeFailed).
+	storeLogged [numStoreOps]logEvery
 }
 
 // authMethods are how a client (or an API resource) authenticates at the

@@ -26,7 +26,9 @@ const referenceBytes = 32
 // grantReference issues a reference token: a random handle whose grant the
 // token store keeps under its SHA-256. A store that is full or cannot
 // answer issues nothing: 503 temporarily_unavailable, and the log says
-// why.
+// why. A store that answered too late may still write the grant: that of
+// a token nobody was given, which no one can present, and which expires
+// at its exp.
 func (iss *Issuer) grantReference(q *request, cl *client, granted, aud []string, bind cnf) (*[]byte, *refusal) {
 	now := q.now
 	var raw [referenceBytes]byte
@@ -52,12 +54,7 @@ func (iss *Issuer) grantReference(q *request, cl *client, granted, aud []string,
 		case errors.Is(err, tokenstore.ErrFull):
 			why = "the reference token store is full"
 		}
-		// Every refusal is logged at Info as any refused token request;
-		// this line, for the operator, at most every 10 seconds, so that
-		// a client asking in a loop cannot flood the log with it.
-		if last := iss.storeLogged.Load(); now.UnixNano()-last >= int64(10*time.Second) && iss.storeLogged.CompareAndSwap(last, now.UnixNano()) {
-			iss.logger.Error("idsauth issuer: no reference token issued: "+why, slog.String("client_id", cl.id), slog.String("error", err.Error()))
-		}
+		iss.storeFailed(storeIssue, now, "idsauth issuer: no reference token issued: "+why, slog.String("client_id", cl.id), slog.String("error", err.Error()))
 		return nil, &refusal{id: storeRefused, why: why}
 	}
 	body, err := json.Marshal(struct {
@@ -127,7 +124,7 @@ func (iss *Issuer) introspect(w http.ResponseWriter, r *http.Request, st *state)
 	}
 	body, err := iss.answer(q.ctx, q.form.get(tokenParam), apiScopes(api.name))
 	if err != nil {
-		iss.logger.Error("idsauth issuer: introspection: the reference token store cannot answer", slog.String("api", api.name), slog.String("error", err.Error()))
+		iss.storeFailed(storeIntrospect, q.now, "idsauth issuer: introspection: the reference token store cannot answer", slog.String("api", api.name), slog.String("error", err.Error()))
 		q.answer(refuse(introspectDown)).write(w)
 		return
 	}
@@ -382,7 +379,11 @@ func (st *state) jwtGrant(token string, now time.Time) (tokenstore.Grant, bool) 
 // as at the token endpoint, revokes one of its own reference tokens. The
 // answer is 200 whatever the token: another client's, unknown, expired,
 // already revoked, or a JWT, which nothing can revoke before its exp (a
-// validator checks a JWT without asking the issuer).
+// validator checks a JWT without asking the issuer). While the token store
+// cannot answer within its bound, 503 temporarily_unavailable: the
+// revocation may still be applied once the store goes on, so the answer
+// says its outcome is unknown, and that revoking again is safe (the
+// client assumes the token live and retries, RFC 7009 §2.2.1).
 func (iss *Issuer) revoke(w http.ResponseWriter, r *http.Request, st *state) {
 	start := time.Now()
 	q := request{endpoint: revocationEndpoint}
@@ -415,7 +416,7 @@ func (iss *Issuer) revokeToken(w http.ResponseWriter, r *http.Request, st *state
 		return nil // a JWT: nothing to revoke
 	}
 	if _, err := iss.tokens.Revoke(q.ctx, tokenstore.KeyOf(token), cl.id); err != nil {
-		iss.logger.Error("idsauth issuer: revocation: the reference token store cannot answer", slog.String("client_id", cl.id), slog.String("error", err.Error()))
+		iss.storeFailed(storeRevoke, q.now, "idsauth issuer: revocation: the reference token store cannot answer", slog.String("client_id", cl.id), slog.String("error", err.Error()))
 		return refuse(revokeDown)
 	}
 	return nil

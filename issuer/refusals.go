@@ -66,7 +66,7 @@ const (
 	// Introspection and revocation.
 	tokenMissing   // no token parameter
 	introspectDown // the token store cannot answer
-	revokeDown     // the token store cannot answer
+	revokeDown     // the token store did not answer: the revocation may be applied yet
 
 	numRefusals
 )
@@ -137,7 +137,7 @@ var refusals = [numRefusals]row{
 
 	tokenMissing:   {status: 400, wire: wire{"invalid_request", "token is missing"}},
 	introspectDown: {status: 503, wire: wire{"temporarily_unavailable", "the token cannot be checked now; try again shortly"}, retry: 1},
-	revokeDown:     {status: 503, wire: wire{"temporarily_unavailable", "the token cannot be revoked now; try again shortly"}, retry: 1},
+	revokeDown:     {status: 503, wire: wire{"temporarily_unavailable", "whether the token was revoked is unknown; try again shortly: revoking it again is safe"}, retry: 1},
 }
 
 // refusal is one refused request: its row, and what this request adds to

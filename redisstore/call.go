@@ -2,7 +2,10 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // setupTimeout is how long a call to Redis may run on after its caller
@@ -26,10 +29,14 @@ const maxLate = 16
 type calls struct {
 	timeout time.Duration
 	late    chan struct{} // a slot per call running on after its caller gave up
+	// cluster is the store's client when it is a Cluster's, whose map of
+	// the slots a failed call has reloaded; nil for any other client.
+	cluster *redis.ClusterClient
 }
 
-func newCalls(timeout time.Duration) calls {
-	return calls{timeout: timeout, late: make(chan struct{}, maxLate)}
+func newCalls(rdb redis.Scripter, timeout time.Duration) calls {
+	cluster, _ := rdb.(*redis.ClusterClient)
+	return calls{timeout: timeout, late: make(chan struct{}, maxLate), cluster: cluster}
 }
 
 // do runs fn, waiting at most the store's timeout or until ctx ends,
@@ -37,7 +44,24 @@ func newCalls(timeout time.Duration) calls {
 // fn's context is not ctx's: it ends setupTimeout after the caller's wait
 // would have, and earlier only when no slot is free to run on. The error
 // of a caller that stopped waiting is ctx's or context.DeadlineExceeded.
+//
+// On a Cluster, a call that failed (anything but redis.Nil, the answer
+// "no such key") has the client ask the cluster for its slots again, in
+// the background: after a failover a replica serves a dead master's
+// slots, and go-redis, which reloads its map on a redirection (MOVED) or
+// once a minute, would dial the dead address until then, where no
+// redirection comes from. The reloads of one client are one at a time,
+// at most one per 200 ms however many calls fail (ReloadState).
 func (c *calls) do(ctx context.Context, fn func(context.Context) error) error {
+	err := c.wait(ctx, fn)
+	if err != nil && c.cluster != nil && !errors.Is(err, redis.Nil) {
+		c.cluster.ReloadState(context.Background())
+	}
+	return err
+}
+
+// wait is do without the reload.
+func (c *calls) wait(ctx context.Context, fn func(context.Context) error) error {
 	callCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.timeout+setupTimeout)
 	done := make(chan error, 1)
 	go func() {

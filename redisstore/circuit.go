@@ -61,12 +61,7 @@ func (s *Store) use(c *circuit) bool {
 }
 
 func (s *Store) failed(c *circuit, err error) {
-	s.errs.Add(1)
-	if cl := s.circuits.cluster; cl != nil {
-		// Ask the cluster for its slots again, in the background: after
-		// a failover a replica serves them, and the next try goes there.
-		cl.ReloadState(context.Background())
-	}
+	s.errs.Add(1) // calls.do has had a cluster's slots reloaded
 	if c.retryAt.Swap(time.Now().Add(s.interval).UnixNano()) == 0 {
 		mode := "falling back to per-process limits"
 		if s.mode == FailClosed {

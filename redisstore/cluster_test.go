@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -364,8 +365,18 @@ return n`, "0", prefix+"a:*")
 		srv.cluster.AddReplica(t, 2)
 		ctx := context.Background()
 		const prefix = "failover:"
-		store := redisstore.New(srv.client(t), redisstore.Options{Prefix: prefix, OnUnavailable: redisstore.FailClosed, RetryInterval: 10 * time.Millisecond})
+		// A bound of a second, not 150 ms: the first call to the promoted
+		// replica makes a connection and loads a script, which under load
+		// (-race, a shared machine) may take longer than 150 ms, and a
+		// call its caller gave up on may still be applied: a failure
+		// charged while the reservation was refused, which this test
+		// would count as the replica's. A dead master refuses at once.
+		store := redisstore.New(srv.client(t), redisstore.Options{Prefix: prefix, OnUnavailable: redisstore.FailClosed, RetryInterval: 10 * time.Millisecond, Timeout: time.Second})
 		subject, _ := placed(t, srv, store, prefix, 2)
+		// The token store, on a client of its own: nothing the limiter's
+		// calls do reloads its map of the slots.
+		tokens := redisstore.NewTokenStore(srv.client(t), redisstore.TokenOptions{Prefix: "fails:ref:", Timeout: time.Second})
+		grant := tokenOn(t, srv, tokens, 2)
 		budget := limit.Budget{PerSubject: 3, PerAddress: 100, Window: time.Hour, Trust: 24 * time.Hour}
 		reserve := func() error {
 			res, err := store.Reserve(ctx, limit.Request{Subject: subject, Address: "192.0.2.1", Budget: budget})
@@ -383,6 +394,9 @@ return n`, "0", prefix+"a:*")
 			t.Fatalf("WAIT for the replica: %s, %v", n, err)
 		}
 		srv.nodes[2].Kill()
+		if got, want := answering(t, tokens), map[string]bool{srv.nodes[0].Addr: true, srv.nodes[1].Addr: true, srv.nodes[2].Addr: false}; !maps.Equal(got, want) {
+			t.Errorf("the token store's masters with the third killed: %v, want %v", got, want)
+		}
 		// Refused (FailClosed) until the replica is promoted and the
 		// client has learnt it; counted, not timed.
 		unavailable := 0
@@ -405,6 +419,24 @@ return n`, "0", prefix+"a:*")
 			t.Errorf("after the failover, a fourth failure: %v, want refused", err)
 		}
 		t.Logf("%d requests refused while the replica took over; stats %+v", unavailable, store.Stats())
+		// The token store finds the replica too, and its grant there,
+		// within a few tries: not after go-redis's minute, which 200
+		// failed look-ups (each a few dials refused) do not reach.
+		failed := 0
+		for {
+			_, ok, err := tokens.Get(ctx, grant, time.Now())
+			if ok {
+				break
+			}
+			if failed++; failed == 200 {
+				t.Fatalf("the token store never reached the replica's slots in %d look-ups: %v, found %v", failed, err, ok)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		t.Logf("%d look-ups of a grant failed while the replica took over", failed)
+		if got, want := answering(t, tokens), map[string]bool{srv.nodes[0].Addr: true, srv.nodes[1].Addr: true, srv.cluster.Replicas[0].Addr: true}; !maps.Equal(got, want) {
+			t.Errorf("the token store's masters after the failover: %v, want %v", got, want)
+		}
 	})
 	t.Run("full coverage required", func(t *testing.T) {
 		srv := cluster.start(t, "--cluster-node-timeout", "500")
@@ -439,6 +471,21 @@ return n`, "0", prefix+"a:*")
 			t.Errorf("stats %+v, before %+v: want the 5 on a live master decided by the fallback (CLUSTERDOWN)", st, before)
 		}
 	})
+}
+
+// answering is what Masters says of tokens' masters: whether each
+// answers, by address.
+func answering(t *testing.T, tokens *redisstore.TokenStore) map[string]bool {
+	t.Helper()
+	masters, err := tokens.Masters(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, m := range masters {
+		got[m.Addr] = m.Answers
+	}
+	return got
 }
 
 // tokenOn stores a grant whose key is on master want, and returns its key.

@@ -176,7 +176,7 @@ func New(rdb redis.Scripter, o Options) *Store {
 	if s.logger == nil {
 		s.logger = slog.New(slog.DiscardHandler)
 	}
-	s.calls = newCalls(s.timeout)
+	s.calls = newCalls(rdb, s.timeout)
 	if s.mode == FailOpen {
 		s.fallback = &limit.Memory{MaxBytes: max(0, o.FallbackMaxBytes)}
 		s.fallback.Bytes() // its budgets, made now: a failure of Redis waits for no allocation

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -40,7 +41,11 @@ import (
 // tokens your clients may hold. Unlike the failure limits, there is no
 // fallback: while Redis cannot answer, no reference token is issued,
 // introspected or revoked (the issuer answers 503), since a replica's own
-// memory would hold tokens the others cannot see.
+// memory would hold tokens the others cannot see; on a Cluster, only those
+// whose grants are on a master that cannot answer (Masters says which). A
+// call that did not answer within the Timeout may still be applied (see
+// TokenOptions.Timeout): the issuer's 503 to a revocation says its outcome
+// is unknown, and to a token request that no token was issued.
 type TokenStore struct {
 	rdb     redis.Scripter
 	prefix  string
@@ -59,9 +64,10 @@ type TokenOptions struct {
 	// Timeout bounds how long each call to Redis holds its caller. Zero
 	// means DefaultTimeout. A call that is still making its connection or
 	// loading its script then runs on, a second at most, without its
-	// caller, so that the connection is kept for the next call: a Put
-	// whose caller gave up may still store its grant (of a token never
-	// handed out), a Revoke still revoke.
+	// caller, so that the connection is kept for the next call; and a
+	// command Redis has received is run whether its caller still waits.
+	// So a Put whose caller gave up may still store its grant (of a token
+	// never handed out), a Revoke still revoke.
 	Timeout time.Duration
 }
 
@@ -78,7 +84,7 @@ func NewTokenStore(rdb redis.Scripter, o TokenOptions) *TokenStore {
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultTimeout
 	}
-	return &TokenStore{rdb: rdb, prefix: o.Prefix, timeout: o.Timeout, calls: newCalls(o.Timeout)}
+	return &TokenStore{rdb: rdb, prefix: o.Prefix, timeout: o.Timeout, calls: newCalls(rdb, o.Timeout)}
 }
 
 // CheckEviction reads the maxmemory-policy of the Redis, or of every node
@@ -115,6 +121,56 @@ func (s *TokenStore) CheckEviction(ctx context.Context) error {
 		return fmt.Errorf("redisstore: CheckEviction: %w", err)
 	}
 	return cmp.Or(evicts, unread)
+}
+
+// Master is one master of a TokenStore's Redis, as Masters found it.
+type Master struct {
+	Addr    string // host:port, as the client dials it
+	Answers bool   // it answered PING within the store's Timeout
+}
+
+// Masters asks each master of the store's Redis for a PING, all at once,
+// each within the store's Timeout, and says which answered, by address:
+// the one Redis of a *redis.Client; each master of a *redis.ClusterClient,
+// by the cluster's map of its slots, read anew; each shard of a
+// *redis.Ring that the Ring holds up. On a Cluster, while some masters
+// answer and others do not, only the grants on those that do not cannot
+// be issued, introspected or revoked: a readiness check that takes a
+// replica of the issuer out of rotation for one master takes out every
+// replica sharing the cluster (idsauth serve answers "ready, degraded").
+// A master that does not answer has a Cluster's client read the map
+// again, as a failed call does, so that the next Masters, and the next
+// call, find a replica promoted in its place. The error says the masters
+// are unknown: a Cluster none of whose nodes gives its map, and whose
+// client never had one, or a client that is none of the three.
+func (s *TokenStore) Masters(ctx context.Context) ([]Master, error) {
+	var mu sync.Mutex
+	var masters []Master
+	ping := func(_ context.Context, node *redis.Client) error {
+		err := s.calls.do(ctx, func(ctx context.Context) error { return node.Ping(ctx).Err() })
+		mu.Lock()
+		defer mu.Unlock()
+		masters = append(masters, Master{Addr: node.Options().Addr, Answers: err == nil})
+		return nil
+	}
+	var err error
+	switch c := s.rdb.(type) {
+	case *redis.Client:
+		err = ping(ctx, c)
+	case *redis.ClusterClient:
+		mapped, cancel := context.WithTimeout(ctx, s.timeout) // for the map; each PING has its own bound
+		defer cancel()
+		err = c.ForEachMaster(mapped, ping)
+	case *redis.Ring:
+		err = c.ForEachShard(ctx, ping)
+	default:
+		err = fmt.Errorf("a %T: want a *redis.Client, *redis.ClusterClient or *redis.Ring", s.rdb)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: Masters: %w", err)
+	}
+	slices.SortFunc(masters, func(a, b Master) int { return strings.Compare(a.Addr, b.Addr) })
+	return masters, nil
 }
 
 // The scripts of a TokenStore: each one round trip, atomic in Redis.

@@ -11,7 +11,6 @@ import (
 
 	"github.com/idsauth/idsauth/internal/promtext"
 	"github.com/idsauth/idsauth/issuer"
-	"github.com/idsauth/idsauth/tokenstore"
 )
 
 // instrument counts the requests in flight and the JWKS documents
@@ -45,51 +44,55 @@ func (s *server) opsRoutes() http.Handler {
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
-		if reason := s.notReady(r.Context()); reason != "" {
+		notReady, degraded := s.readiness(r.Context())
+		switch {
+		case notReady != "":
 			w.WriteHeader(http.StatusServiceUnavailable)
-			fmt.Fprintln(w, "not ready:", reason)
-			return
+			fmt.Fprintln(w, "not ready:", notReady)
+		case len(degraded) > 0:
+			fmt.Fprintln(w, "ready, degraded:", strings.Join(degraded, "; "))
+		default:
+			fmt.Fprintln(w, "ready")
 		}
-		if s.registry != nil {
-			if _, degraded := registryReadiness(s.registry); degraded != "" {
-				fmt.Fprintln(w, "ready, degraded:", degraded)
-				return
-			}
-		}
-		fmt.Fprintln(w, "ready")
 	})
 	mux.HandleFunc("GET /metrics", s.writeMetrics)
 	return mux
 }
 
-// notReady says why the service should not get traffic, or "": it is
-// not serving, no key is published, or the shared store does not answer.
-func (s *server) notReady(ctx context.Context) string {
+// readiness says why the service should not get traffic, or "": it is
+// not serving, no key is published, or a store it cannot do without does
+// not answer; and what it serves without (a registry's snapshot, a token
+// store's master), which leaves it ready: every replica shares those
+// stores, and taking them all out of rotation would turn a part lost
+// into the whole.
+func (s *server) readiness(ctx context.Context) (notReady string, degraded []string) {
 	if !s.ready.Load() {
-		return "not serving"
+		return "not serving", nil
 	}
 	if len(s.iss.KeyIDs()) == 0 {
-		return "no signing key published"
+		return "no signing key published", nil
 	}
 	if s.store != nil {
 		if err := s.store.ping(ctx); err != nil {
-			return "the limiter store (Redis) does not answer"
+			return "the limiter store (Redis) does not answer", nil
 		}
 	}
+	var parts [2]struct{ notReady, degraded string }
 	if s.registry != nil {
-		if reason, _ := registryReadiness(s.registry); reason != "" {
-			return reason
-		}
+		parts[0].notReady, parts[0].degraded = registryReadiness(s.registry)
 	}
 	if s.tokens != nil {
-		// A look-up as introspection makes, within the store's own bound:
-		// ready only if reference operations would answer. No token's
-		// hash is the zero key.
-		if _, _, err := s.tokens.Get(ctx, tokenstore.Key{}, time.Now()); err != nil {
-			return "the token store (Redis) does not answer within its bound: no reference token can be issued or checked"
+		parts[1].notReady, parts[1].degraded = tokenStoreReadiness(s.tokens.Masters(ctx))
+	}
+	for _, p := range parts {
+		if p.notReady != "" {
+			return p.notReady, nil
+		}
+		if p.degraded != "" {
+			degraded = append(degraded, p.degraded)
 		}
 	}
-	return ""
+	return "", degraded
 }
 
 func (s *server) writeMetrics(w http.ResponseWriter, r *http.Request) {
@@ -129,6 +132,10 @@ func (s *server) writeMetrics(w http.ResponseWriter, r *http.Request) {
 	pw.Sample("idsauth_key_schedule_next_change_timestamp_seconds", nil, nil, strconv.FormatInt(nextUnix, 10))
 	if s.registry != nil {
 		writeRegistryMetrics(pw, s.registry)
+	}
+	if s.tokens != nil {
+		masters, _ := s.tokens.Masters(r.Context()) // none when unknown
+		writeTokenStoreMetrics(pw, masters)
 	}
 	pw.Header("idsauth_build_info", "The idsauth command's build (value 1).", "gauge")
 	pw.Sample("idsauth_build_info", []string{"version", "revision", "goversion"}, []string{s.version, s.revision, s.goVers}, "1")

@@ -16,6 +16,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/idsauth/idsauth/internal/promtext"
 	"github.com/idsauth/idsauth/redisstore"
 )
 
@@ -222,6 +223,42 @@ func newTokenStore(ctx context.Context, c *serveConfig, logger *slog.Logger) (*r
 		}
 	}
 	return ts, rdb, nil
+}
+
+// tokenStoreReadiness says what /readyz says of the token store, from
+// what its Masters found: not ready when none of its masters answers
+// within the store's bound (no reference token can then be issued or
+// checked), or the masters are unknown; degraded while some do not (the
+// reference tokens on their slots cannot be issued, checked or revoked,
+// the rest can, and JWTs need no token store).
+func tokenStoreReadiness(masters []redisstore.Master, err error) (notReady, degraded string) {
+	var down []string
+	for _, m := range masters {
+		if !m.Answers {
+			down = append(down, m.Addr)
+		}
+	}
+	switch {
+	case err != nil || len(down) == len(masters):
+		return "the token store (Redis) does not answer within its bound: no reference token can be issued or checked", ""
+	case len(down) > 0:
+		return "", fmt.Sprintf("%d of the token store's %d masters do not answer within its bound (%s): the reference tokens on their slots cannot be issued, checked or revoked",
+			len(down), len(masters), strings.Join(down, ", "))
+	}
+	return "", ""
+}
+
+// writeTokenStoreMetrics writes a gauge per master of the token store,
+// as its Masters found them.
+func writeTokenStoreMetrics(pw *promtext.Writer, masters []redisstore.Master) {
+	pw.Header("idsauth_token_store_master_up", "Whether each master of the token store's Redis (the one Redis, or each master of a cluster) answered PING within the store's bound (1) or not (0), when scraped.", "gauge")
+	for _, m := range masters {
+		up := "0"
+		if m.Answers {
+			up = "1"
+		}
+		pw.Sample("idsauth_token_store_master_up", []string{"node"}, []string{m.Addr}, up)
+	}
 }
 
 // checkPersistence refuses a Redis, or a cluster with a node, that keeps
