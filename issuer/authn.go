@@ -138,6 +138,6 @@ func (iss *Issuer) reserve(q *request, subject string) (limit.Reservation, *refu
 	if errors.As(err, &spent) {
 		return nil, &refusal{id: tooManyFailures, retry: spent.RetryAfterSeconds(), limit: spent.Limit}
 	}
-	iss.logger.Error("idsauth issuer: the failure limiter's store cannot answer", slog.String("error", err.Error()))
+	iss.storeFailed(storeReserve, q.now, "idsauth issuer: the failure limiter's store cannot answer", slog.String("error", err.Error()))
 	return nil, refuse(limiterDown)
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/idsauth/idsauth/internal/dpop"
 	"github.com/idsauth/idsauth/internal/keyerr"
 	"github.com/idsauth/idsauth/internal/keys"
+	"github.com/idsauth/idsauth/internal/logevery"
 	"github.com/idsauth/idsauth/internal/replay"
 	"github.com/idsauth/idsauth/limit"
 	"github.com/idsauth/idsauth/observe"
@@ -77,7 +78,7 @@ type Issuer struct {
 	tokens tokenstore.Store
 	// storeLogged holds back, for each operation, the Error lines of a
 	// token store that failed it (storeFailed).
-	storeLogged [numStoreOps]logEvery
+	storeLogged [numStoreOps]logevery.Limiter
 }
 
 // authMethods are how a client (or an API resource) authenticates at the

@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
-	"sync/atomic"
 	"time"
 
 	"github.com/idsauth/idsauth/limit"
@@ -93,45 +92,26 @@ func (o refusalLog) Observe(ctx context.Context, e observe.Event) {
 	o.l.LogAttrs(ctx, slog.LevelInfo, "idsauth issuer: "+endpoint+" request refused", attrs...)
 }
 
-// logInterval is the least time between two lines of one logEvery.
-const logInterval = 10 * time.Second
-
-// logEvery lets a line be written at most once per logInterval, however
-// often its event happens: a client asking in a loop, or every request
-// while a store is down, would otherwise write one a request. It counts
-// the events it held back, for the next line.
-type logEvery struct {
-	last atomic.Int64  // Unix nanoseconds of the last line; 0 none yet
-	held atomic.Uint64 // events since the last line, not logged
-}
-
-// allow reports whether the event at now gets its line, and how many
-// events were held back since the last one.
-func (l *logEvery) allow(now time.Time) (bool, uint64) {
-	last := l.last.Load()
-	if now.UnixNano()-last < int64(logInterval) || !l.last.CompareAndSwap(last, now.UnixNano()) {
-		l.held.Add(1)
-		return false, 0
-	}
-	return true, l.held.Swap(0)
-}
-
-// storeOp is what the token store failed to do, for its log line.
+// storeOp is what a store failed to do, for its log line: the token
+// store, or the failure limiter's store.
 type storeOp int
 
 const (
 	storeIssue storeOp = iota
 	storeIntrospect
 	storeRevoke
+	storeReserve  // the limiter's store: a failure budget
+	storeRemember // the limiter's store: an assertion's jti
 	numStoreOps
 )
 
-// storeFailed logs, at Error, that the token store failed op (msg, with
-// attrs and the failures of op held back since its last line as
-// "suppressed"), at most once per logInterval for each op. A refused
-// token or revocation request is also logged at Info, as any refusal.
+// storeFailed logs, at Error, that a store failed op (msg, with attrs and
+// the failures of op held back since its last line as "suppressed"), at
+// most once per logevery.Interval for each op: while a store is down,
+// every request fails so. The request refused is also logged at Info, as
+// any refusal.
 func (iss *Issuer) storeFailed(op storeOp, now time.Time, msg string, attrs ...slog.Attr) {
-	ok, held := iss.storeLogged[op].allow(now)
+	ok, held := iss.storeLogged[op].Allow(now)
 	if !ok {
 		return
 	}

@@ -33,7 +33,7 @@ func (iss *Issuer) remember(q *request, subject, id string, until time.Time) (bo
 	case errors.As(err, &full):
 		return false, replayFull(full.RetryAfter, "the limiter store has no room to remember the assertion's jti")
 	}
-	iss.logger.Error("idsauth issuer: the limiter store cannot remember an assertion's jti", slog.String("error", err.Error()))
+	iss.storeFailed(storeRemember, q.now, "idsauth issuer: the limiter store cannot remember an assertion's jti", slog.String("error", err.Error()))
 	return false, &refusal{id: replaysDown, why: "the limiter store cannot remember the assertion's jti"}
 }
 

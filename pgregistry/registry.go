@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/idsauth/idsauth/internal/logevery"
 	"github.com/idsauth/idsauth/issuer"
 )
 
@@ -74,10 +75,11 @@ type Registry struct {
 
 	mu         sync.Mutex
 	status     Status
-	loaded     chan struct{} // closed at the first load
-	lastLeft   string        // the registrations left out at the last load, as logged
-	next       chan struct{} // closed at the next load
-	downLogged bool          // the database's absence is logged
+	loaded     chan struct{}    // closed at the first load
+	lastLeft   string           // the registrations left out at the last load, as logged
+	next       chan struct{}    // closed at the next load
+	downLogged bool             // the database's absence is logged
+	failLogged logevery.Limiter // the administration API's 503s
 	loads      [2]atomic.Uint64
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -122,7 +123,11 @@ func (r *Registry) fail(w http.ResponseWriter, err error) {
 		if isUndefinedTable(err) {
 			desc = "the client registry's database is not migrated: run idsauth migrate"
 		}
-		r.logger.Warn("idsauth registry: an administration request failed: the database does not answer", "error", err.Error())
+		// One line per 10 s: every call fails so while the database is
+		// gone, and an administrator's loop would fill the log.
+		if ok, held := r.failLogged.Allow(time.Now()); ok {
+			r.logger.Warn("idsauth registry: an administration request failed: the database does not answer", "error", err.Error(), "suppressed", held)
+		}
 		w.Header().Set("Retry-After", "5")
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "temporarily_unavailable", "error_description": desc})
 	}

@@ -201,3 +201,45 @@ func TestTokenStoreDownIsLoggedOncePerTenSeconds(t *testing.T) {
 		}
 	}
 }
+
+// TestLimiterStoreDownIsLoggedOncePerTenSeconds: a failure limiter's
+// store that fails closed refuses every token request 503 while its Redis
+// is down, and the issuer's Error line of it comes once per 10 s, with
+// the failures held back since, as the token store's does.
+func TestLimiterStoreDownIsLoggedOncePerTenSeconds(t *testing.T) {
+	srv := startRedis(t)
+	tokens := redisstore.NewTokenStore(srv.client(t), redisstore.TokenOptions{Prefix: "down:ref:"})
+	limiter := redisstore.New(srv.client(t), redisstore.Options{Prefix: "down:lim:", OnUnavailable: redisstore.FailClosed})
+	logs, logger := testlog.New()
+	var ahead atomic.Int64
+	clock := func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
+	post := referenceIssuer(t, tokens, issuer.WithLogger(logger), issuer.WithClock(clock), issuer.WithLimiterStore(limiter))
+	srv.kill()
+	each := func(n int) {
+		t.Helper()
+		for range n {
+			if status, _, m := post("token", "payroll", payrollSecret, url.Values{"grant_type": {"client_credentials"}, "scope": {scope.AdminWebAPI}}); status != http.StatusServiceUnavailable {
+				t.Fatalf("a token request with the limiter's store down: %d %v, want 503", status, m)
+			}
+		}
+	}
+	count := func() (n int, held []float64) {
+		for _, l := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+			var rec map[string]any
+			if json.Unmarshal([]byte(l), &rec) == nil && rec["msg"] == "idsauth issuer: the failure limiter's store cannot answer" {
+				s, _ := rec["suppressed"].(float64)
+				n, held = n+1, append(held, s)
+			}
+		}
+		return n, held
+	}
+	each(10)
+	if n, held := count(); n != 1 {
+		t.Errorf("10 refusals logged %d Error lines (suppressed %v), want 1", n, held)
+	}
+	ahead.Store(int64(10 * time.Second))
+	each(1)
+	if n, held := count(); n != 2 || held[1] != 9 {
+		t.Errorf("ten seconds on: %d lines, suppressed %v, want 2 and [0 9]", n, held)
+	}
+}
