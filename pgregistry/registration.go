@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/idsauth/idsauth/issuer"
 )
@@ -230,13 +231,32 @@ func namesOf(b []byte) []string {
 	return names
 }
 
+// hasFoldDuplicate reports whether two of names are one under
+// strings.EqualFold, as the file's decoder matches member names: Unicode
+// simple folding, under which "ſcopes" (a long s) is "scopes", not
+// lower case alone.
 func hasFoldDuplicate(names []string) bool {
-	lower := make([]string, len(names))
+	keys := make([]string, len(names))
 	for i, n := range names {
-		lower[i] = strings.ToLower(n)
+		keys[i] = foldKey(n)
 	}
-	slices.Sort(lower)
-	return len(slices.Compact(lower)) != len(names)
+	slices.Sort(keys)
+	return len(slices.Compact(keys)) != len(names)
+}
+
+// foldKey returns name with each rune replaced by the least of its
+// simple case folding orbit: strings.EqualFold holds for two names
+// exactly when their keys are equal.
+func foldKey(name string) string {
+	var b strings.Builder
+	for _, r := range name {
+		least := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			least = min(least, f)
+		}
+		b.WriteRune(least)
+	}
+	return b.String()
 }
 
 // check decodes in as it will be loaded, with hashes as its secret

@@ -1,0 +1,175 @@
+package pgregistry_test
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idsauth/idsauth/internal/clientauth"
+	"github.com/idsauth/idsauth/issuer"
+	"github.com/idsauth/idsauth/pgregistry"
+	"github.com/idsauth/idsauth/scope"
+	"github.com/idsauth/idsauth/secret"
+)
+
+// TestRedTeamAdminTokens: the administration API as an attacker holding
+// a token that is not quite an administrator's: a plain client's, one of
+// the admin scope for another audience, one of the admin audience without
+// the scope, a DPoP-bound administrator's presented as Bearer, and one of
+// a registered client given idsauth_admin by SQL. Each is refused 401 or
+// 403, and nothing is written.
+func TestRedTeamAdminTokens(t *testing.T) {
+	_, u := newDatabase(t)
+	r := newReplica(t, u, func(c *issuer.Config) {
+		admin := c.Clients[0].Audience
+		c.Clients = append(c.Clients,
+			issuer.ClientConfig{ClientID: "admin-elsewhere", SecretHashes: []string{secret.HashSHA256(operatorSecret).String()}, Scopes: []string{pgregistry.AdminScope}},
+			issuer.ClientConfig{ClientID: "audience-only", SecretHashes: []string{secret.HashSHA256(operatorSecret).String()}, Scopes: []string{scope.AdminWebAPI}, Audience: admin},
+			issuer.ClientConfig{ClientID: "operator-dpop", SecretHashes: []string{secret.HashSHA256(operatorSecret).String()}, Scopes: []string{pgregistry.AdminScope}, Audience: admin},
+			issuer.ClientConfig{ClientID: "operator-dpop-ref", SecretHashes: []string{secret.HashSHA256(operatorSecret).String()}, Scopes: []string{pgregistry.AdminScope}, Audience: admin, AccessTokenType: "reference"},
+		)
+	})
+	tokenOf := func(id string, kv ...string) string {
+		t.Helper()
+		pass := operatorSecret
+		if id == "file-client" {
+			pass = fileSecret
+		}
+		a := r.token(t, id, pass, kv...)
+		tok, _ := a.body["access_token"].(string)
+		if tok == "" {
+			t.Fatalf("token of %s: %d %s", id, a.status, a.raw)
+		}
+		return tok
+	}
+	dpopToken := func(id string) string {
+		t.Helper()
+		k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		s, err := clientauth.NewSigner(k, "ES256", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		tokenURL := r.issuerURL() + "/connect/token"
+		proof, err := s.Proof(http.MethodPost, tokenURL, "", "", time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, _ := http.NewRequest(http.MethodPost, tokenURL, strings.NewReader(url.Values{"grant_type": {"client_credentials"}, "scope": {pgregistry.AdminScope}}.Encode()))
+		req.Header.Set("Authorization", basic(id, operatorSecret))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("DPoP", proof)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var body struct {
+			AccessToken string `json:"access_token"`
+			TokenType   string `json:"token_type"`
+		}
+		if err := jsonDecode(resp.Body, &body); err != nil || body.TokenType != "DPoP" {
+			t.Fatalf("DPoP token of %s: %d %+v %v", id, resp.StatusCode, body, err)
+		}
+		return body.AccessToken
+	}
+	// A registered client given idsauth_admin by hand: left out, so it
+	// has no token to try.
+	exec(t, u, `INSERT INTO idsauth_registrations (kind, id, config, secret_hashes) VALUES ('client', 'sneaky', $1, $2)`,
+		fmt.Sprintf(`{"scopes": [%q], "audience": [%q]}`, pgregistry.AdminScope, r.issuerURL()+"/admin"), []string{secret.HashSHA256(operatorSecret).String()})
+	exec(t, u, `UPDATE idsauth_generation SET generation = generation + 1; NOTIFY idsauth_registry, '1000'`)
+	r.waitGeneration(t, r.reg.Status().Generation+1, 5e9)
+	if a := r.token(t, "sneaky", operatorSecret, "scope", pgregistry.AdminScope); a.status == 200 {
+		t.Errorf("a registered client given idsauth_admin by SQL got a token: %s", a.raw)
+	}
+
+	for _, c := range []struct {
+		name, auth string
+		want       []int
+	}{
+		{"a plain client's token", "Bearer " + tokenOf("file-client", "scope", scope.AdminWebAPI), []int{401, 403}},
+		{"the admin scope for another audience", "Bearer " + tokenOf("admin-elsewhere", "scope", pgregistry.AdminScope), []int{401}},
+		{"the admin audience without the scope", "Bearer " + tokenOf("audience-only", "scope", scope.AdminWebAPI), []int{401, 403}},
+		{"a DPoP-bound administrator's JWT as Bearer", "Bearer " + dpopToken("operator-dpop"), []int{401}},
+		{"a DPoP-bound administrator's reference token as Bearer", "Bearer " + dpopToken("operator-dpop-ref"), []int{401}},
+		{"a token of no client", "Bearer " + strings.Repeat("A", 43), []int{401}},
+		{"no token", "", []int{401}},
+		{"Basic credentials of the operator", basic("operator", operatorSecret), []int{401}},
+	} {
+		for _, call := range []struct{ method, path, body string }{
+			{http.MethodGet, "/clients", ""},
+			{http.MethodPost, "/clients", `{"clientId": "planted", "scopes": ["pd_AdminWebApi"]}`},
+		} {
+			a := do(t, call.method, r.issuerURL()+"/admin"+call.path, c.auth, "application/json", call.body)
+			ok := false
+			for _, w := range c.want {
+				ok = ok || a.status == w
+			}
+			if strings.Contains(c.name, "DPoP") && a.body["error_description"] != "token is bound to a key" {
+				t.Errorf("%s: %d %s, want refused as bound to a key", c.name, a.status, a.raw)
+			}
+			if !ok {
+				t.Errorf("%s, %s %s: %d %s, want one of %v", c.name, call.method, call.path, a.status, a.raw, c.want)
+			}
+		}
+	}
+	if n := query(t, u, `SELECT count(*) FROM idsauth_registrations WHERE id = 'planted'`)[0][0].(int64); n != 0 {
+		t.Errorf("a refused token planted a client")
+	}
+}
+
+func jsonDecode(r io.Reader, v any) error { return json.NewDecoder(r).Decode(v) }
+
+// TestRedTeamAdminBodies: bodies an administrator (or whoever holds an
+// administrator's token) might craft to store what the API would not
+// show, or what the check did not check.
+func TestRedTeamAdminBodies(t *testing.T) {
+	_, u := newDatabase(t)
+	r := newReplica(t, u, nil)
+	h1, h2 := secret.HashSHA256("s1").String(), secret.HashSHA256("s2").String()
+	for _, c := range []struct {
+		name, body string
+		want       int
+	}{
+		{"the ID named twice, by case", `{"clientId": "b1", "ClientId": "b1x", "scopes": ["pd_AdminWebApi"]}`, 400},
+		{"a member named twice, by an escape", `{"clientId": "b2", "scopes": ["pd_AdminWebApi"], "\u0073copes": ["reports.read"]}`, 400},
+		{"a member named twice, by Unicode case folding (long s)", `{"clientId": "b3", "scopes": ["reports.read"], "ſcopes": ["pd_AdminWebApi"]}`, 400},
+		{"a member named twice, by Unicode case folding (Kelvin sign)", `{"clientId": "b11", "scopes": ["pd_AdminWebApi"], "accessTokenLifetime": 60, "accessTo\u212AenLifetime": 86400}`, 400},
+		{"secretHashes named twice, by Unicode case folding", `{"clientId": "b4", "scopes": ["pd_AdminWebApi"], "secretHashes": ["` + h1 + `"], "ſecretHashes": ["` + h2 + `"]}`, 400},
+		{"an epoch", `{"clientId": "b5", "scopes": ["pd_AdminWebApi"], "epoch": 1}`, 400},
+		{"an Epoch", `{"clientId": "b6", "scopes": ["pd_AdminWebApi"], "Epoch": 1}`, 400},
+		{"idsauth_admin", `{"clientId": "b7", "scopes": ["idsauth_admin"]}`, 400},
+		{"a body over 64 KiB", `{"clientId": "b8", "scopes": ["pd_AdminWebApi"], "claims": [` + strings.Repeat(`{"type": "x", "value": "y"},`, 4000) + `{"type": "x", "value": "y"}]}`, 400},
+		{"a bcrypt hash", `{"clientId": "b9", "scopes": ["pd_AdminWebApi"], "secretHashes": ["bcrypt:$2a$10$abcdefghijklmnopqrstuuabcdefghijklmnopqrstuvwxyz01234"]}`, 400},
+		{"a plain secret as a hash", `{"clientId": "b10", "scopes": ["pd_AdminWebApi"], "secretHashes": ["hunter2-plain-secret"]}`, 400},
+	} {
+		a := r.admin(t, http.MethodPost, "/clients", c.body)
+		if a.status != c.want {
+			t.Errorf("%s: %d %s, want %d", c.name, a.status, a.raw, c.want)
+		}
+		if strings.Contains(a.raw, "hunter2") {
+			t.Errorf("%s: the answer echoes the secret: %s", c.name, a.raw)
+		}
+	}
+	r.create(t, "b20", "")
+	for _, c := range []struct{ name, body string }{
+		{"secretHashes by Unicode case folding", `{"scopes": ["pd_AdminWebApi"], "ſecretHashes": ["` + h1 + `"]}`},
+		{"SecretHashes", `{"scopes": ["pd_AdminWebApi"], "SecretHashes": ["` + h1 + `"]}`},
+		{"a renaming by case", `{"clientId": "B20", "scopes": ["pd_AdminWebApi"]}`},
+		{"scopes twice by Unicode case folding", `{"scopes": ["reports.read"], "ſcopes": ["pd_AdminWebApi"]}`},
+	} {
+		if a := r.admin(t, http.MethodPut, "/clients/b20", c.body); a.status != 400 {
+			t.Errorf("PUT with %s: %d %s, want 400", c.name, a.status, a.raw)
+		}
+	}
+	if strings.Contains(r.logs.String(), "hunter2") {
+		t.Errorf("the log holds the secret:\n%s", r.logs)
+	}
+}
