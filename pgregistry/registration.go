@@ -46,7 +46,7 @@ type row struct {
 	id     string
 	config []byte
 	hashes []string
-	epoch  uint64 // the column's bigint, never negative
+	epoch  uint64 // the column's bigint; a negative one (by hand) as uint64, out of range
 }
 
 // decodeRows decodes rows of kind k into the issuer's types, as the file

@@ -307,8 +307,11 @@ func (r *Registry) load(ctx context.Context, conn *pgx.Conn) error {
 		clientRows, apiRows = clientRows[:0], apiRows[:0]
 		var kindName, config string
 		var rw row
-		_, err = pgx.ForEachRow(rows, []any{&kindName, &rw.id, &config, &rw.hashes, &rw.epoch}, func() error {
-			rw.config = []byte(config)
+		var epoch int64
+		_, err = pgx.ForEachRow(rows, []any{&kindName, &rw.id, &config, &rw.hashes, &epoch}, func() error {
+			// A negative epoch, written by hand, reads as one beyond what
+			// a JWT carries: the issuer leaves that row out, not the load.
+			rw.config, rw.epoch = []byte(config), uint64(epoch)
 			if kindName == clientKind.name {
 				clientRows = append(clientRows, rw)
 			} else {
