@@ -1,6 +1,7 @@
 package pgregistry_test
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -10,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -129,7 +131,8 @@ func jsonDecode(r io.Reader, v any) error { return json.NewDecoder(r).Decode(v) 
 
 // TestRedTeamAdminBodies: bodies an administrator (or whoever holds an
 // administrator's token) might craft to store what the API would not
-// show, or what the check did not check.
+// show, or what the check did not check, or to pass a bad body off as a
+// database outage (503, and a Warn line that pages someone).
 func TestRedTeamAdminBodies(t *testing.T) {
 	_, u := newDatabase(t)
 	r := newReplica(t, u, nil)
@@ -148,6 +151,7 @@ func TestRedTeamAdminBodies(t *testing.T) {
 		{"idsauth_admin", `{"clientId": "b7", "scopes": ["idsauth_admin"]}`, 400},
 		{"a body over 64 KiB", `{"clientId": "b8", "scopes": ["pd_AdminWebApi"], "claims": [` + strings.Repeat(`{"type": "x", "value": "y"},`, 4000) + `{"type": "x", "value": "y"}]}`, 400},
 		{"a bcrypt hash", `{"clientId": "b9", "scopes": ["pd_AdminWebApi"], "secretHashes": ["bcrypt:$2a$10$abcdefghijklmnopqrstuuabcdefghijklmnopqrstuvwxyz01234"]}`, 400},
+		{"a value that is not UTF-8", `{"clientId": "b12", "scopes": ["pd_AdminWebApi"], "claims": [{"type": "t", "value": "` + "\xff" + `"}]}`, 400},
 		{"a plain secret as a hash", `{"clientId": "b10", "scopes": ["pd_AdminWebApi"], "secretHashes": ["hunter2-plain-secret"]}`, 400},
 	} {
 		a := r.admin(t, http.MethodPost, "/clients", c.body)
@@ -169,7 +173,84 @@ func TestRedTeamAdminBodies(t *testing.T) {
 			t.Errorf("PUT with %s: %d %s, want 400", c.name, a.status, a.raw)
 		}
 	}
+	// An ID that is not UTF-8, in a path or the query, names nothing.
+	for _, c := range []struct{ method, path, body string }{
+		{http.MethodGet, "/clients/%FF", ""},
+		{http.MethodPut, "/clients/%FF", `{"scopes": ["pd_AdminWebApi"]}`},
+		{http.MethodDelete, "/clients/%FF", ""},
+		{http.MethodDelete, "/clients?id=%FF", ""},
+		{http.MethodPost, "/clients/%FF/disable", ""},
+		{http.MethodPost, "/clients/%FF/rotate-secret", ""},
+		{http.MethodGet, "/apiresources/%C0%AE", ""},
+	} {
+		if a := r.admin(t, c.method, c.path, c.body); a.status != 404 {
+			t.Errorf("%s %s: %d %s, want 404", c.method, c.path, a.status, a.raw)
+		}
+	}
 	if strings.Contains(r.logs.String(), "hunter2") {
 		t.Errorf("the log holds the secret:\n%s", r.logs)
+	}
+	if strings.Contains(r.logs.String(), "the database does not answer") {
+		t.Errorf("a bad body was taken for a database that does not answer:\n%s", r.logs)
+	}
+}
+
+// TestRedTeamAdminTokenEnds: an administrator's token stops
+// administering when it expires, and when the file replaces every secret
+// of its client (a new epoch for the file's client), JWT and reference
+// alike, though nothing else about the client changed.
+func TestRedTeamAdminTokenEnds(t *testing.T) {
+	_, u := newDatabase(t)
+	var now atomic.Int64
+	now.Store(time.Now().UnixNano())
+	var cfg *issuer.Config
+	r := newReplicaWith(t, u, func(c *issuer.Config) {
+		c.Clients = append(c.Clients, issuer.ClientConfig{ClientID: "operator-ref", SecretHashes: c.Clients[0].SecretHashes,
+			Scopes: []string{pgregistry.AdminScope}, Audience: c.Clients[0].Audience, AccessTokenType: "reference"})
+		cfg = c
+	}, issuer.WithClock(func() time.Time { return time.Unix(0, now.Load()) }))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := r.reg.WaitLoaded(ctx); err != nil {
+		t.Fatal(err)
+	}
+	tokens := func() map[string]string {
+		out := map[string]string{}
+		for _, id := range []string{"operator", "operator-ref"} {
+			a := r.token(t, id, operatorSecret, "scope", pgregistry.AdminScope)
+			out[id], _ = a.body["access_token"].(string)
+		}
+		return out
+	}
+	call := func(tok string) int {
+		return do(t, http.MethodGet, r.issuerURL()+"/admin/clients", "Bearer "+tok, "", "").status
+	}
+	toks := tokens()
+	for id, tok := range toks {
+		if st := call(tok); st != 200 {
+			t.Fatalf("%s's token: %d", id, st)
+		}
+	}
+	now.Add(int64(time.Hour + time.Minute))
+	for id, tok := range toks {
+		if st := call(tok); st != 401 {
+			t.Errorf("%s's token, expired: %d", id, st)
+		}
+	}
+	toks = tokens()
+	rotated := *cfg
+	rotated.Clients = append([]issuer.ClientConfig(nil), cfg.Clients...)
+	for i := range rotated.Clients {
+		if strings.HasPrefix(rotated.Clients[i].ClientID, "operator") {
+			rotated.Clients[i].SecretHashes = []string{secret.HashSHA256("a new operator secret").String()}
+		}
+	}
+	if err := r.iss.Reload(&rotated); err != nil {
+		t.Fatal(err)
+	}
+	for id, tok := range toks {
+		if st := call(tok); st != 401 {
+			t.Errorf("%s's token, its every secret replaced in the file: %d", id, st)
+		}
 	}
 }

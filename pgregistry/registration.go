@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/idsauth/idsauth/issuer"
 )
@@ -175,6 +176,11 @@ type input struct {
 // one object, each member named once (without regard to case, as the
 // decoder matches names), its ID and secret hashes taken out.
 func readInput(k kind, body []byte) (*input, *fieldError) {
+	if !utf8.Valid(body) {
+		// encoding/json keeps a value's bytes as they are; the database
+		// would refuse them, and that is no outage.
+		return nil, badField("(body)", "not UTF-8")
+	}
 	if !isObject(body) {
 		return nil, badField("(body)", "want one JSON object, the configuration file's %s entry", k.list)
 	}
