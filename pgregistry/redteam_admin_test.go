@@ -254,3 +254,33 @@ func TestRedTeamAdminTokenEnds(t *testing.T) {
 		}
 	}
 }
+
+// TestRedTeamEveryRegisteredIDIsManaged: whatever ID the API takes, the
+// API can disable it by its path: a client whose leaked secret must be
+// stopped at once cannot wait for a removal. An ID of "/" alone was
+// taken, and then no path reached it (the router takes the segment "/"
+// for a trailing slash): 404 to disable, enable, rotate, show.
+func TestRedTeamEveryRegisteredIDIsManaged(t *testing.T) {
+	_, u := newDatabase(t)
+	r := newReplica(t, u, nil)
+	for _, id := range []string{"/", "//", "/.", "./", "..%2F", "%2e%2e", "a/../b", "...", "x.", "?", "#", "%", "\\", "~"} {
+		body, _ := json.Marshal(map[string]any{"clientId": id, "scopes": []string{"pd_AdminWebApi"}})
+		a := r.admin(t, http.MethodPost, "/clients", string(body))
+		if a.status == 400 && a.body["field"] == "clientId" {
+			continue // refused: nothing to manage
+		}
+		if a.status != 201 {
+			t.Errorf("create %q: %d %s", id, a.status, a.raw)
+			continue
+		}
+		for _, verb := range []string{"/disable", "/enable", "/rotate-secret", ""} {
+			method := http.MethodPost
+			if verb == "" {
+				method = http.MethodGet
+			}
+			if a := r.admin(t, method, "/clients/"+url.PathEscape(id)+verb, ""); a.status != 200 {
+				t.Errorf("%s %q%s, by its path: %d %s", method, id, verb, a.status, a.raw)
+			}
+		}
+	}
+}
