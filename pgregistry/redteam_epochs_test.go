@@ -133,3 +133,28 @@ func TestRedTeamRowOutsideTheEpochRule(t *testing.T) {
 		}
 	}
 }
+
+// TestRedTeamRenamedByHand: a row renamed by SQL (the API never renames)
+// and renamed back is another registration for the tokens of before: the
+// trigger kept its epoch, and they came back to life.
+func TestRedTeamRenamedByHand(t *testing.T) {
+	_, u := newDatabase(t)
+	r := newReplica(t, u, nil)
+	sec := r.create(t, "named", "")
+	before := r.accessToken(t, "named", sec)
+	gen := r.reg.Status().Generation
+	for i, sql := range []string{
+		`UPDATE idsauth_registrations SET id = 'renamed' WHERE id = 'named'`,
+		`UPDATE idsauth_registrations SET id = 'named' WHERE id = 'renamed'`,
+	} {
+		exec(t, u, sql)
+		exec(t, u, fmt.Sprintf(`UPDATE idsauth_generation SET generation = generation + 1; NOTIFY idsauth_registry, '%d'`, gen+int64(i)+1))
+		r.waitGeneration(t, gen+int64(i)+1, 5e9)
+	}
+	if r.introspectAt(t, before) {
+		t.Error("renamed and renamed back by hand: the token of before is active")
+	}
+	if !r.introspectAt(t, r.accessToken(t, "named", sec)) {
+		t.Error("a token issued after is inactive")
+	}
+}
