@@ -196,48 +196,54 @@ func TestRedTeamAdminBodies(t *testing.T) {
 }
 
 // TestRedTeamAdminTokenEnds: an administrator's token stops
-// administering when it expires, and when the file replaces every secret
-// of its client (a new epoch for the file's client), JWT and reference
-// alike, though nothing else about the client changed.
+// administering when the file replaces every secret of its client, when
+// the file removes its client and puts it back (a new epoch for the
+// file's client), and when it expires, JWT and reference alike.
 func TestRedTeamAdminTokenEnds(t *testing.T) {
 	_, u := newDatabase(t)
-	var now atomic.Int64
-	now.Store(time.Now().UnixNano())
+	var offset atomic.Int64 // of the issuer's clock
 	var cfg *issuer.Config
 	r := newReplicaWith(t, u, func(c *issuer.Config) {
 		c.Clients = append(c.Clients, issuer.ClientConfig{ClientID: "operator-ref", SecretHashes: c.Clients[0].SecretHashes,
 			Scopes: []string{pgregistry.AdminScope}, Audience: c.Clients[0].Audience, AccessTokenType: "reference"})
 		cfg = c
-	}, issuer.WithClock(func() time.Time { return time.Unix(0, now.Load()) }))
+	}, issuer.WithClock(func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := r.reg.WaitLoaded(ctx); err != nil {
 		t.Fatal(err)
 	}
-	tokens := func() map[string]string {
+	tokens := func(pass string) map[string]string {
+		t.Helper()
 		out := map[string]string{}
 		for _, id := range []string{"operator", "operator-ref"} {
-			a := r.token(t, id, operatorSecret, "scope", pgregistry.AdminScope)
-			out[id], _ = a.body["access_token"].(string)
+			a := r.token(t, id, pass, "scope", pgregistry.AdminScope)
+			if out[id], _ = a.body["access_token"].(string); out[id] == "" {
+				t.Fatalf("%s's token: %d %s", id, a.status, a.raw)
+			}
 		}
 		return out
 	}
 	call := func(tok string) int {
 		return do(t, http.MethodGet, r.issuerURL()+"/admin/clients", "Bearer "+tok, "", "").status
 	}
-	toks := tokens()
-	for id, tok := range toks {
-		if st := call(tok); st != 200 {
-			t.Fatalf("%s's token: %d", id, st)
+	expect := func(when string, toks map[string]string, want int) {
+		t.Helper()
+		for id, tok := range toks {
+			if st := call(tok); st != want {
+				t.Errorf("%s, %s's token: %d, want %d", when, id, st, want)
+			}
 		}
 	}
-	now.Add(int64(time.Hour + time.Minute))
-	for id, tok := range toks {
-		if st := call(tok); st != 401 {
-			t.Errorf("%s's token, expired: %d", id, st)
+	reload := func(c *issuer.Config) {
+		t.Helper()
+		if err := r.iss.Reload(c); err != nil {
+			t.Fatal(err)
 		}
 	}
-	toks = tokens()
+	toks := tokens(operatorSecret)
+	expect("issued", toks, 200)
+
 	rotated := *cfg
 	rotated.Clients = append([]issuer.ClientConfig(nil), cfg.Clients...)
 	for i := range rotated.Clients {
@@ -245,14 +251,21 @@ func TestRedTeamAdminTokenEnds(t *testing.T) {
 			rotated.Clients[i].SecretHashes = []string{secret.HashSHA256("a new operator secret").String()}
 		}
 	}
-	if err := r.iss.Reload(&rotated); err != nil {
-		t.Fatal(err)
-	}
-	for id, tok := range toks {
-		if st := call(tok); st != 401 {
-			t.Errorf("%s's token, its every secret replaced in the file: %d", id, st)
-		}
-	}
+	reload(&rotated)
+	expect("its every secret replaced in the file", toks, 401)
+	toks = tokens("a new operator secret")
+	expect("issued after the rotation", toks, 200)
+
+	without := rotated
+	without.Clients = rotated.Clients[1:2] // file-client alone
+	reload(&without)
+	reload(&rotated)
+	expect("its client removed from the file and put back", toks, 401)
+	toks = tokens("a new operator secret")
+	expect("issued after it was put back", toks, 200)
+
+	offset.Store(int64(time.Hour + time.Minute))
+	expect("expired", toks, 401)
 }
 
 // TestRedTeamEveryRegisteredIDIsManaged: whatever ID the API takes, the
