@@ -152,6 +152,7 @@ func TestRedTeamAdminBodies(t *testing.T) {
 		{"a body over 64 KiB", `{"clientId": "b8", "scopes": ["pd_AdminWebApi"], "claims": [` + strings.Repeat(`{"type": "x", "value": "y"},`, 4000) + `{"type": "x", "value": "y"}]}`, 400},
 		{"a bcrypt hash", `{"clientId": "b9", "scopes": ["pd_AdminWebApi"], "secretHashes": ["bcrypt:$2a$10$abcdefghijklmnopqrstuuabcdefghijklmnopqrstuvwxyz01234"]}`, 400},
 		{"a value that is not UTF-8", `{"clientId": "b12", "scopes": ["pd_AdminWebApi"], "claims": [{"type": "t", "value": "` + "\xff" + `"}]}`, 400},
+		{"arrays 20,000 deep", `{"clientId": "b13", "scopes": ["pd_AdminWebApi"], "claims": ` + strings.Repeat("[", 20000) + strings.Repeat("]", 20000) + `}`, 400},
 		{"a plain secret as a hash", `{"clientId": "b10", "scopes": ["pd_AdminWebApi"], "secretHashes": ["hunter2-plain-secret"]}`, 400},
 	} {
 		a := r.admin(t, http.MethodPost, "/clients", c.body)
