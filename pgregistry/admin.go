@@ -48,7 +48,7 @@ const maxBody = 64 << 10
 // keeps them. PUT takes it without secretHashes: secrets change by
 // rotate-secret, which adds a new one before the newest old one (the
 // others are dropped), or, with {"keepPrevious": false}, in place of all.
-// An ID is printable ASCII, not "." or "..", and one under ASCII case
+// An ID is printable ASCII, not ".", ".." or "/", and one under ASCII case
 // folding with the file's and the registry's; DELETE /ids/admin/clients?id=
 // removes one stored before that rule that no path can name. An answer
 // shows a registration as {"clientId", "disabled", "secrets" (how many),
