@@ -181,6 +181,9 @@ func (k *compiler) client(f string, cc ClientConfig) (*client, error) {
 	}
 	cl.audience, cl.allScopes, cl.defaultAud = cc.Audience, cc.ScopeWhenOmitted == scopeAll, defaultAud
 	cl.certBound, cl.requireDPoP = cc.CertificateBoundTokens, cc.RequireDPoP
+	if cc.Epoch > maxEpoch {
+		return nil, fieldErr(f+".epoch", "at most 2^53-1, which a JWT carries exactly: its tokens would be refused")
+	}
 	cl.epoch, cl.ownEpoch = cc.Epoch, cc.Epoch != 0
 	if err := checkScopeWhenOmitted(f+".scopeWhenOmitted", cc.ScopeWhenOmitted); err != nil {
 		return nil, err

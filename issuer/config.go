@@ -261,12 +261,9 @@ type ClientConfig struct {
 	// bound tokens without it, as IdentityServer's do.
 	CertificateBoundTokens bool
 
-	// Epoch names this registration of ClientID for its tokens, which
-	// carry it: introspection answers a token active only while its
-	// client's epoch is the one it was issued under. A registry sets it
-	// (pgregistry: anew when a client is registered, enabled again or
-	// loses every secret). Zero means the issuer's own record of the ID,
-	// renewed when the client is removed or loses every secret.
+	// Epoch is this registration of ClientID: its tokens are active only
+	// under it. A registry sets it (at most 2^53-1); zero means the
+	// issuer's own record, renewed at a removal or when every secret goes.
 	Epoch uint64
 }
 

@@ -25,6 +25,10 @@ import (
 // when not zero.
 const epochClaim = "idsauth_epoch"
 
+// maxEpoch is the largest epoch: a JWT carries it as a JSON number, which
+// every JSON reader reads exactly up to 2^53-1 (jws.Claims.Uint53).
+const maxEpoch = 1<<53 - 1
+
 // epochTimeout bounds the token store's calls for the record of epochs,
 // at a Reload or SetRegistered.
 const epochTimeout = 5 * time.Second
@@ -44,7 +48,7 @@ func nextEpoch(id string, e uint64) uint64 {
 	h.Write([]byte("idsauth epoch\x00"))
 	h.Write([]byte(id))
 	h.Write(binary.BigEndian.AppendUint64([]byte{0}, e))
-	return binary.BigEndian.Uint64(h.Sum(nil))&(1<<53-1) | 1
+	return binary.BigEndian.Uint64(h.Sum(nil))&maxEpoch | 1
 }
 
 // renew gives the clients of next whose configuration gives no epoch the

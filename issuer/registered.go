@@ -31,7 +31,7 @@ import (
 // with the configuration's defaults (the issuer URL's audience, its own
 // scopes, its mutual TLS CAs, its profile). One that does not fit is left
 // out, and the others applied: one whose ID is not printable ASCII
-// (U+0021 to U+007E) or is "." or "..", one whose ID is a configuration
+// (U+0021 to U+007E) or is ".", ".." or "/", one whose ID is a configuration
 // file's client's or, under ASCII case folding, an earlier one's (the
 // file's wins, then the first), one that names a key file (a registered
 // client's keys are JWKs: a file would be on one replica's disk), one
@@ -199,7 +199,7 @@ func (f fileState) withRegistered(r registered) (*state, []error, error) {
 
 // registered compiles one registered client or API resource (api) with
 // compile, the path of the file's, after the rules of a registration of
-// its own: an ID of printable ASCII, not "." or "..", not taken under
+// its own: an ID of printable ASCII, not ".", ".." or "/", not taken under
 // ASCII case folding; keys as JWKs, not files. It returns the client, or
 // the *RegistrationError of one left out.
 func (k *compiler) registered(api bool, id string, kcs []ClientKeyConfig, taken takenIDs, compile func() (*client, error)) (*client, error) {
@@ -247,13 +247,17 @@ func (t takenIDs) add(id, why string) {
 // checkRegisteredID refuses an ID that a registry may not hold: anything
 // but printable ASCII (U+0021 to U+007E), which a terminal, a log line
 // or a URL path could take for something else, and "." and "..", which
-// a URL path cannot carry as a segment.
+// a URL path cannot carry as a segment, and "/", which net/http's router
+// takes, even escaped (%2F), for a trailing slash: no administration
+// path could name them, to disable one.
 func checkRegisteredID(id string) error {
-	if id == "" {
+	switch id {
+	case "":
 		return errors.New("empty")
-	}
-	if id == "." || id == ".." {
+	case ".", "..":
 		return fmt.Errorf("%q is a URL path's dot segment: no administration path could name it", id)
+	case "/":
+		return fmt.Errorf("%q is taken for a URL path's trailing slash, even escaped: no administration path could name it", id)
 	}
 	for i := 0; i < len(id); i++ {
 		if c := id[i]; c < 0x21 || c > 0x7e {

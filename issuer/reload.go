@@ -61,7 +61,7 @@ func (iss *Issuer) Reload(cfg *Config) error {
 // terminal, a log reader or a URL path may take it for something else.
 func (iss *Issuer) warnIDs(cfg *Config) {
 	warn := func(field string, err error) {
-		iss.logger.Warn("idsauth issuer: an ID of the configuration file is outside the rule of registered IDs (printable ASCII, not . or ..): it is served; consider renaming it",
+		iss.logger.Warn("idsauth issuer: an ID of the configuration file is outside the rule of registered IDs (printable ASCII, not ., .. or /): it is served; consider renaming it",
 			slog.String("field", field), slog.String("error", err.Error()))
 	}
 	for i, cc := range cfg.Clients {

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
@@ -33,7 +34,7 @@ const maxBody = 64 << 10
 //	POST   /ids/admin/clients                      create one: 201
 //	GET    /ids/admin/clients/{id}                 one
 //	PUT    /ids/admin/clients/{id}                 replace its configuration
-//	DELETE /ids/admin/clients/{id}                 remove it
+//	DELETE /ids/admin/clients/{id}                 remove it (or ?id={id})
 //	POST   /ids/admin/clients/{id}/disable         refuse it, keep it
 //	POST   /ids/admin/clients/{id}/enable          serve it again
 //	POST   /ids/admin/clients/{id}/rotate-secret   a new secret, returned once
@@ -47,7 +48,7 @@ const maxBody = 64 << 10
 // keeps them. PUT takes it without secretHashes: secrets change by
 // rotate-secret, which adds a new one before the newest old one (the
 // others are dropped), or, with {"keepPrevious": false}, in place of all.
-// An ID is printable ASCII, not "." or "..", and one under ASCII case
+// An ID is printable ASCII, not ".", ".." or "/", and one under ASCII case
 // folding with the file's and the registry's; DELETE /ids/admin/clients?id=
 // removes one stored before that rule that no path can name. An answer
 // shows a registration as {"clientId", "disabled", "secrets" (how many),
@@ -150,10 +151,15 @@ func (a api) list(w http.ResponseWriter, req *http.Request) {
 }
 
 func (a api) get(w http.ResponseWriter, req *http.Request) {
+	id, err := requestID(req)
+	if err != nil {
+		a.r.fail(w, err)
+		return
+	}
 	var v map[string]any
-	err := a.r.read(req, func(ctx context.Context, q pgx.Tx) error {
+	err = a.r.read(req, func(ctx context.Context, q pgx.Tx) error {
 		var err error
-		v, _, err = a.one(ctx, q, req.PathValue("id"), false)
+		v, _, err = a.one(ctx, q, id, false)
 		return err
 	})
 	if err != nil {
@@ -242,7 +248,11 @@ func (a api) update(w http.ResponseWriter, req *http.Request) {
 		a.r.fail(w, fe)
 		return
 	}
-	id := req.PathValue("id")
+	id, err := requestID(req)
+	if err != nil {
+		a.r.fail(w, err)
+		return
+	}
 	switch {
 	case in.given:
 		a.r.fail(w, badField("secretHashes", "secrets change by rotate-secret"))
@@ -253,7 +263,7 @@ func (a api) update(w http.ResponseWriter, req *http.Request) {
 	}
 	in.id = id
 	var v map[string]any
-	err := a.r.change(req, "update", a.k, id, map[string]any{"config": json.RawMessage(in.config)}, func(ctx context.Context, tx pgx.Tx) error {
+	err = a.r.change(req, "update", a.k, id, map[string]any{"config": json.RawMessage(in.config)}, func(ctx context.Context, tx pgx.Tx) error {
 		_, hashes, err := a.one(ctx, tx, id, true)
 		if err != nil {
 			return err
@@ -274,18 +284,18 @@ func (a api) update(w http.ResponseWriter, req *http.Request) {
 	writeJSON(w, http.StatusOK, v)
 }
 
-// remove deletes the registration of the path's ID or, for one stored
-// before the rule of registered IDs that a path cannot carry ("." or
-// ".."), of the query's id.
+// remove deletes the registration of the path's ID or of the query's id
+// (see requestID).
 func (a api) remove(w http.ResponseWriter, req *http.Request) {
-	id := req.PathValue("id")
-	if id == "" {
-		if id = req.URL.Query().Get("id"); id == "" {
-			a.r.fail(w, badField("(query)", "id: the registration to remove"))
-			return
-		}
+	id, err := requestID(req)
+	if err == nil && id == "" {
+		err = badField("(query)", "id: the registration to remove")
 	}
-	err := a.r.change(req, "delete", a.k, id, nil, func(ctx context.Context, tx pgx.Tx) error {
+	if err != nil {
+		a.r.fail(w, err)
+		return
+	}
+	err = a.r.change(req, "delete", a.k, id, nil, func(ctx context.Context, tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `DELETE FROM idsauth_registrations WHERE kind = $1 AND id = $2`, a.k.name, id)
 		if err == nil && tag.RowsAffected() == 0 {
 			err = errNotFound
@@ -302,9 +312,13 @@ func (a api) remove(w http.ResponseWriter, req *http.Request) {
 func (a api) disable(disabled bool) http.HandlerFunc {
 	action := map[bool]string{true: "disable", false: "enable"}[disabled]
 	return func(w http.ResponseWriter, req *http.Request) {
-		id := req.PathValue("id")
+		id, err := requestID(req)
+		if err != nil {
+			a.r.fail(w, err)
+			return
+		}
 		var v map[string]any
-		err := a.r.change(req, action, a.k, id, nil, func(ctx context.Context, tx pgx.Tx) error {
+		err = a.r.change(req, action, a.k, id, nil, func(ctx context.Context, tx pgx.Tx) error {
 			tag, err := tx.Exec(ctx, `UPDATE idsauth_registrations SET disabled = $3, updated_at = now() WHERE kind = $1 AND id = $2`, a.k.name, id, disabled)
 			if err == nil && tag.RowsAffected() == 0 {
 				err = errNotFound
@@ -323,6 +337,11 @@ func (a api) disable(disabled bool) http.HandlerFunc {
 }
 
 func (a api) rotate(w http.ResponseWriter, req *http.Request) {
+	id, err := requestID(req)
+	if err != nil {
+		a.r.fail(w, err)
+		return
+	}
 	opts := struct {
 		KeepPrevious *bool `json:"keepPrevious"`
 	}{}
@@ -340,7 +359,6 @@ func (a api) rotate(w http.ResponseWriter, req *http.Request) {
 		}
 	}
 	keep := opts.KeepPrevious == nil || *opts.KeepPrevious
-	id := req.PathValue("id")
 	plain, h := secret.Generate()
 	var n int
 	err = a.r.change(req, "rotate-secret", a.k, id, map[string]any{"keepPrevious": keep}, func(ctx context.Context, tx pgx.Tx) error {
@@ -361,6 +379,22 @@ func (a api) rotate(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{a.k.idName: id, "secret": plain, "secrets": n})
+}
+
+// requestID returns the ID a request names: its path's or, where the path
+// has none (DELETE ...?id=, for an ID stored before the rule of
+// registered IDs that no path carries), its query's. One that is not
+// UTF-8 is errNotFound: the database holds none, and its refusal would
+// be taken for an outage.
+func requestID(req *http.Request) (string, error) {
+	id := req.PathValue("id")
+	if id == "" {
+		id = req.URL.Query().Get("id")
+	}
+	if !utf8.ValidString(id) {
+		return "", errNotFound
+	}
+	return id, nil
 }
 
 // input reads a request's registration.

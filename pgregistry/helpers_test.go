@@ -73,7 +73,7 @@ func newReplicaNoWait(t *testing.T, dbURL string) *replica {
 
 func newPG(t *testing.T) *pgtest.Server { return pgtest.Start(t) }
 
-func newReplicaWith(t *testing.T, dbURL string, edit func(*issuer.Config)) *replica {
+func newReplicaWith(t *testing.T, dbURL string, edit func(*issuer.Config), opts ...issuer.Option) *replica {
 	t.Helper()
 	mux := http.NewServeMux()
 	srv := httptest.NewServer(mux)
@@ -92,7 +92,7 @@ func newReplicaWith(t *testing.T, dbURL string, edit func(*issuer.Config)) *repl
 	if edit != nil {
 		edit(cfg)
 	}
-	iss, err := issuer.New(cfg, issuer.WithLogger(logger))
+	iss, err := issuer.New(cfg, append([]issuer.Option{issuer.WithLogger(logger)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

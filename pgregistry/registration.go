@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/idsauth/idsauth/issuer"
 )
@@ -45,7 +47,7 @@ type row struct {
 	id     string
 	config []byte
 	hashes []string
-	epoch  uint64 // the column's bigint, never negative
+	epoch  uint64 // the column's bigint; a negative one (by hand) as uint64, out of range
 }
 
 // decodeRows decodes rows of kind k into the issuer's types, as the file
@@ -174,6 +176,11 @@ type input struct {
 // one object, each member named once (without regard to case, as the
 // decoder matches names), its ID and secret hashes taken out.
 func readInput(k kind, body []byte) (*input, *fieldError) {
+	if !utf8.Valid(body) {
+		// encoding/json keeps a value's bytes as they are; the database
+		// would refuse them, and that is no outage.
+		return nil, badField("(body)", "not UTF-8")
+	}
 	if !isObject(body) {
 		return nil, badField("(body)", "want one JSON object, the configuration file's %s entry", k.list)
 	}
@@ -230,13 +237,32 @@ func namesOf(b []byte) []string {
 	return names
 }
 
+// hasFoldDuplicate reports whether two of names are one under
+// strings.EqualFold, as the file's decoder matches member names: Unicode
+// simple folding, under which "ſcopes" (a long s) is "scopes", not
+// lower case alone.
 func hasFoldDuplicate(names []string) bool {
-	lower := make([]string, len(names))
+	keys := make([]string, len(names))
 	for i, n := range names {
-		lower[i] = strings.ToLower(n)
+		keys[i] = foldKey(n)
 	}
-	slices.Sort(lower)
-	return len(slices.Compact(lower)) != len(names)
+	slices.Sort(keys)
+	return len(slices.Compact(keys)) != len(names)
+}
+
+// foldKey returns name with each rune replaced by the least of its
+// simple case folding orbit: strings.EqualFold holds for two names
+// exactly when their keys are equal.
+func foldKey(name string) string {
+	var b strings.Builder
+	for _, r := range name {
+		least := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			least = min(least, f)
+		}
+		b.WriteRune(least)
+	}
+	return b.String()
 }
 
 // check decodes in as it will be loaded, with hashes as its secret

@@ -307,8 +307,11 @@ func (r *Registry) load(ctx context.Context, conn *pgx.Conn) error {
 		clientRows, apiRows = clientRows[:0], apiRows[:0]
 		var kindName, config string
 		var rw row
-		_, err = pgx.ForEachRow(rows, []any{&kindName, &rw.id, &config, &rw.hashes, &rw.epoch}, func() error {
-			rw.config = []byte(config)
+		var epoch int64
+		_, err = pgx.ForEachRow(rows, []any{&kindName, &rw.id, &config, &rw.hashes, &epoch}, func() error {
+			// A negative epoch, written by hand, reads as one beyond what
+			// a JWT carries: the issuer leaves that row out, not the load.
+			rw.config, rw.epoch = []byte(config), uint64(epoch)
 			if kindName == clientKind.name {
 				clientRows = append(clientRows, rw)
 			} else {
@@ -347,7 +350,9 @@ func unjoin(err error) []error {
 
 // loadedSnapshot records a load of clients and apis rows, and logs the
 // registrations it left out (each an *issuer.RegistrationError) when they
-// are not those of the last load.
+// are not those of the last load: before the load shows in Status and
+// WaitLoaded, so that whoever sees it loaded finds them in the log. It
+// runs on the listener's goroutine alone.
 func (r *Registry) loadedSnapshot(gen int64, clients, apis int, left []error) {
 	var lines []string
 	for _, err := range left {
@@ -366,9 +371,16 @@ func (r *Registry) loadedSnapshot(gen int64, clients, apis int, left []error) {
 	}
 	text := strings.Join(lines, "\n")
 	r.mu.Lock()
-	first := !r.status.Loaded
 	changed := text != r.lastLeft
 	r.lastLeft = text
+	r.mu.Unlock()
+	if changed {
+		for _, l := range lines {
+			r.logger.Warn("idsauth registry: a registration is left out: it does not fit the issuer's configuration", slog.String("error", l))
+		}
+	}
+	r.mu.Lock()
+	first := !r.status.Loaded
 	r.status.Loaded, r.status.Generation, r.status.LoadedAt = true, gen, time.Now()
 	r.status.Left = len(left)
 	r.status.Clients, r.status.APIResources = max(clients, 0), max(apis, 0)
@@ -378,11 +390,6 @@ func (r *Registry) loadedSnapshot(gen int64, clients, apis int, left []error) {
 	r.up()
 	if first {
 		close(r.loaded)
-	}
-	if changed {
-		for _, l := range lines {
-			r.logger.Warn("idsauth registry: a registration is left out: it does not fit the issuer's configuration", slog.String("error", l))
-		}
 	}
 }
 

@@ -43,8 +43,8 @@ var migrations = []string{
 	CREATE INDEX idsauth_audit_target ON idsauth_audit (kind, target, at);
 	COMMENT ON TABLE idsauth_audit IS 'every change made through idsauth''s admin API: who (the admin token''s client_id), from where, what, when; never a secret';`,
 	// 2: each registration's epoch (issuer.ClientConfig.Epoch), which its
-	// tokens carry: a new one when it is inserted, enabled again, or left
-	// with none of its secrets, set by a trigger, so that every writer
+	// tokens carry: a new one when it is inserted, renamed (by hand),
+	// enabled again, or left with none of its secrets, set by a trigger, so that every writer
 	// (a replica of release 1 during a rolling upgrade, SQL by hand) keeps
 	// the rule. The rows of before keep 0, the epoch of the tokens issued
 	// before: the upgrade ends none.
@@ -53,6 +53,7 @@ var migrations = []string{
 	CREATE FUNCTION idsauth_registration_epoch() RETURNS trigger LANGUAGE plpgsql AS $$
 	BEGIN
 		IF TG_OP = 'INSERT'
+			OR OLD.kind <> NEW.kind OR OLD.id <> NEW.id
 			OR (OLD.disabled AND NOT NEW.disabled)
 			OR (cardinality(OLD.secret_hashes) > 0 AND NOT (OLD.secret_hashes && NEW.secret_hashes)) THEN
 			NEW.epoch := nextval('idsauth_epoch');
@@ -63,7 +64,7 @@ var migrations = []string{
 	END $$;
 	CREATE TRIGGER idsauth_registration_epoch BEFORE INSERT OR UPDATE ON idsauth_registrations
 		FOR EACH ROW EXECUTE FUNCTION idsauth_registration_epoch();
-	COMMENT ON COLUMN idsauth_registrations.epoch IS 'the registration''s epoch, which its tokens carry: renewed by the trigger idsauth_registration_epoch when the row is inserted, enabled again or left with none of its secrets; 0 for a row of before';`,
+	COMMENT ON COLUMN idsauth_registrations.epoch IS 'the registration''s epoch, which its tokens carry: renewed by the trigger idsauth_registration_epoch when the row is inserted, renamed, enabled again or left with none of its secrets; 0 for a row of before';`,
 }
 
 // SchemaVersion is the version of the schema this package writes: Migrate

@@ -19,7 +19,11 @@ import (
 // refused with ErrFull; a live grant is never forgotten. No client holds
 // more than a quarter of the bytes (ErrClientFull), so that one client
 // asking for tokens as fast as it can, or in a loop by mistake, leaves
-// the other three quarters to the others.
+// the other three quarters to the others. The share is a registration's
+// (a client ID under one Grant.Epoch): a client registered again, or
+// left with none of its secrets, has a share of its own at once, while
+// the grants of the one that ended, which never answer active again,
+// are charged to the store until they expire.
 //
 // Expired grants are dropped by Put, oldest first, from a queue ordered
 // by expiry: each Put drops what has expired by its grant's IssuedAt, so
@@ -33,8 +37,8 @@ type Memory struct {
 	mu        sync.Mutex
 	grants    map[Key]*entry
 	queue     expiryQueue
-	bytes     int            // charged now
-	perClient map[string]int // charged now, by client
+	bytes     int           // charged now
+	perClient map[share]int // charged now, by registration
 	epochs    map[string]uint64
 }
 
@@ -46,13 +50,21 @@ type entry struct {
 	index int // in the queue
 }
 
+// share is whose share a grant is charged to: its client's registration.
+type share struct {
+	client string
+	epoch  uint64
+}
+
+func shareOf(g *Grant) share { return share{g.ClientID, g.Epoch} }
+
 // entryOverhead is what a grant costs beside its own strings: the map's
 // slot (key, pointer, and its share of buckets), the entry, the Grant's
 // fixed fields and its place in the expiry queue.
 const entryOverhead = 200
 
-// ErrClientFull is the error of a Put for a client that holds a quarter
-// of a Memory's bytes already. errors.Is(ErrClientFull, ErrFull) holds.
+// ErrClientFull is the error of a Put for a client (under its epoch)
+// that holds a quarter of a Memory's bytes already. errors.Is(ErrClientFull, ErrFull) holds.
 var ErrClientFull = fmt.Errorf("%w: the client holds its share (a quarter)", ErrFull)
 
 // grantBytes is what g is charged.
@@ -73,7 +85,7 @@ func (m *Memory) Put(_ context.Context, k Key, g Grant) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.grants == nil {
-		m.grants, m.perClient = make(map[Key]*entry), make(map[string]int)
+		m.grants, m.perClient = make(map[Key]*entry), make(map[share]int)
 	}
 	maxBytes := m.MaxBytes
 	if maxBytes <= 0 {
@@ -84,30 +96,30 @@ func (m *Memory) Put(_ context.Context, k Key, g Grant) error {
 	freed, freedClient := 0, 0
 	if old != nil {
 		freed = old.bytes
-		if old.g.ClientID == g.ClientID {
+		if shareOf(&old.g) == shareOf(&g) {
 			freedClient = old.bytes
 		}
 	}
 	switch {
 	case m.bytes-freed+e.bytes > maxBytes:
 		return ErrFull
-	case m.perClient[g.ClientID]-freedClient+e.bytes > maxBytes/4:
+	case m.perClient[shareOf(&g)]-freedClient+e.bytes > maxBytes/4:
 		return ErrClientFull
 	}
 	if old != nil {
 		m.remove(old)
 	}
 	m.grants[k] = e
-	m.charge(g.ClientID, e.bytes)
+	m.charge(shareOf(&g), e.bytes)
 	heap.Push(&m.queue, e)
 	return nil
 }
 
-// charge adds n bytes (or takes them back, n < 0) for client.
-func (m *Memory) charge(client string, n int) {
+// charge adds n bytes (or takes them back, n < 0) to share s.
+func (m *Memory) charge(s share, n int) {
 	m.bytes += n
-	if m.perClient[client] += n; m.perClient[client] == 0 {
-		delete(m.perClient, client)
+	if m.perClient[s] += n; m.perClient[s] == 0 {
+		delete(m.perClient, s)
 	}
 }
 
@@ -115,7 +127,7 @@ func (m *Memory) charge(client string, n int) {
 func (m *Memory) remove(e *entry) {
 	delete(m.grants, e.key)
 	heap.Remove(&m.queue, e.index)
-	m.charge(e.g.ClientID, -e.bytes)
+	m.charge(shareOf(&e.g), -e.bytes)
 }
 
 // dropExpired drops the grants that expired at or before now.

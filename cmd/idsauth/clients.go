@@ -170,10 +170,9 @@ func clientsCommand(ctx context.Context, e env, args []string) error {
 		}
 		return err
 	case "remove":
-		if id == "." || id == ".." { // no path segment carries them: a row stored before the rule of IDs
-			one = c.base + "?id=" + url.QueryEscape(id)
-		}
-		_, err := c.call(http.MethodDelete, one, nil)
+		// By the query, which carries any ID: a row stored before the
+		// rule of IDs may hold one no path segment carries (".", "/").
+		_, err := c.call(http.MethodDelete, c.base+"?id="+url.QueryEscape(id), nil)
 		if err == nil {
 			fmt.Fprintf(e.stdout, "%s removed\n", shown)
 		}
