@@ -54,9 +54,14 @@ func nextEpoch(id string, e uint64) uint64 {
 // renew gives the clients of next whose configuration gives no epoch the
 // one the record holds, first ending (a new epoch) each such client of
 // old that next no longer serves or serves without any of its secrets.
-// A client whose epoch changes is copied: old's, and the file's compiled
+// The record of an ID is read from the store the first time the ID is
+// served, and again for each ID of reread that this call did not end: a
+// Reload passes the file's clients, so that a replica that never applied
+// a removal another one made (it reloaded the file of after alone)
+// takes the epoch the store holds, and the replicas agree again. A
+// client whose epoch changes is copied: old's, and the file's compiled
 // state, share it. It runs under iss.mu.
-func (iss *Issuer) renew(old, next *state) {
+func (iss *Issuer) renew(old, next *state, reread []string) {
 	e := &iss.epochs
 	if e.known == nil {
 		e.known = make(map[string]uint64)
@@ -64,6 +69,7 @@ func (iss *Issuer) renew(old, next *state) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), epochTimeout)
 	defer cancel()
+	ended := map[string]bool{}
 	if old != nil {
 		for id, was := range old.clients {
 			if was.ownEpoch {
@@ -74,7 +80,7 @@ func (iss *Issuer) renew(old, next *state) {
 			}
 			from := e.known[id]
 			to := nextEpoch(id, from)
-			e.known[id] = to
+			e.known[id], ended[id] = to, true
 			if e.store == nil {
 				continue
 			}
@@ -87,6 +93,11 @@ func (iss *Issuer) renew(old, next *state) {
 	var unread []string
 	for id, cl := range next.clients {
 		if _, ok := e.known[id]; !ok && !cl.ownEpoch {
+			unread = append(unread, id)
+		}
+	}
+	for _, id := range reread {
+		if _, ok := e.known[id]; ok && !ended[id] && next.clients[id] != nil && !next.clients[id].ownEpoch {
 			unread = append(unread, id)
 		}
 	}

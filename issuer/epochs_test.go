@@ -170,3 +170,55 @@ func TestFileTokensStayDead(t *testing.T) {
 		}
 	}
 }
+
+// TestReplicaThatSkippedARemovalAgrees: replica A reloads without a file
+// client and then with it again; replica B, sharing the token store,
+// reloads only the file of after. B takes the epoch A recorded: the
+// tokens of before are inactive at both, and each answers the other's new
+// tokens active. (The red team of issue 39: B answered A's new tokens
+// inactive and the old ones active until it restarted.)
+func TestReplicaThatSkippedARemovalAgrees(t *testing.T) {
+	store := &tokenstore.Memory{}
+	key := generate("ES256")
+	edit := func(with []issuer.ClientConfig, url string) func(*issuer.Config) {
+		return func(c *issuer.Config) {
+			if url != "" {
+				c.Issuer = url
+			}
+			c.EphemeralKey = false
+			c.Keys = []issuer.KeyConfig{{Key: key.Private}}
+			withReference(c)
+			c.Clients = append(c.Clients, with...)
+		}
+	}
+	a := newServer(t, edit(epochClients("first", 0), ""), issuer.WithTokenStore(store))
+	b := newServer(t, edit(epochClients("first", 0), a.issuerURL()), issuer.WithTokenStore(store))
+	reload := func(s *server, with []issuer.ClientConfig) {
+		t.Helper()
+		cfg := testConfig(a.issuerURL())
+		edit(with, a.issuerURL())(cfg)
+		if err := s.iss.Reload(cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := tokensOf(t, a, "first")
+	reload(a, nil)
+	reload(a, epochClients("first", 0))
+	reload(b, epochClients("first", 0)) // the file of after alone
+	for _, s := range []*server{a, b} {
+		for _, tok := range before {
+			if activeAt(t, s, tok) {
+				t.Errorf("a token of before the removal is active: %.12s...", tok)
+			}
+		}
+	}
+	for _, from := range []*server{a, b} {
+		for _, tok := range tokensOf(t, from, "first") {
+			for _, at := range []*server{a, b} {
+				if !activeAt(t, at, tok) {
+					t.Errorf("a new token is inactive at the other replica: %.12s...", tok)
+				}
+			}
+		}
+	}
+}

@@ -53,7 +53,7 @@ func (iss *Issuer) SetRegistered(clients []ClientConfig, apis []APIResourceConfi
 	if err != nil {
 		return err
 	}
-	iss.renew(iss.st.Load(), st)
+	iss.renew(iss.st.Load(), st, nil)
 	now := iss.now()
 	iss.apply(st, iss.file.setsAt(now), now)
 	iss.registered = r

@@ -46,7 +46,11 @@ func (iss *Issuer) Reload(cfg *Config) error {
 	if err != nil {
 		return err
 	}
-	iss.renew(iss.st.Load(), st)
+	ids := make([]string, len(cfg.Clients))
+	for i, cc := range cfg.Clients {
+		ids[i] = cc.ClientID
+	}
+	iss.renew(iss.st.Load(), st, ids)
 	iss.apply(st, sets, now)
 	iss.file = file
 	for _, err := range left {

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -152,5 +153,36 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("waited 20 s for %s", what)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestCallerHangsUp: an administration request whose caller hangs up
+// while the database is slow is no outage: nothing is logged as one.
+func TestCallerHangsUp(t *testing.T) {
+	pg, u := newDatabase(t)
+	r := newReplica(t, u, nil)
+	tok := r.token(t, "operator", operatorSecret, "scope", pgregistry.AdminScope)
+	at, _ := tok.body["access_token"].(string)
+	if err := syscall.Kill(pg.PID(), syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Kill(pg.PID(), syscall.SIGCONT) //nolint:errcheck // resumed below too
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, r.issuerURL()+"/admin/clients", nil)
+	req.Header.Set("Authorization", "Bearer "+at)
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		resp.Body.Close()
+		t.Fatalf("an answer while PostgreSQL is stopped: %d", resp.StatusCode)
+	}
+	time.Sleep(300 * time.Millisecond) // the handler sees the hang-up and answers into nothing
+	if err := syscall.Kill(pg.PID(), syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	if a := r.admin(t, http.MethodGet, "/clients", ""); a.status != 200 {
+		t.Fatalf("once PostgreSQL runs again: %d %s", a.status, a.raw)
+	}
+	if strings.Contains(r.logs.String(), "an administration request failed") {
+		t.Errorf("a caller who hung up was logged as the database not answering:\n%s", r.logs)
 	}
 }

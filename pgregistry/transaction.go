@@ -117,6 +117,10 @@ func (r *Registry) fail(w http.ResponseWriter, err error) {
 		writeJSON(w, http.StatusConflict, map[string]string{"error": "conflict", "error_description": desc})
 	case errors.Is(err, errNotFound):
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": "not_found", "error_description": "not registered"})
+	case errors.Is(err, context.Canceled):
+		// The caller hung up (or the server is stopping): nobody reads
+		// the answer, and the database is not to blame.
+		w.WriteHeader(http.StatusServiceUnavailable)
 	default:
 		err = scrub(err, r.secret)
 		desc := "the client registry's database does not answer: nothing was changed; try again"

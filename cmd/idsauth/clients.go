@@ -15,6 +15,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/idsauth/idsauth/client"
 	"github.com/idsauth/idsauth/pgregistry"
@@ -345,8 +347,27 @@ func (c *adminClient) show(u string) error {
 		return err
 	}
 	out, _ := json.MarshalIndent(ans, "", "  ")
-	fmt.Fprintln(c.e.stdout, string(out))
+	fmt.Fprintln(c.e.stdout, string(asciiJSON(out)))
 	return nil
+}
+
+// asciiJSON returns the JSON text b with every character beyond ASCII
+// written as a \u escape: the same JSON, which no terminal can take for
+// a control (a bidirectional override in a stored configuration, say).
+func asciiJSON(b []byte) []byte {
+	var out []byte
+	for _, r := range string(b) {
+		switch {
+		case r < utf8.RuneSelf:
+			out = append(out, byte(r))
+		case r > 0xffff:
+			r1, r2 := utf16.EncodeRune(r)
+			out = fmt.Appendf(out, `\u%04x\u%04x`, r1, r2)
+		default:
+			out = fmt.Appendf(out, `\u%04x`, r)
+		}
+	}
+	return out
 }
 
 func (c *adminClient) add(k adminPaths, u string, body []byte) error {
