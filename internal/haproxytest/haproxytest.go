@@ -6,24 +6,20 @@
 package haproxytest
 
 import (
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/idsauth/idsauth/internal/testlog"
+	"github.com/idsauth/idsauth/internal/proctest"
 )
 
 // Server is an HAProxy a test started.
 type Server struct {
 	Addr string // 127.0.0.1:port, where it listens
 
-	cmd *exec.Cmd
-	out *testlog.Buffer
+	*proctest.Process
 }
 
 // Start starts HAProxy with the sections given (frontends and backends,
@@ -33,22 +29,9 @@ type Server struct {
 // Start. It returns once HAProxy accepts connections.
 func Start(t testing.TB, dir, sections string) *Server {
 	t.Helper()
-	path, err := exec.LookPath("haproxy")
-	if err != nil {
-		if path, err = exec.LookPath("/usr/sbin/haproxy"); err != nil {
-			if os.Getenv("CI") != "" {
-				t.Fatalf("haproxy is not installed, and CI must run these tests (.ci/run installs it): %v", err)
-			}
-			t.Skip("haproxy is not installed: apt-get install haproxy to run this test")
-		}
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
-	l.Close()
-	s := &Server{Addr: "127.0.0.1:" + port, out: &testlog.Buffer{}}
+	path := proctest.Find(t, "haproxy", "haproxy")
+	port := proctest.FreePort(t)
+	s := &Server{Addr: "127.0.0.1:" + port}
 	conf := `global
 	log stderr format raw local0 notice
 
@@ -68,30 +51,6 @@ defaults
 	if out, err := exec.Command(path, "-c", "-f", file).CombinedOutput(); err != nil {
 		t.Fatalf("haproxy -c refuses the configuration: %v\n%s\n%s", err, out, conf)
 	}
-	s.cmd = exec.Command(path, "-db", "-f", file)
-	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
-	if err := s.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.stop)
-	for i := 0; ; i++ {
-		c, err := net.DialTimeout("tcp", s.Addr, time.Second)
-		if err == nil {
-			c.Close()
-			return s
-		}
-		if i == 100 {
-			t.Fatalf("haproxy does not listen on %s:\n%s", s.Addr, s.out)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	s.Process = proctest.Start(t, s.Addr, path, "-db", "-f", file)
+	return s
 }
-
-// stop ends HAProxy by its PID and waits for it.
-func (s *Server) stop() {
-	_ = s.cmd.Process.Kill()
-	_ = s.cmd.Wait()
-}
-
-// Log is what HAProxy wrote.
-func (s *Server) Log() string { return s.out.String() }

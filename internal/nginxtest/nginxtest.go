@@ -6,16 +6,12 @@
 package nginxtest
 
 import (
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/idsauth/idsauth/internal/testlog"
+	"github.com/idsauth/idsauth/internal/proctest"
 )
 
 // Server is an nginx a test started.
@@ -23,8 +19,7 @@ type Server struct {
 	Addr string // 127.0.0.1:port, where it listens
 	Dir  string // its prefix: the configuration, logs, pid and temp files
 
-	cmd *exec.Cmd
-	out *testlog.Buffer
+	*proctest.Process
 }
 
 // Start starts nginx with the http block's servers given: in servers,
@@ -33,22 +28,9 @@ type Server struct {
 // once nginx accepts connections.
 func Start(t testing.TB, dir, servers string) *Server {
 	t.Helper()
-	path, err := exec.LookPath("nginx")
-	if err != nil {
-		if path, err = exec.LookPath("/usr/sbin/nginx"); err != nil {
-			if os.Getenv("CI") != "" {
-				t.Fatalf("nginx is not installed, and CI must run these tests (.ci/run installs nginx-light): %v", err)
-			}
-			t.Skip("nginx is not installed: apt-get install nginx-light to run this test")
-		}
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
-	l.Close()
-	s := &Server{Addr: "127.0.0.1:" + port, Dir: dir, out: &testlog.Buffer{}}
+	path := proctest.Find(t, "nginx", "nginx-light")
+	port := proctest.FreePort(t)
+	s := &Server{Addr: "127.0.0.1:" + port, Dir: dir}
 	conf := `daemon off;
 master_process off;
 worker_processes 1;
@@ -70,30 +52,6 @@ http {
 	if err := os.WriteFile(file, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s.cmd = exec.Command(path, "-p", dir, "-c", file, "-e", "stderr")
-	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
-	if err := s.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.stop)
-	for i := 0; ; i++ {
-		c, err := net.DialTimeout("tcp", s.Addr, time.Second)
-		if err == nil {
-			c.Close()
-			return s
-		}
-		if i == 100 {
-			t.Fatalf("nginx does not listen on %s:\n%s", s.Addr, s.out)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	s.Process = proctest.Start(t, s.Addr, path, "-p", dir, "-c", file, "-e", "stderr")
+	return s
 }
-
-// stop ends nginx by its PID and waits for it.
-func (s *Server) stop() {
-	_ = s.cmd.Process.Kill()
-	_ = s.cmd.Wait()
-}
-
-// Log is what nginx wrote.
-func (s *Server) Log() string { return s.out.String() }
