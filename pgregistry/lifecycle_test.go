@@ -297,8 +297,9 @@ func TestRegisteredIDsThroughTheAPI(t *testing.T) {
 	for _, id := range []string{"..", "line\nend", "file-client"} {
 		exec(t, u, `INSERT INTO idsauth_registrations (kind, id, config, secret_hashes) VALUES ('client', $1, '{"scopes": ["pd_AdminWebApi"]}', $2)`, id, []string{secret.HashSHA256("x").String()})
 	}
+	gen := r.reg.Status().Generation // before the notification: its load may be done before the next line
 	exec(t, u, `UPDATE idsauth_generation SET generation = generation + 1; NOTIFY idsauth_registry, '1000'`)
-	r.waitGeneration(t, r.reg.Status().Generation+1, 5e9)
+	r.waitGeneration(t, gen+1, 5e9)
 	if st := r.reg.Status(); st.Left != 3 || st.Clients != 2 {
 		t.Errorf("status: %+v, want 3 left out (two outside the rule, one a file client's), 2 served", st)
 	}

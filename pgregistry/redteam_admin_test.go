@@ -86,8 +86,9 @@ func TestRedTeamAdminTokens(t *testing.T) {
 	// has no token to try.
 	exec(t, u, `INSERT INTO idsauth_registrations (kind, id, config, secret_hashes) VALUES ('client', 'sneaky', $1, $2)`,
 		fmt.Sprintf(`{"scopes": [%q], "audience": [%q]}`, pgregistry.AdminScope, r.issuerURL()+"/admin"), []string{secret.HashSHA256(operatorSecret).String()})
+	gen := r.reg.Status().Generation // before the notification: its load may be done before the next line
 	exec(t, u, `UPDATE idsauth_generation SET generation = generation + 1; NOTIFY idsauth_registry, '1000'`)
-	r.waitGeneration(t, r.reg.Status().Generation+1, 5e9)
+	r.waitGeneration(t, gen+1, 5e9)
 	if a := r.token(t, "sneaky", operatorSecret, "scope", pgregistry.AdminScope); a.status == 200 {
 		t.Errorf("a registered client given idsauth_admin by SQL got a token: %s", a.raw)
 	}
