@@ -2,17 +2,7 @@ package issuer
 
 import (
 	"crypto"
-	"crypto/ecdsa"
-	"crypto/ed25519"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/rsa"
-	"errors"
-	"fmt"
-	"maps"
-	"math/big"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"time"
@@ -20,7 +10,6 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/idsauth/idsauth/internal/jws"
-	"github.com/idsauth/idsauth/internal/keys"
 )
 
 // assertionTypeJWT is the client_assertion_type of a private_key_jwt
@@ -44,172 +33,6 @@ var assertionMethods = func() map[string]jwt.SigningMethod {
 	}
 	return m
 }()
-
-// clientKey is a checked public key of a client, for one algorithm.
-type clientKey struct {
-	alg string
-	pub crypto.PublicKey
-}
-
-// check checks a client key and returns it, or nil for a file key, which
-// compile reads.
-func (kc ClientKeyConfig) check() (*clientKey, error) {
-	set := 0
-	for _, b := range []bool{kc.File != "", len(kc.JWK) > 0, kc.Key != nil} {
-		if b {
-			set++
-		}
-	}
-	if set != 1 {
-		return nil, errors.New("set exactly one of file, jwk and a key in code")
-	}
-	if kc.Alg != "" && !slices.Contains(keys.AssertionAlgs, kc.Alg) {
-		return nil, fmt.Errorf("alg: want one of %v, got %q", keys.AssertionAlgs, kc.Alg)
-	}
-	switch {
-	case kc.File != "":
-		return nil, nil
-	case kc.Key != nil:
-		return kc.fit(kc.Key, "")
-	}
-	pub, _, jwkAlg, err := keys.ParsePublicJWK(kc.JWK)
-	if err != nil {
-		return nil, fmt.Errorf("jwk: %w", err)
-	}
-	return kc.fit(pub, jwkAlg)
-}
-
-// fit returns pub with its algorithm: Alg, else the JWK's, else the
-// key type's, checking that it fits.
-func (kc ClientKeyConfig) fit(pub crypto.PublicKey, jwkAlg string) (*clientKey, error) {
-	alg := kc.Alg
-	if alg == "" {
-		alg = jwkAlg
-	}
-	if alg == "" {
-		alg = keys.AlgForPublic(pub)
-	}
-	if jwkAlg != "" && jwkAlg != alg {
-		return nil, fmt.Errorf("alg %q differs from the JWK's %q", alg, jwkAlg)
-	}
-	if !slices.Contains(keys.AssertionAlgs, alg) {
-		return nil, fmt.Errorf("alg: want one of %v, got %q", keys.AssertionAlgs, alg)
-	}
-	if err := keys.FitPublic(alg, pub); err != nil {
-		return nil, err
-	}
-	return &clientKey{alg: alg, pub: pub}, nil
-}
-
-// load reads a file key, relative to dir.
-func (kc ClientKeyConfig) load(dir string) (*clientKey, error) {
-	path := kc.File
-	if !filepath.IsAbs(path) {
-		path = filepath.Join(dir, path)
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("file: %w", err)
-	}
-	pub, err := keys.ParsePublicPEM(data)
-	if err != nil {
-		return nil, fmt.Errorf("file %s: %w", path, err)
-	}
-	return kc.fit(pub, "")
-}
-
-// loadClientKeys reads the client key files of cfg into st's clients
-// and API resources.
-func (st *state) loadClientKeys(cfg *Config) error {
-	load := func(f string, cl *client, kcs []ClientKeyConfig) error {
-		for j, kc := range kcs {
-			if kc.File == "" {
-				continue
-			}
-			k, err := kc.load(cfg.Dir)
-			if err != nil {
-				return causeErr(fmt.Sprintf("%s.publicKeys[%d]", f, j), err)
-			}
-			cl.keys = append(cl.keys, *k)
-		}
-		return nil
-	}
-	for i, cc := range cfg.Clients {
-		if err := load(fmt.Sprintf("clients[%d] (%q)", i, cc.ClientID), st.clients[cc.ClientID], cc.PublicKeys); err != nil {
-			return err
-		}
-	}
-	for i, ac := range cfg.APIResources {
-		if err := load(fmt.Sprintf("apiResources[%d] (%q)", i, ac.Name), st.apis[ac.Name].client, ac.PublicKeys); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// padKeys prepares what every assertion check needs, once the file's and
-// the registered clients are known: how many signature checks each
-// algorithm takes (the most keys of that algorithm any client has), and
-// keys that pad the checks of clients with fewer keys, and of unknown
-// clients, to that many.
-func (st *state) padKeys() error {
-	st.keyPad = map[string]int{}
-	rsaBits := []int{keys.MinRSABits}
-	all := slices.Collect(maps.Values(st.clients))
-	for _, api := range st.apis {
-		all = append(all, api.client)
-	}
-	for _, cl := range all {
-		per := map[string]int{}
-		for _, k := range cl.keys {
-			per[k.alg]++
-			if p, ok := k.pub.(*rsa.PublicKey); ok {
-				rsaBits = append(rsaBits, p.N.BitLen())
-			}
-		}
-		for alg, n := range per {
-			st.keyPad[alg] = max(st.keyPad[alg], n)
-		}
-	}
-	var err error
-	st.dummies, st.rsaDummies, err = dummyKeys(rsaBits)
-	return err
-}
-
-// dummyKeys returns, for each algorithm, a public key no assertion
-// verifies with, so that padding checks cost what a real key's check
-// costs; and, for RSA, one such key for each modulus size of rsaBits, by
-// its size in bytes: an RSA check costs what the size of its key makes it
-// cost, and none at all when the signature is not of that size.
-func dummyKeys(rsaBits []int) (map[string]crypto.PublicKey, map[int]*rsa.PublicKey, error) {
-	ec, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, err
-	}
-	ed, _, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		return nil, nil, err
-	}
-	bySize := map[int]*rsa.PublicKey{}
-	var largest *rsa.PublicKey
-	for _, bits := range rsaBits {
-		if r := bySize[(bits+7)/8]; r != nil && r.N.BitLen() >= bits {
-			continue
-		}
-		// An odd number of bits: a check costs what a key of its size costs.
-		n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), uint(bits-1)))
-		if err != nil {
-			return nil, nil, err
-		}
-		n.SetBit(n, bits-1, 1).SetBit(n, 0, 1)
-		r := &rsa.PublicKey{N: n, E: 65537}
-		bySize[r.Size()] = r
-		if largest == nil || r.Size() > largest.Size() {
-			largest = r
-		}
-	}
-	return map[string]crypto.PublicKey{"ES256": &ec.PublicKey, "RS256": largest, "PS256": largest, "EdDSA": ed}, bySize, nil
-}
 
 // dummyFor returns the padding key for a's checks: for RSA, the one of
 // the signature's size when a client has a key of that size (so a padded

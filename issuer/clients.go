@@ -36,18 +36,20 @@ type compiler struct {
 
 // compiler returns the compiler of d, whose defaults are applied.
 func (d Config) compiler() (*compiler, error) {
-	own, err := checkOwnScopes(d.Scopes)
+	if err := validateScopeWhenOmitted("scopeWhenOmitted", d.ScopeWhenOmitted); err != nil {
+		return nil, err
+	}
+	own, err := parseOwnScopes(d.Scopes)
 	if err != nil {
 		return nil, err
 	}
 	return &compiler{d: d, own: own, haveCAs: len(d.MTLS.ClientCAs) > 0 || len(d.MTLS.ClientCACerts) > 0}, nil
 }
 
-// compileClients checks the clients and API resources of the file, c's
-// (before its defaults: k's are applied), and returns a state holding
-// them.
-func (k *compiler) compileClients(c *Config) (*state, error) {
-	st := &state{clients: make(map[string]*client, len(c.Clients)), apis: make(map[string]*apiResource, len(c.APIResources))}
+// compileRoster compiles the clients and API resources of the file, c's
+// (before its defaults: k's are applied).
+func (k *compiler) compileRoster(c *Config) (*roster, error) {
+	st := &roster{clients: make(map[string]*client, len(c.Clients)), apis: make(map[string]*apiResource, len(c.APIResources))}
 	for i, cc := range c.Clients {
 		cl, err := k.client(fmt.Sprintf("clients[%d]", i), cc)
 		if err != nil {
@@ -115,15 +117,6 @@ type client struct {
 	ownEpoch bool // the configuration gave epoch
 }
 
-// credentials are how a client or an API resource authenticates: the
-// fields ClientConfig and APIResourceConfig share.
-type credentials struct {
-	hashes      []string
-	keys        []ClientKeyConfig
-	tls         TLSClientAuth
-	thumbprints []string
-}
-
 // named checks the ID of a client or an API resource, given in member of
 // f, and returns f naming it: `clients[2] ("reporting")`.
 func named(f, member, id string) (string, error) {
@@ -134,36 +127,6 @@ func named(f, member, id string) (string, error) {
 		return "", fieldErr(f+"."+member, "longer than %d characters", maxClientIDLength)
 	}
 	return fmt.Sprintf("%s (%q)", f, id), nil
-}
-
-// credentials checks c, the credentials of id, f naming it, and returns a
-// client that holds them: the one compile of a client's and an API
-// resource's credentials.
-func (k *compiler) credentials(f, id string, c credentials) (*client, error) {
-	if len(c.hashes) == 0 && len(c.keys) == 0 && !c.tls.set() && len(c.thumbprints) == 0 {
-		return nil, fieldErr(f+".secretHashes", "at least one hash (or one of publicKeys, a tlsClientAuth or a certificate thumbprint) is required")
-	}
-	hashes, err := parseHashes(f+".secretHashes", c.hashes)
-	if err != nil {
-		return nil, err
-	}
-	cl := &client{id: id, hashes: hashes}
-	if len(c.keys) > maxClientKeys {
-		return nil, fieldErr(f+".publicKeys", "more than %d keys", maxClientKeys)
-	}
-	for i, kc := range c.keys {
-		key, err := kc.check()
-		if err != nil {
-			return nil, fieldErr(fmt.Sprintf("%s.publicKeys[%d]", f, i), "%v", err)
-		}
-		if key != nil { // a file's key is read by compile
-			cl.keys = append(cl.keys, *key)
-		}
-	}
-	if cl.certs, err = compileCertAuth(f, c.tls, c.thumbprints, k.haveCAs); err != nil {
-		return nil, err
-	}
-	return cl, nil
 }
 
 // client checks cc, before its defaults (k applies them), f naming it
@@ -185,7 +148,7 @@ func (k *compiler) client(f string, cc ClientConfig) (*client, error) {
 		return nil, fieldErr(f+".epoch", "at most 2^53-1, which a JWT carries exactly: its tokens would be refused")
 	}
 	cl.epoch, cl.ownEpoch = cc.Epoch, cc.Epoch != 0
-	if err := checkScopeWhenOmitted(f+".scopeWhenOmitted", cc.ScopeWhenOmitted); err != nil {
+	if err := validateScopeWhenOmitted(f+".scopeWhenOmitted", cc.ScopeWhenOmitted); err != nil {
 		return nil, err
 	}
 	for i, g := range cc.GrantTypes {
@@ -212,7 +175,7 @@ func (k *compiler) client(f string, cc ClientConfig) (*client, error) {
 	default:
 		return nil, fieldErr(f+".accessTokenType", `want "jwt" or "reference", got %q`, cc.AccessTokenType)
 	}
-	if err := checkSeconds(f+".accessTokenLifetime", cc.AccessTokenLifetime); err != nil {
+	if err := validateSeconds(f+".accessTokenLifetime", cc.AccessTokenLifetime); err != nil {
 		return nil, err
 	}
 	if cc.AccessTokenLifetime > maxAccessTokenLifetime {
@@ -310,15 +273,91 @@ func (k *compiler) api(f string, ac APIResourceConfig) (*apiResource, error) {
 	return &apiResource{client: cl, name: ac.Name, scopes: scopes}, nil
 }
 
-func parseHashes(f string, in []string) ([]secret.Hash, error) {
-	out := make([]secret.Hash, 0, len(in))
-	for i, s := range in {
-		h, err := secret.Parse(s)
-		if err != nil {
-			// The value may be a secret pasted in plain text: never echo it.
-			return nil, &ConfigError{Field: fmt.Sprintf("%s[%d]", f, i), Reason: err.Error(), Err: err}
-		}
-		out = append(out, h)
+// maxOwnScopes bounds Config.Scopes.
+const maxOwnScopes = 64
+
+// parseOwnScopes reads Config.Scopes, the scopes of your own that
+// clients and API resources may hold beside the product's: each a scope
+// name of RFC 6749 §3.3 (printable ASCII but space, quote and backslash)
+// of at most 200 characters, none differing from one of the product's
+// only in case (a misspelling: scope names are case-sensitive), none
+// twice, at most 64. A scope that is not the product's nor listed here
+// is refused wherever it is named, so that a misspelt one is found when
+// the configuration is read. They are not listed in discovery's
+// scopes_supported, which RFC 8414 §2 lets a server leave partial.
+func parseOwnScopes(names []string) (scope.Set, error) {
+	if len(names) > maxOwnScopes {
+		return nil, fieldErr("scopes", "more than %d", maxOwnScopes)
 	}
-	return out, nil
+	for i, s := range names {
+		f := fmt.Sprintf("scopes[%d]", i)
+		switch {
+		case s == "" || len(s) > 200 || strings.ContainsFunc(s, func(r rune) bool { return r <= ' ' || r > '~' || r == '"' || r == '\\' }):
+			return nil, fieldErr(f, "%q is not a scope name (RFC 6749 §3.3: 1 to 200 printable ASCII characters, no space, quote or backslash)", s)
+		case !scope.Known(s) && isProductScopeInOtherCase(s):
+			return nil, fieldErr(f, "%q differs from one of %v only in case, and scope names are case-sensitive", s, scope.All())
+		case slices.Contains(names[:i], s):
+			return nil, fieldErr(f, "%q is listed twice", s)
+		}
+	}
+	return scope.NewSet(names...), nil
+}
+
+func isProductScopeInOtherCase(s string) bool {
+	for _, k := range scope.All() {
+		if strings.EqualFold(s, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// knownScopes lists the scopes a client or API resource may hold: the
+// product's, then own.
+func knownScopes(own scope.Set) []string {
+	return append(scope.All(), own...)
+}
+
+// The values of ScopeWhenOmitted.
+const (
+	scopeRefuse = "refuse"
+	scopeAll    = "all"
+)
+
+func validateScopeWhenOmitted(field, v string) error {
+	switch v {
+	case scopeRefuse, scopeAll:
+		return nil
+	}
+	return fieldErr(field, `want "refuse" or "all", got %q`, v)
+}
+
+// clientDefaults returns cc with the defaults of c, whose own defaults
+// are applied: a client of the file's, or a registered one.
+func (c *Config) clientDefaults(cc ClientConfig) ClientConfig {
+	if len(cc.GrantTypes) == 0 {
+		cc.GrantTypes = []string{"client_credentials"}
+	}
+	if cc.AccessTokenLifetime == 0 {
+		cc.AccessTokenLifetime = time.Hour
+	}
+	if len(cc.Audience) == 0 {
+		cc.Audience = []string{c.Issuer + "/resources"}
+	}
+	if cc.ScopeWhenOmitted == "" {
+		cc.ScopeWhenOmitted = c.ScopeWhenOmitted
+	}
+	return cc
+}
+
+// validateSeconds refuses a duration that goes on the wire in whole seconds
+// (a max-age, a lifetime) and is negative or not whole.
+func validateSeconds(field string, d time.Duration) error {
+	switch {
+	case d < 0:
+		return fieldErr(field, "negative")
+	case d%time.Second != 0:
+		return fieldErr(field, "%v is not a whole number of seconds", d)
+	}
+	return nil
 }

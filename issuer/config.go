@@ -2,8 +2,10 @@ package issuer
 
 import (
 	"crypto"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"time"
 
 	"github.com/idsauth/idsauth/limit"
@@ -396,6 +398,61 @@ func causeErr(field string, err error) error {
 // check a Config without applying it. They also read the key files, and
 // refuse a schedule under which no key signs yet at the issuer's clock.
 func (c *Config) Validate() error {
-	_, err := c.check()
+	_, err := c.compileParts()
 	return err
+}
+
+// MTLSConfig configures mutual TLS (RFC 8705) at the issuer: client
+// authentication by certificate (ClientConfig.TLSClientAuth and
+// CertificateThumbprints) and tokens bound to the certificate a token
+// request presents. The TLS server in front of the issuer asks the
+// clients for their certificates (Go's tls.RequestClientCert, or a proxy
+// that forwards them): the issuer reads the certificate of the
+// connection, or CertificateHeader from TrustedProxies, and checks
+// chains itself.
+type MTLSConfig struct {
+	// ClientCAs are PEM files of the certificate authorities whose
+	// certificates tls_client_auth clients present: a client's certificate
+	// must chain to one of them (through the intermediates it sends).
+	// New and Reload read them; a relative path is read from Config.Dir.
+	ClientCAs []string
+	// ClientCACerts are more of them, for a Config built in code.
+	ClientCACerts []*x509.Certificate
+	// Alias is the issuer URL at a listener of its own that asks clients
+	// for a certificate, such as "https://mtls.example.com/ids": the
+	// discovery document then names its token, introspection and
+	// revocation endpoints in mtls_endpoint_aliases (RFC 8705 §5), which
+	// mutual TLS clients use, so that the main listener need not ask
+	// anyone for a certificate. An https URL whose path is the issuer
+	// URL's; the issuer serves it as its own (a DPoP proof may name
+	// either). Empty: no alias.
+	Alias string
+	// CertificateHeader is the request header in which a TLS-terminating
+	// proxy in front of the issuer forwards its client's certificate, in
+	// one of the forms middleware.ForwardedCert reads (nginx's
+	// $ssl_client_escaped_cert, PEM, base64 DER, Envoy's XFCC). It is
+	// read only from TrustedProxies, and from them alone: their own
+	// connection certificate is not their client's. Set both or neither.
+	CertificateHeader string
+	TrustedProxies    []netip.Prefix
+}
+
+// TLSClientAuth names the certificate of a tls_client_auth client (RFC
+// 8705 §2.1.2): set exactly one field.
+type TLSClientAuth struct {
+	// SubjectDN is its subject, in RFC 4514's form, the most specific RDN
+	// first ("CN=demo-mtls,O=Example"); .NET's form, as IdentityServer's
+	// X509Name secrets hold it ("CN=demo-mtls, O=Example"), is read too.
+	// Types match by OID and values exactly, case included.
+	SubjectDN string
+	// SANDNS, SANURI and SANEmail are a dNSName, a
+	// uniformResourceIdentifier or an rfc822Name it holds among its
+	// subject alternative names: DNS names without regard to case, an
+	// email's domain too, a URI exactly.
+	SANDNS   string
+	SANURI   string
+	SANEmail string
+	// SANIP is an iPAddress it holds, compared as an address (RFC 5952
+	// §8): "2001:db8::1" is "2001:0db8:0:0:0:0:0:1".
+	SANIP string
 }

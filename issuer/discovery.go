@@ -1,58 +1,9 @@
 package issuer
 
 import (
-	"encoding/json"
 	"net/http"
-	"slices"
 	"strconv"
-
-	"github.com/idsauth/idsauth/internal/dpop"
-	"github.com/idsauth/idsauth/internal/jws"
-	"github.com/idsauth/idsauth/scope"
 )
-
-// discoveryDocument is the discovery document of st's configuration:
-// what the issuer serves at discoveryPath and MetadataHandler serves
-// where RFC 8414 puts it. Each endpoint that lists private_key_jwt lists
-// the algorithms of its assertions beside it, as RFC 8414 §2 requires:
-// one authentication serves the three, so one list.
-func (st *state) discoveryDocument() ([]byte, error) {
-	methods := authMethods
-	doc := map[string]any{
-		"issuer":                   st.issuer,
-		"token_endpoint":           st.issuer + tokenPath,
-		"jwks_uri":                 st.issuer + jwksPath,
-		"grant_types_supported":    []string{"client_credentials"},
-		"scopes_supported":         scope.All(),
-		"response_types_supported": []string{"token"},
-		"token_endpoint_auth_signing_alg_values_supported":         jws.Algorithms,
-		"introspection_endpoint":                                   st.issuer + introspectPath,
-		"introspection_endpoint_auth_signing_alg_values_supported": jws.Algorithms,
-		"revocation_endpoint":                                      st.issuer + revocationPath,
-		"revocation_endpoint_auth_signing_alg_values_supported":    jws.Algorithms,
-		"dpop_signing_alg_values_supported":                        dpop.Algs,
-	}
-	if st.mtlsUsed() {
-		// RFC 8705 §2.1.1, §2.2.1, §3.3 and §5, as IdentityServer lists
-		// them with mutual TLS on.
-		methods = append(slices.Clip(authMethods), "tls_client_auth")
-		if st.mtls.selfSignedReach() {
-			methods = append(methods, "self_signed_tls_client_auth")
-		}
-		doc["tls_client_certificate_bound_access_tokens"] = true
-		if a := st.mtls.alias; a != "" {
-			doc["mtls_endpoint_aliases"] = map[string]string{
-				"token_endpoint":         a + tokenPath,
-				"introspection_endpoint": a + introspectPath,
-				"revocation_endpoint":    a + revocationPath,
-			}
-		}
-	}
-	for _, e := range []string{"token", "introspection", "revocation"} {
-		doc[e+"_endpoint_auth_methods_supported"] = methods
-	}
-	return json.Marshal(doc)
-}
 
 // MetadataHandler returns an http.Handler that serves the issuer's
 // authorization server metadata (RFC 8414) where that RFC puts it: at the

@@ -1,15 +1,11 @@
 package issuer
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
-	"crypto/x509"
 	"errors"
 	"net/http"
 	"time"
 
 	"github.com/idsauth/idsauth/internal/dpop"
-	"github.com/idsauth/idsauth/internal/keys"
 )
 
 // dpopLeeway is how far ahead of the issuer's clock a proof's iat may be.
@@ -62,18 +58,3 @@ func (iss *Issuer) dpopBinding(q *request, cl *client) (string, *refusal) {
 // keys as it likes, fills its own share and not the other clients'. The
 // proof's ID is its key's thumbprint and its jti.
 func dpopSubject(id string) string { return "\x00dpop:" + id }
-
-// noncesOf makes a span's DPoP nonces of period window, keyed from its
-// signing key's private bytes: secret, the same at every replica of a
-// configuration, and new with each signing key (a client then gets
-// use_dpop_nonce once). It fails for a key in code whose private half
-// does not validate, which compile then refuses.
-func noncesOf(signer *keys.Key, window time.Duration) (*dpop.Nonces, error) {
-	der, err := x509.MarshalPKCS8PrivateKey(signer.Private)
-	if err != nil {
-		return nil, err
-	}
-	m := hmac.New(sha256.New, der)
-	m.Write([]byte("idsauth DPoP nonce key"))
-	return &dpop.Nonces{Key: m.Sum(nil), Period: window}, nil
-}

@@ -3,7 +3,7 @@ package issuer
 import (
 	"context"
 	"crypto"
-	"crypto/rsa"
+	"fmt"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -13,10 +13,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/golang-jwt/jwt/v5"
-
-	"github.com/idsauth/idsauth/internal/clientip"
-	"github.com/idsauth/idsauth/internal/dpop"
 	"github.com/idsauth/idsauth/internal/keyerr"
 	"github.com/idsauth/idsauth/internal/keys"
 	"github.com/idsauth/idsauth/internal/logevery"
@@ -93,113 +89,6 @@ const (
 	discoveryPath  = "/.well-known/openid-configuration"
 	jwksPath       = discoveryPath + "/jwks"
 )
-
-// state is everything a configuration decides, swapped whole on Reload.
-// There is one per span of the key schedule, from the span current at
-// the Reload on, each with the keys of its span and the rest shared.
-type state struct {
-	issuer string
-	prefix string // URL path of the issuer, without a trailing slash
-	keySet        // this span's
-	spans  []*state
-	// The configuration's key schedule, and its report for KeySchedule.
-	plan     keyPlan
-	schedule []ScheduledKey
-
-	clients  map[string]*client
-	apis     map[string]*apiResource // by name: who may introspect
-	apiOrder []*apiResource          // the same, in the configuration's order
-	// identityServer is the identityserver profile (Config.Profile).
-	identityServer bool
-	tokenPrefixes  map[*client]*tokenPrefix // this span's, made by reload
-	scopeArray     bool
-	discovery      []byte
-	cacheHeader    string
-	maxBody        int64  // Config.MaxBodyBytes
-	maxBodyText    string // the same, for its refusal
-	addrs          clientip.Resolver
-	budget         limit.Budget
-	repeats        *repeatTable // secrets that failed; this configuration's, for a reload may make one right
-	// Kept across reloads while their settings stay.
-	limiterCfg  limiterConfig
-	limiter     limit.Store
-	verifierCfg secret.VerifierConfig
-	verifier    *secret.Verifier
-	// private_key_jwt: see assertion.go.
-	assertionLifetime time.Duration
-	keyPad            map[string]int // signature checks per alg
-	dummies           map[string]crypto.PublicKey
-	rsaDummies        map[int]*rsa.PublicKey // by modulus size in bytes
-	replayBytes       int                    // the size of the issuer's replay cache
-	// DPoP (dpop.go).
-	dpopWindow time.Duration // how old a proof may be; the nonce period
-	dpopNonces bool          // each span's keySet has its nonces
-	mtls       mtlsState     // mutual TLS (mtls.go)
-	// The latest span of this configuration's schedule known to have
-	// begun: the one current at its Reload, or a later one, logged when
-	// found. Shared by its spans; a reload makes its own, so a request
-	// still on the old configuration moves only the old one's.
-	announced *atomic.Pointer[state]
-	// Whether a request has shown the issuer mounted at another path than
-	// its URL's, logged once per configuration.
-	misMounted *atomic.Bool
-}
-
-// keySet is what one span of the key schedule publishes and signs with.
-type keySet struct {
-	from    time.Time // when the span starts; zero: since ever
-	signer  *keys.Key
-	method  jwt.SigningMethod
-	header  string // the signer's encoded JWS header
-	byKID   map[string]*keys.Key
-	jwks    []byte
-	version uint64       // KeysVersion: the same for the same keys
-	nonces  *dpop.Nonces // DPoP nonces, from the signer; nil when off
-}
-
-// at returns the span of the key schedule that holds t: the last one
-// starting at or before it (or the first, for a clock gone back).
-func (st *state) at(t time.Time) *state {
-	for i := len(st.spans) - 1; i > 0; i-- {
-		if !t.Before(st.spans[i].from) {
-			return st.spans[i]
-		}
-	}
-	return st.spans[0]
-}
-
-// current returns the span of the key schedule that holds the issuer's
-// now, without reading the clock when there is one span.
-func (iss *Issuer) current() *state {
-	st := iss.st.Load()
-	if len(st.spans) == 1 {
-		return st
-	}
-	sp := st.at(iss.now())
-	if last := st.announced.Load(); sp.from.After(last.from) && st.announced.CompareAndSwap(last, sp) {
-		iss.announce(sp)
-	}
-	return sp
-}
-
-// announce logs, once, that span sp of the key schedule has begun: when
-// the first request or key look-up finds it current, which is after its
-// instant when nothing came at the instant, or at a reload when nothing
-// found it before. A request that reads the
-// clock just before the instant, served after the line, does not log
-// the span before it again: spans are announced in order only.
-func (iss *Issuer) announce(sp *state) {
-	published := slices.Sorted(maps.Keys(sp.byKID))
-	iss.logger.Info("idsauth issuer: the key schedule moved on", slog.Time("from", sp.from),
-		slog.String("signing_kid", sp.signer.KID), slog.Any("published_kids", published))
-}
-
-// limiterConfig is what a new limit.Memory is made for: while it stays,
-// Reload keeps the one it has.
-type limiterConfig struct {
-	budget limit.Budget
-	bytes  int
-}
 
 // New checks cfg (as Validate does), reads its key files and returns an
 // Issuer serving it. The options hold for the issuer's life: Reload
@@ -313,3 +202,192 @@ func (iss *Issuer) VerificationKeys(_ context.Context, kid, alg string) ([]crypt
 // at an instant of the key schedule, so that a validator's cache drops
 // tokens of a key that is gone.
 func (iss *Issuer) KeysVersion() uint64 { return iss.current().version }
+
+// Reload checks cfg (as Validate does), reads its key files and, only if
+// all is well, makes it the issuer's configuration: keys, clients and
+// limits change at once for every request that starts after it returns,
+// and introspection answers about tokens issued before by the clients as
+// they are now (a removed client's are inactive there), also when the
+// introspection began before Reload returned and answers after. On error
+// nothing changes. The failure limiter's memory of failed
+// attempts is kept while the limits stay the same; the jtis of used
+// client assertions are always kept until they expire, whatever the new
+// ClientAssertions.ReplayCacheBytes.
+//
+// To rotate the signing key without a failed request, in one reload: give
+// the current key a RetireAt, and add the new key with a PublishAt, and a
+// SignAt at least ValidatorRefresh + JWKSMaxAge later (see KeyConfig for
+// the rules). Without times, in three: add the new key
+// after the current one and reload (it is published); once validators
+// have fetched the JWKS again, move it first and reload (it signs); once
+// the old key's last token has expired, remove it and reload.
+func (iss *Issuer) Reload(cfg *Config) error {
+	iss.mu.Lock()
+	defer iss.mu.Unlock()
+	now := iss.now()
+	base, sets, err := iss.compile(cfg, now)
+	if err != nil {
+		return err
+	}
+	file := fileState{cfg: cfg.clone(), st: base, sets: sets}
+	st, left, err := file.withRegistered(iss.registered)
+	if err != nil {
+		return err
+	}
+	ids := make([]string, len(cfg.Clients))
+	for i, cc := range cfg.Clients {
+		ids[i] = cc.ClientID
+	}
+	iss.renew(iss.st.Load(), st, ids)
+	iss.apply(st, sets, now)
+	iss.file = file
+	for _, err := range left {
+		iss.logger.Warn("idsauth issuer: a registered client or API resource is left out: it does not fit this configuration", slog.String("error", err.Error()))
+	}
+	iss.warnIDs(cfg)
+	return nil
+}
+
+// warnIDs logs each client ID and API resource name of cfg that a
+// registry could not hold (checkRegisteredID): it is served, but a
+// terminal, a log reader or a URL path may take it for something else.
+func (iss *Issuer) warnIDs(cfg *Config) {
+	warn := func(field string, err error) {
+		iss.logger.Warn("idsauth issuer: an ID of the configuration file is outside the rule of registered IDs (printable ASCII, not ., .. or /): it is served; consider renaming it",
+			slog.String("field", field), slog.String("error", err.Error()))
+	}
+	for i, cc := range cfg.Clients {
+		if err := checkRegisteredID(cc.ClientID); err != nil {
+			warn(fmt.Sprintf("clients[%d].clientId", i), err)
+		}
+	}
+	for i, ac := range cfg.APIResources {
+		if err := checkRegisteredID(ac.Name); err != nil {
+			warn(fmt.Sprintf("apiResources[%d].name", i), err)
+		}
+	}
+}
+
+// apply makes st, whose clients are all known, with the key sets of its
+// schedule's spans from the one current at now on, the issuer's state:
+// the limiter and verifier it keeps, the jtis it remembers, the versions
+// of its key sets. Nothing in it fails: whatever can (a key file, a check,
+// a DPoP nonce key) failed in compile, before the verifier is primed, the
+// replay cache resized or a version given out, which are the issuer's.
+func (iss *Issuer) apply(st *state, sets []keySet, now time.Time) {
+	old := iss.st.Load()
+	// The guards of this change: the stores kept while their settings
+	// stay, a table of repeated failures of its own.
+	g := *st.guards
+	switch {
+	case iss.store != nil:
+		g.limiter = iss.store
+	case old != nil && old.limiterCfg == g.limiterCfg:
+		g.limiter = old.limiter
+	default:
+		g.limiter = &limit.Memory{MaxBytes: g.limiterCfg.bytes}
+	}
+	g.repeats = newRepeatTable(repeatBytes)
+	switch {
+	case iss.verifier != nil:
+		g.verifier = iss.verifier
+	case old != nil && old.verifierCfg == g.verifierCfg:
+		g.verifier = old.verifier
+	default:
+		g.verifier = secret.NewVerifier(g.verifierCfg)
+	}
+	st.guards = &g
+	subjects := make([][]secret.Hash, 0, len(st.clients))
+	for _, cl := range st.clients {
+		subjects = append(subjects, cl.hashes)
+	}
+	for _, api := range st.apis {
+		subjects = append(subjects, api.hashes)
+	}
+	st.verifier.Prime(subjects...)
+	switch {
+	case iss.sharedReplays() != nil: // the store remembers the jtis
+	case iss.replays == nil:
+		iss.replays = replay.New(st.replayBytes)
+	default:
+		iss.replays.Resize(st.replayBytes, now)
+	}
+	// A version names one key set for the issuer's life: the span current
+	// now keeps its version if its keys stay, and a version is never
+	// given to another span, so that a token cached under it was verified
+	// by one of its keys.
+	var cur *state
+	if old != nil {
+		cur = old.at(now)
+	}
+	kr := *st.keyring // this change's spans, and what of them was announced
+	st.keyring = &kr
+	kr.spans = make([]*state, len(sets))
+	for i, ks := range sets {
+		switch {
+		case i == 0 && cur != nil && string(cur.jwks) == string(ks.jwks):
+			ks.version = cur.version
+		case i > 0 && string(sets[i-1].jwks) == string(ks.jwks):
+			ks.version = sets[i-1].version
+		default:
+			iss.version++
+			ks.version = iss.version
+		}
+		sets[i] = ks
+		sp := *st
+		sp.keySet = ks
+		sp.tokenPrefixes = sp.makePrefixes()
+		kr.spans[i] = &sp
+	}
+	kr.announced = new(atomic.Pointer[state])
+	kr.announced.Store(kr.spans[0]) // current now: a reload is no move of the schedule
+	iss.st.Store(kr.spans[0])
+	if old != nil && kr.spans[0].from.After(old.announced.Load().from) {
+		iss.announce(kr.spans[0]) // a switch that nothing found before the reload
+	}
+}
+
+// compile checks cfg and reads its keys (the one place key files are
+// read), and returns the key sets of the schedule's spans from the one
+// current at now on, with their DPoP nonces, without versions. It is
+// all of Reload that can fail, and changes nothing of the issuer's but
+// its ephemeral key, made once.
+func (iss *Issuer) compile(cfg *Config, now time.Time) (*state, []keySet, error) {
+	st, err := cfg.compileParts()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := st.loadClientKeys(cfg); err != nil {
+		return nil, nil, err
+	}
+	if st.mtls.pool, err = cfg.MTLS.loadCAs(cfg.Dir); err != nil {
+		return nil, nil, err
+	}
+	st.mtls.verified = iss.handshakeVerifies
+	ks, err := iss.signingKeys(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	st.schedule = st.plan.schedule(ks)
+	sets, err := st.plan.keySets(ks, now, st.proofs)
+	if err != nil {
+		return nil, nil, err
+	}
+	if ids := st.selfSignedStopped(); len(ids) > 0 {
+		iss.logger.Warn("idsauth issuer: these clients authenticate with a self-signed certificate (certificateThumbprints), which the TLS server refuses at the handshake unless it is among its CAs; discovery does not list self_signed_tls_client_auth",
+			slog.Any("clients", ids))
+	}
+	return st, sets, nil
+}
+
+// announce logs, once, that span sp of the key schedule has begun: when
+// the first request or key look-up finds it current, which is after its
+// instant when nothing came at the instant, or at a reload when nothing
+// found it before. A request that reads the
+// clock just before the instant, served after the line, does not log
+// the span before it again: spans are announced in order only.
+func (iss *Issuer) announce(sp *state) {
+	published := slices.Sorted(maps.Keys(sp.byKID))
+	iss.logger.Info("idsauth issuer: the key schedule moved on", slog.Time("from", sp.from),
+		slog.String("signing_kid", sp.signer.KID), slog.Any("published_kids", published))
+}

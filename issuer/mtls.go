@@ -61,7 +61,7 @@ func (iss *Issuer) authenticateCert(q *request, cl *client, subject string) (*cl
 	if no != nil {
 		return nil, no
 	}
-	id, why := q.st.mtls.check(q.peer, cl, q.now)
+	id, why := q.st.mtls.verifyChain(q.peer, cl, q.now)
 	if id == notRefused {
 		res.Succeeded()
 		return cl, nil
@@ -71,7 +71,7 @@ func (iss *Issuer) authenticateCert(q *request, cl *client, subject string) (*cl
 	return nil, &refusal{id: id, why: why}
 }
 
-// check checks chain, a client certificate and its intermediates, as
+// verifyChain verifies chain, a client certificate and its intermediates, as
 // cl's credential at now: a certificate of the CAs whose subject or name
 // is cl's (tls_client_auth), or one of cl's own, by its thumbprint or its
 // public key (self_signed_tls_client_auth). It returns the refusal and
@@ -80,7 +80,7 @@ func (iss *Issuer) authenticateCert(q *request, cl *client, subject string) (*cl
 // at; badCredentials for every other, whatever the client ID names, so
 // that the answer tells nothing of whether a client exists or how it
 // authenticates.
-func (m *mtlsState) check(chain []*x509.Certificate, cl *client, now time.Time) (refusalID, string) {
+func (m *mtlsState) verifyChain(chain []*x509.Certificate, cl *client, now time.Time) (refusalID, string) {
 	leaf := chain[0]
 	var chainErr error = errNoCAs
 	if m.pool != nil {
@@ -226,3 +226,19 @@ func (st *state) selfSignedStopped() []string {
 	slices.Sort(ids)
 	return ids
 }
+
+// mtlsState is what MTLSConfig decides, compiled.
+type mtlsState struct {
+	pool      *x509.CertPool // nil without CAs
+	source    clientcert.Source
+	forwarded bool   // a proxy forwards certificates in a header (source reads it)
+	verified  bool   // the TLS server refuses certificates outside its CAs (WithHandshakeVerification)
+	alias     string // the alias issuer URL, without a trailing slash; "" none
+	enabled   bool   // discovery speaks of mutual TLS
+}
+
+// selfSignedReach reports whether a self-signed client certificate can
+// reach the issuer (self_signed_tls_client_auth, RFC 8705 §2.2): from a
+// TLS server that takes any certificate, or from a proxy, whose
+// handshake the issuer does not see.
+func (m *mtlsState) selfSignedReach() bool { return !m.verified || m.forwarded }

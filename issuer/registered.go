@@ -1,11 +1,18 @@
 package issuer
 
 import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
+	"strconv"
 	"time"
+
+	"github.com/idsauth/idsauth/tokenstore"
 )
 
 // Registered clients: the clients and API resources of a registry beside
@@ -131,9 +138,7 @@ func (f fileState) withRegistered(r registered) (*state, []error, error) {
 		return nil, nil, errors.New("issuer: no configuration yet")
 	}
 	st := *f.st
-	st.clients = maps.Clone(f.st.clients)
-	st.apis = maps.Clone(f.st.apis)
-	st.apiOrder = slices.Clone(f.st.apiOrder)
+	st.roster = &roster{clients: maps.Clone(f.st.clients), apis: maps.Clone(f.st.apis), apiOrder: slices.Clone(f.st.apiOrder)}
 	d := f.cfg.withDefaults()
 	k, err := d.compiler()
 	if err != nil {
@@ -178,7 +183,7 @@ func (f fileState) withRegistered(r registered) (*state, []error, error) {
 				return nil, err
 			}
 			if cl.lifetime > live {
-				if err := st.plan.check(ahead, cl.lifetime); err != nil {
+				if err := st.plan.validate(ahead, cl.lifetime); err != nil {
 					return nil, fieldErr(at+".accessTokenLifetime", "longer than the key schedule allows: %v", err)
 				}
 				live = cl.lifetime
@@ -194,6 +199,11 @@ func (f fileState) withRegistered(r registered) (*state, []error, error) {
 	if err := st.padKeys(); err != nil {
 		return nil, nil, err
 	}
+	fc := *st.face // discovery speaks of the roster as a whole
+	if fc.discovery, err = st.discoveryDocument(); err != nil {
+		return nil, nil, err
+	}
+	st.face = &fc
 	return &st, left, nil
 }
 
@@ -282,4 +292,141 @@ func foldASCII(id string) string {
 		}
 	}
 	return id
+}
+
+// A token carries the epoch of its client's registration, and
+// introspection answers it active only while the client's epoch is the
+// same (stillIssued): a client removed, disabled, or stripped of every
+// secret, and then served again, is a new client for the tokens issued
+// before. A registry gives each registration its epoch
+// (ClientConfig.Epoch); for every other client, the file's above all,
+// the issuer keeps a record of its own, here, and in its token store when
+// the store is a tokenstore.Epochs, so that the record outlives a restart
+// and reaches the replicas that share the store.
+
+// epochClaim is the claim in which a JWT carries its client's epoch,
+// when not zero.
+const epochClaim = "idsauth_epoch"
+
+// maxEpoch is the largest epoch: a JWT carries it as a JSON number, which
+// every JSON reader reads exactly up to 2^53-1 (jws.Claims.Uint53).
+const maxEpoch = 1<<53 - 1
+
+// epochTimeout bounds the token store's calls for the record of epochs,
+// at a Reload or SetRegistered.
+const epochTimeout = 5 * time.Second
+
+// epochs is the issuer's record of the epochs of its clients that the
+// configuration gives none: by client ID, zero for one never ended.
+type epochs struct {
+	known map[string]uint64
+	store tokenstore.Epochs // nil: this process's record alone
+}
+
+// nextEpoch is the epoch that follows e for client id: the same on every
+// replica that ends the client, with nothing shared, and at most 2^53 so
+// that any JSON reader reads it exactly.
+func nextEpoch(id string, e uint64) uint64 {
+	h := sha256.New()
+	h.Write([]byte("idsauth epoch\x00"))
+	h.Write([]byte(id))
+	h.Write(binary.BigEndian.AppendUint64([]byte{0}, e))
+	return binary.BigEndian.Uint64(h.Sum(nil))&maxEpoch | 1
+}
+
+// renew gives the clients of next whose configuration gives no epoch the
+// one the record holds, first ending (a new epoch) each such client of
+// old that next no longer serves or serves without any of its secrets.
+// The record of an ID is read from the store the first time the ID is
+// served, and again for each ID of reread that this call did not end: a
+// Reload passes the file's clients, so that a replica that never applied
+// a removal another one made (it reloaded the file of after alone)
+// takes the epoch the store holds, and the replicas agree again. A
+// client whose epoch changes is copied: old's, and the file's compiled
+// state, share it. It runs under iss.mu.
+func (iss *Issuer) renew(old, next *state, reread []string) {
+	e := &iss.epochs
+	if e.known == nil {
+		e.known = make(map[string]uint64)
+		e.store, _ = iss.tokens.(tokenstore.Epochs)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), epochTimeout)
+	defer cancel()
+	ended := map[string]bool{}
+	if old != nil {
+		for id, was := range old.clients {
+			if was.ownEpoch {
+				continue
+			}
+			if now := next.clients[id]; now != nil && !now.ownEpoch && !droppedEverySecret(was, now) {
+				continue
+			}
+			from := e.known[id]
+			to := nextEpoch(id, from)
+			e.known[id], ended[id] = to, true
+			if e.store == nil {
+				continue
+			}
+			if err := e.store.AdvanceEpoch(ctx, id, from, to); err != nil {
+				iss.logger.Error("idsauth issuer: the token store cannot record that a client ended: this replica ends its tokens, a replica starting later may not",
+					slog.String("client_id", id), slog.String("error", err.Error()))
+			}
+		}
+	}
+	var unread []string
+	for id, cl := range next.clients {
+		if _, ok := e.known[id]; !ok && !cl.ownEpoch {
+			unread = append(unread, id)
+		}
+	}
+	for _, id := range reread {
+		if _, ok := e.known[id]; ok && !ended[id] && next.clients[id] != nil && !next.clients[id].ownEpoch {
+			unread = append(unread, id)
+		}
+	}
+	if len(unread) > 0 && e.store != nil {
+		got, err := e.store.Epochs(ctx, unread)
+		if err != nil {
+			iss.logger.Error("idsauth issuer: the token store cannot tell the epochs of clients: they are read again at the next reload",
+				slog.Int("clients", len(unread)), slog.String("error", err.Error()))
+			unread = nil
+		}
+		for i, id := range unread {
+			e.known[id] = got[i]
+		}
+	} else {
+		for _, id := range unread {
+			e.known[id] = 0
+		}
+	}
+	for id, cl := range next.clients {
+		if ep := e.known[id]; !cl.ownEpoch && cl.epoch != ep {
+			cp := *cl
+			cp.epoch = ep
+			next.clients[id] = &cp
+		}
+	}
+}
+
+// droppedEverySecret reports whether now, a client served again, holds
+// none of the secrets was had: a secret leaked is replaced so, and the
+// tokens it got end with it.
+func droppedEverySecret(was, now *client) bool {
+	for _, h := range was.hashes {
+		for _, k := range now.hashes {
+			if h.Equal(k) {
+				return false
+			}
+		}
+	}
+	return len(was.hashes) > 0
+}
+
+// appendEpoch appends cl's epoch claim to a token's claims, when not zero.
+func appendEpoch(b []byte, cl *client) []byte {
+	if cl.epoch == 0 {
+		return b
+	}
+	b = append(b, `,"`+epochClaim+`":`...)
+	return strconv.AppendUint(b, cl.epoch, 10)
 }

@@ -1,10 +1,18 @@
 package issuer
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/idsauth/idsauth/internal/dpop"
 	"github.com/idsauth/idsauth/internal/keys"
 )
 
@@ -64,7 +72,7 @@ func (c *Config) keyPlan() (keyPlan, error) {
 	for _, cc := range c.Clients {
 		live = max(live, min(cc.AccessTokenLifetime, most))
 	}
-	return p, p.check(ahead, live)
+	return p, p.validate(ahead, live)
 }
 
 // evaluate returns the spans of the schedule: it evaluates it since ever
@@ -99,11 +107,11 @@ func evaluate(ts []keyTimes) []planSpan {
 	return out
 }
 
-// check refuses a plan in which a key signs less than ahead after it is
+// validate refuses a plan in which a key signs less than ahead after it is
 // published, no key signs at some instant after the first one does, a key
 // retires less than live after it last signs, or a key signs again after
 // another took over.
-func (p keyPlan) check(ahead, live time.Duration) error {
+func (p keyPlan) validate(ahead, live time.Duration) error {
 	for _, sp := range p.spans {
 		if sp.signer < 0 {
 			continue
@@ -198,4 +206,119 @@ func (p keyPlan) schedule(ks []*keys.Key) []ScheduledKey {
 		out[i] = sk
 	}
 	return out
+}
+
+// noncesOf makes a span's DPoP nonces of period window, keyed from its
+// signing key's private bytes: secret, the same at every replica of a
+// configuration, and new with each signing key (a client then gets
+// use_dpop_nonce once). It fails for a key in code whose private half
+// does not validate, which compile then refuses.
+func noncesOf(signer *keys.Key, window time.Duration) (*dpop.Nonces, error) {
+	der, err := x509.MarshalPKCS8PrivateKey(signer.Private)
+	if err != nil {
+		return nil, err
+	}
+	m := hmac.New(sha256.New, der)
+	m.Write([]byte("idsauth DPoP nonce key"))
+	return &dpop.Nonces{Key: m.Sum(nil), Period: window}, nil
+}
+
+// signingKeys reads the signing keys of cfg, checked, or makes the
+// ephemeral one (once for the issuer's life) when cfg says so.
+func (iss *Issuer) signingKeys(cfg *Config) ([]*keys.Key, error) {
+	if cfg.EphemeralKey {
+		if iss.ephemeral == nil {
+			k, err := keys.Generate("ES256")
+			if err != nil {
+				return nil, err
+			}
+			iss.ephemeral = k
+		}
+		iss.logger.Warn("idsauth issuer: NO SIGNING KEY CONFIGURED; using an ephemeral ES256 key that dies with this process. Development only: tokens stop validating at restart.",
+			slog.String("kid", iss.ephemeral.KID))
+		return []*keys.Key{iss.ephemeral}, nil
+	}
+	ks := make([]*keys.Key, 0, len(cfg.Keys))
+	for i, kc := range cfg.Keys {
+		k, err := kc.load(cfg.Dir)
+		if err != nil {
+			return nil, causeErr(fmt.Sprintf("keys[%d]", i), err)
+		}
+		if slices.ContainsFunc(ks, func(o *keys.Key) bool { return o.KID == k.KID }) {
+			return nil, fieldErr(fmt.Sprintf("keys[%d]", i), "the same key is listed twice")
+		}
+		ks = append(ks, k)
+	}
+	return ks, nil
+}
+
+// keySets returns the key sets of p's spans from the one current at now
+// on, with their DPoP nonces when pr asks for them, without versions
+// (apply gives them); ks are the keys p's indexes name.
+func (p keyPlan) keySets(ks []*keys.Key, now time.Time, pr *proofs) ([]keySet, error) {
+	spans := p.spans
+	first := len(spans) - 1
+	for first > 0 && now.Before(spans[first].from) {
+		first--
+	}
+	if spans[first].signer < 0 {
+		return nil, fieldErr("keys", "no key signs yet at %s (the issuer's clock); the first one signs from %s", utc(now), utc(spans[first+1].from))
+	}
+	sets := make([]keySet, 0, len(spans)-first)
+	for _, sp := range spans[first:] {
+		signer := ks[sp.signer]
+		set := keySet{from: sp.from, signer: signer, method: jwt.GetSigningMethod(signer.Alg), header: encodedHeader(signer), byKID: make(map[string]*keys.Key, len(sp.published))}
+		doc := struct {
+			Keys []keys.JWK `json:"keys"`
+		}{}
+		for _, i := range sp.published {
+			set.byKID[ks[i].KID] = ks[i]
+			doc.Keys = append(doc.Keys, ks[i].PublicJWK())
+		}
+		var err error
+		if set.jwks, err = json.Marshal(doc); err != nil {
+			return nil, err
+		}
+		if pr.dpopNonces {
+			if set.nonces, err = noncesOf(signer, pr.dpopWindow); err != nil {
+				return nil, fmt.Errorf("issuer: the DPoP nonce key: %w", err)
+			}
+		}
+		sets = append(sets, set)
+	}
+	return sets, nil
+}
+
+// validate checks what can be known of the key without reading its file.
+func (kc KeyConfig) validate() error {
+	switch {
+	case kc.Key != nil && kc.File != "":
+		return errors.New("set file or a key in code, not both")
+	case kc.Key == nil && kc.File == "":
+		return errors.New("file: required")
+	}
+	switch kc.Alg {
+	case "", "ES256", "RS256", "EdDSA":
+		return nil
+	}
+	return fmt.Errorf(`alg: want "ES256", "RS256" or "EdDSA", got %q`, kc.Alg)
+}
+
+// load reads a checked key, its file from dir if the path is relative.
+func (kc KeyConfig) load(dir string) (*keys.Key, error) {
+	priv := kc.Key
+	if priv == nil {
+		path, data, err := readFile(dir, kc.File)
+		if err != nil {
+			return nil, fmt.Errorf("file: %w", err)
+		}
+		if priv, err = keys.ParsePEM(data); err != nil {
+			return nil, fmt.Errorf("file %s: %w", path, err)
+		}
+	}
+	alg := kc.Alg
+	if alg == "" {
+		alg = keys.AlgFor(priv)
+	}
+	return keys.New(alg, priv)
 }

@@ -100,8 +100,8 @@ func TestSignMatchesGolangJWT(t *testing.T) {
 						if own {
 							cl.audience = c.aud
 						}
-						st := &state{issuer: "https://id.example/" + odd, keySet: keySet{signer: k, method: jwt.GetSigningMethod(alg), header: encodedHeader(k)}, scopeArray: scopeArray}
-						st.clients = map[string]*client{cl.id: cl}
+						st := &state{face: &face{issuer: "https://id.example/" + odd, scopeArray: scopeArray}, keySet: keySet{signer: k, method: jwt.GetSigningMethod(alg), header: encodedHeader(k)}}
+						st.roster = &roster{clients: map[string]*client{cl.id: cl}}
 						st.tokenPrefixes = st.makePrefixes()
 						// Twice in one second (the second from the first's
 						// start, for the client's own audience), then the
@@ -183,7 +183,7 @@ func TestSignHedgedES256(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := &state{keySet: keySet{signer: k, method: jwt.GetSigningMethod("ES256"), header: encodedHeader(k)}}
+	st := &state{face: &face{}, keySet: keySet{signer: k, method: jwt.GetSigningMethod("ES256"), header: encodedHeader(k)}}
 	p := st.newPrefix(&client{id: "c"}, nil)
 	input := string(p.encoded) + base64.RawURLEncoding.EncodeToString([]byte(`"s","iat":1}`))
 	seen := map[string]bool{}
@@ -241,7 +241,7 @@ func TestAnswerIsWriteJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := &state{issuer: "https://id.example", keySet: keySet{signer: k, method: jwt.GetSigningMethod("ES256"), header: encodedHeader(k)}}
+	st := &state{face: &face{issuer: "https://id.example"}, keySet: keySet{signer: k, method: jwt.GetSigningMethod("ES256"), header: encodedHeader(k)}}
 	now := time.Unix(1_800_000_000, 0)
 	for _, odd := range oddText {
 		cl := &client{id: "c", lifetime: time.Hour}
@@ -290,8 +290,8 @@ func TestTokenStartFollowsTheGrant(t *testing.T) {
 		t.Fatal(err)
 	}
 	cl := &client{id: "c", lifetime: time.Hour, audience: []string{"urn:api"}}
-	st := &state{issuer: "https://id.example", keySet: keySet{signer: k, method: jwt.GetSigningMethod("ES256"), header: encodedHeader(k)}}
-	st.clients = map[string]*client{cl.id: cl}
+	st := &state{face: &face{issuer: "https://id.example"}, keySet: keySet{signer: k, method: jwt.GetSigningMethod("ES256"), header: encodedHeader(k)}}
+	st.roster = &roster{clients: map[string]*client{cl.id: cl}}
 	st.tokenPrefixes = st.makePrefixes()
 	now := time.Unix(1_800_000_000, 0)
 	grants := [][]string{{"a"}, {"b"}, {"a", "b"}, {"a"}}
