@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/idsauth/idsauth/internal/clientcert"
 	"github.com/idsauth/idsauth/internal/rpcauth"
 	"github.com/idsauth/idsauth/middleware"
 )
@@ -82,7 +83,7 @@ func New(cfg Config) (*Interceptor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Interceptor{policy: p, tokens: tokens{cfg.Validator}}, nil
+	return &Interceptor{policy: p, tokens: tokens{v: cfg.Validator, certs: clientcert.Connections()}}, nil
 }
 
 // ServerOptions are the options that install both interceptors, chained

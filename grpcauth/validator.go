@@ -17,7 +17,10 @@ import (
 // tokens adapts the token-checking package to the shared decision
 // (internal/rpcauth): the one file of this module, with the Config's
 // Validator field, that names it.
-type tokens struct{ v middleware.TokenValidator }
+type tokens struct {
+	v     middleware.TokenValidator
+	certs clientcert.Source // the connections' certificates
+}
 
 func (t tokens) Validate(ctx context.Context, token string) (context.Context, scope.Set, error) {
 	ctx, scopes, _, err := t.ValidateExpiring(ctx, token)
@@ -27,7 +30,7 @@ func (t tokens) Validate(ctx context.Context, token string) (context.Context, sc
 // ValidateExpiring is Validate, and the token's expiry, at which a
 // stream admitted with it ends.
 func (t tokens) ValidateExpiring(ctx context.Context, token string) (context.Context, scope.Set, time.Time, error) {
-	cert := peerCertificate(ctx)
+	cert := t.peerCertificate(ctx)
 	if cert != "" {
 		ctx = accesstoken.Presentation{CertThumbprint: cert}.NewContext(ctx)
 	}
@@ -63,7 +66,7 @@ var errNoClaims = errors.New("token validator returned no claims and no error")
 // "x5t#S256") is then accepted with that certificate alone. A token bound
 // to a DPoP key stays the validator's to refuse (it refuses one unless
 // accesstoken.Config.AllowBoundTokens): a gRPC call carries no DPoP proof.
-func peerCertificate(ctx context.Context) string {
+func (t tokens) peerCertificate(ctx context.Context) string {
 	p, ok := peer.FromContext(ctx)
 	if !ok {
 		return ""
@@ -72,5 +75,5 @@ func peerCertificate(ctx context.Context) string {
 	if !ok || len(info.State.PeerCertificates) == 0 {
 		return ""
 	}
-	return clientcert.Of(info.State.PeerCertificates[0])
+	return t.certs.Of(info.State.PeerCertificates[0])
 }
