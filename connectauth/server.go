@@ -9,9 +9,9 @@ import (
 	"connectrpc.com/connect"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 
+	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/internal/clientcert"
 	"github.com/idsauth/idsauth/internal/rpcauth"
-	"github.com/idsauth/idsauth/middleware"
 )
 
 // Config says how a handler's calls are checked. Every procedure is named
@@ -22,7 +22,7 @@ import (
 type Config struct {
 	// Validator checks each token: an *accesstoken.Validator (JWTs,
 	// reference tokens, or both), as for an HTTP route. Required.
-	Validator middleware.TokenValidator
+	Validator accesstoken.TokenValidator
 
 	// Scopes maps a procedure, "/package.Service/Method", or a whole
 	// service, "/package.Service/", to the scopes a call needs: any one of
@@ -92,11 +92,11 @@ func New(cfg Config) (*Interceptor, error) {
 	if err != nil {
 		return nil, errors.New("connectauth.Config.ForwardedCert." + err.Error())
 	}
-	return &Interceptor{policy: p, tokens: tokens{cfg.Validator}, certs: certs}, nil
+	return &Interceptor{policy: p, tokens: tokens{v: cfg.Validator}, certs: certs}, nil
 }
 
 // WrapUnary checks a unary call and gives the handler a context with the
-// token's claims (middleware.ClaimsFrom), or answers the refusal.
+// token's claims (accesstoken.ClaimsFrom), or answers the refusal.
 func (i *Interceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
 		if req.Spec().IsClient {

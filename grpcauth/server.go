@@ -13,9 +13,9 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/internal/clientcert"
 	"github.com/idsauth/idsauth/internal/rpcauth"
-	"github.com/idsauth/idsauth/middleware"
 )
 
 // Config says how a server's calls are checked. Every method the server
@@ -26,7 +26,7 @@ import (
 type Config struct {
 	// Validator checks each token: an *accesstoken.Validator (JWTs,
 	// reference tokens, or both), as for an HTTP route. Required.
-	Validator middleware.TokenValidator
+	Validator accesstoken.TokenValidator
 
 	// Scopes maps a full method name, "/package.Service/Method", or a
 	// whole service, "/package.Service/", to the scopes a call needs: any
@@ -93,7 +93,7 @@ func (i *Interceptor) ServerOptions() []grpc.ServerOption {
 }
 
 // Unary is the grpc.UnaryServerInterceptor: it checks the call and gives
-// the handler a context with the token's claims (middleware.ClaimsFrom),
+// the handler a context with the token's claims (accesstoken.ClaimsFrom),
 // or answers the refusal.
 func (i *Interceptor) Unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	ctx, ref := i.policy.Decide(ctx, info.FullMethod, metadata.ValueFromIncomingContext(ctx, "authorization"), i.tokens)

@@ -188,7 +188,7 @@ func testReplicasShareReferenceTokens(t *testing.T, kind kind) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := in.Validate(context.Background(), tok); err != nil {
+	if _, err := in.Validate(context.Background(), tok, accesstoken.Presentation{}); err != nil {
 		t.Fatalf("the API refused a live token: %v", err)
 	}
 	if status, _ := post(urls[1], "/connect/revocation", "payroll", payrollSecret, url.Values{"token": {tok}}); status != 200 {
@@ -197,7 +197,7 @@ func testReplicasShareReferenceTokens(t *testing.T, kind kind) {
 	if introspect(urls[0]) || introspect(urls[1]) {
 		t.Fatal("a revocation at one replica did not reach the other")
 	}
-	if _, err := in.Validate(context.Background(), tok); !errors.Is(err, accesstoken.ErrInactive) {
+	if _, err := in.Validate(context.Background(), tok, accesstoken.Presentation{}); !errors.Is(err, accesstoken.ErrInactive) {
 		t.Fatalf("the API still accepts the revoked token: %v", err)
 	}
 }

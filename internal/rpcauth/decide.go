@@ -132,26 +132,17 @@ func IsInvalidToken(message string) bool {
 	return strings.HasPrefix(message, InvalidTokenPrefix)
 }
 
-// Validator is the token-checking package as a module adapts it: the one
+// Validator is accesstoken's decision as a module adapts it: the one
 // place where that package's names are used.
 type Validator interface {
 	// Validate checks token and returns the context the handler gets
-	// (carrying the claims, for the HTTP side's accessor) and the token's
-	// scopes; or the error of the refusal.
-	Validate(ctx context.Context, token string) (context.Context, scope.Set, error)
+	// (carrying the claims, for accesstoken.ClaimsFrom), the token's
+	// scopes and its expiry (its "exp", at which a stream admitted with
+	// it ends; zero for none); or the error of the refusal.
+	Validate(ctx context.Context, token string) (context.Context, scope.Set, time.Time, error)
 	// Reason returns the fixed code of a refusal's error, for its
 	// message and the log: "expired", "multiple_headers", ...
 	Reason(err error) string
-}
-
-// ExpiringValidator is a Validator that also tells when the tokens it
-// admits expire, so that a stream admitted with one ends then (see
-// DecideUntil and Expired).
-type ExpiringValidator interface {
-	Validator
-	// ValidateExpiring is Validate, and the token's expiry (its "exp");
-	// zero for a token without one.
-	ValidateExpiring(ctx context.Context, token string) (context.Context, scope.Set, time.Time, error)
 }
 
 // Decide decides a call of method whose authorization values are authz,
@@ -165,9 +156,8 @@ func (p *Policy) Decide(ctx context.Context, method string, authz []string, v Va
 }
 
 // DecideUntil is Decide that also returns until when the admission
-// holds: the token's expiry when v is an ExpiringValidator, at which a
-// stream must end (Expired, Ended); zero for a public method, a token without
-// expiry, or another Validator.
+// holds: the token's expiry, at which a stream must end (Expired, Ended);
+// zero for a public method or a token without expiry.
 func (p *Policy) DecideUntil(ctx context.Context, method string, authz []string, v Validator) (context.Context, time.Time, *Refusal) {
 	r := p.lookup(method)
 	if r != nil && r.public {
@@ -209,16 +199,7 @@ func (p *Policy) decide(ctx context.Context, r *rule, authz []string, v Validato
 		reason := v.Reason(err)
 		return ctx, time.Time{}, &Refusal{Kind: BadRequest, Message: invalidRequestPrefix + reason, Reason: reason}
 	}
-	var (
-		next   context.Context
-		scopes scope.Set
-		until  time.Time
-	)
-	if ev, ok := v.(ExpiringValidator); ok {
-		next, scopes, until, err = ev.ValidateExpiring(ctx, tok)
-	} else {
-		next, scopes, err = v.Validate(ctx, tok)
-	}
+	next, scopes, until, err := v.Validate(ctx, tok)
 	if err != nil {
 		reason := v.Reason(err)
 		return ctx, time.Time{}, &Refusal{Kind: InvalidToken, Message: InvalidTokenPrefix + reason, Reason: reason}

@@ -45,8 +45,8 @@ func TestNewPolicyRefusesBadSettings(t *testing.T) {
 // run it with real tokens).
 type scopesOnly struct{}
 
-func (scopesOnly) Validate(ctx context.Context, token string) (context.Context, scope.Set, error) {
-	return ctx, scope.Parse(strings.ReplaceAll(token, ",", " ")), nil
+func (scopesOnly) Validate(ctx context.Context, token string) (context.Context, scope.Set, time.Time, error) {
+	return ctx, scope.Parse(strings.ReplaceAll(token, ",", " ")), time.Time{}, nil
 }
 func (scopesOnly) Reason(err error) string { return "reason" }
 
@@ -181,14 +181,13 @@ type expiring struct {
 	exp time.Time
 }
 
-func (e expiring) ValidateExpiring(ctx context.Context, token string) (context.Context, scope.Set, time.Time, error) {
-	ctx, scopes, err := e.Validate(ctx, token)
+func (e expiring) Validate(ctx context.Context, token string) (context.Context, scope.Set, time.Time, error) {
+	ctx, scopes, _, err := e.scopesOnly.Validate(ctx, token)
 	return ctx, scopes, e.exp, err
 }
 
-// TestDecideUntil: the admission holds until the token's expiry when
-// the validator tells it; never for a public method, a refusal, or a
-// validator that does not.
+// TestDecideUntil: the admission holds until the token's expiry; never
+// for a public method, a refusal, or a token without one.
 func TestDecideUntil(t *testing.T) {
 	p, err := rpcauth.NewPolicy("x", rpcauth.Config{DefaultScopes: []string{scope.AdminWebAPI}, Public: []string{"/a.B/Open"}})
 	if err != nil {
@@ -204,7 +203,7 @@ func TestDecideUntil(t *testing.T) {
 		want   time.Time
 	}{
 		{"admitted", "/a.B/C", admin, expiring{exp: exp}, exp},
-		{"a validator that does not tell", "/a.B/C", admin, scopesOnly{}, time.Time{}},
+		{"a token without expiry", "/a.B/C", admin, scopesOnly{}, time.Time{}},
 		{"public", "/a.B/Open", nil, expiring{exp: exp}, time.Time{}},
 		{"refused", "/a.B/C", []string{"Bearer " + scope.ConnectWebAPI}, expiring{exp: exp}, time.Time{}},
 	} {
