@@ -59,14 +59,16 @@ func (f *dpopFailure) Unwrap() []error {
 	return []error{errDPoPProof}
 }
 
-// ErrSCIMToken is the reject hook's reason for every SCIM 401: a missing or
-// malformed Authorization header, a wrong token and an unknown tenant are
-// one case on purpose, so that tenants cannot be probed.
-var ErrSCIMToken error = reason.New("scim_token", "the authorization header is invalid or missing")
-
-// ErrSCIMTooManyFailures is the reject hook's reason for a SCIM 429: the
-// address failed too often.
-var ErrSCIMTooManyFailures error = reason.New("too_many_failures", "too many failed attempts")
+// SCIMAuth's reasons, given to the reject hook (codes scim_token and
+// too_many_failures).
+var (
+	// errSCIMToken: every SCIM 401. A missing or malformed Authorization
+	// header, a wrong token and an unknown tenant are one case on
+	// purpose, so that tenants cannot be probed.
+	errSCIMToken = reason.New("scim_token", "the authorization header is invalid or missing")
+	// errSCIMTooManyFailures: a SCIM 429, the address failed too often.
+	errSCIMTooManyFailures = reason.New("too_many_failures", "too many failed attempts")
+)
 
 // reasons is the one table of what this package says about a refusal, by
 // its code (accesstoken.ReasonCode): on the wire (error_description) and

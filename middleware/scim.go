@@ -190,7 +190,7 @@ func SCIMAuthWithConfig(tenants TenantStore, cfg SCIMConfig) func(http.Handler) 
 					return
 				}
 			}
-			o.rejectWith(r, ErrSCIMToken, observe.Event{Status: http.StatusUnauthorized, Tenant: known})
+			o.rejectWith(r, errSCIMToken, observe.Event{Status: http.StatusUnauthorized, Tenant: known})
 			w.Header().Set("WWW-Authenticate", oauthwire.Challenge(o.realm, oauthwire.Error{}))
 			scimerr.Write(w, scimerr.Unauthorized("The authorization header is invalid or missing"))
 		})
@@ -213,7 +213,7 @@ func (g *scimGuard) check(w http.ResponseWriter, r *http.Request, o *responder, 
 	if err != nil {
 		var no *limit.Refusal
 		if errors.As(err, &no) {
-			o.rejectWith(r, ErrSCIMTooManyFailures, observe.Event{Status: http.StatusTooManyRequests, Tenant: o.registered(tenants, tenant), Limit: scimLimit(no.Limit)})
+			o.rejectWith(r, errSCIMTooManyFailures, observe.Event{Status: http.StatusTooManyRequests, Tenant: o.registered(tenants, tenant), Limit: scimLimit(no.Limit)})
 			w.Header().Set("Retry-After", strconv.Itoa(no.RetryAfterSeconds()))
 			scimerr.Write(w, scimerr.New(http.StatusTooManyRequests, "Too many failed attempts; try again later"))
 			return checkAnswered, ""
