@@ -163,30 +163,15 @@ func (c *Credentials) renew(ctx context.Context, rejected string) (string, bool)
 	return fresh.AccessToken, true
 }
 
-// attemptCtx carries the token of one attempt of a call from the
-// interceptor to GetRequestMetadata, in one allocation.
-type attemptCtx struct {
-	context.Context
-	token string
-}
-
 type attemptKey struct{}
 
-func (c *attemptCtx) Value(key any) any {
-	if _, ok := key.(attemptKey); ok {
-		return c
-	}
-	return c.Context.Value(key)
-}
-
+// withAttempt returns ctx carrying the token of one attempt of a call,
+// from the interceptor to GetRequestMetadata.
 func withAttempt(ctx context.Context, token string) context.Context {
-	return &attemptCtx{Context: ctx, token: token}
+	return context.WithValue(ctx, attemptKey{}, token)
 }
 
 func attemptToken(ctx context.Context) (string, bool) {
-	a, ok := ctx.Value(attemptKey{}).(*attemptCtx)
-	if !ok {
-		return "", false
-	}
-	return a.token, true
+	token, ok := ctx.Value(attemptKey{}).(string)
+	return token, ok
 }
