@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/url"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
@@ -38,7 +39,8 @@ type ClientConfig struct {
 // Credentials sends a client's tokens with every call of a gRPC client
 // connection, as credentials.PerRPCCredentials, and, through its
 // interceptors, retries a call once with a new token when the server
-// answers codes.Unauthenticated "invalid_token" (a rotated key, a revoked
+// answers codes.Unauthenticated with the ErrorInfo of an invalid token
+// (domain "idsauth", error "invalid_token": a rotated key, a revoked
 // token, skewed clocks): the token sent is dropped from the cache, and a
 // new one is used only if it differs, never the same token twice. A
 // stream is retried only while nothing has been received and at most one
@@ -127,10 +129,19 @@ func (c *Credentials) checkTransport(ctx context.Context, uri []string) error {
 	return errInsecure
 }
 
-// invalidToken reports whether err is a server's invalid_token answer.
+// invalidToken reports whether err is a server's invalid_token answer:
+// Unauthenticated, with the ErrorInfo that says so.
 func invalidToken(err error) bool {
 	st, ok := status.FromError(err)
-	return ok && st.Code() == codes.Unauthenticated && rpcauth.IsInvalidToken(st.Message())
+	if !ok || st.Code() != codes.Unauthenticated {
+		return false
+	}
+	for _, d := range st.Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok && rpcauth.IsInvalidToken(info.GetDomain(), info.GetMetadata()) {
+			return true
+		}
+	}
+	return false
 }
 
 // Unary is the grpc.UnaryClientInterceptor that retries once on

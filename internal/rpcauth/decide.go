@@ -43,9 +43,10 @@ func (k Kind) String() string {
 	return "unknown"
 }
 
-// The messages of the refusals. Clients match them (InvalidTokenPrefix
-// is what a client retries on), so, like the HTTP side's descriptions,
-// they never change; none holds any part of a token.
+// The messages of the refusals. People and tools read them, so, like the
+// HTTP side's descriptions, they never change; none holds any part of a
+// token. A client decides by a refusal's ErrorInfo (see IsInvalidToken),
+// never by its message.
 const (
 	NoTokenMessage          = "no bearer token"
 	InvalidTokenPrefix      = "invalid_token: "
@@ -125,11 +126,12 @@ var (
 	notConfigured = &Refusal{Kind: InsufficientScope, Message: NotConfiguredMessage, Reason: "not_configured"}
 )
 
-// IsInvalidToken reports whether a refusal's message (an Unauthenticated
-// status's) says the token failed validation: the answer a client
+// IsInvalidToken reports whether a refusal's google.rpc.ErrorInfo detail,
+// its domain and metadata (see Refusal.Info), says the token failed
+// validation: the answer of an Unauthenticated status that a client
 // retries once with a new token.
-func IsInvalidToken(message string) bool {
-	return strings.HasPrefix(message, InvalidTokenPrefix)
+func IsInvalidToken(domain string, metadata map[string]string) bool {
+	return domain == Domain && metadata["error"] == "invalid_token"
 }
 
 // Validator is accesstoken's decision as a module adapts it: the one

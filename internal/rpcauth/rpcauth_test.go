@@ -119,9 +119,34 @@ func TestLoopback(t *testing.T) {
 	}
 }
 
+// TestIsInvalidToken: a client retries on the ErrorInfo of an invalid
+// token, this module's alone; not on no token, nor a scope's refusal.
 func TestIsInvalidToken(t *testing.T) {
-	if !rpcauth.IsInvalidToken("invalid_token: expired") || rpcauth.IsInvalidToken(rpcauth.NoTokenMessage) || rpcauth.IsInvalidToken("insufficient_scope: x") {
-		t.Error("IsInvalidToken tells the messages apart wrongly")
+	p, err := rpcauth.NewPolicy("x", rpcauth.Config{DefaultScopes: []string{scope.ConnectWebAPI}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	metadataOf := func(authz ...string) map[string]string {
+		_, ref := p.Decide(context.Background(), "/a.B/C", authz, scopesOnly{})
+		_, metadata := ref.Info()
+		return metadata
+	}
+	_, expired := rpcauth.Expired().Info()
+	for _, tc := range []struct {
+		name     string
+		domain   string
+		metadata map[string]string
+		want     bool
+	}{
+		{"expired", rpcauth.Domain, expired, true},
+		{"another domain's", "example.com", expired, false},
+		{"no token", rpcauth.Domain, metadataOf(), false},
+		{"insufficient scope", rpcauth.Domain, metadataOf("Bearer " + scope.AdminWebAPI), false},
+		{"a malformed header", rpcauth.Domain, metadataOf("Bearer a b"), false},
+	} {
+		if got := rpcauth.IsInvalidToken(tc.domain, tc.metadata); got != tc.want {
+			t.Errorf("%s: %t, want %t", tc.name, got, tc.want)
+		}
 	}
 }
 
@@ -211,7 +236,7 @@ func TestDecideUntil(t *testing.T) {
 			t.Errorf("%s: until %v, want %v", c.name, until, c.want)
 		}
 	}
-	if r := rpcauth.Expired(); r.Kind != rpcauth.InvalidToken || r.Message != "invalid_token: expired" || !rpcauth.IsInvalidToken(r.Message) {
+	if r := rpcauth.Expired(); r.Kind != rpcauth.InvalidToken || r.Message != "invalid_token: expired" {
 		t.Errorf("Expired: %+v", r)
 	}
 }
