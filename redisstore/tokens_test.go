@@ -203,8 +203,8 @@ func testReplicasShareReferenceTokens(t *testing.T, kind kind) {
 }
 
 // TestCheckEviction: a Redis with noeviction passes; one that may evict
-// (the limiter's volatile-ttl) is refused, naming its policy; on a
-// cluster, whichever master has it is refused, and named.
+// (the limiter's volatile-ttl) is refused, an *EvictionError naming its
+// policy; on a cluster, whichever master has it is refused, and named.
 func TestCheckEviction(t *testing.T) {
 	for _, k := range kinds {
 		t.Run(k.name, func(t *testing.T) { testCheckEviction(t, k) })
@@ -231,7 +231,9 @@ func testCheckEviction(t *testing.T, kind kind) {
 	}
 	for i, n := range srv.nodes {
 		policy(i, "volatile-ttl")
-		if err := s.CheckEviction(ctx); err == nil || !strings.Contains(err.Error(), `"volatile-ttl"`) || !strings.Contains(err.Error(), n.Addr) {
+		err := s.CheckEviction(ctx)
+		var ee *redisstore.EvictionError
+		if !errors.As(err, &ee) || ee.Policy != "volatile-ttl" || ee.Addr != n.Addr || !strings.Contains(err.Error(), `"volatile-ttl"`) || !strings.Contains(err.Error(), n.Addr) {
 			t.Fatalf("volatile-ttl on %s: %v", n.Addr, err)
 		}
 		policy(i, "noeviction")
