@@ -102,7 +102,7 @@ func (i *Interceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 		if req.Spec().IsClient {
 			return next(ctx, req)
 		}
-		ctx, ref := i.policy.Decide(ctx, req.Spec().Procedure, req.Header().Values("Authorization"), i.tokens)
+		ctx, ref := i.policy.Admit(ctx, req.Spec().Procedure, req.Header().Values("Authorization"), i.tokens)
 		if ref != nil {
 			return nil, refusal(ref, req.Peer().Protocol)
 		}
@@ -124,7 +124,7 @@ func (i *Interceptor) WrapStreamingClient(next connect.StreamingClientFunc) conn
 func (i *Interceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
 	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
 		procedure, protocol := conn.Spec().Procedure, conn.Peer().Protocol
-		ctx, until, ref := i.policy.DecideUntil(ctx, procedure, conn.RequestHeader().Values("Authorization"), i.tokens)
+		ctx, until, ref := i.policy.AdmitUntil(ctx, procedure, conn.RequestHeader().Values("Authorization"), i.tokens)
 		if ref != nil {
 			return refusal(ref, protocol)
 		}

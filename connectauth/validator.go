@@ -14,7 +14,8 @@ import (
 type tokens struct{ v accesstoken.TokenValidator }
 
 func (t tokens) Validate(ctx context.Context, token string) (context.Context, scope.Set, time.Time, error) {
-	c, err := accesstoken.Decide(ctx, t.v, token, accesstoken.Presentation{CertThumbprint: peerCertificate(ctx)})
+	p := accesstoken.Presentation{CertThumbprint: peerCertificate(ctx)}
+	c, err := accesstoken.Decide(ctx, t.v, token, p)
 	if err != nil {
 		return ctx, nil, time.Time{}, err
 	}

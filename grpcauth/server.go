@@ -96,7 +96,7 @@ func (i *Interceptor) ServerOptions() []grpc.ServerOption {
 // the handler a context with the token's claims (accesstoken.ClaimsFrom),
 // or answers the refusal.
 func (i *Interceptor) Unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-	ctx, ref := i.policy.Decide(ctx, info.FullMethod, metadata.ValueFromIncomingContext(ctx, "authorization"), i.tokens)
+	ctx, ref := i.policy.Admit(ctx, info.FullMethod, metadata.ValueFromIncomingContext(ctx, "authorization"), i.tokens)
 	if ref != nil {
 		return nil, refusal(ref)
 	}
@@ -111,7 +111,7 @@ func (i *Interceptor) Unary(ctx context.Context, req any, info *grpc.UnaryServer
 // handler returns, ends Unauthenticated "invalid_token: expired".
 func (i *Interceptor) Stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 	ctx := ss.Context()
-	next, until, ref := i.policy.DecideUntil(ctx, info.FullMethod, metadata.ValueFromIncomingContext(ctx, "authorization"), i.tokens)
+	next, until, ref := i.policy.AdmitUntil(ctx, info.FullMethod, metadata.ValueFromIncomingContext(ctx, "authorization"), i.tokens)
 	if ref != nil {
 		return refusal(ref)
 	}

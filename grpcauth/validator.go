@@ -21,7 +21,8 @@ type tokens struct {
 }
 
 func (t tokens) Validate(ctx context.Context, token string) (context.Context, scope.Set, time.Time, error) {
-	c, err := accesstoken.Decide(ctx, t.v, token, accesstoken.Presentation{CertThumbprint: t.peerCertificate(ctx)})
+	p := accesstoken.Presentation{CertThumbprint: t.peerCertificate(ctx)}
+	c, err := accesstoken.Decide(ctx, t.v, token, p)
 	if err != nil {
 		return ctx, nil, time.Time{}, err
 	}

@@ -50,11 +50,11 @@ func (scopesOnly) Validate(ctx context.Context, token string) (context.Context, 
 }
 func (scopesOnly) Reason(err error) string { return "reason" }
 
-// TestDecideOrder: a public method passes without a token; an exact
+// TestAdmitOrder: a public method passes without a token; an exact
 // method's rule comes before its service's, and a service's before the
 // default; a method named nowhere is refused with a valid token when
 // there is no default (fail closed), and takes the default otherwise.
-func TestDecideOrder(t *testing.T) {
+func TestAdmitOrder(t *testing.T) {
 	closed, err := rpcauth.NewPolicy("x", rpcauth.Config{
 		Scopes: map[string][]string{
 			"/pkg.Admin/":        {scope.AdminWebAPI},
@@ -97,7 +97,7 @@ func TestDecideOrder(t *testing.T) {
 		{open, "/grpc.health.v1.Health/Check", nil, rpcauth.NoTokenMessage},
 	}
 	for _, c := range cases {
-		_, ref := c.p.Decide(context.Background(), c.method, c.authz, scopesOnly{})
+		_, ref := c.p.Admit(context.Background(), c.method, c.authz, scopesOnly{})
 		got := ""
 		if ref != nil {
 			got = ref.Message
@@ -127,7 +127,7 @@ func TestIsInvalidToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	metadataOf := func(authz ...string) map[string]string {
-		_, ref := p.Decide(context.Background(), "/a.B/C", authz, scopesOnly{})
+		_, ref := p.Admit(context.Background(), "/a.B/C", authz, scopesOnly{})
 		_, metadata := ref.Info()
 		return metadata
 	}
@@ -166,7 +166,7 @@ func TestChallenge(t *testing.T) {
 		if authz != "" {
 			values = []string{authz}
 		}
-		_, ref := p.Decide(context.Background(), "/a.B/C", values, scopesOnly{})
+		_, ref := p.Admit(context.Background(), "/a.B/C", values, scopesOnly{})
 		if ref == nil || ref.Challenge("r") != want {
 			t.Errorf("%q: %+v, want the challenge %s", authz, ref, want)
 		}
@@ -192,7 +192,7 @@ func TestInfo(t *testing.T) {
 		if authz != "" {
 			values = []string{authz}
 		}
-		_, ref := p.Decide(context.Background(), "/a.B/C", values, scopesOnly{})
+		_, ref := p.Admit(context.Background(), "/a.B/C", values, scopesOnly{})
 		reason, metadata := ref.Info()
 		if reason != want.reason || !maps.Equal(metadata, want.metadata) {
 			t.Errorf("%q: %s %v, want %s %v", authz, reason, metadata, want.reason, want.metadata)
@@ -211,9 +211,9 @@ func (e expiring) Validate(ctx context.Context, token string) (context.Context, 
 	return ctx, scopes, e.exp, err
 }
 
-// TestDecideUntil: the admission holds until the token's expiry; never
+// TestAdmitUntil: the admission holds until the token's expiry; never
 // for a public method, a refusal, or a token without one.
-func TestDecideUntil(t *testing.T) {
+func TestAdmitUntil(t *testing.T) {
 	p, err := rpcauth.NewPolicy("x", rpcauth.Config{DefaultScopes: []string{scope.AdminWebAPI}, Public: []string{"/a.B/Open"}})
 	if err != nil {
 		t.Fatal(err)
@@ -232,7 +232,7 @@ func TestDecideUntil(t *testing.T) {
 		{"public", "/a.B/Open", nil, expiring{exp: exp}, time.Time{}},
 		{"refused", "/a.B/C", []string{"Bearer " + scope.ConnectWebAPI}, expiring{exp: exp}, time.Time{}},
 	} {
-		if _, until, _ := p.DecideUntil(context.Background(), c.method, c.authz, c.v); !until.Equal(c.want) {
+		if _, until, _ := p.AdmitUntil(context.Background(), c.method, c.authz, c.v); !until.Equal(c.want) {
 			t.Errorf("%s: until %v, want %v", c.name, until, c.want)
 		}
 	}

@@ -147,25 +147,25 @@ type Validator interface {
 	Reason(err error) string
 }
 
-// Decide decides a call of method whose authorization values are authz,
+// Admit decides a call of method whose authorization values are authz,
 // in the contract's order: a public method passes untouched; then the
 // token's form, its validation, the method's scope. It returns the
 // handler's context, or the refusal (logged when the policy has a
 // logger).
-func (p *Policy) Decide(ctx context.Context, method string, authz []string, v Validator) (context.Context, *Refusal) {
-	ctx, _, ref := p.DecideUntil(ctx, method, authz, v)
+func (p *Policy) Admit(ctx context.Context, method string, authz []string, v Validator) (context.Context, *Refusal) {
+	ctx, _, ref := p.AdmitUntil(ctx, method, authz, v)
 	return ctx, ref
 }
 
-// DecideUntil is Decide that also returns until when the admission
+// AdmitUntil is Admit that also returns until when the admission
 // holds: the token's expiry, at which a stream must end (Expired, Ended);
 // zero for a public method or a token without expiry.
-func (p *Policy) DecideUntil(ctx context.Context, method string, authz []string, v Validator) (context.Context, time.Time, *Refusal) {
+func (p *Policy) AdmitUntil(ctx context.Context, method string, authz []string, v Validator) (context.Context, time.Time, *Refusal) {
 	r := p.lookup(method)
 	if r != nil && r.public {
 		return ctx, time.Time{}, nil
 	}
-	ctx, until, ref := p.decide(ctx, r, authz, v)
+	ctx, until, ref := p.admit(ctx, r, authz, v)
 	if ref != nil {
 		p.log(ctx, "idsauth: call refused", method, ref)
 	}
@@ -192,7 +192,7 @@ func (p *Policy) log(ctx context.Context, msg, method string, ref *Refusal) {
 	}
 }
 
-func (p *Policy) decide(ctx context.Context, r *rule, authz []string, v Validator) (context.Context, time.Time, *Refusal) {
+func (p *Policy) admit(ctx context.Context, r *rule, authz []string, v Validator) (context.Context, time.Time, *Refusal) {
 	tok, _, err := bearer.FromValues(authz, false)
 	switch {
 	case errors.Is(err, bearer.ErrMissing):
