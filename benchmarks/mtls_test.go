@@ -106,10 +106,10 @@ func BenchmarkMTLS(b *testing.B) {
 	})
 }
 
-// TestMTLSBudget: a certificate-bound request adds at most one allocation
-// to the warm bearer path (the presentation's context), whether its
-// certificate is the connection's or forwarded; the times are printed
-// (the budget: 0.3 µs and 1 µs), not asserted.
+// TestMTLSBudget: a certificate-bound request adds no allocation to the
+// warm bearer path (the presentation is an argument, the thumbprint
+// remembered), whether its certificate is the connection's or forwarded;
+// the times are printed (the budget: 0.3 µs and 1 µs), not asserted.
 func TestMTLSBudget(t *testing.T) {
 	res := map[string]testing.BenchmarkResult{}
 	for _, name := range []string{"bearer-warm", "bound-connection", "bound-forwarded"} {
@@ -129,8 +129,8 @@ func TestMTLSBudget(t *testing.T) {
 	for _, name := range []string{"bound-connection", "bound-forwarded"} {
 		r := res[name]
 		t.Logf("%s: %d ns/op, %d allocs/op (bearer: %d ns/op, %d allocs/op)", name, r.NsPerOp(), r.AllocsPerOp(), base.NsPerOp(), base.AllocsPerOp())
-		if d := r.AllocsPerOp() - base.AllocsPerOp(); d > 1 {
-			t.Errorf("%s adds %d allocations to the warm bearer path, want at most 1", name, d)
+		if d := r.AllocsPerOp() - base.AllocsPerOp(); d > 0 {
+			t.Errorf("%s adds %d allocations to the warm bearer path, want none", name, d)
 		}
 	}
 }
