@@ -69,7 +69,7 @@ func TestCacheSkipsRepeatedValidation(t *testing.T) {
 	v := newValidator(t, accesstoken.Config{Issuer: iss, Keys: src})
 	tok := jwktest.Sign(t, k, nil, jwktest.Claims(iss, scope.AdminWebAPI, time.Hour))
 	for range 100 {
-		if _, err := v.Validate(context.Background(), tok); err != nil {
+		if _, err := v.Validate(context.Background(), tok, accesstoken.Presentation{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -79,7 +79,7 @@ func TestCacheSkipsRepeatedValidation(t *testing.T) {
 	off := newValidator(t, accesstoken.Config{Issuer: iss, Keys: src, CacheSize: -1})
 	before := src.lookups.Load()
 	for range 10 {
-		if _, err := off.Validate(context.Background(), tok); err != nil {
+		if _, err := off.Validate(context.Background(), tok, accesstoken.Presentation{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -95,15 +95,15 @@ func TestCachedTokenLeavesAtItsExp(t *testing.T) {
 	v := newValidator(t, accesstoken.Config{Issuer: iss, Keys: newCountingKeys(k), Now: clk.now, CacheMaxAge: time.Hour})
 	exp := start.Add(time.Minute)
 	tok := jwktest.Sign(t, k, nil, jwktest.With(jwktest.Claims(iss, scope.AdminWebAPI, time.Hour), "iat", start.Unix(), "nbf", start.Unix(), "exp", exp.Unix()))
-	if _, err := v.Validate(context.Background(), tok); err != nil {
+	if _, err := v.Validate(context.Background(), tok, accesstoken.Presentation{}); err != nil {
 		t.Fatal(err)
 	}
 	clk.set(exp.Add(29 * time.Second)) // within the 30 s leeway
-	if _, err := v.Validate(context.Background(), tok); err != nil {
+	if _, err := v.Validate(context.Background(), tok, accesstoken.Presentation{}); err != nil {
 		t.Fatalf("inside the leeway: %v", err)
 	}
 	clk.set(exp.Add(31 * time.Second))
-	if _, err := v.Validate(context.Background(), tok); !errors.Is(err, accesstoken.ErrExpired) {
+	if _, err := v.Validate(context.Background(), tok, accesstoken.Presentation{}); !errors.Is(err, accesstoken.ErrExpired) {
 		t.Fatalf("past exp+leeway: %v, want ErrExpired", err)
 	}
 }
@@ -116,7 +116,7 @@ func TestCacheMaxAge(t *testing.T) {
 	tok := jwktest.Sign(t, k, nil, jwktest.Claims(iss, scope.AdminWebAPI, time.Hour))
 	for _, step := range []time.Duration{0, 30 * time.Second, 31 * time.Second} {
 		clk.add(step)
-		if _, err := v.Validate(context.Background(), tok); err != nil {
+		if _, err := v.Validate(context.Background(), tok, accesstoken.Presentation{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -129,17 +129,17 @@ func TestCacheNeverAcceptsAnotherToken(t *testing.T) {
 	k := jwktest.NewKey(t, "ES256")
 	v := newValidator(t, accesstoken.Config{Issuer: iss, Keys: newCountingKeys(k)})
 	tok := jwktest.Sign(t, k, nil, jwktest.Claims(iss, scope.AdminWebAPI, time.Hour))
-	if _, err := v.Validate(context.Background(), tok); err != nil {
+	if _, err := v.Validate(context.Background(), tok, accesstoken.Presentation{}); err != nil {
 		t.Fatal(err)
 	}
 	for i := range tok {
 		b := []byte(tok)
 		b[i] ^= 0x01 // one bit of one byte
-		if _, err := v.Validate(context.Background(), string(b)); err == nil {
+		if _, err := v.Validate(context.Background(), string(b), accesstoken.Presentation{}); err == nil {
 			t.Fatalf("a token differing at byte %d was accepted", i)
 		}
 	}
-	if _, err := v.Validate(context.Background(), tok+"A"); err == nil {
+	if _, err := v.Validate(context.Background(), tok+"A", accesstoken.Presentation{}); err == nil {
 		t.Fatal("a token with one more byte was accepted")
 	}
 }
@@ -150,11 +150,11 @@ func TestCacheDropsTokensOfARemovedKey(t *testing.T) {
 		src := newCountingKeys(k1, k2)
 		v := newValidator(t, accesstoken.Config{Issuer: iss, Keys: src})
 		tok := jwktest.Sign(t, k1, nil, jwktest.Claims(iss, scope.AdminWebAPI, time.Hour))
-		if _, err := v.Validate(context.Background(), tok); err != nil {
+		if _, err := v.Validate(context.Background(), tok, accesstoken.Presentation{}); err != nil {
 			t.Fatal(err)
 		}
 		src.set(k2)
-		if _, err := v.Validate(context.Background(), tok); !errors.Is(err, accesstoken.ErrUnknownKey) {
+		if _, err := v.Validate(context.Background(), tok, accesstoken.Presentation{}); !errors.Is(err, accesstoken.ErrUnknownKey) {
 			t.Fatalf("after the key was removed: %v", err)
 		}
 	})
@@ -163,14 +163,14 @@ func TestCacheDropsTokensOfARemovedKey(t *testing.T) {
 		jwks := jwktest.NewJWKS(t, k1, k2)
 		v := newValidator(t, accesstoken.Config{Issuer: jwks.Issuer(), Keys: newJWKS(t, accesstoken.JWKSConfig{URL: jwks.JWKSURL(), RefreshInterval: 20 * time.Millisecond})})
 		tok := jwktest.Sign(t, k1, nil, jwktest.Claims(jwks.Issuer(), scope.AdminWebAPI, time.Hour))
-		if _, err := v.Validate(context.Background(), tok); err != nil {
+		if _, err := v.Validate(context.Background(), tok, accesstoken.Presentation{}); err != nil {
 			t.Fatal(err)
 		}
 		jwks.SetKeys(k2)
 		for hits := jwks.Hits(); jwks.Hits() < hits+2; {
 			time.Sleep(5 * time.Millisecond)
 		}
-		if _, err := v.Validate(context.Background(), tok); !errors.Is(err, accesstoken.ErrUnknownKey) {
+		if _, err := v.Validate(context.Background(), tok, accesstoken.Presentation{}); !errors.Is(err, accesstoken.ErrUnknownKey) {
 			t.Fatalf("after the JWKS dropped the key: %v", err)
 		}
 	})
@@ -195,7 +195,7 @@ func TestCacheConcurrentHits(t *testing.T) {
 				if i%3 == 0 {
 					tok = toks[0] // a hot token
 				}
-				c, err := v.Validate(context.Background(), tok)
+				c, err := v.Validate(context.Background(), tok, accesstoken.Presentation{})
 				if err != nil || c.ClientID != "test-client" {
 					failed.Add(1)
 				}
@@ -214,10 +214,10 @@ func TestCacheHitAllocatesNothing(t *testing.T) {
 	v := newValidator(t, accesstoken.Config{Issuer: iss, Keys: newCountingKeys(k)})
 	tok := jwktest.Sign(t, k, nil, jwktest.Claims(iss, scope.AdminWebAPI, time.Hour))
 	ctx := context.Background()
-	if _, err := v.Validate(ctx, tok); err != nil {
+	if _, err := v.Validate(ctx, tok, accesstoken.Presentation{}); err != nil {
 		t.Fatal(err)
 	}
-	if n := testing.AllocsPerRun(100, func() { _, _ = v.Validate(ctx, tok) }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { _, _ = v.Validate(ctx, tok, accesstoken.Presentation{}) }); n != 0 {
 		t.Fatalf("%v allocations per cached validation, want 0", n)
 	}
 }

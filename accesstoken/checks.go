@@ -91,27 +91,28 @@ func (ch *checks) claims(from *trustedIssuer, raw jws.Claims, payload64, issuer 
 	return c, nil
 }
 
-// binding checks the binding the token's presentation needs (see
-// Presentation): a certificate-bound token must come with its
+// binding checks the binding the token's presentation p needs (see
+// Presentation.check): a certificate-bound token must come with its
 // certificate, a DPoP-bound one with DPoP, a token presented with DPoP
 // must be bound to a DPoP key; a bound token presented without its proof
 // is admitted only with AllowBoundTokens, which the handler then checks
-// itself.
-func (ch *checks) binding(ctx context.Context, c *Claims) error {
-	return presentationOf(ctx).check(c, ch.allowBound)
+// itself. Decide checks it again, for validators of one's own; here it
+// is for a caller of Validate alone.
+func (ch *checks) binding(p Presentation, c *Claims) error {
+	return p.check(c, ch.allowBound)
 }
 
-// fromCache answers for token from cache (nil: off) when it holds it: its
-// claims, or the refusal of its binding for this request; hit is false
-// when the token must be checked.
-func (ch *checks) fromCache(ctx context.Context, cache *tokenCache, token string, now, start time.Time) (c *Claims, hit bool, err error) {
+// fromCache answers for token, presented as p, from cache (nil: off)
+// when it holds it: its claims, or the refusal of its binding; hit is
+// false when the token must be checked.
+func (ch *checks) fromCache(ctx context.Context, cache *tokenCache, token string, p Presentation, now, start time.Time) (c *Claims, hit bool, err error) {
 	if cache == nil {
 		return nil, false, nil
 	}
 	if c, hit = cache.get(token, now); !hit {
 		return nil, false, nil
 	}
-	if err := ch.binding(ctx, c); err != nil {
+	if err := ch.binding(p, c); err != nil {
 		return nil, true, ch.failed(ctx, start, refused(err))
 	}
 	ch.succeeded(ctx, start, true)

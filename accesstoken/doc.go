@@ -1,7 +1,9 @@
 // Package accesstoken decides whether an OAuth 2.0 access token is good:
 // a JWT ([RFC 9068]) checked with its issuer's keys, or an opaque
 // (reference) token asked about at the issuer's introspection endpoint
-// ([RFC 7662]). Package middleware answers HTTP with it (RequireBearer).
+// ([RFC 7662]). Decide is the decision every transport makes with a
+// TokenValidator (middleware.RequireBearer for HTTP, grpcauth,
+// connectauth), and ClaimsFrom reads its claims in a handler.
 //
 // One Config, one Validator, whatever the issuer:
 //
@@ -10,7 +12,7 @@
 //		Audience: []string{"https://login.example.com/ids/resources"}, // this API, as the issuer writes "aud"
 //	})
 //	...
-//	claims, err := v.Validate(ctx, token) // claims.ClientID, claims.Scopes, claims.Raw()
+//	claims, err := v.Validate(ctx, token, accesstoken.Presentation{}) // claims.ClientID, claims.Scopes, claims.Raw()
 //
 // The keys are the issuer's, given one way, Config.Keys:
 //
@@ -32,7 +34,8 @@
 // ES256, RS256, PS256, EdDSA and Ed25519; "typ"), the issuer, the
 // signature, and only then the claims ("exp", "nbf" and "iat" with
 // leeway, "aud", the binding "cnf" asks for, to a DPoP key or a client
-// certificate (RFC 8705): see Presentation, and the scope claim). A refusal is a *ValidationError whose Code ("expired",
+// certificate (RFC 8705): see Presentation, and the scope claim). A
+// refusal is a *ValidationError whose Code ("expired",
 // "audience", ...) is fixed, for metrics and branching; errors.Is finds
 // ErrExpired and the few other Err values a caller acts on. A token seen
 // again is answered from a cache, until its key set changes.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/idsauth/idsauth/internal/keyerr"
+	"github.com/idsauth/idsauth/internal/reason"
 	"github.com/idsauth/idsauth/scope"
 )
 
@@ -55,6 +56,7 @@ var (
 	errBoundToken       = errors.New("token is bound to a key")
 	errUnboundToken     = errors.New("token is not bound to a key")
 	errWrongCertificate = errors.New("token is bound to another client certificate")
+	errNoClaims         = errors.New("token validator returned no claims and no error")
 )
 
 // codes is the one table of the reasons' codes: a ValidationError's Code,
@@ -88,6 +90,7 @@ var codes = []struct {
 	{errWrongCertificate, "wrong_certificate"},
 	{ErrInactive, "inactive"},
 	{ErrIntrospectionUnavailable, "introspection_unavailable"},
+	{errNoClaims, "no_claims"},
 }
 
 // refused returns the ValidationError of reason, without facts.
@@ -100,7 +103,28 @@ func refused(reason error) *ValidationError {
 	return &ValidationError{Code: "other", reason: reason} // unreachable: every reason has a row
 }
 
-// ValidationError is the error Validate returns: why a token was refused,
+// ReasonCode returns the fixed code of a reason to refuse a request: a
+// *ValidationError's Code, or the code of a refusal of this module's
+// transports that is not a token's validation: no_token,
+// multiple_headers, space_in_token (the Authorization header),
+// insufficient_scope, dpop_proof, dpop_nonce, dpop_key (a DPoP proof),
+// scim_token and too_many_failures (middleware.SCIMAuth). Any other
+// error, such as one of a TokenValidator of your own, is "other". It is
+// what an observe.Event's Reason holds, fit for a metric label; the codes
+// are stable.
+func ReasonCode(err error) string {
+	var ve *ValidationError
+	if errors.As(err, &ve) {
+		return ve.Code
+	}
+	var r *reason.Error
+	if errors.As(err, &r) {
+		return r.Code
+	}
+	return "other"
+}
+
+// ValidationError is the error Validate and Decide return: why a token was refused,
 // by a fixed Code, and facts about it for a log line. errors.Is finds
 // ErrExpired and the package's other Err values in it. Only the code's
 // fixed description goes on the wire (middleware's table); Error, which
@@ -130,6 +154,7 @@ func refused(reason error) *ValidationError {
 //	wrong_certificate  bound to a client certificate, presented with another
 //	inactive           ErrInactive
 //	introspection_unavailable  ErrIntrospectionUnavailable
+//	no_claims          a TokenValidator returned neither claims nor an error (Decide)
 //
 // The facts are read from a token whose signature verified (or from the
 // answer of the issuer's endpoint), so they are the issuer's words, never

@@ -49,7 +49,7 @@ func TestValidationErrorFacts(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := v.Validate(context.Background(), signPayload(t, k, c.payload))
+			_, err := v.Validate(context.Background(), signPayload(t, k, c.payload), accesstoken.Presentation{})
 			var ve *accesstoken.ValidationError
 			if !errors.As(err, &ve) || ve.Unwrap() != c.reason || !errors.Is(err, c.reason) {
 				t.Fatalf("err = %#v, want a ValidationError for %v", err, c.reason)
@@ -63,7 +63,7 @@ func TestValidationErrorFacts(t *testing.T) {
 		})
 	}
 	t.Run("before the signature, no facts but the reason", func(t *testing.T) {
-		_, err := v.Validate(context.Background(), strings.Repeat("a", 20000))
+		_, err := v.Validate(context.Background(), strings.Repeat("a", 20000), accesstoken.Presentation{})
 		var ve *accesstoken.ValidationError
 		if !errors.As(err, &ve) || ve.Code != "too_large" || !errors.Is(err, accesstoken.ErrTooLarge) || err.Error() != "token is too large" {
 			t.Fatalf("err = %#v", err)

@@ -51,7 +51,7 @@ func ExampleNewJWKS() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	claims, err := v.Validate(ctx, token(iss))
+	claims, err := v.Validate(ctx, token(iss), accesstoken.Presentation{})
 	fmt.Println(claims.ClientID, err)
 	// Output: reporting <nil>
 }
@@ -76,7 +76,7 @@ func ExampleParseJWKS() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	claims, err := v.Validate(context.Background(), token(iss))
+	claims, err := v.Validate(context.Background(), token(iss), accesstoken.Presentation{})
 	fmt.Println(claims.ClientID, claims.Scopes, err)
 	// Output: reporting pd_AdminWebApi <nil>
 }
@@ -114,7 +114,7 @@ func ExampleKeySource() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	claims, err := v.Validate(context.Background(), token(iss))
+	claims, err := v.Validate(context.Background(), token(iss), accesstoken.Presentation{})
 	fmt.Println(claims.ClientID, err)
 	// Output: reporting <nil>
 }
@@ -143,7 +143,7 @@ func ExampleIntrospection() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	c, err := both.Validate(context.Background(), tok.AccessToken)
+	c, err := both.Validate(context.Background(), tok.AccessToken, accesstoken.Presentation{})
 	fmt.Println(len(tok.AccessToken), c.ClientID, c.Scopes, err)
 	// Output: 43 reporting pd_AdminWebApi <nil>
 }

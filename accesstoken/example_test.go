@@ -5,9 +5,12 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"log"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,6 +18,7 @@ import (
 
 	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/issuer"
+	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/scope"
 	"github.com/idsauth/idsauth/secret"
 )
@@ -70,7 +74,7 @@ func ExampleNew() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	claims, err := v.Validate(ctx, tok.AccessToken)
+	claims, err := v.Validate(ctx, tok.AccessToken, accesstoken.Presentation{})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -81,7 +85,7 @@ func ExampleNew() {
 	header, rest, _ := strings.Cut(tok.AccessToken, ".")
 	_, sig, _ := strings.Cut(rest, ".")
 	more := base64.RawURLEncoding.EncodeToString([]byte(`{"iss":"` + iss.URL() + `","scope":"pd_AdminWebApi pd_ConnectWebApi"}`))
-	_, err = v.Validate(ctx, header+"."+more+"."+sig)
+	_, err = v.Validate(ctx, header+"."+more+"."+sig, accesstoken.Presentation{})
 	fmt.Println(err)
 	// Output:
 	// reporting pd_AdminWebApi
@@ -129,7 +133,7 @@ func ExampleConfig_issuers() {
 		if err != nil {
 			log.Fatal(err)
 		}
-		claims, err := v.Validate(ctx, tok.AccessToken)
+		claims, err := v.Validate(ctx, tok.AccessToken, accesstoken.Presentation{})
 		if err != nil {
 			fmt.Println(err)
 			continue
@@ -182,10 +186,81 @@ func ExampleValidationError() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	_, err = v.Validate(context.Background(), tok.AccessToken)
+	_, err = v.Validate(context.Background(), tok.AccessToken, accesstoken.Presentation{})
 	var ve *accesstoken.ValidationError
 	if errors.As(err, &ve) {
 		fmt.Println(errors.Is(err, accesstoken.ErrExpired), ve.Code, ve.Expiry.Before(ve.Now))
 	}
 	// Output: true expired true
+}
+
+// A handler reads the validated claims from the request context; Decode
+// reads the whole claim set, for claims Claims does not name.
+func ExampleClaimsFrom() {
+	ids, iss := exampleIssuer()
+	defer ids.Close()
+	v, err := accesstoken.New(context.Background(), accesstoken.Config{Issuer: iss.URL(), Audience: []string{iss.URL() + "/resources"}, Keys: iss})
+	if err != nil {
+		log.Fatal(err)
+	}
+	whoami := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, ok := accesstoken.ClaimsFrom(r.Context())
+		if !ok {
+			http.Error(w, "no claims", http.StatusInternalServerError)
+			return
+		}
+		var all map[string]any
+		if err := c.Decode(&all); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		names := slices.Sorted(maps.Keys(all))
+		fmt.Fprintf(w, "%s has %s; claims %v", c.ClientID, c.Scopes, names)
+	})
+	api := httptest.NewServer(middleware.RequireBearer(v)(whoami))
+	defer api.Close()
+
+	cc := clientcredentials.Config{ClientID: "reporting", ClientSecret: "s3cret", TokenURL: iss.TokenURL(), Scopes: []string{scope.AdminWebAPI}}
+	resp, err := cc.Client(context.Background()).Get(api.URL)
+	if err != nil {
+		log.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	fmt.Println(string(body))
+	// Output: reporting has pd_AdminWebApi; claims [aud client_id exp iat iss jti nbf scope sub]
+}
+
+// gateway is a TokenValidator of one's own: it trusts the claims an
+// upstream gateway verified (here the token is their base64url), and
+// reads no presentation.
+type gateway struct{}
+
+func (gateway) Validate(_ context.Context, token string, _ accesstoken.Presentation) (*accesstoken.Claims, error) {
+	payload, err := base64.RawURLEncoding.DecodeString(token)
+	if err != nil {
+		return nil, err
+	}
+	return accesstoken.NewClaims(payload)
+}
+
+// Decide is what a transport does with a token: the validator's answer,
+// then the binding the claims ask for, checked whatever the validator
+// made of the presentation. A token bound to a client certificate passes
+// with it, and is refused with another, though this validator never
+// looks.
+func ExampleDecide() {
+	mine := "bwcK0esc3ACC3DB2Y5_lESsXE8o9ltc05O89jdN-dg2"
+	token := base64.RawURLEncoding.EncodeToString([]byte(`{"client_id":"reporting","scope":"pd_AdminWebApi","exp":1900000000,"cnf":{"x5t#S256":"` + mine + `"}}`))
+	for _, cert := range []string{mine, "x4Bq3TmyvKkdnSBp8sU0vbsrQ3KdDYpH8iFqTw0d1sE"} {
+		c, err := accesstoken.Decide(context.Background(), gateway{}, token, accesstoken.Presentation{CertThumbprint: cert})
+		if err != nil {
+			fmt.Println("refused:", accesstoken.ReasonCode(err))
+			continue
+		}
+		fmt.Println(c.ClientID, c.Scopes)
+	}
+	// Output:
+	// reporting pd_AdminWebApi
+	// refused: wrong_certificate
 }

@@ -46,7 +46,7 @@ func FuzzValidate(f *testing.F) {
 	}
 	pub := k.Public()
 	f.Fuzz(func(t *testing.T, token string) {
-		c, err := v.Validate(context.Background(), token)
+		c, err := v.Validate(context.Background(), token, accesstoken.Presentation{})
 		if len(token) > maxSize && !errors.Is(err, accesstoken.ErrTooLarge) {
 			t.Fatalf("a %d-byte token over the %d-byte cap: err = %v", len(token), maxSize, err)
 		}

@@ -106,8 +106,9 @@ func (constantVersion) KeysVersion() uint64 { return 0 }
 // inactiveClaims marks an inactive answer in the cache.
 var inactiveClaims = &Claims{}
 
-// validate introspects token, or reuses an answer about it.
-func (in *introspector) validate(ctx context.Context, token string) (*Claims, error) {
+// validate introspects token, presented as p, or reuses an answer about
+// it.
+func (in *introspector) validate(ctx context.Context, token string, p Presentation) (*Claims, error) {
 	v := in.checks
 	start := v.startTimer()
 	switch {
@@ -117,7 +118,7 @@ func (in *introspector) validate(ctx context.Context, token string) (*Claims, er
 		return nil, v.failed(ctx, start, refused(errMalformed))
 	}
 	now := v.now()
-	if c, hit, err := v.fromCache(ctx, in.active, token, now, start); hit {
+	if c, hit, err := v.fromCache(ctx, in.active, token, p, now, start); hit {
 		return c, err
 	}
 	if in.inactive != nil {
@@ -127,7 +128,7 @@ func (in *introspector) validate(ctx context.Context, token string) (*Claims, er
 	}
 	c, err := in.flights.do(token, func() (*Claims, error) { return in.call(ctx, token) })
 	if err == nil {
-		err = v.binding(ctx, c)
+		err = v.binding(p, c)
 	}
 	if err != nil {
 		if _, ok := err.(*ValidationError); !ok {

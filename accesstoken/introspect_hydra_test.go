@@ -130,7 +130,7 @@ func TestIntrospectorRefusesHydraRefreshTokens(t *testing.T) {
 	h.answer(access, "access_token", time.Hour, scope.AdminWebAPI, nil)
 	h.answer(refresh, "refresh_token", 30*24*time.Hour, "offline_access "+scope.AdminWebAPI, nil)
 	api := httptest.NewServer(middleware.RequireBearer(h.introspector(t, nil))(middleware.RequireScope(scope.AdminWebAPI)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c, _ := middleware.ClaimsFrom(r.Context())
+		c, _ := accesstoken.ClaimsFrom(r.Context())
 		_, _ = io.WriteString(w, c.ClientID)
 	}))))
 	t.Cleanup(api.Close)
@@ -202,12 +202,12 @@ func TestIntrospectorAnswerKinds(t *testing.T) {
 	} {
 		tok := fmt.Sprintf("token-%d", i)
 		h.answer(tok, "access_token", time.Hour, scope.AdminWebAPI, c.extra)
-		_, err := strict.Validate(context.Background(), tok)
+		_, err := strict.Validate(context.Background(), tok, accesstoken.Presentation{})
 		if (c.want == nil) != (err == nil) || (c.want != nil && !errors.Is(err, c.want)) {
 			t.Errorf("%s: %v, want %v", c.name, err, c.want)
 		}
 		if c.want == accesstoken.ErrAudience {
-			if _, err := anyAud.Validate(context.Background(), tok); err != nil {
+			if _, err := anyAud.Validate(context.Background(), tok, accesstoken.Presentation{}); err != nil {
 				t.Errorf("%s, AnyAudience: %v, want it taken (the case the godoc warns of)", c.name, err)
 			}
 		}
@@ -226,13 +226,13 @@ func TestIntrospectorUnknownTokenTypeIsLogged(t *testing.T) {
 	const unknown, refresh = "token-of-an-unknown-kind", "token-of-a-refresh-kind"
 	h.answer(unknown, "access_token", time.Hour, scope.AdminWebAPI, map[string]any{"token_use": nil, "token_type": "Jwt-Access"})
 	h.answer(refresh, "access_token", time.Hour, scope.AdminWebAPI, map[string]any{"token_use": nil, "token_type": "Refresh"})
-	if _, err := v.Validate(context.Background(), refresh); !errors.Is(err, accesstoken.ErrType) {
+	if _, err := v.Validate(context.Background(), refresh, accesstoken.Presentation{}); !errors.Is(err, accesstoken.ErrType) {
 		t.Fatalf("a refresh token's name: %v", err)
 	}
 	if logs.String() != "" {
 		t.Fatalf("a refresh token's name was logged: %s", logs.String())
 	}
-	if _, err := v.Validate(context.Background(), unknown); !errors.Is(err, accesstoken.ErrType) {
+	if _, err := v.Validate(context.Background(), unknown, accesstoken.Presentation{}); !errors.Is(err, accesstoken.ErrType) {
 		t.Fatalf("a name known nowhere: %v", err)
 	}
 	if got := logs.String(); !strings.Contains(got, `token_type \"Jwt-Access\"`) || strings.Contains(got, unknown) {
@@ -248,12 +248,12 @@ func TestIntrospectorUnknownTokenTypeIsLogged(t *testing.T) {
 func TestIntrospectorUnauthenticated(t *testing.T) {
 	h := newHydraAdmin(t)
 	h.answer("tok", "access_token", time.Hour, scope.AdminWebAPI, nil)
-	c, err := h.introspector(t, nil).Validate(context.Background(), "tok")
+	c, err := h.introspector(t, nil).Validate(context.Background(), "tok", accesstoken.Presentation{})
 	if err != nil || c.ClientID != "reporting" || !c.Scopes.Has(scope.AdminWebAPI) {
 		t.Fatalf("Unauthenticated: %+v %v", c, err)
 	}
 	withID := h.introspector(t, func(c *accesstoken.Config) { c.Introspection.ClientID = "my-api" })
-	if _, err := withID.Validate(context.Background(), "tok"); !errors.Is(err, accesstoken.ErrIntrospectionUnavailable) {
+	if _, err := withID.Validate(context.Background(), "tok", accesstoken.Presentation{}); !errors.Is(err, accesstoken.ErrIntrospectionUnavailable) {
 		t.Fatalf("Unauthenticated with a ClientID, which this endpoint refuses: %v", err)
 	}
 	base := accesstoken.Config{Issuer: h.issuer(), Audience: []string{hydraAudience}}

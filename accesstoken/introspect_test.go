@@ -157,7 +157,7 @@ func TestIntrospectorOverHTTP(t *testing.T) {
 		c.Keys = ri.iss
 	})
 	h := middleware.RequireBearer(both)(middleware.RequireScope(scope.AdminWebAPI)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c, _ := middleware.ClaimsFrom(r.Context())
+		c, _ := accesstoken.ClaimsFrom(r.Context())
 		_ = json.NewEncoder(w).Encode(map[string]any{"client": c.ClientID, "scopes": c.Scopes, "iss": c.Issuer, "aud": c.Audience})
 	})))
 	api := httptest.NewServer(h)
@@ -214,7 +214,7 @@ func TestIntrospectorWithAKey(t *testing.T) {
 	})
 	tok := ri.token(t, "ref", refClientSecret, scope.AdminWebAPI)
 	for range 3 {
-		c, err := in.Validate(context.Background(), tok)
+		c, err := in.Validate(context.Background(), tok, accesstoken.Presentation{})
 		if err != nil || c.ClientID != "ref" {
 			t.Fatalf("%+v %v", c, err)
 		}
@@ -223,7 +223,7 @@ func TestIntrospectorWithAKey(t *testing.T) {
 	wrong := ri.introspector(t, func(c *accesstoken.Config) {
 		c.Introspection.ClientID, c.Introspection.ClientSecret, c.Introspection.Key = "key-api", "", other
 	})
-	if _, err := wrong.Validate(context.Background(), tok); !errors.Is(err, accesstoken.ErrIntrospectionUnavailable) {
+	if _, err := wrong.Validate(context.Background(), tok, accesstoken.Presentation{}); !errors.Is(err, accesstoken.ErrIntrospectionUnavailable) {
 		t.Fatalf("another key: %v", err)
 	}
 }
@@ -244,7 +244,7 @@ func TestIntrospectorCollapsesConcurrentChecks(t *testing.T) {
 	errs := make(chan error, n)
 	for range n {
 		wg.Go(func() {
-			if _, err := in.Validate(context.Background(), tok); err != nil {
+			if _, err := in.Validate(context.Background(), tok, accesstoken.Presentation{}); err != nil {
 				errs <- err
 			}
 		})
@@ -273,7 +273,7 @@ func TestIntrospectorCollapsesConcurrentChecks(t *testing.T) {
 	ri.gate = nil
 	ri.mu.Unlock()
 	for range 3 {
-		if _, err := in.Validate(context.Background(), tok); err != nil {
+		if _, err := in.Validate(context.Background(), tok, accesstoken.Presentation{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -315,7 +315,7 @@ func TestIntrospectorEndpointFailures(t *testing.T) {
 			ri.mu.Lock()
 			ri.front = front
 			ri.mu.Unlock()
-			_, err := in.Validate(context.Background(), tok)
+			_, err := in.Validate(context.Background(), tok, accesstoken.Presentation{})
 			if !errors.Is(err, accesstoken.ErrIntrospectionUnavailable) {
 				t.Fatalf("err = %v", err)
 			}
@@ -341,7 +341,7 @@ func TestIntrospectorEndpointFailures(t *testing.T) {
 				fmt.Fprintf(w, answer, ri.issuerURL(), ri.issuerURL()+"/resources", time.Now().Add(time.Hour).Unix())
 			}
 			ri.mu.Unlock()
-			if _, err := in.Validate(context.Background(), tok); !errors.Is(err, accesstoken.ErrIntrospectionUnavailable) {
+			if _, err := in.Validate(context.Background(), tok, accesstoken.Presentation{}); !errors.Is(err, accesstoken.ErrIntrospectionUnavailable) {
 				t.Fatalf("err = %v", err)
 			}
 		})
@@ -351,7 +351,7 @@ func TestIntrospectorEndpointFailures(t *testing.T) {
 		in := ri.introspector(t, nil)
 		tok := ri.token(t, "ref", refClientSecret, scope.AdminWebAPI)
 		ri.Close()
-		if _, err := in.Validate(context.Background(), tok); !errors.Is(err, accesstoken.ErrIntrospectionUnavailable) {
+		if _, err := in.Validate(context.Background(), tok, accesstoken.Presentation{}); !errors.Is(err, accesstoken.ErrIntrospectionUnavailable) {
 			t.Fatalf("err = %v", err)
 		}
 	})
@@ -365,24 +365,24 @@ func TestIntrospectorRefusals(t *testing.T) {
 	ri := newRefIssuer(t)
 	in := ri.introspector(t, nil)
 	for range 3 {
-		if _, err := in.Validate(context.Background(), "x8Qm4n2Zk1Vb7Tc5Yd3Wf9Hg6Jh0Lk2Pn4Rs6Tu8Vw"); !errors.Is(err, accesstoken.ErrInactive) {
+		if _, err := in.Validate(context.Background(), "x8Qm4n2Zk1Vb7Tc5Yd3Wf9Hg6Jh0Lk2Pn4Rs6Tu8Vw", accesstoken.Presentation{}); !errors.Is(err, accesstoken.ErrInactive) {
 			t.Fatalf("unknown token: %v", err)
 		}
 	}
 	if got := ri.calls.Load(); got != 1 {
 		t.Fatalf("%d calls for one unknown token asked thrice, want 1", got)
 	}
-	if _, err := in.Validate(context.Background(), strings.Repeat("a", 512+1)); !errors.Is(err, accesstoken.ErrTooLarge) || ri.calls.Load() != 1 {
+	if _, err := in.Validate(context.Background(), strings.Repeat("a", 512+1), accesstoken.Presentation{}); !errors.Is(err, accesstoken.ErrTooLarge) || ri.calls.Load() != 1 {
 		t.Fatalf("over-long token: %v, %d calls", err, ri.calls.Load())
 	}
 	wrong := ri.introspector(t, func(c *accesstoken.Config) { c.Introspection.ClientSecret = "wrong" })
 	tok := ri.token(t, "ref", refClientSecret, scope.AdminWebAPI)
-	if _, err := wrong.Validate(context.Background(), tok); !errors.Is(err, accesstoken.ErrIntrospectionUnavailable) {
+	if _, err := wrong.Validate(context.Background(), tok, accesstoken.Presentation{}); !errors.Is(err, accesstoken.ErrIntrospectionUnavailable) {
 		t.Fatalf("wrong API secret: %v", err)
 	}
 	// Another audience than the API's: refused as a JWT's would be.
 	other := ri.introspector(t, func(c *accesstoken.Config) { c.Audience = []string{"https://elsewhere"} })
-	if _, err := other.Validate(context.Background(), tok); !errors.Is(err, accesstoken.ErrAudience) {
+	if _, err := other.Validate(context.Background(), tok, accesstoken.Presentation{}); !errors.Is(err, accesstoken.ErrAudience) {
 		t.Fatalf("audience: %v", err)
 	}
 }
@@ -396,12 +396,12 @@ func TestIntrospectorInProcess(t *testing.T) {
 		c.Introspection.Local, c.Introspection.ClientSecret, c.Introspection.CacheBytes = ri.iss, "", -1
 	})
 	tok := ri.token(t, "ref", refClientSecret, scope.AdminWebAPI)
-	c, err := in.Validate(context.Background(), tok)
+	c, err := in.Validate(context.Background(), tok, accesstoken.Presentation{})
 	if err != nil || c.ClientID != "ref" || !c.Scopes.Has(scope.AdminWebAPI) {
 		t.Fatalf("%+v %v", c, err)
 	}
 	ri.revoke(t, "ref", refClientSecret, tok)
-	if _, err := in.Validate(context.Background(), tok); !errors.Is(err, accesstoken.ErrInactive) {
+	if _, err := in.Validate(context.Background(), tok, accesstoken.Presentation{}); !errors.Is(err, accesstoken.ErrInactive) {
 		t.Fatalf("after revocation: %v", err)
 	}
 	if got := ri.calls.Load(); got != 0 {
@@ -436,7 +436,7 @@ func TestIntrospectedClaimsMatchTheJWTs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := v.Validate(context.Background(), tok.AccessToken)
+		c, err := v.Validate(context.Background(), tok.AccessToken, accesstoken.Presentation{})
 		if err != nil || c.Subject != client || c.ClientID != client || len(c.ClientClaims["tenant"]) != 1 || c.ClientClaims["tenant"][0] != "acme" {
 			t.Errorf("%s: %+v %v", client, c, err)
 		}
@@ -454,15 +454,15 @@ func TestIntrospectionBesideKeys(t *testing.T) {
 	ref := ri.token(t, "ref", refClientSecret, scope.AdminWebAPI)
 	both := ri.introspector(t, func(c *accesstoken.Config) { c.Keys = ri.iss; c.Introspection.CacheBytes = -1 })
 	calls := ri.calls.Load()
-	if _, err := both.Validate(context.Background(), jwt); err != nil || ri.calls.Load() != calls {
+	if _, err := both.Validate(context.Background(), jwt, accesstoken.Presentation{}); err != nil || ri.calls.Load() != calls {
 		t.Fatalf("a JWT beside Keys: %v, %d calls", err, ri.calls.Load()-calls)
 	}
-	if _, err := both.Validate(context.Background(), ref); err != nil || ri.calls.Load() != calls+1 {
+	if _, err := both.Validate(context.Background(), ref, accesstoken.Presentation{}); err != nil || ri.calls.Load() != calls+1 {
 		t.Fatalf("a reference token: %v, %d calls", err, ri.calls.Load()-calls)
 	}
 	every := ri.introspector(t, func(c *accesstoken.Config) { c.MaxTokenSize = 16 << 10; c.Introspection.CacheBytes = -1 })
 	calls = ri.calls.Load()
-	if _, err := every.Validate(context.Background(), jwt); err != nil || ri.calls.Load() != calls+1 {
+	if _, err := every.Validate(context.Background(), jwt, accesstoken.Presentation{}); err != nil || ri.calls.Load() != calls+1 {
 		t.Fatalf("a JWT without Keys: %v, %d calls", err, ri.calls.Load()-calls)
 	}
 	_, err := accesstoken.New(context.Background(), accesstoken.Config{
@@ -484,12 +484,12 @@ func TestIntrospectingEveryTokenTakesJWTs(t *testing.T) {
 	every := ri.introspector(t, func(c *accesstoken.Config) { c.Introspection.CacheBytes = -1 })
 	long := "eyJ" + strings.Repeat("a", 300) + "." + strings.Repeat("b", 300) + "." + strings.Repeat("c", 100)
 	calls := ri.calls.Load()
-	if _, err := every.Validate(context.Background(), long); !errors.Is(err, accesstoken.ErrInactive) || ri.calls.Load() != calls+1 {
+	if _, err := every.Validate(context.Background(), long, accesstoken.Presentation{}); !errors.Is(err, accesstoken.ErrInactive) || ri.calls.Load() != calls+1 {
 		t.Fatalf("a %d-byte JWT-shaped token: %v after %d calls, want it asked about (inactive)", len(long), err, ri.calls.Load()-calls)
 	}
 	opaque := strings.Repeat("r", 600)
 	var ve *accesstoken.ValidationError
-	if _, err := every.Validate(context.Background(), opaque); !errors.As(err, &ve) || ve.Code != "too_large" || ri.calls.Load() != calls+1 {
+	if _, err := every.Validate(context.Background(), opaque, accesstoken.Presentation{}); !errors.As(err, &ve) || ve.Code != "too_large" || ri.calls.Load() != calls+1 {
 		t.Fatalf("a 600-byte opaque token: %v after %d calls, want too_large without a call", err, ri.calls.Load()-calls-1)
 	}
 }

@@ -94,14 +94,14 @@ func newValidatorOf(t *testing.T, cfg accesstoken.Config) *accesstoken.Validator
 func TestIssuersAcceptEachIssuersTokens(t *testing.T) {
 	w := newTwoIssuers(t)
 	ctx := context.Background()
-	c, err := w.v.Validate(ctx, w.tokenA(t))
+	c, err := w.v.Validate(ctx, w.tokenA(t), accesstoken.Presentation{})
 	if err != nil {
 		t.Fatalf("a's token: %v", err)
 	}
 	if c.Issuer != w.a.Issuer() || !c.Scopes.Has(scope.AdminWebAPI) || len(c.Scopes) != 1 {
 		t.Errorf("a's token: claims %+v", c)
 	}
-	c, err = w.v.Validate(ctx, w.tokenB(t))
+	c, err = w.v.Validate(ctx, w.tokenB(t), accesstoken.Presentation{})
 	if err != nil {
 		t.Fatalf("b's token: %v", err)
 	}
@@ -135,7 +135,7 @@ func TestIssuersUnknownIssuerFetchesNothing(t *testing.T) {
 	before, hitsA, hitsB := w.fetches.n.Load(), w.a.Hits(), w.b.Hits()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := w.v.Validate(context.Background(), jwktest.Sign(t, stranger, nil, c.claims))
+			_, err := w.v.Validate(context.Background(), jwktest.Sign(t, stranger, nil, c.claims), accesstoken.Presentation{})
 			var ve *accesstoken.ValidationError
 			if !errors.Is(err, c.want) || !errors.As(err, &ve) {
 				t.Fatalf("err = %v, want %v", err, c.want)
@@ -146,7 +146,7 @@ func TestIssuersUnknownIssuerFetchesNothing(t *testing.T) {
 		})
 	}
 	t.Run("a payload that is not JSON", func(t *testing.T) {
-		if _, err := w.v.Validate(context.Background(), signPayload(t, stranger, `{"iss":`)); !errors.Is(err, accesstoken.ErrMalformed) {
+		if _, err := w.v.Validate(context.Background(), signPayload(t, stranger, `{"iss":`), accesstoken.Presentation{}); !errors.Is(err, accesstoken.ErrMalformed) {
 			t.Fatalf("err = %v", err)
 		}
 	})
@@ -176,10 +176,10 @@ func TestIssuersKeysNeverCross(t *testing.T) {
 	aAsB["aud"] = w.audB
 	bAsA := jwktest.Claims(w.a.Issuer(), scope.AdminWebAPI, time.Hour)
 	// Both kids of key-1 are known once each issuer's JWKS is read again.
-	if _, err := w.v.Validate(ctx, jwktest.Sign(t, &sharedA, nil, jwktest.Claims(w.a.Issuer(), scope.AdminWebAPI, time.Hour))); err != nil {
+	if _, err := w.v.Validate(ctx, jwktest.Sign(t, &sharedA, nil, jwktest.Claims(w.a.Issuer(), scope.AdminWebAPI, time.Hour)), accesstoken.Presentation{}); err != nil {
 		t.Fatalf("a's key-1 on a's token: %v", err)
 	}
-	if _, err := w.v.Validate(ctx, jwktest.Sign(t, &sharedB, nil, aAsB)); err != nil {
+	if _, err := w.v.Validate(ctx, jwktest.Sign(t, &sharedB, nil, aAsB), accesstoken.Presentation{}); err != nil {
 		t.Fatalf("b's key-1 on b's token: %v", err)
 	}
 	// iss a, then iss b: a claim set that names a member twice is
@@ -202,7 +202,7 @@ func TestIssuersKeysNeverCross(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			hits := c.signer.Hits()
-			if _, err := w.v.Validate(ctx, c.tok); !errors.Is(err, c.want) {
+			if _, err := w.v.Validate(ctx, c.tok, accesstoken.Presentation{}); !errors.Is(err, c.want) {
 				t.Fatalf("err = %v, want %v", err, c.want)
 			}
 			if n := c.signer.Hits() - hits; n != 0 {
@@ -227,7 +227,7 @@ func TestIssuersAudiencePerIssuer(t *testing.T) {
 		{"b's token with no aud", w.tokenB(t, "aud", nil), accesstoken.ErrAudience},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := w.v.Validate(ctx, c.tok)
+			_, err := w.v.Validate(ctx, c.tok, accesstoken.Presentation{})
 			if (c.want == nil && err != nil) || !errors.Is(err, c.want) {
 				t.Fatalf("err = %v, want %v", err, c.want)
 			}
@@ -238,10 +238,10 @@ func TestIssuersAudiencePerIssuer(t *testing.T) {
 			{Issuer: w.a.Issuer(), Audience: []string{w.audA}},
 			{Issuer: w.b.Issuer(), AnyAudience: true},
 		}})
-		if _, err := v.Validate(ctx, w.tokenB(t, "aud", "billing")); err != nil {
+		if _, err := v.Validate(ctx, w.tokenB(t, "aud", "billing"), accesstoken.Presentation{}); err != nil {
 			t.Fatalf("b, any audience: %v", err)
 		}
-		if _, err := v.Validate(ctx, w.tokenA(t, "aud", "billing")); !errors.Is(err, accesstoken.ErrAudience) {
+		if _, err := v.Validate(ctx, w.tokenA(t, "aud", "billing"), accesstoken.Presentation{}); !errors.Is(err, accesstoken.ErrAudience) {
 			t.Fatalf("a, its audience: err = %v", err)
 		}
 	})
@@ -297,7 +297,7 @@ func TestIssuersCacheIsPerIssuer(t *testing.T) {
 	validate := func(toks ...string) {
 		t.Helper()
 		for _, tok := range toks {
-			if _, err := v.Validate(context.Background(), tok); err != nil {
+			if _, err := v.Validate(context.Background(), tok, accesstoken.Presentation{}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -312,7 +312,7 @@ func TestIssuersCacheIsPerIssuer(t *testing.T) {
 	if got := lookups(); got != [3]int64{2, 1, 2} {
 		t.Fatalf("after a's keys changed, lookups of a, b, c = %v, want [2 1 2]: b's tokens stay cached", got)
 	}
-	if n := testing.AllocsPerRun(100, func() { _, _ = v.Validate(context.Background(), tokB) }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { _, _ = v.Validate(context.Background(), tokB, accesstoken.Presentation{}) }); n != 0 {
 		t.Fatalf("%v allocations per cached validation with several issuers, want 0", n)
 	}
 }
@@ -333,7 +333,7 @@ func TestIssuersOfOneStillChoose(t *testing.T) {
 		lookups int64
 	}{{"Issuers", list, 0}, {"Issuer", one, 0}} {
 		before := src.lookups.Load()
-		if _, err := c.v.Validate(context.Background(), other); !errors.Is(err, accesstoken.ErrIssuer) {
+		if _, err := c.v.Validate(context.Background(), other, accesstoken.Presentation{}); !errors.Is(err, accesstoken.ErrIssuer) {
 			t.Fatalf("%s: err = %v", c.name, err)
 		}
 		if n := src.lookups.Load() - before; n != c.lookups {
@@ -373,7 +373,7 @@ func FuzzValidateIssuers(f *testing.F) {
 	}
 	pub := map[string]crypto.PublicKey{a: ka.Public(), b: kb.Public()}
 	f.Fuzz(func(t *testing.T, token string) {
-		c, err := v.Validate(context.Background(), token)
+		c, err := v.Validate(context.Background(), token, accesstoken.Presentation{})
 		if err != nil {
 			if c != nil {
 				t.Fatal("claims with an error")
@@ -417,7 +417,7 @@ func TestForeignIssuerSpendsNoRefetch(t *testing.T) {
 	other := jwktest.NewKey(t, "RS256")
 	foreign := jwktest.Sign(t, other, map[string]any{"typ": "JWT"},
 		jwktest.With(jwktest.Claims("https://hydra-b.example/", scope.AdminWebAPI, time.Hour), "aud", trusted.Issuer()+"/resources"))
-	_, err := v.Validate(ctx, foreign)
+	_, err := v.Validate(ctx, foreign, accesstoken.Presentation{})
 	var ve *accesstoken.ValidationError
 	if !errors.As(err, &ve) || ve.Code != "issuer" || !errors.Is(err, accesstoken.ErrIssuer) || strings.Contains(err.Error(), "hydra-b") {
 		t.Errorf("foreign token: err = %v, want ErrIssuer, naming no issuer (it never verified)", err)
@@ -428,7 +428,7 @@ func TestForeignIssuerSpendsNoRefetch(t *testing.T) {
 
 	next := jwktest.NewKey(t, "RS256")
 	trusted.SetKeys(k, next)
-	if _, err := v.Validate(ctx, jwktest.Sign(t, next, nil, jwktest.Claims(trusted.Issuer(), scope.AdminWebAPI, time.Hour))); err != nil {
+	if _, err := v.Validate(ctx, jwktest.Sign(t, next, nil, jwktest.Claims(trusted.Issuer(), scope.AdminWebAPI, time.Hour)), accesstoken.Presentation{}); err != nil {
 		t.Fatalf("the trusted issuer's new key after a foreign token: %v", err)
 	}
 	if n := trusted.Hits() - hits; n != 1 {

@@ -77,7 +77,7 @@ func TestParseJWKS(t *testing.T) {
 		"EdDSA without kid": jwktest.Sign(t, ed, map[string]any{"kid": nil}, claims),
 		"Ed25519 by kid":    jwktest.Sign(t, ed, map[string]any{"alg": "Ed25519"}, claims),
 	} {
-		if _, err := v.Validate(context.Background(), tok); err != nil {
+		if _, err := v.Validate(context.Background(), tok, accesstoken.Presentation{}); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
@@ -85,7 +85,7 @@ func TestParseJWKS(t *testing.T) {
 		"an unknown kid":      jwktest.Sign(t, jwktest.NewKey(t, "ES256"), nil, claims),
 		"an encryption key's": jwktest.Sign(t, es, map[string]any{"kid": "enc-key"}, claims),
 	} {
-		if _, err := v.Validate(context.Background(), tok); !errors.Is(err, accesstoken.ErrUnknownKey) {
+		if _, err := v.Validate(context.Background(), tok, accesstoken.Presentation{}); !errors.Is(err, accesstoken.ErrUnknownKey) {
 			t.Errorf("%s: %v, want ErrUnknownKey", name, err)
 		}
 	}

@@ -39,7 +39,7 @@ func TestKeySource(t *testing.T) {
 		src := unversioned{newCountingKeys(k)}
 		v := newValidator(t, accesstoken.Config{Issuer: iss, Keys: src})
 		for range 5 {
-			if _, err := v.Validate(context.Background(), tok); err != nil {
+			if _, err := v.Validate(context.Background(), tok, accesstoken.Presentation{}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -53,7 +53,7 @@ func TestKeySource(t *testing.T) {
 		v := newValidator(t, accesstoken.Config{Issuer: iss, Keys: src, CacheSize: -1})
 		type key struct{}
 		ctx := context.WithValue(context.Background(), key{}, "request")
-		if _, err := v.Validate(ctx, tok); err != nil {
+		if _, err := v.Validate(ctx, tok, accesstoken.Presentation{}); err != nil {
 			t.Fatal(err)
 		}
 		if src.got == nil || src.got.Value(key{}) != "request" {
@@ -63,11 +63,11 @@ func TestKeySource(t *testing.T) {
 
 	t.Run("a source's own error counts as an unknown key", func(t *testing.T) {
 		v := newValidator(t, accesstoken.Config{Issuer: iss, Keys: failingKeys{errors.New("database down: secret details")}})
-		if _, err := v.Validate(context.Background(), tok); !errors.Is(err, accesstoken.ErrUnknownKey) {
+		if _, err := v.Validate(context.Background(), tok, accesstoken.Presentation{}); !errors.Is(err, accesstoken.ErrUnknownKey) {
 			t.Fatalf("err = %v, want ErrUnknownKey", err)
 		}
 		v = newValidator(t, accesstoken.Config{Issuer: iss, Keys: failingKeys{accesstoken.ErrKeysUnavailable}})
-		if _, err := v.Validate(context.Background(), tok); !errors.Is(err, accesstoken.ErrKeysUnavailable) {
+		if _, err := v.Validate(context.Background(), tok, accesstoken.Presentation{}); !errors.Is(err, accesstoken.ErrKeysUnavailable) {
 			t.Fatalf("err = %v, want ErrKeysUnavailable", err)
 		}
 	})

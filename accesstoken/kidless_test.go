@@ -48,7 +48,7 @@ func TestSignatureChecksPerToken(t *testing.T) {
 			forger := jwktest.NewKey(t, "ES256")
 			checks := func(token string) (uint64, error) {
 				before := accesstoken.SignatureChecks(v)
-				_, err := v.Validate(context.Background(), token)
+				_, err := v.Validate(context.Background(), token, accesstoken.Presentation{})
 				return accesstoken.SignatureChecks(v) - before, err
 			}
 
@@ -92,7 +92,7 @@ func BenchmarkForgedTokenWithoutKid(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/keys=%d", c.name, n), func(b *testing.B) {
 				before := accesstoken.SignatureChecks(v)
 				for b.Loop() {
-					_, _ = v.Validate(context.Background(), c.token)
+					_, _ = v.Validate(context.Background(), c.token, accesstoken.Presentation{})
 				}
 				b.ReportMetric(float64(accesstoken.SignatureChecks(v)-before)/float64(b.N), "sigchecks/op")
 			})
@@ -114,7 +114,7 @@ func TestKidlessLookupFollowsTheKeySet(t *testing.T) {
 		if kid != "" {
 			header["kid"] = kid
 		}
-		_, err := v.Validate(context.Background(), jwktest.Sign(t, k, header, claims))
+		_, err := v.Validate(context.Background(), jwktest.Sign(t, k, header, claims), accesstoken.Presentation{})
 		return err
 	}
 	if err := validate(old, ""); err != nil {
@@ -137,7 +137,7 @@ func TestKidlessLookupFollowsTheKeySet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := v.Validate(context.Background(), jwktest.Sign(t, next, map[string]any{"kid": nil}, claims)); !errors.Is(err, accesstoken.ErrAmbiguousKey) {
+	if _, err := v.Validate(context.Background(), jwktest.Sign(t, next, map[string]any{"kid": nil}, claims), accesstoken.Presentation{}); !errors.Is(err, accesstoken.ErrAmbiguousKey) {
 		t.Fatalf("three keys, no kid: %v", err)
 	}
 }

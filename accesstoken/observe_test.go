@@ -40,7 +40,7 @@ func TestEventsOfJWKSFetches(t *testing.T) {
 	j.SetDown(false)
 	j.SetBody([]byte("<html>not a key set</html>"))
 	tok := jwktest.Sign(t, k, nil, jwktest.Claims(j.Issuer(), scope.AdminWebAPI, time.Hour))
-	if _, err := v.Validate(t.Context(), tok); !errors.Is(err, accesstoken.ErrKeysUnavailable) {
+	if _, err := v.Validate(t.Context(), tok, accesstoken.Presentation{}); !errors.Is(err, accesstoken.ErrKeysUnavailable) {
 		t.Fatalf("err = %v", err)
 	}
 	eventtest.Want(t, "JWKS not JSON", rec.Take(),
@@ -48,7 +48,7 @@ func TestEventsOfJWKSFetches(t *testing.T) {
 		observe.Event{Kind: observe.ValidationFailed, Reason: "keys_unavailable"})
 
 	j.SetBody(nil)
-	if _, err := v.Validate(t.Context(), tok); err != nil {
+	if _, err := v.Validate(t.Context(), tok, accesstoken.Presentation{}); err != nil {
 		t.Fatal(err)
 	}
 	eventtest.Want(t, "JWKS back", rec.Take(),
@@ -57,7 +57,7 @@ func TestEventsOfJWKSFetches(t *testing.T) {
 
 	j.Close()
 	other := jwktest.Sign(t, jwktest.NewKey(t, "ES256"), nil, jwktest.Claims(j.Issuer(), scope.AdminWebAPI, time.Hour))
-	if _, err := v.Validate(t.Context(), other); !errors.Is(err, accesstoken.ErrUnknownKey) {
+	if _, err := v.Validate(t.Context(), other, accesstoken.Presentation{}); !errors.Is(err, accesstoken.ErrUnknownKey) {
 		t.Fatalf("err = %v", err)
 	}
 	eventtest.Want(t, "JWKS server gone", rec.Take(),

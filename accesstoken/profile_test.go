@@ -51,7 +51,7 @@ func TestValidatorTakesBothProfiles(t *testing.T) {
 		}
 		// Over HTTP, by discovery and the JWKS, as a service would.
 		v := newValidator(t, accesstoken.Config{Issuer: iss.URL(), Audience: []string{aud(iss.URL())}})
-		c, err := v.Validate(context.Background(), tok.AccessToken)
+		c, err := v.Validate(context.Background(), tok.AccessToken, accesstoken.Presentation{})
 		if err != nil {
 			t.Fatalf("%s: %v", profile, err)
 		}
@@ -80,7 +80,8 @@ func TestClientClaimsOfOtherShapes(t *testing.T) {
 	k := jwktest.NewKey(t, "ES256")
 	v := newValidator(t, accesstoken.Config{Issuer: iss, Keys: newCountingKeys(k)})
 	c, err := v.Validate(context.Background(), jwktest.Sign(t, k, nil, jwktest.With(jwktest.Claims(iss, scope.AdminWebAPI, time.Hour),
-		"client_n", 5, "client_obj", map[string]any{"a": 1}, "client_tenant", "acme", "client_", "x")))
+		"client_n", 5, "client_obj", map[string]any{"a": 1}, "client_tenant", "acme", "client_", "x")), accesstoken.Presentation{})
+
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -134,7 +134,7 @@ func TestRedTeamIntrospectorKindMembers(t *testing.T) {
 	} {
 		tok := fmt.Sprintf("kind-%d", i)
 		e.set(tok, activeAnswer(e.URL, c.members, ""))
-		_, err := in.Validate(context.Background(), tok)
+		_, err := in.Validate(context.Background(), tok, accesstoken.Presentation{})
 		switch {
 		case c.refused && !errors.Is(err, accesstoken.ErrType):
 			t.Errorf("%s: %v, want ErrType", c.name, err)
@@ -171,7 +171,7 @@ func TestRedTeamIntrospectorRefreshNamesItMisses(t *testing.T) {
 	} {
 		tok := fmt.Sprintf("miss-%d", i)
 		e.set(tok, activeAnswer(e.URL, members, ""))
-		c, err := in.Validate(context.Background(), tok)
+		c, err := in.Validate(context.Background(), tok, accesstoken.Presentation{})
 		switch {
 		case err == nil:
 			t.Errorf("%s: taken as an access token of %s", members[1:], c.ClientID)
@@ -203,7 +203,7 @@ func TestRedTeamIntrospectorDuplicateMembers(t *testing.T) {
 	} {
 		tok := "dup-" + name
 		e.set(tok, answer)
-		if _, err := in.Validate(context.Background(), tok); !errors.Is(err, accesstoken.ErrIntrospectionUnavailable) {
+		if _, err := in.Validate(context.Background(), tok, accesstoken.Presentation{}); !errors.Is(err, accesstoken.ErrIntrospectionUnavailable) {
 			t.Errorf("%s: %v, want ErrIntrospectionUnavailable", name, err)
 		}
 	}
@@ -220,7 +220,7 @@ func TestRedTeamIntrospectorRefusedKindIsNeverCached(t *testing.T) {
 	e.set("refresh", activeAnswer(e.URL, `,"token_use":"refresh_token"`, ""))
 	e.set("access", activeAnswer(e.URL, `,"token_use":"access_token"`, ""))
 	for range 3 {
-		if _, err := in.Validate(context.Background(), "refresh"); !errors.Is(err, accesstoken.ErrType) {
+		if _, err := in.Validate(context.Background(), "refresh", accesstoken.Presentation{}); !errors.Is(err, accesstoken.ErrType) {
 			t.Fatalf("refresh: %v", err)
 		}
 	}
@@ -231,7 +231,7 @@ func TestRedTeamIntrospectorRefusedKindIsNeverCached(t *testing.T) {
 	var refused atomic.Int64
 	for range 16 {
 		wg.Go(func() {
-			if _, err := in.Validate(context.Background(), "refresh"); errors.Is(err, accesstoken.ErrType) {
+			if _, err := in.Validate(context.Background(), "refresh", accesstoken.Presentation{}); errors.Is(err, accesstoken.ErrType) {
 				refused.Add(1)
 			}
 		})
@@ -242,7 +242,7 @@ func TestRedTeamIntrospectorRefusedKindIsNeverCached(t *testing.T) {
 	}
 	before := e.calls.Load()
 	for range 3 {
-		if _, err := in.Validate(context.Background(), "access"); err != nil {
+		if _, err := in.Validate(context.Background(), "access", accesstoken.Presentation{}); err != nil {
 			t.Fatalf("access: %v", err)
 		}
 	}
@@ -253,7 +253,7 @@ func TestRedTeamIntrospectorRefusedKindIsNeverCached(t *testing.T) {
 	// server fixed, or lying): nothing cached stands in the way, and
 	// nothing cached let it through before.
 	e.set("refresh", `{"active":false}`)
-	if _, err := in.Validate(context.Background(), "refresh"); !errors.Is(err, accesstoken.ErrInactive) {
+	if _, err := in.Validate(context.Background(), "refresh", accesstoken.Presentation{}); !errors.Is(err, accesstoken.ErrInactive) {
 		t.Fatalf("refresh, now inactive: %v", err)
 	}
 }
@@ -291,7 +291,7 @@ func TestRedTeamIntrospectorSendsOnlyWhatItIsTold(t *testing.T) {
 				c.edit(cfg)
 			}
 		})
-		if _, err := in.Validate(context.Background(), "tok"); err != nil {
+		if _, err := in.Validate(context.Background(), "tok", accesstoken.Presentation{}); err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
 		r := last()
@@ -336,7 +336,7 @@ func TestRedTeamIntrospectorSendsOnlyWhatItIsTold(t *testing.T) {
 				c.ClientSecret, c.Unauthenticated = "", true
 			}
 		})
-		if _, err := in.Validate(context.Background(), "tok"); !errors.Is(err, accesstoken.ErrIntrospectionUnavailable) {
+		if _, err := in.Validate(context.Background(), "tok", accesstoken.Presentation{}); !errors.Is(err, accesstoken.ErrIntrospectionUnavailable) {
 			t.Errorf("redirected (unauthenticated %v): %v", unauth, err)
 		}
 	}

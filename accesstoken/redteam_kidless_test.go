@@ -78,7 +78,7 @@ func customJWKS(t *testing.T, ps ...published) (*jwktest.JWKS, *accesstoken.Vali
 // cost and the error.
 func checksOf(v *accesstoken.Validator, token string) (uint64, error) {
 	before := accesstoken.SignatureChecks(v)
-	_, err := v.Validate(context.Background(), token)
+	_, err := v.Validate(context.Background(), token, accesstoken.Presentation{})
 	return accesstoken.SignatureChecks(v) - before, err
 }
 
@@ -262,7 +262,7 @@ func TestRedTeamForgedTokensOnTheOtherPaths(t *testing.T) {
 		Introspection: &accesstoken.Introspection{Endpoint: e.URL + "/introspect", ClientID: "my-api", ClientSecret: "api-secret"}})
 	before := accesstoken.SignatureChecks(route)
 	for i := range 10 {
-		if _, err := route.Validate(context.Background(), fmt.Sprintf("opaque-forged-%d", i)); err == nil {
+		if _, err := route.Validate(context.Background(), fmt.Sprintf("opaque-forged-%d", i), accesstoken.Presentation{}); err == nil {
 			t.Fatal("a forged opaque token validated")
 		}
 	}

@@ -52,7 +52,7 @@ func TestScpClaimIsReadWhenScopeIsAbsent(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			payload := `{` + base + `,` + c.claims + `}`
-			got, err := v.Validate(context.Background(), signPayload(t, k, payload))
+			got, err := v.Validate(context.Background(), signPayload(t, k, payload), accesstoken.Presentation{})
 			parsed, perr := accesstoken.NewClaims([]byte(payload))
 			if c.err != nil {
 				if !errors.Is(err, c.err) || got != nil {

@@ -88,7 +88,7 @@ func TestValidatorStrictClaims(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			claims, err := v.Validate(context.Background(), signPayload(t, k, c.payload))
+			claims, err := v.Validate(context.Background(), signPayload(t, k, c.payload), accesstoken.Presentation{})
 			if c.want == nil {
 				if err != nil || claims == nil {
 					t.Fatalf("err = %v", err)
@@ -104,7 +104,7 @@ func TestValidatorStrictClaims(t *testing.T) {
 		// With a clock far in the future the check would pass if 1e300
 		// were read as a time at all.
 		far := newValidator(t, accesstoken.Config{Issuer: iss, Keys: src, Now: func() time.Time { return time.Unix(1<<40, 0) }, Leeway: -1})
-		if _, err := far.Validate(context.Background(), signPayload(t, k, times(n(now), "1e300", "1e300"))); !errors.Is(err, accesstoken.ErrMalformed) {
+		if _, err := far.Validate(context.Background(), signPayload(t, k, times(n(now), "1e300", "1e300")), accesstoken.Presentation{}); !errors.Is(err, accesstoken.ErrMalformed) {
 			t.Fatalf("err = %v", err)
 		}
 	})
@@ -114,11 +114,11 @@ func TestValidatorBoundTokensOptIn(t *testing.T) {
 	k := jwktest.NewKey(t, "ES256")
 	tok := jwktest.Sign(t, k, nil, jwktest.With(jwktest.Claims(iss, scope.AdminWebAPI, time.Hour), "cnf", map[string]any{"jkt": "abc"}))
 	v := newValidator(t, accesstoken.Config{Issuer: iss, Keys: newCountingKeys(k)})
-	if _, err := v.Validate(context.Background(), tok); !errors.Is(err, accesstoken.ErrBoundToken) || err.Error() != "token is bound to a key" {
+	if _, err := v.Validate(context.Background(), tok, accesstoken.Presentation{}); !errors.Is(err, accesstoken.ErrBoundToken) || err.Error() != "token is bound to a key" {
 		t.Fatalf("default: err = %v", err)
 	}
 	opt := newValidator(t, accesstoken.Config{Issuer: iss, Keys: newCountingKeys(k), AllowBoundTokens: true})
-	c, err := opt.Validate(context.Background(), tok)
+	c, err := opt.Validate(context.Background(), tok, accesstoken.Presentation{})
 	if err != nil {
 		t.Fatalf("opted in: %v", err)
 	}
@@ -162,7 +162,7 @@ func TestValidatorSizeCap(t *testing.T) {
 		{"over a configured cap", small, pad(2100), accesstoken.ErrTooLarge},
 		{"under a configured cap", small, pad(1500), nil},
 	} {
-		_, err := c.v.Validate(context.Background(), c.tok)
+		_, err := c.v.Validate(context.Background(), c.tok, accesstoken.Presentation{})
 		if (c.want == nil && err != nil) || !errors.Is(err, c.want) {
 			t.Errorf("%s (%d bytes): err = %v, want %v", c.name, len(c.tok), err, c.want)
 		}
@@ -204,7 +204,7 @@ func TestValidatorSignatureBeforeClaims(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			before := src.lookups.Load()
-			if _, err := v.Validate(context.Background(), c.tok); !errors.Is(err, c.want) {
+			if _, err := v.Validate(context.Background(), c.tok, accesstoken.Presentation{}); !errors.Is(err, c.want) {
 				t.Fatalf("err = %v, want %v", err, c.want)
 			}
 			if n := src.lookups.Load() - before; n != c.lookups {
@@ -240,7 +240,7 @@ func TestValidatorAudienceRequired(t *testing.T) {
 		{"any audience, said explicitly", anyAud, theirs, nil},
 		{"any audience, none at all", anyAud, none, nil},
 	} {
-		if _, err := c.v.Validate(context.Background(), c.tok); (c.want == nil && err != nil) || !errors.Is(err, c.want) {
+		if _, err := c.v.Validate(context.Background(), c.tok, accesstoken.Presentation{}); (c.want == nil && err != nil) || !errors.Is(err, c.want) {
 			t.Errorf("%s: err = %v, want %v", c.name, err, c.want)
 		}
 	}
@@ -294,7 +294,7 @@ func TestValidatorJWKUse(t *testing.T) {
 					header = map[string]any{"kid": nil}
 				}
 				tok := jwktest.Sign(t, k, header, jwktest.With(claims, "iss", jwks.Issuer(), "aud", jwks.Issuer()+"/resources"))
-				_, err := v.Validate(context.Background(), tok)
+				_, err := v.Validate(context.Background(), tok, accesstoken.Presentation{})
 				if c.ok && err != nil {
 					t.Fatalf("refused: %v", err)
 				}
@@ -323,14 +323,14 @@ func TestValidatorJWKAlg(t *testing.T) {
 		if !withKID {
 			header = map[string]any{"kid": nil}
 		}
-		if _, err := v.Validate(context.Background(), jwktest.Sign(t, ps, header, c)); err != nil {
+		if _, err := v.Validate(context.Background(), jwktest.Sign(t, ps, header, c), accesstoken.Presentation{}); err != nil {
 			t.Errorf("PS256, kid %v: %v", withKID, err)
 		}
 		want := accesstoken.ErrAlgorithm
 		if !withKID {
 			want = accesstoken.ErrUnknownKey
 		}
-		if _, err := v.Validate(context.Background(), jwktest.Sign(t, rs, header, c)); !errors.Is(err, want) {
+		if _, err := v.Validate(context.Background(), jwktest.Sign(t, rs, header, c), accesstoken.Presentation{}); !errors.Is(err, want) {
 			t.Errorf("RS256, kid %v: err = %v, want %v", withKID, err, want)
 		}
 	}
@@ -351,7 +351,7 @@ func TestValidatorEd25519Alg(t *testing.T) {
 			v := newValidator(t, accesstoken.Config{Issuer: jwks.Issuer()})
 			c := jwktest.With(claims, "iss", jwks.Issuer(), "aud", jwks.Issuer()+"/resources")
 			for _, alg := range []string{"Ed25519", "EdDSA"} {
-				if _, err := v.Validate(context.Background(), jwktest.Sign(t, ed, map[string]any{"alg": alg}, c)); err != nil {
+				if _, err := v.Validate(context.Background(), jwktest.Sign(t, ed, map[string]any{"alg": alg}, c), accesstoken.Presentation{}); err != nil {
 					t.Errorf("alg %s: %v", alg, err)
 				}
 			}
@@ -361,16 +361,16 @@ func TestValidatorEd25519Alg(t *testing.T) {
 	edTok := jwktest.Sign(t, ed, map[string]any{"alg": "Ed25519"}, c)
 	t.Run("listed alone in Algorithms", func(t *testing.T) {
 		v := newValidator(t, accesstoken.Config{Issuer: iss, Keys: newCountingKeys(ed), Algorithms: []string{"Ed25519"}})
-		if _, err := v.Validate(context.Background(), edTok); err != nil {
+		if _, err := v.Validate(context.Background(), edTok, accesstoken.Presentation{}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := v.Validate(context.Background(), jwktest.Sign(t, ed, nil, c)); !errors.Is(err, accesstoken.ErrAlgorithm) {
+		if _, err := v.Validate(context.Background(), jwktest.Sign(t, ed, nil, c), accesstoken.Presentation{}); !errors.Is(err, accesstoken.ErrAlgorithm) {
 			t.Fatalf("EdDSA not listed: err = %v", err)
 		}
 	})
 	t.Run("not listed", func(t *testing.T) {
 		v := newValidator(t, accesstoken.Config{Issuer: iss, Keys: newCountingKeys(ed), Algorithms: []string{"EdDSA"}})
-		if _, err := v.Validate(context.Background(), edTok); !errors.Is(err, accesstoken.ErrAlgorithm) {
+		if _, err := v.Validate(context.Background(), edTok, accesstoken.Presentation{}); !errors.Is(err, accesstoken.ErrAlgorithm) {
 			t.Fatalf("err = %v", err)
 		}
 	})
@@ -379,7 +379,7 @@ func TestValidatorEd25519Alg(t *testing.T) {
 		tok := jwktest.Sign(t, ec, nil, c)
 		parts := strings.Split(tok, ".")
 		h := jwktest.Segment(map[string]any{"alg": "Ed25519", "typ": "at+jwt", "kid": ec.KID})
-		if _, err := v.Validate(context.Background(), h+"."+parts[1]+"."+parts[2]); !errors.Is(err, accesstoken.ErrSignature) {
+		if _, err := v.Validate(context.Background(), h+"."+parts[1]+"."+parts[2], accesstoken.Presentation{}); !errors.Is(err, accesstoken.ErrSignature) {
 			t.Fatalf("err = %v", err)
 		}
 	})
@@ -396,31 +396,31 @@ func TestValidatorIdenticalJWKSRefetchKeepsCache(t *testing.T) {
 	v := newValidator(t, accesstoken.Config{Issuer: jwks.Issuer(), Keys: newJWKS(t, accesstoken.JWKSConfig{URL: jwks.JWKSURL(), RefreshUnknownKID: rate.NewLimiter(rate.Inf, 1)})})
 	c := jwktest.Claims(jwks.Issuer(), scope.AdminWebAPI, time.Hour)
 	tok := jwktest.Sign(t, k, nil, c)
-	first, err := v.Validate(context.Background(), tok)
+	first, err := v.Validate(context.Background(), tok, accesstoken.Presentation{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again, _ := v.Validate(context.Background(), tok); again != first {
+	if again, _ := v.Validate(context.Background(), tok, accesstoken.Presentation{}); again != first {
 		t.Fatal("the cache is not on: the test proves nothing")
 	}
 	for range 5 {
 		hits := jwks.Hits()
-		if _, err := v.Validate(context.Background(), jwktest.Sign(t, jwktest.NewKey(t, "ES256"), nil, c)); !errors.Is(err, accesstoken.ErrUnknownKey) {
+		if _, err := v.Validate(context.Background(), jwktest.Sign(t, jwktest.NewKey(t, "ES256"), nil, c), accesstoken.Presentation{}); !errors.Is(err, accesstoken.ErrUnknownKey) {
 			t.Fatalf("err = %v", err)
 		}
 		if jwks.Hits() != hits+1 {
 			t.Fatalf("the unknown kid caused %d fetches, want 1", jwks.Hits()-hits)
 		}
-		if again, err := v.Validate(context.Background(), tok); err != nil || again != first {
+		if again, err := v.Validate(context.Background(), tok, accesstoken.Presentation{}); err != nil || again != first {
 			t.Fatalf("an identical key set emptied the cache (%v)", err)
 		}
 	}
 	// Control: a changed key set does empty it.
 	jwks.SetKeys(k, jwktest.NewKey(t, "ES256"))
-	if _, err := v.Validate(context.Background(), jwktest.Sign(t, jwktest.NewKey(t, "ES256"), nil, c)); !errors.Is(err, accesstoken.ErrUnknownKey) {
+	if _, err := v.Validate(context.Background(), jwktest.Sign(t, jwktest.NewKey(t, "ES256"), nil, c), accesstoken.Presentation{}); !errors.Is(err, accesstoken.ErrUnknownKey) {
 		t.Fatalf("err = %v", err)
 	}
-	if again, err := v.Validate(context.Background(), tok); err != nil || again == first {
+	if again, err := v.Validate(context.Background(), tok, accesstoken.Presentation{}); err != nil || again == first {
 		t.Fatalf("a changed key set kept the cache (%v)", err)
 	}
 }

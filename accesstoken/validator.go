@@ -119,15 +119,17 @@ func New(ctx context.Context, cfg Config) (*Validator, error) {
 	return v, nil
 }
 
-// Validate checks a raw access token. A token Keys cannot check (every
-// token, with Introspection and no Keys; else one not shaped as a JWT,
-// with Introspection) is introspected: see Introspection. A JWT is
-// checked in this order: its size, its form,
-// its header (alg on the allow-list, typ, no crit), its issuer, its
+// Validate checks a raw access token presented as p (the zero
+// Presentation: a bearer token); a transport calls it through Decide. A
+// token Keys cannot check (every token, with Introspection and no Keys;
+// else one not shaped as a JWT, with Introspection) is introspected: see
+// Introspection. A JWT is checked in this order: its size, its form, its
+// header (alg on the allow-list, typ, no crit), its issuer, its
 // signature, and only then its other claims: each registered claim of the
 // right JSON type (names matched exactly, NumericDates as JSON numbers),
-// the binding ("cnf") the presentation needs (see Presentation),
-// exp/nbf/iat with leeway, aud, and the scope claim. On failure it
+// the binding ("cnf") p needs (see Presentation and
+// Config.AllowBoundTokens), exp/nbf/iat with leeway, aud, and the scope
+// claim. On failure it
 // returns a *ValidationError, whose Code says why.
 //
 // The issuer is the one trusted issuer (Config.Issuer, or one of
@@ -138,21 +140,21 @@ func New(ctx context.Context, cfg Config) (*Validator, error) {
 // issuer as "issuer", before any key is looked up: such a token never
 // causes a fetch, nor spends the unknown-kid limit that the trusted
 // issuer's new keys need.
-func (v *Validator) Validate(ctx context.Context, token string) (*Claims, error) {
+func (v *Validator) Validate(ctx context.Context, token string, p Presentation) (*Claims, error) {
 	if v.in != nil && (len(v.issuers) == 0 || strings.Count(token, ".") != 2) {
-		return v.in.validate(ctx, token)
+		return v.in.validate(ctx, token, p)
 	}
 	start := v.startTimer()
 	if len(token) > v.maxSize {
 		return nil, v.failed(ctx, start, refused(errTooLarge))
 	}
 	now := v.now()
-	if c, hit, err := v.fromCache(ctx, v.cache, token, now, start); hit {
+	if c, hit, err := v.fromCache(ctx, v.cache, token, p, now, start); hit {
 		return c, err
 	}
 	c, t, keys, err := v.validate(ctx, token, now)
 	if err == nil {
-		err = v.binding(ctx, c)
+		err = v.binding(p, c)
 	}
 	if err != nil {
 		if _, ok := err.(*ValidationError); !ok {

@@ -42,7 +42,7 @@ func TestValidatorClaims(t *testing.T) {
 	jwks := jwktest.NewJWKS(t, k)
 	v := newValidator(t, accesstoken.Config{Issuer: jwks.Issuer()})
 	claims := jwktest.With(jwktest.Claims(jwks.Issuer(), "pd_AdminWebApi pd_ConnectWebApi", time.Hour), "tenant", "acme")
-	c, err := v.Validate(context.Background(), jwktest.Sign(t, k, nil, claims))
+	c, err := v.Validate(context.Background(), jwktest.Sign(t, k, nil, claims), accesstoken.Presentation{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestValidatorLeewayBoundary(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			now := c.now
 			v := newValidator(t, accesstoken.Config{Issuer: jwks.Issuer(), Now: func() time.Time { return now }})
-			if _, err := v.Validate(context.Background(), tok); !errors.Is(err, c.want) || (c.want == nil && err != nil) {
+			if _, err := v.Validate(context.Background(), tok, accesstoken.Presentation{}); !errors.Is(err, c.want) || (c.want == nil && err != nil) {
 				t.Fatalf("err = %v, want %v", err, c.want)
 			}
 		})
@@ -94,7 +94,7 @@ func TestValidatorLeewayBoundary(t *testing.T) {
 	t.Run("no leeway", func(t *testing.T) {
 		now := exp.Add(time.Second)
 		v := newValidator(t, accesstoken.Config{Issuer: jwks.Issuer(), Leeway: -1, Now: func() time.Time { return now }})
-		if _, err := v.Validate(context.Background(), tok); !errors.Is(err, accesstoken.ErrExpired) {
+		if _, err := v.Validate(context.Background(), tok, accesstoken.Presentation{}); !errors.Is(err, accesstoken.ErrExpired) {
 			t.Fatalf("err = %v", err)
 		}
 	})
@@ -105,12 +105,12 @@ func TestValidatorKeyRotation(t *testing.T) {
 	jwks := jwktest.NewJWKS(t, old)
 	v := newValidator(t, accesstoken.Config{Issuer: jwks.Issuer(), Keys: newJWKS(t, accesstoken.JWKSConfig{URL: jwks.JWKSURL(), RefreshUnknownKID: rate.NewLimiter(rate.Inf, 1)})})
 	claims := jwktest.Claims(jwks.Issuer(), scope.AdminWebAPI, time.Hour)
-	if _, err := v.Validate(context.Background(), jwktest.Sign(t, old, nil, claims)); err != nil {
+	if _, err := v.Validate(context.Background(), jwktest.Sign(t, old, nil, claims), accesstoken.Presentation{}); err != nil {
 		t.Fatal(err)
 	}
 	next := jwktest.NewKey(t, "ES256")
 	jwks.SetKeys(old, next)
-	if _, err := v.Validate(context.Background(), jwktest.Sign(t, next, nil, claims)); err != nil {
+	if _, err := v.Validate(context.Background(), jwktest.Sign(t, next, nil, claims), accesstoken.Presentation{}); err != nil {
 		t.Fatalf("a kid published after start is accepted after a refresh: %v", err)
 	}
 }
@@ -122,7 +122,7 @@ func TestValidatorUnknownKIDRefreshIsRateLimited(t *testing.T) {
 	before := jwks.Hits()
 	claims := jwktest.Claims(jwks.Issuer(), scope.AdminWebAPI, time.Hour)
 	for range 20 {
-		_, err := v.Validate(context.Background(), jwktest.Sign(t, jwktest.NewKey(t, "ES256"), nil, claims))
+		_, err := v.Validate(context.Background(), jwktest.Sign(t, jwktest.NewKey(t, "ES256"), nil, claims), accesstoken.Presentation{})
 		if !errors.Is(err, accesstoken.ErrUnknownKey) {
 			t.Fatalf("err = %v", err)
 		}
@@ -142,7 +142,7 @@ func TestValidatorJWKSDownAfterStart(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	tok := jwktest.Sign(t, k, nil, jwktest.Claims(jwks.Issuer(), scope.AdminWebAPI, time.Hour))
-	if _, err := v.Validate(context.Background(), tok); err != nil {
+	if _, err := v.Validate(context.Background(), tok, accesstoken.Presentation{}); err != nil {
 		t.Fatalf("cached keys must keep validating: %v", err)
 	}
 	jwks.SetDown(false)
@@ -151,7 +151,7 @@ func TestValidatorJWKSDownAfterStart(t *testing.T) {
 	for jwks.Hits() < hits+3 {
 		time.Sleep(5 * time.Millisecond)
 	}
-	if _, err := v.Validate(context.Background(), tok); err != nil {
+	if _, err := v.Validate(context.Background(), tok, accesstoken.Presentation{}); err != nil {
 		t.Fatalf("a garbage JWKS must not drop the keys: %v", err)
 	}
 	jwks.SetBody([]byte(`{"keys":[` + strings.Repeat(" ", 2<<20) + `]}`))
@@ -159,7 +159,7 @@ func TestValidatorJWKSDownAfterStart(t *testing.T) {
 	for jwks.Hits() < hits+3 {
 		time.Sleep(5 * time.Millisecond)
 	}
-	if _, err := v.Validate(context.Background(), tok); err != nil {
+	if _, err := v.Validate(context.Background(), tok, accesstoken.Presentation{}); err != nil {
 		t.Fatalf("an oversized JWKS must be refused and the keys kept: %v", err)
 	}
 }
@@ -170,11 +170,11 @@ func TestValidatorJWKSUnreachableAtStart(t *testing.T) {
 	jwks.SetDown(true)
 	v := newValidator(t, accesstoken.Config{Issuer: jwks.Issuer(), Keys: newJWKS(t, accesstoken.JWKSConfig{URL: jwks.JWKSURL(), RefreshUnknownKID: rate.NewLimiter(rate.Inf, 1)})})
 	tok := jwktest.Sign(t, k, nil, jwktest.Claims(jwks.Issuer(), scope.AdminWebAPI, time.Hour))
-	if _, err := v.Validate(context.Background(), tok); !errors.Is(err, accesstoken.ErrKeysUnavailable) {
+	if _, err := v.Validate(context.Background(), tok, accesstoken.Presentation{}); !errors.Is(err, accesstoken.ErrKeysUnavailable) {
 		t.Fatalf("err = %v, want ErrKeysUnavailable", err)
 	}
 	jwks.SetDown(false)
-	if _, err := v.Validate(context.Background(), tok); err != nil {
+	if _, err := v.Validate(context.Background(), tok, accesstoken.Presentation{}); err != nil {
 		t.Fatalf("must recover without restart: %v", err)
 	}
 }
@@ -229,7 +229,7 @@ func TestValidatorAlgorithmAllowList(t *testing.T) {
 	jwks := jwktest.NewJWKS(t, k)
 	v := newValidator(t, accesstoken.Config{Issuer: jwks.Issuer(), Algorithms: []string{"ES256"}})
 	tok := jwktest.Sign(t, k, nil, jwktest.Claims(jwks.Issuer(), scope.AdminWebAPI, time.Hour))
-	if _, err := v.Validate(context.Background(), tok); !errors.Is(err, accesstoken.ErrAlgorithm) {
+	if _, err := v.Validate(context.Background(), tok, accesstoken.Presentation{}); !errors.Is(err, accesstoken.ErrAlgorithm) {
 		t.Fatalf("err = %v", err)
 	}
 }
@@ -261,7 +261,7 @@ func TestValidatorSlowJWKSNeverHoldsARequest(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	tok := jwktest.Sign(t, jwktest.NewKey(t, "ES256"), nil, jwktest.Claims("https://ids.example/ids", scope.AdminWebAPI, time.Hour))
-	if _, err := v.Validate(ctx, tok); !errors.Is(err, accesstoken.ErrUnknownKey) {
+	if _, err := v.Validate(ctx, tok, accesstoken.Presentation{}); !errors.Is(err, accesstoken.ErrUnknownKey) {
 		t.Fatalf("err = %v", err)
 	}
 	if ctx.Err() == nil {
@@ -269,7 +269,7 @@ func TestValidatorSlowJWKSNeverHoldsARequest(t *testing.T) {
 	}
 	// Known keys keep working while the JWKS hangs.
 	good := jwktest.Sign(t, k, nil, jwktest.Claims("https://ids.example/ids", scope.AdminWebAPI, time.Hour))
-	if _, err := v.Validate(context.Background(), good); err != nil {
+	if _, err := v.Validate(context.Background(), good, accesstoken.Presentation{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -383,7 +383,7 @@ func TestFetchesHaveADeadlineWhateverTheClient(t *testing.T) {
 			t.Fatal("the server never saw the JWKS request cancelled")
 		}
 		k := jwktest.NewKey(t, "ES256")
-		if _, err := v.Validate(context.Background(), jwktest.Sign(t, k, nil, jwktest.Claims("https://ids.example/ids", scope.AdminWebAPI, time.Hour))); !errors.Is(err, accesstoken.ErrKeysUnavailable) {
+		if _, err := v.Validate(context.Background(), jwktest.Sign(t, k, nil, jwktest.Claims("https://ids.example/ids", scope.AdminWebAPI, time.Hour)), accesstoken.Presentation{}); !errors.Is(err, accesstoken.ErrKeysUnavailable) {
 			t.Fatalf("err = %v, want ErrKeysUnavailable", err)
 		}
 	})

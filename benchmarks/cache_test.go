@@ -45,7 +45,7 @@ func BenchmarkCacheAtCapacity(b *testing.B) {
 			full, cold := newValidator(capacity), newValidator(-1)
 			tokens := signMany(b, k, j.Issuer(), capacity+1)
 			for _, tok := range tokens[:capacity] { // fill the cache
-				if _, err := full.Validate(ctx, tok); err != nil {
+				if _, err := full.Validate(ctx, tok, accesstoken.Presentation{}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -56,9 +56,9 @@ func BenchmarkCacheAtCapacity(b *testing.B) {
 				tok := tokens[i%len(tokens)]
 				i++
 				t0 := time.Now()
-				_, err1 := full.Validate(ctx, tok)
+				_, err1 := full.Validate(ctx, tok, accesstoken.Presentation{})
 				t1 := time.Now()
-				_, err2 := cold.Validate(ctx, tok)
+				_, err2 := cold.Validate(ctx, tok, accesstoken.Presentation{})
 				t2 := time.Now()
 				if err1 != nil || err2 != nil {
 					b.Fatal(err1, err2)

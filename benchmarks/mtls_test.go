@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"slices"
 	"testing"
 	"time"
 
@@ -87,7 +88,8 @@ func mtlsRequest(token string, conn *x509.Certificate, header string) *http.Requ
 // thumbprint computed at the connection's first request, reused), and
 // bound to a certificate that nginx forwards ($ssl_client_escaped_cert,
 // its thumbprint remembered by its value); and, apart, what decoding and
-// hashing a forwarded certificate costs when it is not remembered.
+// hashing a forwarded certificate costs when it is not remembered; and
+// "alternating", the three warm requests in turn (see alternating).
 func BenchmarkMTLS(b *testing.B) {
 	s := newMTLSSetup(b)
 	header := url.PathEscape(string(certtest.PEM(s.cert.Raw)))
@@ -95,6 +97,7 @@ func BenchmarkMTLS(b *testing.B) {
 	b.Run("bearer-warm-with-certificate", func(b *testing.B) { runReq(b, mtlsHandler(b, s, nil), mtlsRequest(s.token, s.cert, "")) })
 	b.Run("bound-connection", func(b *testing.B) { runReq(b, mtlsHandler(b, s, nil), mtlsRequest(s.bound, s.cert, "")) })
 	b.Run("bound-forwarded", func(b *testing.B) { runReq(b, mtlsHandler(b, s, forwardedCert), mtlsRequest(s.bound, nil, header)) })
+	b.Run("alternating", func(b *testing.B) { alternating(b, s, header) })
 	b.Run("forwarded-decode-uncached", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
@@ -106,10 +109,70 @@ func BenchmarkMTLS(b *testing.B) {
 	})
 }
 
-// TestMTLSBudget: a certificate-bound request adds at most one allocation
-// to the warm bearer path (the presentation's context), whether its
-// certificate is the connection's or forwarded; the times are printed
-// (the budget: 0.3 µs and 1 µs), not asserted.
+// alternating serves a warm bearer request, the same bound to the
+// connection's certificate, and bound to a forwarded one, in turn, in
+// blocks of 1,000 each, and reports the bearer request's time and the
+// median of what each bound one adds to it, the budget's figures: the
+// host's drift falls on the three alike, where the sub-benchmarks above
+// run seconds apart.
+//
+//	go test -run '^$' -bench 'MTLS/alternating' -benchtime 300000x -cpu 1 .
+func alternating(b *testing.B, s *mtlsSetup, header string) {
+	bearer, fwd := mtlsHandler(b, s, nil), mtlsHandler(b, s, forwardedCert)
+	rb, rc, rf := mtlsRequest(s.token, nil, ""), mtlsRequest(s.bound, s.cert, ""), mtlsRequest(s.bound, nil, header)
+	serve := [3]func(){
+		func() { bearer.ServeHTTP(httptest.NewRecorder(), rb) },
+		func() { bearer.ServeHTTP(httptest.NewRecorder(), rc) },
+		func() { fwd.ServeHTTP(httptest.NewRecorder(), rf) },
+	}
+	for _, r := range []*http.Request{rb, rc} {
+		runOnce(b, bearer, r)
+	}
+	runOnce(b, fwd, rf)
+	const block = 1000
+	var ns [3][]float64
+	b.ResetTimer()
+	for range max(1, b.N/block) {
+		for i, f := range serve {
+			start := time.Now()
+			for range block {
+				f()
+			}
+			ns[i] = append(ns[i], float64(time.Since(start).Nanoseconds())/block)
+		}
+	}
+	b.StopTimer()
+	extra := func(i int) float64 {
+		d := make([]float64, len(ns[i]))
+		for j := range d {
+			d[j] = ns[i][j] - ns[0][j]
+		}
+		return medianOf(d)
+	}
+	b.ReportMetric(medianOf(ns[0]), "bearer-ns/req")
+	b.ReportMetric(extra(1), "connection-extra-ns/req")
+	b.ReportMetric(extra(2), "forwarded-extra-ns/req")
+}
+
+// runOnce serves req through h once and checks the answer.
+func runOnce(b *testing.B, h http.Handler, req *http.Request) {
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusNoContent {
+		b.Fatalf("the handler answered %d %s", rec.Code, rec.Body)
+	}
+}
+
+func medianOf(v []float64) float64 {
+	v = slices.Clone(v)
+	slices.Sort(v)
+	return v[len(v)/2]
+}
+
+// TestMTLSBudget: a certificate-bound request adds no allocation to the
+// warm bearer path (the presentation is an argument, the thumbprint
+// remembered), whether its certificate is the connection's or forwarded;
+// the times are printed (the budget: 0.3 µs and 1 µs), not asserted.
 func TestMTLSBudget(t *testing.T) {
 	res := map[string]testing.BenchmarkResult{}
 	for _, name := range []string{"bearer-warm", "bound-connection", "bound-forwarded"} {
@@ -129,8 +192,8 @@ func TestMTLSBudget(t *testing.T) {
 	for _, name := range []string{"bound-connection", "bound-forwarded"} {
 		r := res[name]
 		t.Logf("%s: %d ns/op, %d allocs/op (bearer: %d ns/op, %d allocs/op)", name, r.NsPerOp(), r.AllocsPerOp(), base.NsPerOp(), base.AllocsPerOp())
-		if d := r.AllocsPerOp() - base.AllocsPerOp(); d > 1 {
-			t.Errorf("%s adds %d allocations to the warm bearer path, want at most 1", name, d)
+		if d := r.AllocsPerOp() - base.AllocsPerOp(); d > 0 {
+			t.Errorf("%s adds %d allocations to the warm bearer path, want none", name, d)
 		}
 	}
 }

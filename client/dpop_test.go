@@ -63,7 +63,7 @@ func newDPoPWorld(t *testing.T, nonces bool, tokenType string) *dpopWorld {
 	}
 	protect := middleware.RequireBearerWithConfig(v, middleware.BearerConfig{DPoP: dp})
 	h := protect(middleware.RequireScope(scope.AdminWebAPI)(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		c, _ := middleware.ClaimsFrom(r.Context())
+		c, _ := accesstoken.ClaimsFrom(r.Context())
 		body, _ := io.ReadAll(r.Body)
 		_ = json.NewEncoder(rw).Encode(map[string]string{"jkt": c.JKT, "body": string(body)})
 	})))

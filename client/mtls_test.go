@@ -61,7 +61,7 @@ func newMTLSWorld(t *testing.T) *mtlsWorld {
 		iss.ServeHTTP(rw, r)
 	}))
 	mux.Handle("/api", middleware.RequireBearer(v)(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		c, _ := middleware.ClaimsFrom(r.Context())
+		c, _ := accesstoken.ClaimsFrom(r.Context())
 		_ = json.NewEncoder(rw).Encode(map[string]string{"client": c.ClientID, "x5t": c.X5T})
 	})))
 	return w

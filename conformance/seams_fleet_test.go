@@ -225,7 +225,7 @@ func (f *fleet) startAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	ok := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
-	route := func(path string, v middleware.TokenValidator) {
+	route := func(path string, v accesstoken.TokenValidator) {
 		mux.Handle(path, middleware.RequireBearerWithConfig(v, middleware.BearerConfig{DPoP: dp})(middleware.RequireScope(scope.ConnectWebAPI)(ok)))
 	}
 	local, err := accesstoken.New(context.Background(), accesstoken.Config{Issuer: seamIssuer, Audience: []string{seamIssuer + "/resources"}, Keys: f.replicas[0].iss, Leeway: -1})

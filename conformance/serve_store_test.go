@@ -78,6 +78,18 @@ func lastError(out, cmd string) string {
 	return last
 }
 
+// TestServeWarnsWhenTheTokenStoreHidesItsPolicy: a Redis that refuses
+// CONFIG, as a managed one may, cannot tell its maxmemory-policy:
+// check-config accepts its tokenStore and warns, where it refuses one
+// whose policy may evict.
+func TestServeWarnsWhenTheTokenStoreHidesItsPolicy(t *testing.T) {
+	hidden := redistest.Start(t, "--rename-command", "CONFIG", "")
+	_, path := referenceDeployment(t, hidden.Addr, map[string]any{"allowNoPersistence": true})
+	if code, out := checkConfig(t, path); code != 0 || !strings.Contains(out, "cannot read the Redis's maxmemory-policy") {
+		t.Fatalf("a Redis that refuses CONFIG: exit %d, want 0 with a warning\n%s", code, out)
+	}
+}
+
 // TestServeRefusesATokenStoreThatForgets: on a real redis-server without
 // persistence (appendonly no, no save points), serve and check-config
 // refuse the tokenStore, saying what a restart costs, unless the section

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"connectrpc.com/connect"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 
 	"github.com/idsauth/idsauth/client"
 	"github.com/idsauth/idsauth/internal/origin"
@@ -36,8 +37,9 @@ type ClientConfig struct {
 
 // ClientInterceptor adds a client's token to the calls of a Connect
 // client, unary and streaming, and retries a call once with a new token
-// when the handler answers CodeUnauthenticated "invalid_token" (a rotated
-// key, a revoked token, skewed clocks): the token sent is dropped from
+// when the handler answers CodeUnauthenticated with the ErrorInfo of an
+// invalid token (domain "idsauth", error "invalid_token": a rotated key,
+// a revoked token, skewed clocks): the token sent is dropped from
 // the cache, and a new one is used only if it differs, never the same
 // token twice. A stream is retried only while nothing has been received
 // and at most one message sent, since the messages after that cannot be
@@ -165,10 +167,20 @@ func unsent(a *attempt, err error) error {
 	return err
 }
 
-// invalidToken reports whether err is a handler's invalid_token answer.
+// invalidToken reports whether err is a handler's invalid_token answer:
+// CodeUnauthenticated, with the ErrorInfo that says so.
 func invalidToken(err error) bool {
 	var ce *connect.Error
-	return errors.As(err, &ce) && ce.Code() == connect.CodeUnauthenticated && rpcauth.IsInvalidToken(ce.Message())
+	if !errors.As(err, &ce) || ce.Code() != connect.CodeUnauthenticated {
+		return false
+	}
+	for _, d := range ce.Details() {
+		v, err := d.Value()
+		if info, ok := v.(*errdetails.ErrorInfo); err == nil && ok && rpcauth.IsInvalidToken(info.GetDomain(), info.GetMetadata()) {
+			return true
+		}
+	}
+	return false
 }
 
 // renew drops the rejected token and returns a new one, if there is one

@@ -9,10 +9,12 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
 	"connectrpc.com/connect"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/idsauth/idsauth/client"
@@ -192,5 +194,62 @@ func TestTokenOnlyToTheOrigins(t *testing.T) {
 		if _, err := connectauth.NewClientInterceptor(context.Background(), cc); err == nil || !strings.HasPrefix(err.Error(), "connectauth.ClientConfig.") {
 			t.Errorf("%s: %v, want an error naming the field", name, err)
 		}
+	}
+}
+
+// TestRetryFollowsTheErrorInfo: whether a refused call is sent again
+// with a new token is read from the refusal's ErrorInfo (domain idsauth,
+// error invalid_token), never from its message: a handler whose message
+// differs is retried, and a message that looks like ours without the
+// detail, or another domain's detail, is not.
+func TestRetryFollowsTheErrorInfo(t *testing.T) {
+	idsauthInvalid := &errdetails.ErrorInfo{Reason: "INACTIVE", Domain: "idsauth", Metadata: map[string]string{"error": "invalid_token"}}
+	refusal := func(code connect.Code, message string, info *errdetails.ErrorInfo) *connect.Error {
+		err := connect.NewError(code, errors.New(message))
+		if info != nil {
+			d, derr := connect.NewErrorDetail(info)
+			if derr != nil {
+				t.Fatal(derr)
+			}
+			err.AddDetail(d)
+		}
+		return err
+	}
+	for _, tc := range []struct {
+		name    string
+		refusal *connect.Error
+		calls   int
+	}{
+		{"idsauth's ErrorInfo, another message", refusal(connect.CodeUnauthenticated, "token rejected", idsauthInvalid), 2},
+		{"our message without the ErrorInfo", refusal(connect.CodeUnauthenticated, "invalid_token: expired", nil), 1},
+		{"another domain's ErrorInfo", refusal(connect.CodeUnauthenticated, "invalid_token: expired",
+			&errdetails.ErrorInfo{Reason: "EXPIRED", Domain: "example.com", Metadata: map[string]string{"error": "invalid_token"}}), 1},
+		{"idsauth's ErrorInfo, PermissionDenied", refusal(connect.CodePermissionDenied, "invalid_token: expired", idsauthInvalid), 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			iss := idsauthtest.NewIssuer(t)
+			var mu sync.Mutex
+			var toks []string
+			refuseFirst := connect.UnaryInterceptorFunc(func(next connect.UnaryFunc) connect.UnaryFunc {
+				return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+					mu.Lock()
+					toks = append(toks, req.Header().Get("Authorization"))
+					first := len(toks) == 1
+					mu.Unlock()
+					if first {
+						return nil, tc.refusal
+					}
+					return next(ctx, req)
+				}
+			})
+			base := serve(t, handlers(connect.WithInterceptors(refuseFirst)))
+			cfg := &client.Config{ClientID: iss.ClientID, ClientSecret: iss.ClientSecret, BaseURL: iss.Server.URL, Origins: []string{base}, Scopes: []string{scope.AdminWebAPI}}
+			_ = withTokens(t, base, connectauth.ClientConfig{Tokens: cfg, InsecureLoopback: true}).unary(context.Background())
+			mu.Lock()
+			defer mu.Unlock()
+			if len(toks) != tc.calls || tc.calls == 2 && toks[0] == toks[1] {
+				t.Errorf("the handler saw %d calls with %d tokens, want %d", len(toks), distinct(toks), tc.calls)
+			}
+		})
 	}
 }

@@ -52,7 +52,7 @@ func (i *Interceptor) ClientCertificate(h http.Handler) http.Handler {
 // certificate alone for a nil f.
 func (f *ForwardedCert) source() (clientcert.Source, error) {
 	if f == nil {
-		return clientcert.Source{}, nil
+		return clientcert.Connections(), nil
 	}
 	return clientcert.NewSource(f.Header, f.TrustedProxies)
 }

@@ -8,8 +8,8 @@
 // scheme, one header, no space inside the token), the procedure's scopes
 // from a table of procedure names with a default; a procedure the table
 // names nowhere is refused (fail closed). The validated claims are in the
-// handler's context, read by the HTTP side's accessor,
-// middleware.ClaimsFrom. A stream ends at its token's expiry,
+// handler's context, read by accesstoken.ClaimsFrom, as on an HTTP
+// route. A stream ends at its token's expiry,
 // CodeUnauthenticated "invalid_token: expired".
 //
 //	auth, err := connectauth.New(connectauth.Config{

@@ -15,7 +15,6 @@ import (
 	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/client"
 	"github.com/idsauth/idsauth/connectauth"
-	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/scope"
 )
 
@@ -44,7 +43,7 @@ func ExampleNew() {
 	mux := http.NewServeMux()
 	mux.Handle(procedure, connect.NewUnaryHandler(procedure,
 		func(ctx context.Context, _ *connect.Request[wrapperspb.StringValue]) (*connect.Response[wrapperspb.StringValue], error) {
-			claims, _ := middleware.ClaimsFrom(ctx)
+			claims, _ := accesstoken.ClaimsFrom(ctx)
 			return connect.NewResponse(wrapperspb.String(claims.ClientID)), nil
 		}, connect.WithInterceptors(auth)))
 	srv := httptest.NewServer(mux)

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/connectauth"
 	"github.com/idsauth/idsauth/idsauthtest"
 	"github.com/idsauth/idsauth/internal/testlog"
@@ -35,7 +36,7 @@ func TestStreamEndsAtTokenExpiry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	claims, err := iss.Validator().Validate(context.Background(), tok.AccessToken)
+	claims, err := iss.Validator().Validate(context.Background(), tok.AccessToken, accesstoken.Presentation{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,6 @@ import (
 	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/connectauth"
 	"github.com/idsauth/idsauth/internal/testlog"
-	"github.com/idsauth/idsauth/middleware"
 )
 
 // The test service's procedures, served by connect's handlers over
@@ -38,7 +37,7 @@ type (
 )
 
 func clientID(ctx context.Context) (string, error) {
-	c, ok := middleware.ClaimsFrom(ctx)
+	c, ok := accesstoken.ClaimsFrom(ctx)
 	if !ok {
 		return "", connect.NewError(connect.CodeInternal, errors.New("no claims in the handler's context"))
 	}
@@ -56,7 +55,7 @@ func handlers(opts ...connect.HandlerOption) *http.ServeMux {
 		if err != nil {
 			return nil, err
 		}
-		c, _ := middleware.ClaimsFrom(ctx)
+		c, _ := accesstoken.ClaimsFrom(ctx)
 		return connect.NewResponse(wrapperspb.String(id + " " + strings.Join(c.Scopes, " "))), nil
 	}, opts...))
 	mux.Handle(otherProcedure, connect.NewUnaryHandler(otherProcedure, func(ctx context.Context, _ *text) (*connect.Response[str], error) {
@@ -208,14 +207,14 @@ func newAuth(t *testing.T, cfg connectauth.Config) *connectauth.Interceptor {
 // and refuses as inactive (as a revocation would) those that reject
 // names. reject runs under the lock.
 type seen struct {
-	next   middleware.TokenValidator
+	next   accesstoken.TokenValidator
 	reject func(token string) bool
 
 	mu     sync.Mutex
 	tokens []string
 }
 
-func (s *seen) Validate(ctx context.Context, token string) (*accesstoken.Claims, error) {
+func (s *seen) Validate(ctx context.Context, token string, p accesstoken.Presentation) (*accesstoken.Claims, error) {
 	s.mu.Lock()
 	s.tokens = append(s.tokens, token)
 	refuse := s.reject != nil && s.reject(token)
@@ -223,7 +222,7 @@ func (s *seen) Validate(ctx context.Context, token string) (*accesstoken.Claims,
 	if refuse {
 		return nil, accesstoken.ErrInactive
 	}
-	return s.next.Validate(ctx, token)
+	return s.next.Validate(ctx, token, p)
 }
 
 func (s *seen) all() []string {

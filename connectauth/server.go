@@ -9,9 +9,9 @@ import (
 	"connectrpc.com/connect"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 
+	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/internal/clientcert"
 	"github.com/idsauth/idsauth/internal/rpcauth"
-	"github.com/idsauth/idsauth/middleware"
 )
 
 // Config says how a handler's calls are checked. Every procedure is named
@@ -22,7 +22,7 @@ import (
 type Config struct {
 	// Validator checks each token: an *accesstoken.Validator (JWTs,
 	// reference tokens, or both), as for an HTTP route. Required.
-	Validator middleware.TokenValidator
+	Validator accesstoken.TokenValidator
 
 	// Scopes maps a procedure, "/package.Service/Method", or a whole
 	// service, "/package.Service/", to the scopes a call needs: any one of
@@ -92,17 +92,17 @@ func New(cfg Config) (*Interceptor, error) {
 	if err != nil {
 		return nil, errors.New("connectauth.Config.ForwardedCert." + err.Error())
 	}
-	return &Interceptor{policy: p, tokens: tokens{cfg.Validator}, certs: certs}, nil
+	return &Interceptor{policy: p, tokens: tokens{v: cfg.Validator}, certs: certs}, nil
 }
 
 // WrapUnary checks a unary call and gives the handler a context with the
-// token's claims (middleware.ClaimsFrom), or answers the refusal.
+// token's claims (accesstoken.ClaimsFrom), or answers the refusal.
 func (i *Interceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
 		if req.Spec().IsClient {
 			return next(ctx, req)
 		}
-		ctx, ref := i.policy.Decide(ctx, req.Spec().Procedure, req.Header().Values("Authorization"), i.tokens)
+		ctx, ref := i.policy.Admit(ctx, req.Spec().Procedure, req.Header().Values("Authorization"), i.tokens)
 		if ref != nil {
 			return nil, refusal(ref, req.Peer().Protocol)
 		}
@@ -124,7 +124,7 @@ func (i *Interceptor) WrapStreamingClient(next connect.StreamingClientFunc) conn
 func (i *Interceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
 	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
 		procedure, protocol := conn.Spec().Procedure, conn.Peer().Protocol
-		ctx, until, ref := i.policy.DecideUntil(ctx, procedure, conn.RequestHeader().Values("Authorization"), i.tokens)
+		ctx, until, ref := i.policy.AdmitUntil(ctx, procedure, conn.RequestHeader().Values("Authorization"), i.tokens)
 		if ref != nil {
 			return refusal(ref, protocol)
 		}

@@ -12,10 +12,10 @@ import (
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/connectauth"
 	"github.com/idsauth/idsauth/connectauth/connectauthtest"
 	"github.com/idsauth/idsauth/idsauthtest"
-	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/scope"
 )
 
@@ -26,7 +26,7 @@ func TestContract(t *testing.T) {
 	iss := idsauthtest.NewIssuer(t)
 	for _, v := range []struct {
 		name string
-		v    middleware.TokenValidator
+		v    accesstoken.TokenValidator
 	}{
 		{"JWTs", iss.Validator()},
 		{"JWTs and reference tokens", iss.ValidatorWithReferences()},
@@ -102,7 +102,7 @@ func TestRefusalsAreHTTPAnswers(t *testing.T) {
 }
 
 // TestClaimsReachTheHandler: unary and streaming handlers read the
-// token's claims with middleware.ClaimsFrom, the HTTP side's accessor.
+// token's claims with accesstoken.ClaimsFrom, the HTTP side's accessor.
 func TestClaimsReachTheHandler(t *testing.T) {
 	iss := idsauthtest.NewIssuer(t)
 	auth := newAuth(t, connectauth.Config{Validator: iss.Validator(), Scopes: map[string][]string{"/idsauth.test.v1.EchoService/": {scope.AdminWebAPI}}})

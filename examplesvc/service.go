@@ -27,7 +27,7 @@ type service struct {
 	logger  *slog.Logger
 	iss     *issuer.Issuer
 	tenants *middleware.Tenants
-	v       middleware.TokenValidator // JWTs, and reference tokens when the configuration has an API resource
+	v       accesstoken.TokenValidator // JWTs, and reference tokens when the configuration has an API resource
 	// secrets checks client secrets and SCIM tokens alike, so one bound
 	// on concurrent bcrypt checks and one failure floor cover both.
 	secrets *secret.Verifier

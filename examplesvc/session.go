@@ -3,7 +3,7 @@ package main
 import (
 	"net/http"
 
-	"github.com/idsauth/idsauth/middleware"
+	"github.com/idsauth/idsauth/accesstoken"
 )
 
 // The Connect Session API: a session lives one hour from its last use;
@@ -15,7 +15,7 @@ func (s *service) createSession(w http.ResponseWriter, r *http.Request) {
 		problem(w, http.StatusNotFound, "unknown data source")
 		return
 	}
-	c, _ := middleware.ClaimsFrom(r.Context())
+	c, _ := accesstoken.ClaimsFrom(r.Context())
 	sess, err := s.sessions.create(c.ClientID, ds)
 	if err != nil {
 		// create's one error is errTooManySessions. 429, not 503: the
@@ -28,7 +28,7 @@ func (s *service) createSession(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *service) getSession(w http.ResponseWriter, r *http.Request) {
-	c, _ := middleware.ClaimsFrom(r.Context())
+	c, _ := accesstoken.ClaimsFrom(r.Context())
 	sess, ok := s.sessions.use(r.PathValue("sessionId"), c.ClientID)
 	if !ok || sess.DataSource != r.PathValue("datasourceId") {
 		problem(w, http.StatusNotFound, "no such session, or it has expired")
@@ -38,7 +38,7 @@ func (s *service) getSession(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *service) deleteSession(w http.ResponseWriter, r *http.Request) {
-	c, _ := middleware.ClaimsFrom(r.Context())
+	c, _ := accesstoken.ClaimsFrom(r.Context())
 	if !s.sessions.end(r.PathValue("sessionId"), c.ClientID, r.PathValue("datasourceId")) {
 		problem(w, http.StatusNotFound, "no such session, or it has expired")
 		return

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/url"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
@@ -38,7 +39,8 @@ type ClientConfig struct {
 // Credentials sends a client's tokens with every call of a gRPC client
 // connection, as credentials.PerRPCCredentials, and, through its
 // interceptors, retries a call once with a new token when the server
-// answers codes.Unauthenticated "invalid_token" (a rotated key, a revoked
+// answers codes.Unauthenticated with the ErrorInfo of an invalid token
+// (domain "idsauth", error "invalid_token": a rotated key, a revoked
 // token, skewed clocks): the token sent is dropped from the cache, and a
 // new one is used only if it differs, never the same token twice. A
 // stream is retried only while nothing has been received and at most one
@@ -127,10 +129,19 @@ func (c *Credentials) checkTransport(ctx context.Context, uri []string) error {
 	return errInsecure
 }
 
-// invalidToken reports whether err is a server's invalid_token answer.
+// invalidToken reports whether err is a server's invalid_token answer:
+// Unauthenticated, with the ErrorInfo that says so.
 func invalidToken(err error) bool {
 	st, ok := status.FromError(err)
-	return ok && st.Code() == codes.Unauthenticated && rpcauth.IsInvalidToken(st.Message())
+	if !ok || st.Code() != codes.Unauthenticated {
+		return false
+	}
+	for _, d := range st.Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok && rpcauth.IsInvalidToken(info.GetDomain(), info.GetMetadata()) {
+			return true
+		}
+	}
+	return false
 }
 
 // Unary is the grpc.UnaryClientInterceptor that retries once on
@@ -163,30 +174,15 @@ func (c *Credentials) renew(ctx context.Context, rejected string) (string, bool)
 	return fresh.AccessToken, true
 }
 
-// attemptCtx carries the token of one attempt of a call from the
-// interceptor to GetRequestMetadata, in one allocation.
-type attemptCtx struct {
-	context.Context
-	token string
-}
-
 type attemptKey struct{}
 
-func (c *attemptCtx) Value(key any) any {
-	if _, ok := key.(attemptKey); ok {
-		return c
-	}
-	return c.Context.Value(key)
-}
-
+// withAttempt returns ctx carrying the token of one attempt of a call,
+// from the interceptor to GetRequestMetadata.
 func withAttempt(ctx context.Context, token string) context.Context {
-	return &attemptCtx{Context: ctx, token: token}
+	return context.WithValue(ctx, attemptKey{}, token)
 }
 
 func attemptToken(ctx context.Context) (string, bool) {
-	a, ok := ctx.Value(attemptKey{}).(*attemptCtx)
-	if !ok {
-		return "", false
-	}
-	return a.token, true
+	token, ok := ctx.Value(attemptKey{}).(string)
+	return token, ok
 }

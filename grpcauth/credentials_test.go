@@ -13,15 +13,18 @@ import (
 	"math/big"
 	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/credentials/local"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/idsauth/idsauth/client"
@@ -254,4 +257,57 @@ func selfSigned(t *testing.T) (tls.Certificate, *x509.CertPool) {
 	pool := x509.NewCertPool()
 	pool.AddCert(leaf)
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, pool
+}
+
+// TestRetryFollowsTheErrorInfo: whether a refused call is sent again
+// with a new token is read from the refusal's ErrorInfo (domain idsauth,
+// error invalid_token), never from its message: a server whose message
+// differs is retried, and a message that looks like ours without the
+// detail, or another domain's detail, is not.
+func TestRetryFollowsTheErrorInfo(t *testing.T) {
+	idsauthInvalid := &errdetails.ErrorInfo{Reason: "INACTIVE", Domain: "idsauth", Metadata: map[string]string{"error": "invalid_token"}}
+	for _, tc := range []struct {
+		name    string
+		refusal *status.Status
+		calls   int
+	}{
+		{"idsauth's ErrorInfo, another message", withInfo(t, status.New(codes.Unauthenticated, "token rejected"), idsauthInvalid), 2},
+		{"our message without the ErrorInfo", status.New(codes.Unauthenticated, "invalid_token: expired"), 1},
+		{"another domain's ErrorInfo", withInfo(t, status.New(codes.Unauthenticated, "invalid_token: expired"),
+			&errdetails.ErrorInfo{Reason: "EXPIRED", Domain: "example.com", Metadata: map[string]string{"error": "invalid_token"}}), 1},
+		{"idsauth's ErrorInfo, PermissionDenied", withInfo(t, status.New(codes.PermissionDenied, "invalid_token: expired"), idsauthInvalid), 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			iss := idsauthtest.NewIssuer(t)
+			var mu sync.Mutex
+			var toks []string
+			refuseFirst := func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				toks = append(toks, strings.Join(metadata.ValueFromIncomingContext(ctx, "authorization"), ","))
+				if len(toks) == 1 {
+					return nil, tc.refusal.Err()
+				}
+				return h(ctx, req)
+			}
+			addr := serve(t, grpc.ChainUnaryInterceptor(refuseFirst))
+			cfg := &client.Config{ClientID: iss.ClientID, ClientSecret: iss.ClientSecret, BaseURL: iss.Server.URL, Scopes: []string{scope.AdminWebAPI}}
+			c := testgrpc.NewTestServiceClient(dial(t, addr, newCredentials(t, grpcauth.ClientConfig{Tokens: cfg, InsecureLoopback: true}).DialOptions()...))
+			_ = unary(c)(context.Background())
+			mu.Lock()
+			defer mu.Unlock()
+			if len(toks) != tc.calls || tc.calls == 2 && toks[0] == toks[1] {
+				t.Errorf("the server saw %d calls with %d tokens, want %d", len(toks), distinct(toks), tc.calls)
+			}
+		})
+	}
+}
+
+func withInfo(t *testing.T, st *status.Status, info *errdetails.ErrorInfo) *status.Status {
+	t.Helper()
+	st, err := st.WithDetails(info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
 }

@@ -8,8 +8,8 @@
 // HTTP route (an *accesstoken.Validator), and
 // the method's scopes come from a table of full method names with a
 // default; a method the table names nowhere is refused (fail closed).
-// The validated claims are in the handler's context, read by the HTTP
-// side's accessor, middleware.ClaimsFrom. A stream ends at its token's
+// The validated claims are in the handler's context, read by
+// accesstoken.ClaimsFrom, as on an HTTP route. A stream ends at its token's
 // expiry, Unauthenticated "invalid_token: expired".
 //
 //	auth, err := grpcauth.New(grpcauth.Config{

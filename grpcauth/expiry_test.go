@@ -13,6 +13,7 @@ import (
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/status"
 
+	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/grpcauth"
 	"github.com/idsauth/idsauth/idsauthtest"
 	"github.com/idsauth/idsauth/internal/testlog"
@@ -35,7 +36,7 @@ func TestStreamEndsAtTokenExpiry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	claims, err := iss.Validator().Validate(context.Background(), tok.AccessToken)
+	claims, err := iss.Validator().Validate(context.Background(), tok.AccessToken, accesstoken.Presentation{})
 	if err != nil {
 		t.Fatal(err)
 	}

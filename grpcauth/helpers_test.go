@@ -20,17 +20,16 @@ import (
 
 	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/grpcauth"
-	"github.com/idsauth/idsauth/middleware"
 )
 
 // testService answers with what the interceptor left in the context: the
-// client ID of the token's claims, read by middleware.ClaimsFrom.
+// client ID of the token's claims, read by accesstoken.ClaimsFrom.
 type testService struct {
 	testgrpc.UnimplementedTestServiceServer
 }
 
 func clientID(ctx context.Context) (string, error) {
-	c, ok := middleware.ClaimsFrom(ctx)
+	c, ok := accesstoken.ClaimsFrom(ctx)
 	if !ok {
 		return "", status.Error(codes.Internal, "no claims in the handler's context")
 	}
@@ -46,7 +45,7 @@ func (testService) UnaryCall(ctx context.Context, req *testgrpc.SimpleRequest) (
 	if err != nil {
 		return nil, err
 	}
-	c, _ := middleware.ClaimsFrom(ctx)
+	c, _ := accesstoken.ClaimsFrom(ctx)
 	return &testgrpc.SimpleResponse{Username: id, OauthScope: strings.Join(c.Scopes, " ")}, nil
 }
 
@@ -131,14 +130,14 @@ func newAuth(t *testing.T, cfg grpcauth.Config) *grpcauth.Interceptor {
 // and refuses as inactive (as a revocation would) those that reject
 // names. reject runs under the lock.
 type seen struct {
-	next   middleware.TokenValidator
+	next   accesstoken.TokenValidator
 	reject func(token string) bool
 
 	mu     sync.Mutex
 	tokens []string
 }
 
-func (s *seen) Validate(ctx context.Context, token string) (*accesstoken.Claims, error) {
+func (s *seen) Validate(ctx context.Context, token string, p accesstoken.Presentation) (*accesstoken.Claims, error) {
 	s.mu.Lock()
 	s.tokens = append(s.tokens, token)
 	refuse := s.reject != nil && s.reject(token)
@@ -146,7 +145,7 @@ func (s *seen) Validate(ctx context.Context, token string) (*accesstoken.Claims,
 	if refuse {
 		return nil, accesstoken.ErrInactive
 	}
-	return s.next.Validate(ctx, token)
+	return s.next.Validate(ctx, token, p)
 }
 
 func (s *seen) all() []string {

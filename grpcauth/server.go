@@ -13,8 +13,9 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/idsauth/idsauth/accesstoken"
+	"github.com/idsauth/idsauth/internal/clientcert"
 	"github.com/idsauth/idsauth/internal/rpcauth"
-	"github.com/idsauth/idsauth/middleware"
 )
 
 // Config says how a server's calls are checked. Every method the server
@@ -25,7 +26,7 @@ import (
 type Config struct {
 	// Validator checks each token: an *accesstoken.Validator (JWTs,
 	// reference tokens, or both), as for an HTTP route. Required.
-	Validator middleware.TokenValidator
+	Validator accesstoken.TokenValidator
 
 	// Scopes maps a full method name, "/package.Service/Method", or a
 	// whole service, "/package.Service/", to the scopes a call needs: any
@@ -82,7 +83,7 @@ func New(cfg Config) (*Interceptor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Interceptor{policy: p, tokens: tokens{cfg.Validator}}, nil
+	return &Interceptor{policy: p, tokens: tokens{v: cfg.Validator, certs: clientcert.Connections()}}, nil
 }
 
 // ServerOptions are the options that install both interceptors, chained
@@ -92,10 +93,10 @@ func (i *Interceptor) ServerOptions() []grpc.ServerOption {
 }
 
 // Unary is the grpc.UnaryServerInterceptor: it checks the call and gives
-// the handler a context with the token's claims (middleware.ClaimsFrom),
+// the handler a context with the token's claims (accesstoken.ClaimsFrom),
 // or answers the refusal.
 func (i *Interceptor) Unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-	ctx, ref := i.policy.Decide(ctx, info.FullMethod, metadata.ValueFromIncomingContext(ctx, "authorization"), i.tokens)
+	ctx, ref := i.policy.Admit(ctx, info.FullMethod, metadata.ValueFromIncomingContext(ctx, "authorization"), i.tokens)
 	if ref != nil {
 		return nil, refusal(ref)
 	}
@@ -110,7 +111,7 @@ func (i *Interceptor) Unary(ctx context.Context, req any, info *grpc.UnaryServer
 // handler returns, ends Unauthenticated "invalid_token: expired".
 func (i *Interceptor) Stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 	ctx := ss.Context()
-	next, until, ref := i.policy.DecideUntil(ctx, info.FullMethod, metadata.ValueFromIncomingContext(ctx, "authorization"), i.tokens)
+	next, until, ref := i.policy.AdmitUntil(ctx, info.FullMethod, metadata.ValueFromIncomingContext(ctx, "authorization"), i.tokens)
 	if ref != nil {
 		return refusal(ref)
 	}

@@ -17,10 +17,10 @@ import (
 	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
 	"google.golang.org/grpc/status"
 
+	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/grpcauth"
 	"github.com/idsauth/idsauth/grpcauth/grpcauthtest"
 	"github.com/idsauth/idsauth/idsauthtest"
-	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/scope"
 )
 
@@ -77,7 +77,7 @@ func TestContract(t *testing.T) {
 	iss := idsauthtest.NewIssuer(t)
 	for _, v := range []struct {
 		name string
-		v    middleware.TokenValidator
+		v    accesstoken.TokenValidator
 	}{
 		{"JWTs", iss.Validator()},
 		{"JWTs and reference tokens", iss.ValidatorWithReferences()},
@@ -114,7 +114,7 @@ func (r *recorder) Fatalf(format string, args ...any) { panic(format) }
 func (r *recorder) Cleanup(f func())                  {}
 
 // TestClaimsReachTheHandler: a unary handler and a streaming one read the
-// token's claims with middleware.ClaimsFrom, the HTTP side's accessor.
+// token's claims with accesstoken.ClaimsFrom, the HTTP side's accessor.
 func TestClaimsReachTheHandler(t *testing.T) {
 	iss := idsauthtest.NewIssuer(t)
 	auth := newAuth(t, grpcauth.Config{Validator: iss.Validator(), Scopes: map[string][]string{"/grpc.testing.TestService/": {scope.AdminWebAPI}}})

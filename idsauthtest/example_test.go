@@ -8,6 +8,7 @@ import (
 
 	"github.com/justinas/alice"
 
+	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/idsauthtest"
 	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/scope"
@@ -113,7 +114,7 @@ func ExampleWithClaims() {
 	defer t.close()
 
 	handler := func(w http.ResponseWriter, r *http.Request) {
-		c, _ := middleware.ClaimsFrom(r.Context())
+		c, _ := accesstoken.ClaimsFrom(r.Context())
 		var extra struct {
 			Department string `json:"department"`
 		}

@@ -41,7 +41,7 @@ func (r *recorder) report() string { return strings.Join(r.errs, "\n") }
 
 var ok = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, `{"data":[]}`) })
 
-func protected(v middleware.TokenValidator, need string) http.Handler {
+func protected(v accesstoken.TokenValidator, need string) http.Handler {
 	return alice.New(middleware.RequireBearer(v), middleware.RequireScope(need)).Then(ok)
 }
 
@@ -82,11 +82,11 @@ func TestCheckProtectedWithReferenceTokens(t *testing.T) {
 // anyOpaque is a validator broken for reference tokens: it checks JWTs
 // with jwt, and admits any other token, for every scope, without asking
 // anyone.
-type anyOpaque struct{ jwt middleware.TokenValidator }
+type anyOpaque struct{ jwt accesstoken.TokenValidator }
 
-func (a anyOpaque) Validate(ctx context.Context, token string) (*accesstoken.Claims, error) {
+func (a anyOpaque) Validate(ctx context.Context, token string, p accesstoken.Presentation) (*accesstoken.Claims, error) {
 	if strings.Count(token, ".") == 2 {
-		return a.jwt.Validate(ctx, token)
+		return a.jwt.Validate(ctx, token, p)
 	}
 	return accesstoken.NewClaims([]byte(`{"client_id":"x","scope":"pd_AdminWebApi pd_ConnectWebApi","exp":4102444800}`))
 }
@@ -195,7 +195,7 @@ func TestIssuerServesRealClients(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := iss.Validator().Validate(context.Background(), tok.AccessToken); err != nil {
+	if _, err := iss.Validator().Validate(context.Background(), tok.AccessToken, accesstoken.Presentation{}); err != nil {
 		t.Fatalf("the issued token does not validate: %v", err)
 	}
 	api := httptest.NewServer(protected(iss.Validator(), scope.ConnectWebAPI))
@@ -229,7 +229,7 @@ func TestMintedTokensAreRefusedForTheirReason(t *testing.T) {
 		"alg none":      {iss.AlgNoneToken(t, scope.AdminWebAPI), "algorithm"},
 		"tampered":      {iss.TamperedToken(t, scope.AdminWebAPI), "signature"},
 	} {
-		_, err := v.Validate(context.Background(), c.tok)
+		_, err := v.Validate(context.Background(), c.tok, accesstoken.Presentation{})
 		var ve *accesstoken.ValidationError
 		if (c.want == "") != (err == nil) || (c.want != "" && (!errors.As(err, &ve) || ve.Code != c.want)) {
 			t.Errorf("%s: err = %v, want %q", name, err, c.want)
@@ -247,7 +247,7 @@ func TestCheckProtectedDPoP(t *testing.T) {
 	iss := idsauthtest.NewIssuer(t)
 	const public = "https://api.example.test"
 	route := "GET /webapi/api/v3/demo/Admin/Users"
-	chain := func(v middleware.TokenValidator, d middleware.DPoPConfig) http.Handler {
+	chain := func(v accesstoken.TokenValidator, d middleware.DPoPConfig) http.Handler {
 		if d.PublicURL == "" {
 			d.PublicURL = public
 		}

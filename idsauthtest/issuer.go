@@ -19,7 +19,6 @@ import (
 	"github.com/idsauth/idsauth/internal/clientauth"
 	"github.com/idsauth/idsauth/internal/keys"
 	"github.com/idsauth/idsauth/issuer"
-	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/scope"
 	"github.com/idsauth/idsauth/secret"
 )
@@ -336,7 +335,7 @@ func (i *Issuer) TamperedToken(t TB, scopes ...string) string {
 }
 
 // WithClaims returns r carrying claims as RequireBearer would have left
-// them after validating a token with those claims: middleware.ClaimsFrom
+// them after validating a token with those claims: accesstoken.ClaimsFrom
 // finds them, Claims.Decode reads every claim, and a RequireScope after it
 // checks their scopes. Use it to test a handler alone, without tokens.
 // Build claims with Issuer.Claims, or by hand.
@@ -350,5 +349,5 @@ func WithClaims(t TB, r *http.Request, claims Claims) *http.Request {
 	if err != nil {
 		t.Fatalf("idsauthtest: claims: %v", err)
 	}
-	return r.WithContext(middleware.ContextWithClaims(r.Context(), c))
+	return r.WithContext(accesstoken.ContextWithClaims(r.Context(), c))
 }

@@ -27,7 +27,7 @@ import (
 func TestCheckProtectedMTLS(t *testing.T) {
 	iss := idsauthtest.NewIssuer(t)
 	route := "GET /webapi/api/v3/demo/Admin/Users"
-	chain := func(v middleware.TokenValidator, fwd *middleware.ForwardedCert) http.Handler {
+	chain := func(v accesstoken.TokenValidator, fwd *middleware.ForwardedCert) http.Handler {
 		return alice.New(middleware.RequireBearerWithConfig(v, middleware.BearerConfig{ForwardedCert: fwd}), middleware.RequireScope(scope.AdminWebAPI)).Then(ok)
 	}
 	nginx := &middleware.ForwardedCert{Header: "X-SSL-CERT", TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/24")}}
@@ -57,12 +57,12 @@ func TestCheckProtectedMTLS(t *testing.T) {
 	}
 	// The token is the one a client presenting the certificate gets.
 	cert := iss.ClientCertificate(t)
-	c, err := iss.Validator().Validate(accesstoken.Presentation{CertThumbprint: thumbprint(cert.Leaf)}.NewContext(context.Background()), iss.CertificateBoundToken(t, cert.Leaf, scope.AdminWebAPI))
+	c, err := iss.Validator().Validate(context.Background(), iss.CertificateBoundToken(t, cert.Leaf, scope.AdminWebAPI), accesstoken.Presentation{CertThumbprint: thumbprint(cert.Leaf)})
 	if err != nil || c.X5T == "" {
 		t.Fatalf("%+v %v", c, err)
 	}
 	var ve *accesstoken.ValidationError
-	if _, err := iss.Validator().Validate(context.Background(), iss.CertificateBoundToken(t, cert.Leaf, scope.AdminWebAPI)); !errors.As(err, &ve) || ve.Code != "bound_token" {
+	if _, err := iss.Validator().Validate(context.Background(), iss.CertificateBoundToken(t, cert.Leaf, scope.AdminWebAPI), accesstoken.Presentation{}); !errors.As(err, &ve) || ve.Code != "bound_token" {
 		t.Fatalf("without its certificate: %v", err)
 	}
 }
@@ -71,8 +71,8 @@ func TestCheckProtectedMTLS(t *testing.T) {
 // through, forgetting their binding: what a route must not do.
 type blind struct{ v *accesstoken.Validator }
 
-func (b blind) Validate(_ context.Context, tok string) (*accesstoken.Claims, error) {
-	c, err := b.v.Validate(context.Background(), tok)
+func (b blind) Validate(_ context.Context, tok string, _ accesstoken.Presentation) (*accesstoken.Claims, error) {
+	c, err := b.v.Validate(context.Background(), tok, accesstoken.Presentation{})
 	if err != nil {
 		return nil, err
 	}

@@ -131,42 +131,48 @@ func (st *state) pad(a *assertion, owed int) {
 	}
 }
 
+// assertionRefused is why an assertion is refused: fixed text, for the
+// log (refusal.why).
+type assertionRefused string
+
+func (r assertionRefused) Error() string { return string(r) }
+
 // checkClaims checks a verified assertion's claims for client id at now
 // (RFC 7523 §3) and returns until when its jti must be remembered, or why
 // it is refused.
-func (st *state) checkClaims(a *assertion, id string, now time.Time) (until time.Time, jti, why string) {
+func (st *state) checkClaims(a *assertion, id string, now time.Time) (until time.Time, jti string, err error) {
 	if iss, _, _ := a.claims.String("iss"); iss != id {
-		return until, "", "assertion iss is not the client ID"
+		return until, "", assertionRefused("assertion iss is not the client ID")
 	}
 	if sub, _, _ := a.claims.String("sub"); sub != id {
-		return until, "", "assertion sub is not the client ID"
+		return until, "", assertionRefused("assertion sub is not the client ID")
 	}
 	if aud, _, err := a.claims.Strings("aud"); err != nil || !(slices.Contains(aud, st.issuer+tokenPath) || slices.Contains(aud, st.issuer)) {
-		return until, "", "assertion aud names neither the token endpoint nor the issuer"
+		return until, "", assertionRefused("assertion aud names neither the token endpoint nor the issuer")
 	}
 	exp, present, err := a.claims.Time("exp")
 	switch {
 	case !present || err != nil:
-		return until, "", "assertion exp missing or malformed"
+		return until, "", assertionRefused("assertion exp missing or malformed")
 	case !now.Before(exp.Add(assertionLeeway)):
-		return until, "", "assertion expired"
+		return until, "", assertionRefused("assertion expired")
 	case exp.After(now.Add(st.assertionLifetime + assertionLeeway)):
-		return until, "", "assertion exp too far ahead (lives longer than " + strconv.Itoa(int(st.assertionLifetime/time.Second)) + " s)"
+		return until, "", assertionRefused("assertion exp too far ahead (lives longer than " + strconv.Itoa(int(st.assertionLifetime/time.Second)) + " s)")
 	}
 	for _, name := range []string{"nbf", "iat"} {
 		t, _, err := a.claims.Time(name)
 		if err != nil {
-			return until, "", "assertion " + name + " malformed"
+			return until, "", assertionRefused("assertion " + name + " malformed")
 		}
 		if t.After(now.Add(assertionLeeway)) {
-			return until, "", "assertion " + name + " in the future"
+			return until, "", assertionRefused("assertion " + name + " in the future")
 		}
 	}
 	jti, _, _ = a.claims.String("jti")
 	if jti == "" {
-		return until, "", "assertion jti missing"
+		return until, "", assertionRefused("assertion jti missing")
 	}
-	return exp.Add(assertionLeeway), jti, ""
+	return exp.Add(assertionLeeway), jti, nil
 }
 
 // checkAssertion checks a, the assertion of a request for client id,
@@ -175,17 +181,17 @@ func (st *state) checkClaims(a *assertion, id string, now time.Time) (until time
 // until until, or why the assertion is refused, and the padding checks a
 // refusal owes, now or once the jti is found used: the caller pays them
 // (pad) whenever it refuses.
-func (st *state) checkAssertion(a *assertion, id string, cl *client, now time.Time) (jti string, until time.Time, owed int, why string) {
+func (st *state) checkAssertion(a *assertion, id string, cl *client, now time.Time) (jti string, until time.Time, owed int, err error) {
 	switch {
 	case a == nil:
-		return "", until, 0, "client_assertion is not a signed JWT"
+		return "", until, 0, assertionRefused("client_assertion is not a signed JWT")
 	case a.sub != id:
-		return "", until, 0, "client_id differs from the assertion's sub"
+		return "", until, 0, assertionRefused("client_id differs from the assertion's sub")
 	}
 	ok, owed := st.verify(a, cl)
 	if !ok || cl == nil {
-		return "", until, owed, "assertion signature invalid, or no key of the client for its alg"
+		return "", until, owed, assertionRefused("assertion signature invalid, or no key of the client for its alg")
 	}
-	until, jti, why = st.checkClaims(a, id, now)
-	return jti, until, owed, why
+	until, jti, err = st.checkClaims(a, id, now)
+	return jti, until, owed, err
 }

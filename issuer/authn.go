@@ -67,8 +67,8 @@ func (iss *Issuer) authenticate(q *request) (*client, *refusal) {
 		return cl, nil
 	}
 	start = time.Now()
-	jti, until, owed, why := st.checkAssertion(q.assertion, q.id, cl, q.now)
-	if why == "" {
+	jti, until, owed, err := st.checkAssertion(q.assertion, q.id, cl, q.now)
+	if err == nil {
 		fresh, no := iss.remember(q, subject, jti, until)
 		if no != nil {
 			res.Succeeded() // the key was right: nothing to charge, nor to pad
@@ -78,12 +78,12 @@ func (iss *Issuer) authenticate(q *request) (*client, *refusal) {
 			res.Succeeded()
 			return cl, nil
 		}
-		why = "assertion jti already used"
+		err = assertionRefused("assertion jti already used")
 	}
 	st.pad(q.assertion, owed) // a refusal does a wrong key's signature work
 	res.Failed()
 	st.verifier.HoldFailure(q.ctx, start)
-	return nil, &refusal{id: badCredentials, why: why}
+	return nil, &refusal{id: badCredentials, why: err.Error()}
 }
 
 // principal returns the client that q's credentials name or, at

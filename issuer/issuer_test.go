@@ -43,7 +43,7 @@ func TestClientCredentialsAndRequireBearer(t *testing.T) {
 	}
 	api := httptest.NewServer(alice.New(middleware.RequireBearer(v), middleware.RequireScope(scope.AdminWebAPI)).ThenFunc(
 		func(w http.ResponseWriter, r *http.Request) {
-			c, _ := middleware.ClaimsFrom(r.Context())
+			c, _ := accesstoken.ClaimsFrom(r.Context())
 			fmt.Fprint(w, c.ClientID)
 		}))
 	defer api.Close()
@@ -261,7 +261,7 @@ func TestRotationUnderLoad(t *testing.T) {
 	l := startLoad(4, func() {
 		a := post(t, s.tokenURL(), formType, form("grant_type", "client_credentials", "client_id", "admin", "client_secret", adminSecret, "scope", scope.AdminWebAPI))
 		tok, _ := a.body["access_token"].(string)
-		if _, err := v.Validate(context.Background(), tok); a.status != 200 || err != nil {
+		if _, err := v.Validate(context.Background(), tok, accesstoken.Presentation{}); a.status != 200 || err != nil {
 			failures.Add(1)
 		}
 		done.Add(1)
@@ -290,7 +290,7 @@ func TestRotationUnderLoad(t *testing.T) {
 		c.Issuer, c.Keys, c.EphemeralKey = s.issuerURL(), []issuer.KeyConfig{{Key: k1}}, false
 	})
 	a := post(t, old.tokenURL(), formType, form("grant_type", "client_credentials", "client_id", "admin", "client_secret", adminSecret, "scope", scope.AdminWebAPI))
-	if _, err := v.Validate(context.Background(), a.body["access_token"].(string)); !errors.Is(err, accesstoken.ErrUnknownKey) {
+	if _, err := v.Validate(context.Background(), a.body["access_token"].(string), accesstoken.Presentation{}); !errors.Is(err, accesstoken.ErrUnknownKey) {
 		t.Fatalf("token of a dropped key: %v", err)
 	}
 }

@@ -176,7 +176,7 @@ func (q *request) certBinding(cl *client, jkt string) (string, *refusal) {
 	case jkt != "":
 		return "", nil
 	case q.certAuth, cl.certBound && len(q.peer) > 0:
-		return clientcert.Of(q.peer[0]), nil
+		return clientcert.Thumbprint(q.peer[0].Raw), nil
 	case cl.certBound:
 		return "", refuse(certificateRequired)
 	}

@@ -319,17 +319,14 @@ func TestCertificateBoundReferenceTokens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	with := func(cert string) context.Context {
-		return accesstoken.Presentation{CertThumbprint: cert}.NewContext(context.Background())
-	}
-	if cl, err := v.Validate(with(clientcert.Thumbprint(c.Leaf.Raw)), tok); err != nil || cl.X5T != clientcert.Thumbprint(c.Leaf.Raw) {
+	if cl, err := v.Validate(context.Background(), tok, accesstoken.Presentation{CertThumbprint: clientcert.Thumbprint(c.Leaf.Raw)}); err != nil || cl.X5T != clientcert.Thumbprint(c.Leaf.Raw) {
 		t.Errorf("with its certificate: %+v %v", cl, err)
 	}
 	var ve *accesstoken.ValidationError
-	if _, err := v.Validate(with(clientcert.Thumbprint(s.self.Leaf.Raw)), tok); !errors.As(err, &ve) || ve.Code != "wrong_certificate" {
+	if _, err := v.Validate(context.Background(), tok, accesstoken.Presentation{CertThumbprint: clientcert.Thumbprint(s.self.Leaf.Raw)}); !errors.As(err, &ve) || ve.Code != "wrong_certificate" {
 		t.Errorf("with another: %v", err)
 	}
-	if _, err := v.Validate(with(""), tok); !errors.As(err, &ve) || ve.Code != "bound_token" {
+	if _, err := v.Validate(context.Background(), tok, accesstoken.Presentation{CertThumbprint: ""}); !errors.As(err, &ve) || ve.Code != "bound_token" {
 		t.Errorf("with none: %v", err)
 	}
 	// The JWT of a certificate-bound client introspects with its cnf too.

@@ -253,7 +253,7 @@ func TestRedTeamIntrospectorWithAKeyCostsTheIssuerItsOwnKeys(t *testing.T) {
 			const forged = 20
 			before := checks.Load()
 			for i := range forged {
-				if _, err := in.Validate(context.Background(), "forged-opaque-token-"+strings.Repeat("x", i)); err == nil {
+				if _, err := in.Validate(context.Background(), "forged-opaque-token-"+strings.Repeat("x", i), accesstoken.Presentation{}); err == nil {
 					t.Fatal("a forged token validated")
 				}
 			}

@@ -502,7 +502,7 @@ func TestScheduledRotationUnderLoad(t *testing.T) {
 	l := startLoad(4, func() {
 		tok, err := getToken()
 		if err == nil {
-			if _, err = remote.Validate(ctx, tok); err == nil {
+			if _, err = remote.Validate(ctx, tok, accesstoken.Presentation{}); err == nil {
 				bySigner[headerKID(tok)].Add(1)
 			}
 		}
@@ -546,10 +546,10 @@ func TestScheduledRotationUnderLoad(t *testing.T) {
 			// It validates until the old key retires, from the cache the
 			// second time.
 			for range 2 {
-				if _, err := remote.Validate(ctx, old); err != nil {
+				if _, err := remote.Validate(ctx, old, accesstoken.Presentation{}); err != nil {
 					t.Fatalf("the old key's last token before it retires: %v", err)
 				}
-				if _, err := local.Validate(ctx, old); err != nil {
+				if _, err := local.Validate(ctx, old, accesstoken.Presentation{}); err != nil {
 					t.Fatalf("the old key's last token before it retires, in process: %v", err)
 				}
 			}
@@ -560,7 +560,7 @@ func TestScheduledRotationUnderLoad(t *testing.T) {
 			// Expired a second ago, within the validators' 30 s of
 			// leeway: only the retired key refuses it.
 			for name, v := range map[string]*accesstoken.Validator{"remote": remote, "in process": local} {
-				if _, err := v.Validate(ctx, old); !errors.Is(err, accesstoken.ErrUnknownKey) {
+				if _, err := v.Validate(ctx, old, accesstoken.Presentation{}); !errors.Is(err, accesstoken.ErrUnknownKey) {
 					t.Errorf("%s: the token of a retired key: %v, want ErrUnknownKey", name, err)
 				}
 			}

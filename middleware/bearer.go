@@ -29,7 +29,7 @@ type BearerConfig struct {
 
 	// Observer gets an observe.Rejected event for every rejected request,
 	// from RequireBearer and the RequireScope after it, with the reason as
-	// a fixed code (see ReasonCode). Nil sends none. Validations are the
+	// a fixed code (see accesstoken.ReasonCode). Nil sends none. Validations are the
 	// validator's events: see accesstoken.Config.Observer.
 	Observer observe.Observer
 
@@ -62,8 +62,9 @@ type BearerConfig struct {
 }
 
 // RequireBearer returns middleware that admits a request only with a valid
-// bearer token in its Authorization header, and puts the token's claims in
-// the request context (see ClaimsFrom). It answers CONTRACT.md §1, after
+// bearer token in its Authorization header, as accesstoken.Decide decides
+// it with v, and puts the token's claims in the request context (see
+// accesstoken.ClaimsFrom). It answers CONTRACT.md §1, after
 // [RFC 6750] §3:
 //
 //   - no token: 401 with a bare "Bearer realm=..." challenge, no JSON;
@@ -79,7 +80,7 @@ type BearerConfig struct {
 // nothing is logged; see RequireBearerWithConfig for the settings.
 //
 // [RFC 6750]: https://www.rfc-editor.org/rfc/rfc6750
-func RequireBearer(v TokenValidator) func(http.Handler) http.Handler {
+func RequireBearer(v accesstoken.TokenValidator) func(http.Handler) http.Handler {
 	return RequireBearerWithConfig(v, BearerConfig{})
 }
 
@@ -95,7 +96,7 @@ func RequireBearer(v TokenValidator) func(http.Handler) http.Handler {
 // with a DPoP challenge: invalid_dpop_proof, or use_dpop_nonce with a
 // DPoP-Nonce header; a request without a token gets a bare challenge for
 // each scheme accepted.
-func RequireBearerWithConfig(v TokenValidator, cfg BearerConfig) func(http.Handler) http.Handler {
+func RequireBearerWithConfig(v accesstoken.TokenValidator, cfg BearerConfig) func(http.Handler) http.Handler {
 	o := newResponder(cfg.Realm, oauthwire.Realm, observe.Rejected, cfg.Observer, cfg.OnReject, cfg.Logger)
 	if cfg.ResourceMetadata != nil {
 		docs, err := cfg.ResourceMetadata.documents()
@@ -105,9 +106,6 @@ func RequireBearerWithConfig(v TokenValidator, cfg BearerConfig) func(http.Handl
 		o.metadata = docs
 	}
 	certs := cfg.ForwardedCert.source()
-	// The package's own validator refuses a certificate that is not the
-	// token's whatever it allows; one of your own is checked here.
-	_, ownValidator := v.(*accesstoken.Validator)
 	d := cfg.DPoP.checker()
 	if d != nil {
 		o.withDPoPResponder()
@@ -129,36 +127,18 @@ func RequireBearerWithConfig(v TokenValidator, cfg BearerConfig) func(http.Handl
 				}
 				return
 			}
-			resp, ctx := o, r.Context()
+			resp := o
 			if isDPoP {
 				resp = o.dpop
 			}
-			cert := certs.Thumbprint(r)
-			if isDPoP || cert != "" {
-				ctx = accesstoken.Presentation{DPoP: isDPoP, CertThumbprint: cert}.NewContext(ctx)
-			}
-			claims, err := v.Validate(ctx, tok)
-			if err == nil && claims == nil {
-				err = errNoClaims // fail closed on a validator's bug
-			}
+			p := accesstoken.Presentation{DPoP: isDPoP, DPoPAccepted: d != nil, CertThumbprint: certs.Thumbprint(r)}
+			claims, err := accesstoken.Decide(r.Context(), v, tok, p)
 			if err != nil {
 				resp.fail(w, r, http.StatusUnauthorized, err, oauthwire.Error{Code: "invalid_token", Description: describe(err)})
 				return
 			}
-			if d != nil || (cert != "" && claims.X5T != "" && !ownValidator) {
-				// Where DPoP is accepted, and where a certificate meets a
-				// certificate-bound token, the binding is checked whatever
-				// the validator allowed (AllowBoundTokens, one of your
-				// own): a DPoP-bound token as Bearer has no proof, a token
-				// with a proof must be bound to its key, and a certificate
-				// must be the token's.
-				if err := (accesstoken.Presentation{DPoP: isDPoP, CertThumbprint: cert}).Check(claims); err != nil {
-					resp.fail(w, r, http.StatusUnauthorized, err, oauthwire.Error{Code: "invalid_token", Description: describe(err)})
-					return
-				}
-			}
 			if isDPoP {
-				if nonce, reason := d.check(ctx, r, tok, claims); reason != nil {
+				if nonce, reason := d.check(r.Context(), r, tok, claims); reason != nil {
 					code := "invalid_dpop_proof"
 					if nonce != "" {
 						code = "use_dpop_nonce"
@@ -168,7 +148,7 @@ func RequireBearerWithConfig(v TokenValidator, cfg BearerConfig) func(http.Handl
 					return
 				}
 			}
-			next.ServeHTTP(w, withState(r, claims, resp))
+			next.ServeHTTP(w, withClaims(r, claims, resp))
 		})
 	}
 }

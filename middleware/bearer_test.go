@@ -53,7 +53,7 @@ func newAPI(t *testing.T, alg string, cfg accesstoken.Config, bc middleware.Bear
 	bc.Realm = "test"
 	authed := alice.New(middleware.RequireBearerWithConfig(v, bc))
 	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c, found := middleware.ClaimsFrom(r.Context())
+		c, found := accesstoken.ClaimsFrom(r.Context())
 		if !found {
 			t.Error("handler reached without claims")
 			return
@@ -316,8 +316,8 @@ func TestRejectHookAndLogger(t *testing.T) {
 		t.Fatalf("hook got %v", got)
 	}
 	for i := range want {
-		if got[i].status != want[i].status || middleware.ReasonCode(got[i].err) != want[i].code {
-			t.Errorf("rejection %d = %v (%s), want %v", i, got[i], middleware.ReasonCode(got[i].err), want[i])
+		if got[i].status != want[i].status || accesstoken.ReasonCode(got[i].err) != want[i].code {
+			t.Errorf("rejection %d = %v (%s), want %v", i, got[i], accesstoken.ReasonCode(got[i].err), want[i])
 		}
 	}
 	if !errors.Is(got[1].err, accesstoken.ErrExpired) {
@@ -339,7 +339,9 @@ func TestRejectHookAndLogger(t *testing.T) {
 // nor an error.
 type nilValidator struct{}
 
-func (nilValidator) Validate(context.Context, string) (*accesstoken.Claims, error) { return nil, nil }
+func (nilValidator) Validate(context.Context, string, accesstoken.Presentation) (*accesstoken.Claims, error) {
+	return nil, nil
+}
 
 func TestRequireBearerNilClaimsFailClosed(t *testing.T) {
 	var reasons []error
@@ -351,7 +353,7 @@ func TestRequireBearerNilClaimsFailClosed(t *testing.T) {
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 	wantError(t, call(t, srv.URL, "Bearer a.b.c"), 401, "invalid_token", "token invalid")
-	if len(reasons) != 1 || middleware.ReasonCode(reasons[0]) != "no_claims" {
+	if len(reasons) != 1 || accesstoken.ReasonCode(reasons[0]) != "no_claims" {
 		t.Fatalf("reasons = %v", reasons)
 	}
 }

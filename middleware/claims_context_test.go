@@ -18,11 +18,11 @@ func TestContextWithClaims(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := middleware.ClaimsFrom(middleware.ContextWithClaims(context.Background(), nil)); ok {
+	if _, ok := accesstoken.ClaimsFrom(accesstoken.ContextWithClaims(context.Background(), nil)); ok {
 		t.Fatal("nil claims were stored")
 	}
-	ctx := middleware.ContextWithClaims(context.Background(), c)
-	got, ok := middleware.ClaimsFrom(ctx)
+	ctx := accesstoken.ContextWithClaims(context.Background(), c)
+	got, ok := accesstoken.ClaimsFrom(ctx)
 	var extra struct {
 		Hint string `json:"tenant_hint"`
 	}

@@ -36,13 +36,13 @@ type ForwardedCert struct {
 	TrustedProxies []netip.Prefix
 }
 
-// source is f as the certificates' reader takes it; the zero Source, the
-// connection's certificate alone, for a nil f. It panics, as a
+// source is f as the certificates' reader takes it; the connection's
+// certificate alone for a nil f. It panics, as a
 // misconfiguration, on an f that internal/clientcert refuses: without a
 // Header or TrustedProxies, or whose Header names what it must not.
 func (f *ForwardedCert) source() clientcert.Source {
 	if f == nil {
-		return clientcert.Source{}
+		return clientcert.Connections()
 	}
 	src, err := clientcert.NewSource(f.Header, f.TrustedProxies)
 	if err != nil {

@@ -221,8 +221,8 @@ func TestForwardedCertMisconfigured(t *testing.T) {
 // it checks no binding at all.
 type blindValidator struct{ v *accesstoken.Validator }
 
-func (b blindValidator) Validate(_ context.Context, tok string) (*accesstoken.Claims, error) {
-	return b.v.Validate(context.Background(), tok)
+func (b blindValidator) Validate(_ context.Context, tok string, _ accesstoken.Presentation) (*accesstoken.Claims, error) {
+	return b.v.Validate(context.Background(), tok, accesstoken.Presentation{})
 }
 
 // TestCertificateCheckedWhateverTheValidator: a validator of one's own

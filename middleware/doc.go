@@ -2,10 +2,12 @@
 // authentication contract ([the contract] §1 and §4): it answers HTTP,
 // and leaves deciding whether a token is good to package accesstoken.
 //
-// [RequireBearer] reads the token of the Authorization header, has a
-// [TokenValidator] (an *accesstoken.Validator: JWTs checked with their
-// issuer's keys, reference tokens introspected, one issuer or several)
-// decide it, and puts the claims in the request context ([ClaimsFrom]);
+// [RequireBearer] reads the token of the Authorization header and how it
+// was presented, has [accesstoken.Decide] decide it with an
+// [accesstoken.TokenValidator] (an *accesstoken.Validator: JWTs checked
+// with their issuer's keys, reference tokens introspected, one issuer or
+// several), and puts the claims in the request context
+// ([accesstoken.ClaimsFrom]);
 // [RequireScope] (or [RequireFamily]) then demands a scope. [SCIMAuth]
 // guards SCIM endpoints with per-tenant tokens and answers SCIM errors.
 // [BearerConfig.DPoP] takes DPoP-bound tokens with their proofs
@@ -31,8 +33,8 @@
 //
 // Logging: BearerConfig.Logger and SCIMConfig.Logger get the rejections,
 // nil logging nothing; RequireScope logs through the RequireBearer before
-// it. Every rejection has a fixed code ([ReasonCode]), which the reject
-// hook and the observer get.
+// it. Every rejection has a fixed code ([accesstoken.ReasonCode]), which
+// the reject hook and the observer get.
 //
 // The answers are those of [RFC 6750] §3: a request without a token gets
 // a bare Bearer challenge and no JSON; a token that fails validation gets

@@ -72,7 +72,7 @@ func newDPoPWorld(t *testing.T, dcfg middleware.DPoPConfig) *dpopWorld {
 	bearer := middleware.RequireBearerWithConfig(both, middleware.BearerConfig{DPoP: newDPoP(t, dcfg)})
 	mux := http.NewServeMux()
 	handler := http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		c, _ := middleware.ClaimsFrom(r.Context())
+		c, _ := accesstoken.ClaimsFrom(r.Context())
 		_ = json.NewEncoder(rw).Encode(map[string]string{"client": c.ClientID, "jkt": c.JKT})
 	})
 	mux.Handle("/admin", bearer(middleware.RequireScope(scope.AdminWebAPI)(handler)))

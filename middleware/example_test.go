@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"maps"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 
 	"github.com/justinas/alice"
 	"golang.org/x/oauth2/clientcredentials"
@@ -55,7 +53,7 @@ func ExampleRequireBearer() {
 		log.Fatal(err)
 	}
 	hello := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c, _ := middleware.ClaimsFrom(r.Context())
+		c, _ := accesstoken.ClaimsFrom(r.Context())
 		fmt.Fprintf(w, "hello %s", c.ClientID)
 	})
 	api := httptest.NewServer(middleware.RequireBearerWithConfig(v, middleware.BearerConfig{Realm: "example"})(hello))
@@ -156,41 +154,4 @@ func Example_issuerInProcess() {
 	resp.Body.Close()
 	fmt.Println(resp.StatusCode, string(body))
 	// Output: 200 {"data":[]}
-}
-
-// A handler reads the validated claims from the request context; Decode
-// reads the whole claim set, for claims Claims does not name.
-func ExampleClaimsFrom() {
-	ids, iss := exampleIssuer()
-	defer ids.Close()
-	v, err := accesstoken.New(context.Background(), accesstoken.Config{Issuer: iss.URL(), Audience: []string{iss.URL() + "/resources"}, Keys: iss})
-	if err != nil {
-		log.Fatal(err)
-	}
-	whoami := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c, ok := middleware.ClaimsFrom(r.Context())
-		if !ok {
-			http.Error(w, "no claims", http.StatusInternalServerError)
-			return
-		}
-		var all map[string]any
-		if err := c.Decode(&all); err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
-		}
-		names := slices.Sorted(maps.Keys(all))
-		fmt.Fprintf(w, "%s has %s; claims %v", c.ClientID, c.Scopes, names)
-	})
-	api := httptest.NewServer(middleware.RequireBearer(v)(whoami))
-	defer api.Close()
-
-	cc := clientcredentials.Config{ClientID: "reporting", ClientSecret: "s3cret", TokenURL: iss.TokenURL(), Scopes: []string{scope.AdminWebAPI}}
-	resp, err := cc.Client(context.Background()).Get(api.URL)
-	if err != nil {
-		log.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	fmt.Println(string(body))
-	// Output: reporting has pd_AdminWebApi; claims [aud client_id exp iat iss jti nbf scope sub]
 }

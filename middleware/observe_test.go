@@ -123,9 +123,35 @@ func TestEventOfAForeignValidatorError(t *testing.T) {
 	}
 }
 
+// TestLogOfAValidationErrorOfOnesOwn: a TokenValidator of your own may
+// refuse with an *accesstoken.ValidationError it builds, without a cause:
+// the log line says its code's reason, and its facts when it has some,
+// as for the package's own.
+func TestLogOfAValidationErrorOfOnesOwn(t *testing.T) {
+	exp := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, tc := range []struct {
+		err  error
+		want []string
+	}{
+		{&accesstoken.ValidationError{Code: "signature"}, []string{`"reason":"signature invalid"`}},
+		{&accesstoken.ValidationError{Code: "expired", Expiry: exp, Now: exp}, []string{`"reason":"token expired"`, `"detail":"token invalid"`}},
+	} {
+		logs, logger := testlog.New()
+		h := middleware.RequireBearerWithConfig(failingValidator{tc.err}, middleware.BearerConfig{Logger: logger})(http.NotFoundHandler())
+		req, _ := http.NewRequest("GET", "/", nil)
+		req.Header.Set("Authorization", "Bearer a.b.c")
+		h.ServeHTTP(discard{}, req)
+		for _, w := range tc.want {
+			if !strings.Contains(logs.String(), w) {
+				t.Errorf("%v: log %s, want %s", tc.err, logs.String(), w)
+			}
+		}
+	}
+}
+
 type failingValidator struct{ err error }
 
-func (f failingValidator) Validate(context.Context, string) (*accesstoken.Claims, error) {
+func (f failingValidator) Validate(context.Context, string, accesstoken.Presentation) (*accesstoken.Claims, error) {
 	return nil, f.err
 }
 

@@ -32,8 +32,8 @@ func isRejection(k observe.Kind) bool { return k == observe.Rejected || k == obs
 // RejectFunc is called on every rejected request with the answer's status
 // and the reason: a *accesstoken.ValidationError, with its facts, for a
 // token that failed validation, one of this package's own reasons, or,
-// from a TokenValidator of your own, its error. ReasonCode names each
-// with a fixed code. It never receives the token. Use it for audit logs;
+// from a TokenValidator of your own, its error. accesstoken.ReasonCode
+// names each with a fixed code. It never receives the token. Use it for audit logs;
 // for metrics, an observe.Observer (BearerConfig.Observer) gets every
 // rejection with its code.
 type RejectFunc func(r *http.Request, status int, err error)
@@ -63,9 +63,10 @@ func (o logObserver) Observe(ctx context.Context, e observe.Event) {
 		slog.Int("status", e.Status),
 		slog.String("reason", logReason(rj.err)),
 	}
-	if ve, isVE := rj.err.(*accesstoken.ValidationError); isVE && reasonRow(ve) >= 0 {
-		if detail := ve.Error(); detail != ve.Unwrap().Error() {
-			attrs = append(attrs, slog.String("detail", detail))
+	if ve, isVE := rj.err.(*accesstoken.ValidationError); isVE {
+		switch ve.Code {
+		case "expired", "not_yet_valid", "issued_in_future", "audience": // the codes with facts
+			attrs = append(attrs, slog.String("detail", ve.Error()))
 		}
 	}
 	o.l.LogAttrs(ctx, slog.LevelInfo, "idsauth: request rejected", attrs...)

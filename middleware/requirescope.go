@@ -38,7 +38,7 @@ func RequireScope(scopes ...string) func(http.Handler) http.Handler {
 	var warned atomic.Bool
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			s, ok := stateFrom(r.Context())
+			claims, resp, ok := claimsFrom(r.Context())
 			if !ok {
 				if !warned.Swap(true) {
 					slog.Default().LogAttrs(r.Context(), slog.LevelError,
@@ -48,8 +48,8 @@ func RequireScope(scopes ...string) func(http.Handler) http.Handler {
 				closed.challenge(w, r, errNoToken)
 				return
 			}
-			if !s.claims.Scopes.HasAny(scopes...) {
-				s.resp.fail(w, r, http.StatusForbidden, errInsufficientScope, oauthwire.Error{
+			if !claims.Scopes.HasAny(scopes...) {
+				resp.fail(w, r, http.StatusForbidden, errInsufficientScope, oauthwire.Error{
 					Code:        "insufficient_scope",
 					Description: describe(errInsufficientScope),
 					Scope:       need,

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/internal/dpop"
 	"github.com/idsauth/idsauth/internal/oauthwire"
 	"github.com/idsauth/idsauth/observe"
@@ -70,7 +71,7 @@ func (o *responder) rejectWith(r *http.Request, err error, e observe.Event) {
 		return
 	}
 	rj := &rejection{r: r, err: err}
-	e.Kind, e.Reason = o.kind, ReasonCode(err)
+	e.Kind, e.Reason = o.kind, accesstoken.ReasonCode(err)
 	o.obs.Observe(context.WithValue(r.Context(), rejectionKey{}, rj), e)
 }
 

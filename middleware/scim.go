@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/internal/bearer"
 	"github.com/idsauth/idsauth/internal/clientip"
 	"github.com/idsauth/idsauth/internal/oauthwire"
@@ -53,7 +54,7 @@ type SCIMConfig struct {
 	// identity-service access token that it validates and that holds one
 	// of IdentityTokenScopes. Nil, the default, accepts tenant tokens
 	// only: the contract keeps SCIM apart from the identity service.
-	IdentityTokens TokenValidator
+	IdentityTokens accesstoken.TokenValidator
 
 	// IdentityTokenScopes are the scopes an identity-service token needs,
 	// one of them, to pass. SCIMAuthWithConfig panics when they are given
@@ -166,11 +167,10 @@ func SCIMAuthWithConfig(tenants TenantStore, cfg SCIMConfig) func(http.Handler) 
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			tok, err := bearer.Token(r)
 			if err == nil && idTokens != nil && strings.Count(tok, ".") == 2 {
-				// A validator's (nil, nil) is a refusal, never a pass.
-				if claims, verr := idTokens.Validate(r.Context(), tok); verr == nil && claims != nil {
+				if claims, verr := accesstoken.Decide(r.Context(), idTokens, tok, accesstoken.Presentation{}); verr == nil {
 					if claims.Scopes.HasAny(idScopes...) {
 						send(r.Context(), o.obs, observe.Event{Kind: observe.SCIMAuthenticated, Tenant: o.registered(tenants, tenantOf(r))})
-						next.ServeHTTP(w, withState(r, claims, o))
+						next.ServeHTTP(w, withClaims(r, claims, o))
 						return
 					}
 					o.rejectWith(r, errInsufficientScope, observe.Event{Status: http.StatusForbidden, Tenant: o.registered(tenants, tenantOf(r))})
@@ -190,7 +190,7 @@ func SCIMAuthWithConfig(tenants TenantStore, cfg SCIMConfig) func(http.Handler) 
 					return
 				}
 			}
-			o.rejectWith(r, ErrSCIMToken, observe.Event{Status: http.StatusUnauthorized, Tenant: known})
+			o.rejectWith(r, errSCIMToken, observe.Event{Status: http.StatusUnauthorized, Tenant: known})
 			w.Header().Set("WWW-Authenticate", oauthwire.Challenge(o.realm, oauthwire.Error{}))
 			scimerr.Write(w, scimerr.Unauthorized("The authorization header is invalid or missing"))
 		})
@@ -213,7 +213,7 @@ func (g *scimGuard) check(w http.ResponseWriter, r *http.Request, o *responder, 
 	if err != nil {
 		var no *limit.Refusal
 		if errors.As(err, &no) {
-			o.rejectWith(r, ErrSCIMTooManyFailures, observe.Event{Status: http.StatusTooManyRequests, Tenant: o.registered(tenants, tenant), Limit: scimLimit(no.Limit)})
+			o.rejectWith(r, errSCIMTooManyFailures, observe.Event{Status: http.StatusTooManyRequests, Tenant: o.registered(tenants, tenant), Limit: scimLimit(no.Limit)})
 			w.Header().Set("Retry-After", strconv.Itoa(no.RetryAfterSeconds()))
 			scimerr.Write(w, scimerr.New(http.StatusTooManyRequests, "Too many failed attempts; try again later"))
 			return checkAnswered, ""

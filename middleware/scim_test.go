@@ -172,7 +172,7 @@ func TestSCIMAuthHookLogsNoToken(t *testing.T) {
 		t.Fatalf("tenant from a header: %v %v", resp.StatusCode, err)
 	}
 	call(t, scimURL(srv, "acme"), "Bearer acme-token-guess")
-	if len(reasons) != 1 || reasons[0] != middleware.ErrSCIMToken {
+	if len(reasons) != 1 || accesstoken.ReasonCode(reasons[0]) != "scim_token" {
 		t.Fatalf("reasons = %v", reasons)
 	}
 	if strings.Contains(logs.String(), "acme-token") || !strings.Contains(logs.String(), "request rejected") {

@@ -39,7 +39,7 @@ func TestHydraTokenScopesAreReadFromScp(t *testing.T) {
 		"exp":       now + 3600,
 	})
 
-	c, err := v.Validate(context.Background(), tok)
+	c, err := v.Validate(context.Background(), tok, accesstoken.Presentation{})
 	if err != nil {
 		t.Fatal(err)
 	}

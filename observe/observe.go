@@ -133,7 +133,7 @@ type Event struct {
 
 	// Reason is why a token or request failed: for ValidationFailed,
 	// Rejected and SCIMRefused the code of the middleware's reasons
-	// table (middleware.ReasonCode: "expired", "signature",
+	// table (accesstoken.ReasonCode: "expired", "signature",
 	// "no_token", "insufficient_scope", ..., "other" for an error of a
 	// TokenValidator of your own); for TokenRefused the OAuth error code;
 	// for KeysFetchFailed one of "timeout" (the fetch ran out of time),

@@ -11,7 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/idsauth/idsauth/middleware"
+	"github.com/idsauth/idsauth/accesstoken"
 )
 
 // The transactions of the administration API, and its answers.
@@ -52,7 +52,7 @@ func (r *Registry) read(req *http.Request, f func(context.Context, pgx.Tx) error
 // and logs the change once committed. detail is what the audit row says
 // of it: never a secret or a hash.
 func (r *Registry) change(req *http.Request, action string, k kind, target string, detail any, f func(context.Context, pgx.Tx) error) error {
-	claims, _ := middleware.ClaimsFrom(req.Context())
+	claims, _ := accesstoken.ClaimsFrom(req.Context())
 	actor := ""
 	if claims != nil {
 		actor = claims.ClientID

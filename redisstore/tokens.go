@@ -91,9 +91,9 @@ func NewTokenStore(rdb redis.Scripter, o TokenOptions) *TokenStore {
 // of a Cluster or a Ring (masters and replicas: a replica becomes a master
 // on a failover), and fails unless each is noeviction: under any other,
 // Redis may drop live grants when it is full, revoking working tokens
-// without a word. The error names the first node whose policy may evict
-// (with "maxmemory-policy" in it), or else says that a node could not be
-// read (with "CheckEviction" in it). It needs a client that can send
+// without a word. The error is an *EvictionError naming the first node
+// whose policy may evict, or else says that a node could not be read. It
+// needs a client that can send
 // CONFIG GET (a *redis.Client, *redis.ClusterClient or *redis.Ring; a
 // managed Redis may refuse CONFIG, and then say its policy in its own
 // console).
@@ -113,7 +113,7 @@ func (s *TokenStore) CheckEviction(ctx context.Context) error {
 			}
 			unread = cmp.Or(unread, fmt.Errorf("redisstore: CheckEviction: %s: %w", node.Options().Addr, err))
 		case p != "noeviction":
-			evicts = cmp.Or(evicts, fmt.Errorf("redisstore: the token store's Redis at %s has maxmemory-policy %q: it may evict live grants when full; set noeviction, on a Redis of the tokens' own", node.Options().Addr, p))
+			evicts = cmp.Or[error](evicts, &EvictionError{Addr: node.Options().Addr, Policy: p})
 		}
 		return nil
 	})
@@ -173,6 +173,17 @@ func (s *TokenStore) Masters(ctx context.Context) ([]Master, error) {
 	return masters, nil
 }
 
+// EvictionError is CheckEviction's refusal of a Redis whose
+// maxmemory-policy may evict live grants.
+type EvictionError struct {
+	Addr   string // the node, as the client names it
+	Policy string // its maxmemory-policy
+}
+
+func (e *EvictionError) Error() string {
+	return fmt.Sprintf("redisstore: the token store's Redis at %s has maxmemory-policy %q: it may evict live grants when full; set noeviction, on a Redis of the tokens' own", e.Addr, e.Policy)
+}
+
 // The scripts of a TokenStore: each one round trip, atomic in Redis.
 var (
 	putGrant = redis.NewScript(`
@@ -212,7 +223,7 @@ func (s *TokenStore) Put(ctx context.Context, k tokenstore.Key, g tokenstore.Gra
 	err = s.calls.do(ctx, func(ctx context.Context) error {
 		return putGrant.Run(ctx, s.rdb, []string{s.key(k)}, g.ClientID, b, g.ExpiresAt.UnixMilli()).Err()
 	})
-	if err != nil && strings.HasPrefix(err.Error(), "OOM ") {
+	if redis.IsOOMError(err) {
 		return fmt.Errorf("%w: %v", tokenstore.ErrFull, err)
 	}
 	if err != nil {

@@ -188,7 +188,7 @@ func testReplicasShareReferenceTokens(t *testing.T, kind kind) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := in.Validate(context.Background(), tok); err != nil {
+	if _, err := in.Validate(context.Background(), tok, accesstoken.Presentation{}); err != nil {
 		t.Fatalf("the API refused a live token: %v", err)
 	}
 	if status, _ := post(urls[1], "/connect/revocation", "payroll", payrollSecret, url.Values{"token": {tok}}); status != 200 {
@@ -197,14 +197,14 @@ func testReplicasShareReferenceTokens(t *testing.T, kind kind) {
 	if introspect(urls[0]) || introspect(urls[1]) {
 		t.Fatal("a revocation at one replica did not reach the other")
 	}
-	if _, err := in.Validate(context.Background(), tok); !errors.Is(err, accesstoken.ErrInactive) {
+	if _, err := in.Validate(context.Background(), tok, accesstoken.Presentation{}); !errors.Is(err, accesstoken.ErrInactive) {
 		t.Fatalf("the API still accepts the revoked token: %v", err)
 	}
 }
 
 // TestCheckEviction: a Redis with noeviction passes; one that may evict
-// (the limiter's volatile-ttl) is refused, naming its policy; on a
-// cluster, whichever master has it is refused, and named.
+// (the limiter's volatile-ttl) is refused, an *EvictionError naming its
+// policy; on a cluster, whichever master has it is refused, and named.
 func TestCheckEviction(t *testing.T) {
 	for _, k := range kinds {
 		t.Run(k.name, func(t *testing.T) { testCheckEviction(t, k) })
@@ -231,7 +231,9 @@ func testCheckEviction(t *testing.T, kind kind) {
 	}
 	for i, n := range srv.nodes {
 		policy(i, "volatile-ttl")
-		if err := s.CheckEviction(ctx); err == nil || !strings.Contains(err.Error(), `"volatile-ttl"`) || !strings.Contains(err.Error(), n.Addr) {
+		err := s.CheckEviction(ctx)
+		var ee *redisstore.EvictionError
+		if !errors.As(err, &ee) || ee.Policy != "volatile-ttl" || ee.Addr != n.Addr || !strings.Contains(err.Error(), `"volatile-ttl"`) || !strings.Contains(err.Error(), n.Addr) {
 			t.Fatalf("volatile-ttl on %s: %v", n.Addr, err)
 		}
 		policy(i, "noeviction")

@@ -56,7 +56,7 @@ else read from standard input.`)
 	if err != nil {
 		return err
 	}
-	claims, err := v.Validate(ctx, tok)
+	claims, err := v.Validate(ctx, tok, accesstoken.Presentation{})
 	if err != nil {
 		return fmt.Errorf("invalid: %v", err)
 	}

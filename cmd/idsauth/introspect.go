@@ -77,7 +77,7 @@ when the token is not active.`)
 	if err != nil {
 		return err
 	}
-	claims, err := in.Validate(ctx, tok)
+	claims, err := in.Validate(ctx, tok, accesstoken.Presentation{})
 	if errors.Is(err, accesstoken.ErrInactive) {
 		fmt.Fprintln(e.stdout, "inactive")
 		return errInactive

@@ -210,7 +210,7 @@ func newTokenStore(ctx context.Context, c *serveConfig, logger *slog.Logger) (*r
 	// where Redis is far.
 	_ = rdb.Ping(ctx).Err() // a Redis down is told by the checks
 	if err := ts.CheckEviction(ctx); err != nil {
-		if strings.Contains(err.Error(), "maxmemory-policy") && !strings.Contains(err.Error(), "CheckEviction") {
+		if evicts := (*redisstore.EvictionError)(nil); errors.As(err, &evicts) {
 			rdb.Close()
 			return nil, nil, fmt.Errorf("tokenStore: %w", err)
 		}

@@ -34,7 +34,6 @@ import (
 
 	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/grpcauth"
-	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/scope"
 )
 
@@ -115,7 +114,7 @@ type testService struct {
 }
 
 func caller(ctx context.Context) (*accesstoken.Claims, error) {
-	c, ok := middleware.ClaimsFrom(ctx)
+	c, ok := accesstoken.ClaimsFrom(ctx)
 	if !ok {
 		return nil, status.Error(codes.Internal, "no claims: is grpcauth installed?")
 	}

@@ -4,20 +4,21 @@
 package bearer
 
 import (
-	"errors"
 	"net/http"
 	"strings"
+
+	"github.com/idsauth/idsauth/internal/reason"
 )
 
 var (
 	// ErrMissing means no bearer token was sent: no Authorization header,
 	// another scheme, or the scheme with nothing after it.
-	ErrMissing = errors.New("no bearer token")
+	ErrMissing = reason.New("no_token", "no bearer token")
 	// ErrMultipleHeaders means the request carried more than one
 	// Authorization header.
-	ErrMultipleHeaders = errors.New("more than one Authorization header")
+	ErrMultipleHeaders = reason.New("multiple_headers", "more than one Authorization header")
 	// ErrSpaceInToken means the bearer value had a space inside the token.
-	ErrSpaceInToken = errors.New("bearer token contains a space")
+	ErrSpaceInToken = reason.New("space_in_token", "bearer token contains a space")
 )
 
 // Token returns the bearer token of r's Authorization header. The scheme

@@ -3,22 +3,22 @@
 // proxy in front of the service forwards in a header, read only when the
 // request comes from that proxy's address. It computes a certificate's
 // SHA-256 thumbprint, the "x5t#S256" of certificate-bound tokens (RFC 8705
-// §3.1), once per certificate: what the middleware, the issuer and the
-// gRPC and Connect interceptors share.
+// §3.1), and a Source remembers it: what the middleware, the issuer and
+// the gRPC and Connect interceptors share.
 package clientcert
 
 import (
 	"crypto/sha256"
+	"crypto/subtle"
 	"crypto/x509"
 	"encoding/base64"
 	"fmt"
-	"hash/maphash"
 	"net/http"
 	"net/netip"
 	"net/textproto"
 	"strings"
+	"sync"
 	"sync/atomic"
-	"unsafe"
 	"weak"
 )
 
@@ -30,85 +30,37 @@ func Thumbprint(der []byte) string {
 }
 
 // Equal reports whether the thumbprints a and b are the same, in time
-// that depends on their lengths only: eight bytes at a time, every byte
-// compared, what differs gathered without a branch.
+// that depends on their lengths only. The conversions neither copy nor
+// allocate: the bytes are only read (TestEqual counts).
 func Equal(a, b string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	var v uint64
-	i := 0
-	for ; i+8 <= len(a); i += 8 {
-		v |= word(a[i:i+8]) ^ word(b[i:i+8])
-	}
-	for ; i < len(a); i++ {
-		v |= uint64(a[i] ^ b[i])
-	}
-	return v == 0
+	return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
 }
-
-// word is the first eight bytes of s, which the compiler loads as one.
-func word(s string) uint64 {
-	_ = s[7]
-	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
-		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
-}
-
-// Of returns the thumbprint of cert, a connection's peer certificate. It
-// is computed once per certificate: net/http parses a connection's
-// certificates once, at its handshake, and gives every request on it
-// (every stream of an HTTP/2 connection) the same *x509.Certificate, so
-// that a connection's thumbprint is computed once, at its first request.
-// The thumbprints are remembered in a table of certSlots entries keyed by
-// the certificate's address and holding it by a weak pointer: it keeps no
-// certificate alive, a certificate gone cannot be mistaken for a new one
-// at its address, and a thumbprint pushed out by another is computed
-// again.
-func Of(cert *x509.Certificate) string {
-	slot := &certs[certSlot(cert)]
-	if e := slot.Load(); e != nil && e.cert.Value() == cert {
-		return e.x5t
-	}
-	computed.Add(1)
-	e := &certEntry{cert: weak.Make(cert), x5t: Thumbprint(cert.Raw)}
-	slot.Store(e)
-	return e.x5t
-}
-
-// certSlots is the size of the table of connections' thumbprints: about
-// 100 bytes each, 100 KiB in all.
-const certSlots = 1024
-
-type certEntry struct {
-	cert weak.Pointer[x509.Certificate]
-	x5t  string
-}
-
-var certs [certSlots]atomic.Pointer[certEntry]
 
 // computed counts the thumbprints computed, of connections' certificates
-// and of forwarded ones: the work the tables save, which tests count.
+// and of forwarded ones: the work a Source's memory saves, which tests
+// count.
 var computed atomic.Uint64
 
-// certSlot hashes a certificate's address, which is only compared and
-// never dereferenced, into the table.
-func certSlot(cert *x509.Certificate) uint64 {
-	h := uint64(uintptr(unsafe.Pointer(cert)))
-	h ^= h >> 29
-	h *= 0x9e3779b97f4a7c15
-	return h >> (64 - 10) // certSlots = 1 << 10
-}
+// Computed is how many thumbprints have been computed, for tests in
+// other packages that count the work a Source's memory saves.
+func Computed() uint64 { return computed.Load() }
 
 // Source is where a service finds its clients' certificates: the
 // connection's, unless the request comes from a trusted proxy, in front
 // of the service, which puts the certificate of its own client in a
-// header. The zero value reads the connection alone; NewSource makes one
-// that reads a proxy's header.
+// header. Connections and NewSource make one that remembers the
+// thumbprints it computes (see memory); the zero value reads the
+// connection alone and remembers nothing.
 type Source struct {
 	header  string         // the header the proxy sets, as configured (see Decode for the forms read)
 	key     string         // the same, canonical: the request's header map is read without canonicalizing
 	trusted []netip.Prefix // the proxies: masked, IPv4-mapped ones as IPv4
+	seen    *memory        // the thumbprints computed; nil: none kept
 }
+
+// Connections returns the Source that reads the connections'
+// certificates alone, and remembers their thumbprints.
+func Connections() Source { return Source{seen: newMemory()} }
 
 // NewSource returns the Source that reads header from the proxies at the
 // addresses of trusted alone, and from them never the connection's
@@ -139,7 +91,7 @@ func NewSource(header string, trusted []netip.Prefix) (Source, error) {
 		}
 		out = append(out, p.Masked())
 	}
-	return Source{header: header, key: textproto.CanonicalMIMEHeaderKey(header), trusted: out}, nil
+	return Source{header: header, key: textproto.CanonicalMIMEHeaderKey(header), trusted: out, seen: newMemory()}, nil
 }
 
 // SettingError is a forwarded-certificate setting NewSource refuses: the
@@ -180,12 +132,28 @@ func (s Source) FromProxy(r *http.Request) bool {
 // trusted proxy, the one in its header, else the connection's.
 func (s Source) Thumbprint(r *http.Request) string {
 	if s.FromProxy(r) {
-		return forwardedThumbprint(s.header, r.Header[s.key])
+		return s.forwarded(r.Header[s.key])
 	}
 	if r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
 		return ""
 	}
-	return Of(r.TLS.PeerCertificates[0])
+	return s.Of(r.TLS.PeerCertificates[0])
+}
+
+// Of returns the thumbprint of cert, a connection's peer certificate.
+// net/http and grpc-go parse a connection's certificates once, at its
+// handshake, and give every request or call on it (every stream of an
+// HTTP/2 connection) the same *x509.Certificate: s computes a
+// connection's thumbprint at its first request.
+func (s Source) Of(cert *x509.Certificate) string {
+	k := memoryKey{cert: weak.Make(cert)}
+	if x5t, ok := s.seen.get(k); ok {
+		return x5t
+	}
+	computed.Add(1)
+	x5t := Thumbprint(cert.Raw)
+	s.seen.put(k, x5t)
+	return x5t
 }
 
 // Chain returns r's client certificate and the intermediates it came
@@ -221,26 +189,20 @@ func (s Source) Chain(r *http.Request) ([]*x509.Certificate, error) {
 	return r.TLS.PeerCertificates, nil
 }
 
-// forwardedThumbprint is the thumbprint of the certificate a proxy put
-// in the header's values, "" for none, several values, or one that
-// cannot be read. The thumbprints of the values last read are remembered
-// (see valueSlots): a proxy sends its client's certificate with each of
-// its requests, and decoding one costs about a microsecond.
-func forwardedThumbprint(header string, values []string) string {
+// forwarded is the thumbprint of the certificate a proxy put in the
+// header's values, "" for none, several values, or one that cannot be
+// read. A proxy sends its client's certificate with each of its requests,
+// and decoding one costs microseconds: s remembers a value's thumbprint.
+func (s Source) forwarded(values []string) string {
 	if len(values) != 1 || values[0] == "" || len(values[0]) > maxValue {
 		return ""
 	}
-	v := values[0]
-	cacheable := len(v) <= maxCachedValue
-	var slot *atomic.Pointer[valueEntry]
-	if cacheable {
-		slot = &forwarded[maphash.String(seed, v)%valueSlots]
-		if e := slot.Load(); e != nil && e.value == v && e.header == header {
-			return e.x5t
-		}
+	k := memoryKey{value: values[0]}
+	if x5t, ok := s.seen.get(k); ok {
+		return x5t
 	}
 	computed.Add(1)
-	ders, hash, err := Decode(header, v)
+	ders, hash, err := Decode(s.header, k.value)
 	if err != nil {
 		return ""
 	}
@@ -250,33 +212,67 @@ func forwardedThumbprint(header string, values []string) string {
 	} else {
 		x5t = Thumbprint(ders[0])
 	}
-	if cacheable {
-		slot.Store(&valueEntry{header: header, value: v, x5t: x5t})
-	}
+	s.seen.put(k, x5t)
 	return x5t
 }
 
-// The thumbprints of forwarded values: valueSlots entries of at most
-// maxCachedValue bytes each (a certificate's PEM is one or two KiB), so
-// at most 1 MiB, filled only by the trusted proxies' requests. An entry
-// is found by its value, compared whole: two values never share one.
-const (
-	valueSlots     = 256
-	maxCachedValue = 4 << 10
-	// maxValue is the longest value read at all: 64 KiB, a certificate
-	// chain's, under net/http's 1 MiB of headers.
-	maxValue = 64 << 10
-)
+// maxValue is the longest forwarded value read at all: 64 KiB, a
+// certificate chain's, under net/http's 1 MiB of headers.
+const maxValue = 64 << 10
 
-type valueEntry struct {
-	header, value, x5t string
+// memory is a Source's thumbprints, by what they were computed from:
+// a connection's certificate, held by a weak pointer (the memory keeps no
+// certificate alive, and a certificate gone cannot be taken for a new
+// one at its address), or the header value a certificate was forwarded
+// in. It holds at most memoryBytes, and values of at most maxRemembered
+// bytes; when full it forgets all, and fills again. Only the trusted
+// proxies' requests and the connections that presented a certificate
+// fill it. It is safe for concurrent use; a nil memory remembers nothing.
+type memory struct {
+	mu    sync.RWMutex
+	m     map[memoryKey]string
+	bytes int // charged for m's entries (see entryBytes)
 }
 
-var (
-	forwarded [valueSlots]atomic.Pointer[valueEntry]
-	seed      = maphash.MakeSeed()
+type memoryKey struct {
+	cert  weak.Pointer[x509.Certificate] // a connection's certificate; zero for a forwarded one
+	value string                         // the header value a certificate was forwarded in
+}
+
+const (
+	memoryBytes   = 1 << 20
+	maxRemembered = 4 << 10 // a certificate's PEM is one or two KiB
+	// entryBytes is what an entry costs beside its value: the map's
+	// share, the key, the thumbprint.
+	entryBytes = 128
 )
 
-// Computed is how many thumbprints have been computed, for tests in
-// other packages that count the work the tables save.
-func Computed() uint64 { return computed.Load() }
+func newMemory() *memory { return &memory{m: make(map[memoryKey]string)} }
+
+func (m *memory) get(k memoryKey) (string, bool) {
+	if m == nil {
+		return "", false
+	}
+	m.mu.RLock()
+	x5t, ok := m.m[k]
+	m.mu.RUnlock()
+	return x5t, ok
+}
+
+func (m *memory) put(k memoryKey, x5t string) {
+	if m == nil || len(k.value) > maxRemembered {
+		return
+	}
+	k.value = strings.Clone(k.value) // not the request's memory
+	cost := entryBytes + len(k.value)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.bytes+cost > memoryBytes {
+		clear(m.m)
+		m.bytes = 0
+	}
+	if _, ok := m.m[k]; !ok {
+		m.m[k] = x5t
+		m.bytes += cost
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/hex"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -24,7 +25,11 @@ func TestThumbprintIsBase64urlSHA256(t *testing.T) {
 	if got := Thumbprint(c.Leaf.Raw); got != want || len(got) != 43 {
 		t.Fatalf("Thumbprint = %q, want %q", got, want)
 	}
-	if !Equal(want, Thumbprint(c.Leaf.Raw)) || Equal(want, want[:42]+"A") || Equal(want, want[:42]) {
+	other := want[:42] + "A" // another last character: one in 16 thumbprints ends with A
+	if want[42] == 'A' {
+		other = want[:42] + "E"
+	}
+	if !Equal(want, Thumbprint(c.Leaf.Raw)) || Equal(want, other) || Equal(want, want[:42]) {
 		t.Fatal("Equal is wrong")
 	}
 }
@@ -33,25 +38,61 @@ func TestThumbprintIsBase64urlSHA256(t *testing.T) {
 // its requests: its thumbprint is computed once, whatever the number of
 // requests.
 func TestOfComputesOncePerCertificate(t *testing.T) {
+	src := Connections()
 	a := certtest.SelfSigned(t, certtest.Leaf{}).Leaf
 	b := certtest.SelfSigned(t, certtest.Leaf{}).Leaf
 	before := computed.Load()
 	for range 100 {
-		if Of(a) != Thumbprint(a.Raw) || Of(b) != Thumbprint(b.Raw) {
+		if src.Of(a) != Thumbprint(a.Raw) || src.Of(b) != Thumbprint(b.Raw) {
 			t.Fatal("wrong thumbprint")
 		}
 	}
-	// Two certificates whose addresses share a slot push each other out;
-	// they are two at most.
-	if n := computed.Load() - before; n > 2 && certSlot(a) != certSlot(b) {
+	if n := computed.Load() - before; n != 2 {
 		t.Fatalf("computed %d thumbprints for 200 look-ups of two certificates, want 2", n)
 	}
 	// The same bytes parsed again are another certificate (another
 	// connection): computed again, and the same.
 	again, _ := x509.ParseCertificate(a.Raw)
 	before = computed.Load()
-	if Of(again) != Of(a) || computed.Load()-before < 1 {
+	if src.Of(again) != src.Of(a) || computed.Load()-before != 1 {
 		t.Fatal("another *x509.Certificate must be computed, and give the same thumbprint")
+	}
+	// The zero Source remembers nothing.
+	before = computed.Load()
+	for range 2 {
+		if (Source{}).Of(a) != Thumbprint(a.Raw) {
+			t.Fatal("the zero Source: wrong thumbprint")
+		}
+	}
+	if n := computed.Load() - before; n != 2 {
+		t.Fatalf("the zero Source computed %d thumbprints for 2 look-ups: it remembered", n)
+	}
+}
+
+// A Source's memory is bounded in bytes: full, it forgets all and fills
+// again, and what it answers is never another key's.
+func TestMemoryIsBounded(t *testing.T) {
+	m := newMemory()
+	value := strings.Repeat("v", maxRemembered-16)
+	n := 0
+	for i := range 2 * memoryBytes / (entryBytes + len(value)) {
+		m.put(memoryKey{value: fmt.Sprint(i, value)}, fmt.Sprint(i))
+		if m.bytes > memoryBytes {
+			t.Fatalf("%d bytes charged, over %d", m.bytes, memoryBytes)
+		}
+		n = max(n, len(m.m))
+	}
+	if n < memoryBytes/(entryBytes+len(value)+8) {
+		t.Fatalf("at most %d entries held at once", n)
+	}
+	for k, v := range m.m {
+		if !strings.HasPrefix(k.value, v) {
+			t.Fatalf("entry %q holds %q", k.value[:10], v)
+		}
+	}
+	m.put(memoryKey{value: value + strings.Repeat("x", 17)}, "too long")
+	if _, ok := m.get(memoryKey{value: value + strings.Repeat("x", 17)}); ok {
+		t.Fatal("a value over maxRemembered was kept")
 	}
 }
 
@@ -108,7 +149,7 @@ func TestDecodeForms(t *testing.T) {
 			if hash == nil && (len(ders) != 1 || string(ders[0]) != string(der)) {
 				t.Fatal("wrong certificate")
 			}
-			got := forwardedThumbprint(tc.header, []string{tc.value})
+			got := Source{header: tc.header}.forwarded([]string{tc.value})
 			if got != Thumbprint(der) {
 				t.Fatalf("thumbprint %q, want %q", got, Thumbprint(der))
 			}
@@ -173,22 +214,26 @@ func TestSourceTrustsProxiesOnly(t *testing.T) {
 	}
 }
 
-// A forwarded value is decoded once while it stays in the table, and a
+// A forwarded value is decoded once while it stays in the memory, and a
 // value read wrong is never taken for another.
 func TestForwardedDecodedOncePerValue(t *testing.T) {
 	a := certtest.SelfSigned(t, certtest.Leaf{}).Leaf
 	b := certtest.SelfSigned(t, certtest.Leaf{}).Leaf
 	va, vb := url.PathEscape(string(certtest.PEM(a.Raw))), url.PathEscape(string(certtest.PEM(b.Raw)))
+	src, err := NewSource("X-SSL-CERT", []netip.Prefix{netip.MustParsePrefix("10.0.0.0/24")})
+	if err != nil {
+		t.Fatal(err)
+	}
 	before := computed.Load()
 	for range 100 {
-		if forwardedThumbprint("X-SSL-CERT", []string{va}) != Thumbprint(a.Raw) {
+		if src.forwarded([]string{va}) != Thumbprint(a.Raw) {
 			t.Fatal("wrong thumbprint of a")
 		}
-		if forwardedThumbprint("X-SSL-CERT", []string{vb}) != Thumbprint(b.Raw) {
+		if src.forwarded([]string{vb}) != Thumbprint(b.Raw) {
 			t.Fatal("wrong thumbprint of b")
 		}
 	}
-	if n := computed.Load() - before; n > 2 {
+	if n := computed.Load() - before; n != 2 {
 		t.Fatalf("decoded %d times for 200 reads of two values, want 2", n)
 	}
 }
@@ -204,5 +249,25 @@ func TestEqual(t *testing.T) {
 	}
 	if !Equal(a, a) || !Equal("", "") || Equal(a, a[:42]) || !Equal("abc", "abc") || Equal("abc", "abd") {
 		t.Error("Equal is wrong")
+	}
+	long := strings.Repeat(a, 3)
+	if !Equal(long, strings.Clone(long)) || Equal(long, long[:128]+"x"+long[129:]) {
+		t.Error("Equal is wrong past 64 bytes")
+	}
+	// On every certificate-bound request's path.
+	b := strings.Clone(a)
+	if n := testing.AllocsPerRun(100, func() { _ = Equal(a, b) }); n != 0 {
+		t.Errorf("Equal allocates %v times", n)
+	}
+}
+
+// A connection's thumbprint, remembered, costs no allocation: it is on
+// the path of every request of a connection with a certificate.
+func TestOfRemembered(t *testing.T) {
+	src := Connections()
+	c := certtest.SelfSigned(t, certtest.Leaf{}).Leaf
+	src.Of(c)
+	if n := testing.AllocsPerRun(100, func() { _ = src.Of(c) }); n != 0 {
+		t.Errorf("Of allocates %v times", n)
 	}
 }

@@ -45,16 +45,16 @@ func TestNewPolicyRefusesBadSettings(t *testing.T) {
 // run it with real tokens).
 type scopesOnly struct{}
 
-func (scopesOnly) Validate(ctx context.Context, token string) (context.Context, scope.Set, error) {
-	return ctx, scope.Parse(strings.ReplaceAll(token, ",", " ")), nil
+func (scopesOnly) Validate(ctx context.Context, token string) (context.Context, scope.Set, time.Time, error) {
+	return ctx, scope.Parse(strings.ReplaceAll(token, ",", " ")), time.Time{}, nil
 }
 func (scopesOnly) Reason(err error) string { return "reason" }
 
-// TestDecideOrder: a public method passes without a token; an exact
+// TestAdmitOrder: a public method passes without a token; an exact
 // method's rule comes before its service's, and a service's before the
 // default; a method named nowhere is refused with a valid token when
 // there is no default (fail closed), and takes the default otherwise.
-func TestDecideOrder(t *testing.T) {
+func TestAdmitOrder(t *testing.T) {
 	closed, err := rpcauth.NewPolicy("x", rpcauth.Config{
 		Scopes: map[string][]string{
 			"/pkg.Admin/":        {scope.AdminWebAPI},
@@ -97,7 +97,7 @@ func TestDecideOrder(t *testing.T) {
 		{open, "/grpc.health.v1.Health/Check", nil, rpcauth.NoTokenMessage},
 	}
 	for _, c := range cases {
-		_, ref := c.p.Decide(context.Background(), c.method, c.authz, scopesOnly{})
+		_, ref := c.p.Admit(context.Background(), c.method, c.authz, scopesOnly{})
 		got := ""
 		if ref != nil {
 			got = ref.Message
@@ -119,9 +119,34 @@ func TestLoopback(t *testing.T) {
 	}
 }
 
+// TestIsInvalidToken: a client retries on the ErrorInfo of an invalid
+// token, this module's alone; not on no token, nor a scope's refusal.
 func TestIsInvalidToken(t *testing.T) {
-	if !rpcauth.IsInvalidToken("invalid_token: expired") || rpcauth.IsInvalidToken(rpcauth.NoTokenMessage) || rpcauth.IsInvalidToken("insufficient_scope: x") {
-		t.Error("IsInvalidToken tells the messages apart wrongly")
+	p, err := rpcauth.NewPolicy("x", rpcauth.Config{DefaultScopes: []string{scope.ConnectWebAPI}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	metadataOf := func(authz ...string) map[string]string {
+		_, ref := p.Admit(context.Background(), "/a.B/C", authz, scopesOnly{})
+		_, metadata := ref.Info()
+		return metadata
+	}
+	_, expired := rpcauth.Expired().Info()
+	for _, tc := range []struct {
+		name     string
+		domain   string
+		metadata map[string]string
+		want     bool
+	}{
+		{"expired", rpcauth.Domain, expired, true},
+		{"another domain's", "example.com", expired, false},
+		{"no token", rpcauth.Domain, metadataOf(), false},
+		{"insufficient scope", rpcauth.Domain, metadataOf("Bearer " + scope.AdminWebAPI), false},
+		{"a malformed header", rpcauth.Domain, metadataOf("Bearer a b"), false},
+	} {
+		if got := rpcauth.IsInvalidToken(tc.domain, tc.metadata); got != tc.want {
+			t.Errorf("%s: %t, want %t", tc.name, got, tc.want)
+		}
 	}
 }
 
@@ -141,7 +166,7 @@ func TestChallenge(t *testing.T) {
 		if authz != "" {
 			values = []string{authz}
 		}
-		_, ref := p.Decide(context.Background(), "/a.B/C", values, scopesOnly{})
+		_, ref := p.Admit(context.Background(), "/a.B/C", values, scopesOnly{})
 		if ref == nil || ref.Challenge("r") != want {
 			t.Errorf("%q: %+v, want the challenge %s", authz, ref, want)
 		}
@@ -167,7 +192,7 @@ func TestInfo(t *testing.T) {
 		if authz != "" {
 			values = []string{authz}
 		}
-		_, ref := p.Decide(context.Background(), "/a.B/C", values, scopesOnly{})
+		_, ref := p.Admit(context.Background(), "/a.B/C", values, scopesOnly{})
 		reason, metadata := ref.Info()
 		if reason != want.reason || !maps.Equal(metadata, want.metadata) {
 			t.Errorf("%q: %s %v, want %s %v", authz, reason, metadata, want.reason, want.metadata)
@@ -181,15 +206,14 @@ type expiring struct {
 	exp time.Time
 }
 
-func (e expiring) ValidateExpiring(ctx context.Context, token string) (context.Context, scope.Set, time.Time, error) {
-	ctx, scopes, err := e.Validate(ctx, token)
+func (e expiring) Validate(ctx context.Context, token string) (context.Context, scope.Set, time.Time, error) {
+	ctx, scopes, _, err := e.scopesOnly.Validate(ctx, token)
 	return ctx, scopes, e.exp, err
 }
 
-// TestDecideUntil: the admission holds until the token's expiry when
-// the validator tells it; never for a public method, a refusal, or a
-// validator that does not.
-func TestDecideUntil(t *testing.T) {
+// TestAdmitUntil: the admission holds until the token's expiry; never
+// for a public method, a refusal, or a token without one.
+func TestAdmitUntil(t *testing.T) {
 	p, err := rpcauth.NewPolicy("x", rpcauth.Config{DefaultScopes: []string{scope.AdminWebAPI}, Public: []string{"/a.B/Open"}})
 	if err != nil {
 		t.Fatal(err)
@@ -204,15 +228,15 @@ func TestDecideUntil(t *testing.T) {
 		want   time.Time
 	}{
 		{"admitted", "/a.B/C", admin, expiring{exp: exp}, exp},
-		{"a validator that does not tell", "/a.B/C", admin, scopesOnly{}, time.Time{}},
+		{"a token without expiry", "/a.B/C", admin, scopesOnly{}, time.Time{}},
 		{"public", "/a.B/Open", nil, expiring{exp: exp}, time.Time{}},
 		{"refused", "/a.B/C", []string{"Bearer " + scope.ConnectWebAPI}, expiring{exp: exp}, time.Time{}},
 	} {
-		if _, until, _ := p.DecideUntil(context.Background(), c.method, c.authz, c.v); !until.Equal(c.want) {
+		if _, until, _ := p.AdmitUntil(context.Background(), c.method, c.authz, c.v); !until.Equal(c.want) {
 			t.Errorf("%s: until %v, want %v", c.name, until, c.want)
 		}
 	}
-	if r := rpcauth.Expired(); r.Kind != rpcauth.InvalidToken || r.Message != "invalid_token: expired" || !rpcauth.IsInvalidToken(r.Message) {
+	if r := rpcauth.Expired(); r.Kind != rpcauth.InvalidToken || r.Message != "invalid_token: expired" {
 		t.Errorf("Expired: %+v", r)
 	}
 }

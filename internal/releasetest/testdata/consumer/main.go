@@ -183,7 +183,7 @@ func run(out io.Writer) error {
 
 // callGRPC serves the health service behind grpcauth on loopback and
 // calls it without a token, then with the client's.
-func callGRPC(ctx context.Context, out io.Writer, v middleware.TokenValidator, cfg client.Config) error {
+func callGRPC(ctx context.Context, out io.Writer, v accesstoken.TokenValidator, cfg client.Config) error {
 	auth, err := grpcauth.New(grpcauth.Config{Validator: v, DefaultScopes: []string{scope.AdminWebAPI}})
 	if err != nil {
 		return err
@@ -195,7 +195,7 @@ func callGRPC(ctx context.Context, out io.Writer, v middleware.TokenValidator, c
 	who := make(chan string, 1)
 	srv := grpc.NewServer(append(auth.ServerOptions(), grpc.ChainUnaryInterceptor(
 		func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-			if c, ok := middleware.ClaimsFrom(ctx); ok {
+			if c, ok := accesstoken.ClaimsFrom(ctx); ok {
 				who <- c.ClientID
 			}
 			return h(ctx, req)
@@ -231,7 +231,7 @@ func callGRPC(ctx context.Context, out io.Writer, v middleware.TokenValidator, c
 
 // callConnect serves a Connect procedure behind connectauth and calls it
 // without a token, then with the client's.
-func callConnect(ctx context.Context, out io.Writer, v middleware.TokenValidator, cfg client.Config) error {
+func callConnect(ctx context.Context, out io.Writer, v accesstoken.TokenValidator, cfg client.Config) error {
 	auth, err := connectauth.New(connectauth.Config{Validator: v, DefaultScopes: []string{scope.AdminWebAPI}})
 	if err != nil {
 		return err
@@ -240,7 +240,7 @@ func callConnect(ctx context.Context, out io.Writer, v middleware.TokenValidator
 	mux := http.NewServeMux()
 	mux.Handle(procedure, connect.NewUnaryHandler(procedure,
 		func(ctx context.Context, _ *connect.Request[wrapperspb.StringValue]) (*connect.Response[wrapperspb.StringValue], error) {
-			c, _ := middleware.ClaimsFrom(ctx)
+			c, _ := accesstoken.ClaimsFrom(ctx)
 			return connect.NewResponse(wrapperspb.String(c.ClientID)), nil
 		}, connect.WithInterceptors(auth)))
 	srv := httptest.NewServer(mux)

@@ -43,9 +43,10 @@ func (k Kind) String() string {
 	return "unknown"
 }
 
-// The messages of the refusals. Clients match them (InvalidTokenPrefix
-// is what a client retries on), so, like the HTTP side's descriptions,
-// they never change; none holds any part of a token.
+// The messages of the refusals. People and tools read them, so, like the
+// HTTP side's descriptions, they never change; none holds any part of a
+// token. A client decides by a refusal's ErrorInfo (see IsInvalidToken),
+// never by its message.
 const (
 	NoTokenMessage          = "no bearer token"
 	InvalidTokenPrefix      = "invalid_token: "
@@ -125,55 +126,46 @@ var (
 	notConfigured = &Refusal{Kind: InsufficientScope, Message: NotConfiguredMessage, Reason: "not_configured"}
 )
 
-// IsInvalidToken reports whether a refusal's message (an Unauthenticated
-// status's) says the token failed validation: the answer a client
+// IsInvalidToken reports whether a refusal's google.rpc.ErrorInfo detail,
+// its domain and metadata (see Refusal.Info), says the token failed
+// validation: the answer of an Unauthenticated status that a client
 // retries once with a new token.
-func IsInvalidToken(message string) bool {
-	return strings.HasPrefix(message, InvalidTokenPrefix)
+func IsInvalidToken(domain string, metadata map[string]string) bool {
+	return domain == Domain && metadata["error"] == "invalid_token"
 }
 
-// Validator is the token-checking package as a module adapts it: the one
+// Validator is accesstoken's decision as a module adapts it: the one
 // place where that package's names are used.
 type Validator interface {
 	// Validate checks token and returns the context the handler gets
-	// (carrying the claims, for the HTTP side's accessor) and the token's
-	// scopes; or the error of the refusal.
-	Validate(ctx context.Context, token string) (context.Context, scope.Set, error)
+	// (carrying the claims, for accesstoken.ClaimsFrom), the token's
+	// scopes and its expiry (its "exp", at which a stream admitted with
+	// it ends; zero for none); or the error of the refusal.
+	Validate(ctx context.Context, token string) (context.Context, scope.Set, time.Time, error)
 	// Reason returns the fixed code of a refusal's error, for its
 	// message and the log: "expired", "multiple_headers", ...
 	Reason(err error) string
 }
 
-// ExpiringValidator is a Validator that also tells when the tokens it
-// admits expire, so that a stream admitted with one ends then (see
-// DecideUntil and Expired).
-type ExpiringValidator interface {
-	Validator
-	// ValidateExpiring is Validate, and the token's expiry (its "exp");
-	// zero for a token without one.
-	ValidateExpiring(ctx context.Context, token string) (context.Context, scope.Set, time.Time, error)
-}
-
-// Decide decides a call of method whose authorization values are authz,
+// Admit decides a call of method whose authorization values are authz,
 // in the contract's order: a public method passes untouched; then the
 // token's form, its validation, the method's scope. It returns the
 // handler's context, or the refusal (logged when the policy has a
 // logger).
-func (p *Policy) Decide(ctx context.Context, method string, authz []string, v Validator) (context.Context, *Refusal) {
-	ctx, _, ref := p.DecideUntil(ctx, method, authz, v)
+func (p *Policy) Admit(ctx context.Context, method string, authz []string, v Validator) (context.Context, *Refusal) {
+	ctx, _, ref := p.AdmitUntil(ctx, method, authz, v)
 	return ctx, ref
 }
 
-// DecideUntil is Decide that also returns until when the admission
-// holds: the token's expiry when v is an ExpiringValidator, at which a
-// stream must end (Expired, Ended); zero for a public method, a token without
-// expiry, or another Validator.
-func (p *Policy) DecideUntil(ctx context.Context, method string, authz []string, v Validator) (context.Context, time.Time, *Refusal) {
+// AdmitUntil is Admit that also returns until when the admission
+// holds: the token's expiry, at which a stream must end (Expired, Ended);
+// zero for a public method or a token without expiry.
+func (p *Policy) AdmitUntil(ctx context.Context, method string, authz []string, v Validator) (context.Context, time.Time, *Refusal) {
 	r := p.lookup(method)
 	if r != nil && r.public {
 		return ctx, time.Time{}, nil
 	}
-	ctx, until, ref := p.decide(ctx, r, authz, v)
+	ctx, until, ref := p.admit(ctx, r, authz, v)
 	if ref != nil {
 		p.log(ctx, "idsauth: call refused", method, ref)
 	}
@@ -200,7 +192,7 @@ func (p *Policy) log(ctx context.Context, msg, method string, ref *Refusal) {
 	}
 }
 
-func (p *Policy) decide(ctx context.Context, r *rule, authz []string, v Validator) (context.Context, time.Time, *Refusal) {
+func (p *Policy) admit(ctx context.Context, r *rule, authz []string, v Validator) (context.Context, time.Time, *Refusal) {
 	tok, _, err := bearer.FromValues(authz, false)
 	switch {
 	case errors.Is(err, bearer.ErrMissing):
@@ -209,16 +201,7 @@ func (p *Policy) decide(ctx context.Context, r *rule, authz []string, v Validato
 		reason := v.Reason(err)
 		return ctx, time.Time{}, &Refusal{Kind: BadRequest, Message: invalidRequestPrefix + reason, Reason: reason}
 	}
-	var (
-		next   context.Context
-		scopes scope.Set
-		until  time.Time
-	)
-	if ev, ok := v.(ExpiringValidator); ok {
-		next, scopes, until, err = ev.ValidateExpiring(ctx, tok)
-	} else {
-		next, scopes, err = v.Validate(ctx, tok)
-	}
+	next, scopes, until, err := v.Validate(ctx, tok)
 	if err != nil {
 		reason := v.Reason(err)
 		return ctx, time.Time{}, &Refusal{Kind: InvalidToken, Message: InvalidTokenPrefix + reason, Reason: reason}
