@@ -16,7 +16,7 @@ func TestRSAPaddingFollowsTheSignatureSize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := &state{roster: &roster{dummies: dummies, rsaDummies: bySize}}
+	st := &state{roster: &roster{tally: tally{dummies: dummies, rsaDummies: bySize}}}
 	for sigLen, want := range map[int]int{256: 256, 384: 384, 512: 512, 300: 512, 0: 512} {
 		got := st.dummyFor(&assertion{alg: "RS256", sig: make([]byte, sigLen)}).(*rsa.PublicKey)
 		if got.Size() != want {

@@ -93,7 +93,7 @@ func (q *request) principal() (*client, string) {
 	if q.endpoint == introspectionEndpoint {
 		return q.st.apiByID(q.id), apiSubject(q.id)
 	}
-	return q.st.clients[q.id], q.id
+	return q.st.client(q.id), q.id
 }
 
 // apiByID returns the credentials of the API resource id, or nil.

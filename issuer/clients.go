@@ -2,8 +2,10 @@ package issuer
 
 import (
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -29,9 +31,10 @@ const (
 // client takes the one path of compiler.client, an API resource that of
 // compiler.api, and both the one path of their credentials.
 type compiler struct {
-	d       Config    // the configuration, its defaults applied
-	own     scope.Set // its scopes of its own
-	haveCAs bool      // it has mtls.clientCAs, which tls_client_auth needs
+	d       Config       // the configuration, its defaults applied
+	own     scope.Set    // its scopes of its own
+	haveCAs bool         // it has mtls.clientCAs, which tls_client_auth needs
+	logger  *slog.Logger // the issuer's, once it compiles for one; nil: none
 }
 
 // compiler returns the compiler of d, whose defaults are applied.
@@ -47,49 +50,53 @@ func (d Config) compiler() (*compiler, error) {
 }
 
 // compileRoster compiles the clients and API resources of the file, c's
-// (before its defaults: k's are applied).
+// (before its defaults: k's are applied): the clients into r.files, which
+// a build puts in the table once their key files are read.
 func (k *compiler) compileRoster(c *Config) (*roster, error) {
-	st := &roster{clients: make(map[string]*client, len(c.Clients)), apis: make(map[string]*apiResource, len(c.APIResources))}
+	r := &roster{apis: make(map[string]*apiResource, len(c.APIResources)), k: k}
+	seen := make(map[string]bool, len(c.Clients))
 	for i, cc := range c.Clients {
 		cl, err := k.client(fmt.Sprintf("clients[%d]", i), cc)
 		if err != nil {
 			return nil, err
 		}
-		if st.clients[cl.id] != nil {
+		if seen[cl.id] {
 			return nil, fieldErr(fmt.Sprintf("clients[%d].clientId", i), "duplicate client ID %q", cl.id)
 		}
-		st.clients[cl.id] = cl
+		seen[cl.id] = true
+		r.files = append(r.files, fileClient{cc: cc, cl: cl})
 	}
 	for i, ac := range c.APIResources {
 		api, err := k.api(fmt.Sprintf("apiResources[%d]", i), ac)
 		if err != nil {
 			return nil, err
 		}
-		if st.apis[api.name] != nil {
+		if r.apis[api.name] != nil {
 			return nil, fieldErr(fmt.Sprintf("apiResources[%d].name", i), "duplicate API resource %q", api.name)
 		}
-		st.apis[api.name] = api
-		st.apiOrder = append(st.apiOrder, api)
+		r.apis[api.name] = api
+		r.apiOrder = append(r.apiOrder, api)
 	}
-	return st, nil
+	return r, nil
 }
 
-// apiAudiences gives, under the identityserver profile, every client
-// without an audience of its own the names of the API resources of its
-// scopes, as IdentityServer does, once the file's and the registered API
-// resources are known. A client it changes is copied: the one compiled
-// from the file is shared with the next SetRegistered.
-func (st *state) apiAudiences() {
-	if !st.identityServer || len(st.apiOrder) == 0 {
-		return
+// compile compiles an entry of r's table, the client it keeps, by the
+// path every client takes: its epoch the record's when its registration
+// gives none, and, under the identityserver profile, without an audience
+// of its own, the names of the API resources of its scopes as
+// IdentityServer gives them.
+func (r *roster) compile(e entry) (*client, error) {
+	cl, err := r.k.client("clients", e.Config)
+	if err != nil {
+		return nil, err
 	}
-	for id, cl := range st.clients {
-		if cl.defaultAud {
-			cp := *cl
-			cp.apiAud, cp.audience = true, apiAudience(st.apiOrder, cl.scopeList)
-			st.clients[id] = &cp
-		}
+	if !cl.ownEpoch {
+		cl.epoch = e.Epoch
 	}
+	if r.k.d.Profile == profileIdentityServer && cl.defaultAud && len(r.apiOrder) > 0 {
+		cl.apiAud, cl.audience = true, apiAudience(r.apiOrder, cl.scopeList)
+	}
+	return cl, nil
 }
 
 // client is a checked client registration.
@@ -115,6 +122,9 @@ type client struct {
 	// the issuer's record of the ID (epochs.go).
 	epoch    uint64
 	ownEpoch bool // the configuration gave epoch
+	// prefix is how its tokens begin, for its own audience, in the span
+	// of the key set it was made for (sign.go).
+	prefix atomic.Pointer[tokenPrefix]
 }
 
 // named checks the ID of a client or an API resource, given in member of

@@ -10,6 +10,7 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"net/netip"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/idsauth/idsauth/internal/clientcert"
@@ -166,8 +168,8 @@ func (st *state) loadClientKeys(cfg *Config) error {
 		}
 		return nil
 	}
-	for i, cc := range cfg.Clients {
-		if err := load(fmt.Sprintf("clients[%d] (%q)", i, cc.ClientID), st.clients[cc.ClientID], cc.PublicKeys); err != nil {
+	for i, fc := range st.files {
+		if err := load(fmt.Sprintf("clients[%d] (%q)", i, fc.cc.ClientID), fc.cl, fc.cc.PublicKeys); err != nil {
 			return err
 		}
 	}
@@ -177,6 +179,26 @@ func (st *state) loadClientKeys(cfg *Config) error {
 		}
 	}
 	return nil
+}
+
+// entry is what the table keeps of fc: its configuration with every
+// public key (a file's, or one in code) as a JWK of its algorithm, so
+// that the entry holds all it needs, in bytes.
+func (fc fileClient) entry() (entry, error) {
+	cc := fc.cc
+	cc.PublicKeys = make([]ClientKeyConfig, len(fc.cl.keys))
+	for i, k := range fc.cl.keys {
+		j, err := keys.PublicJWKOf(k.pub)
+		if err != nil {
+			return entry{}, err
+		}
+		b, err := json.Marshal(j)
+		if err != nil {
+			return entry{}, err
+		}
+		cc.PublicKeys[i] = ClientKeyConfig{JWK: b, Alg: k.alg}
+	}
+	return entry{Config: cc, File: true}, nil
 }
 
 // set reports whether any field of a is set.
@@ -273,32 +295,72 @@ func parseThumbprint(t string) (string, error) {
 	return "", fmt.Errorf("want a SHA-256 thumbprint: 43 base64url characters (x5t#S256) or 64 hex digits, got %d characters", len(t))
 }
 
-// padKeys prepares what every assertion check needs, once the file's and
-// the registered clients are known: how many signature checks each
-// algorithm takes (the most keys of that algorithm any client has), and
-// keys that pad the checks of clients with fewer keys, and of unknown
-// clients, to that many.
-func (st *state) padKeys() error {
-	st.keyPad = map[string]int{}
-	rsaBits := []int{keys.MinRSABits}
-	all := slices.Collect(maps.Values(st.clients))
-	for _, api := range st.apis {
-		all = append(all, api.client)
+// tally is what every request must know of the roster as a whole,
+// counted as clients enter it, so that a change costs what it changes: the
+// signature checks that pad an assertion's (the most keys of an algorithm
+// any client or API resource has, and keys nobody holds of each RSA size
+// any has), one subject of each shape of secret hashes for the verifier,
+// and whether anyone speaks mutual TLS. Between full builds (Reload,
+// SetRegistered) it only grows: a removal leaves the padding and the
+// verifier's work as they were, never less.
+type tally struct {
+	keyPad     map[string]int // signature checks per alg
+	dummies    map[string]crypto.PublicKey
+	rsaDummies map[int]*rsa.PublicKey // by modulus size in bytes
+	rsaBits    []int                  // the sizes the dummies are made for
+	shapes     map[string][]secret.Hash
+	mtls       bool     // a client or API resource authenticates with, or binds its tokens to, a certificate
+	selfSigned []string // the IDs of those that authenticate with a self-signed certificate
+}
+
+// newTally is the tally of no client yet: its dummy keys made.
+func newTally() (tally, error) {
+	t := tally{keyPad: map[string]int{}, rsaBits: []int{keys.MinRSABits}, shapes: map[string][]secret.Hash{}}
+	var err error
+	t.dummies, t.rsaDummies, err = dummyKeys(t.rsaBits)
+	return t, err
+}
+
+// clone returns a copy of t whose maps and slices are its own.
+func (t tally) clone() tally {
+	t.keyPad, t.shapes = maps.Clone(t.keyPad), maps.Clone(t.shapes)
+	t.rsaBits, t.selfSigned = slices.Clone(t.rsaBits), slices.Clone(t.selfSigned)
+	return t
+}
+
+// add counts cl, a client or an API resource's credentials, in t, and
+// makes dummy keys again when it brings a new RSA size.
+func (t *tally) add(cl *client) error {
+	per := map[string]int{}
+	newSize := false
+	for _, k := range cl.keys {
+		per[k.alg]++
+		if p, ok := k.pub.(*rsa.PublicKey); ok && !slices.Contains(t.rsaBits, p.N.BitLen()) {
+			t.rsaBits, newSize = append(t.rsaBits, p.N.BitLen()), true
+		}
 	}
-	for _, cl := range all {
-		per := map[string]int{}
-		for _, k := range cl.keys {
-			per[k.alg]++
-			if p, ok := k.pub.(*rsa.PublicKey); ok {
-				rsaBits = append(rsaBits, p.N.BitLen())
-			}
+	for alg, n := range per {
+		t.keyPad[alg] = max(t.keyPad[alg], n)
+	}
+	shape := strconv.Itoa(len(cl.hashes))
+	for _, h := range cl.hashes {
+		shape += "," + string(h.Kind())
+		if h.Slow() {
+			shape += ":" + h.String() // each its own: the verifier measures its cost
 		}
-		for alg, n := range per {
-			st.keyPad[alg] = max(st.keyPad[alg], n)
-		}
+	}
+	if _, ok := t.shapes[shape]; !ok && len(cl.hashes) > 0 {
+		t.shapes[shape] = cl.hashes
+	}
+	t.mtls = t.mtls || cl.certs != nil || cl.certBound
+	if cl.certs != nil && len(cl.certs.thumbprints) > 0 {
+		t.selfSigned = append(t.selfSigned, cl.id)
+	}
+	if !newSize {
+		return nil
 	}
 	var err error
-	st.dummies, st.rsaDummies, err = dummyKeys(rsaBits)
+	t.dummies, t.rsaDummies, err = dummyKeys(t.rsaBits)
 	return err
 }
 

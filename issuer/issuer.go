@@ -42,11 +42,13 @@ type Issuer struct {
 	mu        sync.Mutex // serializes Reload and SetRegistered
 	ephemeral *keys.Key  // made once, kept across reloads
 	version   uint64     // the last key set version given out
-	// The last Reload's configuration, compiled, and the last
-	// SetRegistered's clients and API resources: each is applied with the
-	// other (registered.go).
-	file       fileState
-	registered registered
+	// The last Reload's configuration, compiled, applied with the
+	// registered clients (registered.go).
+	file fileState
+	// The last SetRegistered's API resources, and the registered clients
+	// left out since, which a Reload tries again beside those it serves.
+	registeredAPIs []APIResourceConfig
+	leftOut        []entry
 	// epochs is the record of the epochs of clients whose configuration
 	// gives none (epochs.go).
 	epochs epochs
@@ -230,17 +232,34 @@ func (iss *Issuer) Reload(cfg *Config) error {
 		return err
 	}
 	file := fileState{cfg: cfg.clone(), st: base, sets: sets}
-	st, left, err := file.withRegistered(iss.registered)
-	if err != nil {
-		return err
+	// The registered clients served now, and those left out, checked
+	// against the new configuration.
+	regs := slices.Clone(iss.leftOut)
+	if cur := iss.st.Load(); cur != nil {
+		cur.table.each(func(_ string, flags byte, decode func() (entry, error)) bool {
+			if flags&flagFile == 0 {
+				if e, err := decode(); err == nil {
+					regs = append(regs, e)
+				}
+			}
+			return true
+		})
 	}
 	ids := make([]string, len(cfg.Clients))
 	for i, cc := range cfg.Clients {
 		ids[i] = cc.ClientID
 	}
-	iss.renew(iss.st.Load(), st, ids)
+	st, left, out, err := iss.build(file, regs, iss.registeredAPIs, ids)
+	if err != nil {
+		return err
+	}
 	iss.apply(st, sets, now)
-	iss.file = file
+	iss.file, iss.leftOut = file, out
+	if ids := st.selfSignedStopped(); len(ids) > 0 {
+		iss.logger.Warn("idsauth issuer: these clients authenticate with a self-signed certificate (certificateThumbprints), which the TLS server refuses at the handshake unless it is among its CAs; discovery does not list self_signed_tls_client_auth",
+			slog.Any("clients", ids))
+	}
+
 	for _, err := range left {
 		iss.logger.Warn("idsauth issuer: a registered client or API resource is left out: it does not fit this configuration", slog.String("error", err.Error()))
 	}
@@ -297,14 +316,7 @@ func (iss *Issuer) apply(st *state, sets []keySet, now time.Time) {
 		g.verifier = secret.NewVerifier(g.verifierCfg)
 	}
 	st.guards = &g
-	subjects := make([][]secret.Hash, 0, len(st.clients))
-	for _, cl := range st.clients {
-		subjects = append(subjects, cl.hashes)
-	}
-	for _, api := range st.apis {
-		subjects = append(subjects, api.hashes)
-	}
-	st.verifier.Prime(subjects...)
+	st.verifier.Prime(slices.Collect(maps.Values(st.shapes))...)
 	switch {
 	case iss.sharedReplays() != nil: // the store remembers the jtis
 	case iss.replays == nil:
@@ -336,7 +348,6 @@ func (iss *Issuer) apply(st *state, sets []keySet, now time.Time) {
 		sets[i] = ks
 		sp := *st
 		sp.keySet = ks
-		sp.tokenPrefixes = sp.makePrefixes()
 		kr.spans[i] = &sp
 	}
 	kr.announced = new(atomic.Pointer[state])
@@ -372,10 +383,6 @@ func (iss *Issuer) compile(cfg *Config, now time.Time) (*state, []keySet, error)
 	sets, err := st.plan.keySets(ks, now, st.proofs)
 	if err != nil {
 		return nil, nil, err
-	}
-	if ids := st.selfSignedStopped(); len(ids) > 0 {
-		iss.logger.Warn("idsauth issuer: these clients authenticate with a self-signed certificate (certificateThumbprints), which the TLS server refuses at the handshake unless it is among its CAs; discovery does not list self_signed_tls_client_auth",
-			slog.Any("clients", ids))
 	}
 	return st, sets, nil
 }

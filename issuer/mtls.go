@@ -185,24 +185,10 @@ func (q *request) certBinding(cl *client, jkt string) (string, *refusal) {
 
 // mtlsUsed reports whether the configuration speaks of mutual TLS: CAs,
 // an alias, or a client or API resource that authenticates with a
-// certificate or binds its tokens to one. Discovery then lists the
-// certificate authentication methods and certificate-bound tokens.
-func (st *state) mtlsUsed() bool {
-	if st.mtls.enabled {
-		return true
-	}
-	for _, cl := range st.clients {
-		if cl.certs != nil || cl.certBound {
-			return true
-		}
-	}
-	for _, a := range st.apis {
-		if a.certs != nil {
-			return true
-		}
-	}
-	return false
-}
+// certificate or binds its tokens to one (the roster's tally). Discovery
+// then lists the certificate authentication methods and certificate-bound
+// tokens.
+func (st *state) mtlsUsed() bool { return st.mtls.enabled || st.tally.mtls }
 
 // selfSignedStopped returns, sorted, the clients and API resources that
 // authenticate with a self-signed certificate, when no such
@@ -212,19 +198,7 @@ func (st *state) selfSignedStopped() []string {
 	if st.mtls.selfSignedReach() {
 		return nil
 	}
-	var ids []string
-	for id, cl := range st.clients {
-		if cl.certs != nil && len(cl.certs.thumbprints) > 0 {
-			ids = append(ids, id)
-		}
-	}
-	for name, a := range st.apis {
-		if a.certs != nil && len(a.certs.thumbprints) > 0 {
-			ids = append(ids, name)
-		}
-	}
-	slices.Sort(ids)
-	return ids
+	return slices.Sorted(slices.Values(st.selfSigned))
 }
 
 // mtlsState is what MTLSConfig decides, compiled.

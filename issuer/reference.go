@@ -203,7 +203,7 @@ func (iss *Issuer) answer(ctx context.Context, token string, scopesOf func(*stat
 	if err != nil {
 		return nil, err
 	}
-	told, cl := scopesOf(st), st.clients[g.ClientID]
+	told, cl := scopesOf(st), st.client(g.ClientID)
 	var mine, aud []string
 	if ok && told != nil && stillIssued(cl, !looksLikeJWT(token), g) {
 		if aud, ok = cl.stillAudience(g.Audience); !ok {

@@ -1,18 +1,11 @@
 package issuer
 
 import (
-	"context"
-	"crypto/sha256"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"log/slog"
 	"maps"
 	"slices"
-	"strconv"
 	"time"
-
-	"github.com/idsauth/idsauth/tokenstore"
 )
 
 // Registered clients: the clients and API resources of a registry beside
@@ -25,29 +18,31 @@ import (
 // and API resources, beside the configuration's (Config.Clients and
 // Config.APIResources), in place of those of the previous call: a
 // registry such as github.com/idsauth/idsauth/pgregistry calls it with
-// every client it holds, each time they change. It swaps them in as
-// Reload swaps a configuration: at once, for every request that starts
-// after it returns, and introspection answers about the tokens of a
-// client no longer given (removed or disabled) as about a removed
-// client's: inactive, and for good once the client is given again with
-// another Epoch. Reload keeps them, checked against the new
-// configuration. No request waits on the registry: what the issuer
-// serves is what it was last given.
+// every client it holds when it loads them whole, and UpdateRegistered
+// with each change. It swaps them in as Reload swaps a configuration: at
+// once, for every request that starts after it returns, and
+// introspection answers about the tokens of a client no longer given
+// (removed or disabled) as about a removed client's: inactive, and for
+// good once the client is given again with another Epoch. Reload keeps
+// them, checked against the new configuration. No request waits on the
+// registry: what the issuer serves is what it was last given.
 //
 // Each is checked and compiled by the very code that compiles the file's,
 // with the configuration's defaults (the issuer URL's audience, its own
-// scopes, its mutual TLS CAs, its profile). One that does not fit is left
-// out, and the others applied: one whose ID is not printable ASCII
-// (U+0021 to U+007E) or is ".", ".." or "/", one whose ID is a configuration
-// file's client's or, under ASCII case folding, an earlier one's (the
-// file's wins, then the first), one that names a key file (a registered
-// client's keys are JWKs: a file would be on one replica's disk), one
-// whose AccessTokenLifetime outlives what the key schedule allows, or
-// any other field the file would refuse. The error joins one
-// *RegistrationError for each left out, whose ConfigError's Field names
-// the field as the file would, without an index: `clients
-// ("reporting").scopes[0]`, `apiResources ("reports-api").name`. Nil:
-// all of them are served.
+// scopes, its mutual TLS CAs, its profile), and kept as its registration
+// in a table the garbage collector need not scan, compiled again at its
+// first use. One that does not fit is left out, and the others applied:
+// one whose ID is not printable ASCII (U+0021 to U+007E) or is ".", ".."
+// or "/", one whose ID is a configuration file's client's or, under ASCII
+// case folding, an earlier one's (the file's wins, then the first), one
+// that names a key file (a registered client's keys are JWKs: a file
+// would be on one replica's disk), one whose AccessTokenLifetime outlives
+// what the key schedule allows, or any other field the file would
+// refuse. The error joins one *RegistrationError for each left out, whose
+// ConfigError's Field names the field as the file would, without an
+// index: `clients ("reporting").scopes[0]`, `apiResources
+// ("reports-api").name`. Nil: all of them are served. A Reload tries
+// those left out again.
 //
 // A registered client's secret hashes are checked at every call, as a
 // reload checks the file's: a bcrypt hash costs one bcrypt check each
@@ -55,28 +50,92 @@ import (
 func (iss *Issuer) SetRegistered(clients []ClientConfig, apis []APIResourceConfig) error {
 	iss.mu.Lock()
 	defer iss.mu.Unlock()
-	r := registered{clients: slices.Clone(clients), apis: slices.Clone(apis)}
-	st, left, err := iss.file.withRegistered(r)
+	regs := make([]entry, len(clients))
+	for i, cc := range clients {
+		regs[i] = entry{Config: cc}
+	}
+	st, left, out, err := iss.build(iss.file, regs, slices.Clone(apis), nil)
 	if err != nil {
 		return err
 	}
-	iss.renew(iss.st.Load(), st, nil)
 	now := iss.now()
 	iss.apply(st, iss.file.setsAt(now), now)
-	iss.registered = r
+	iss.registeredAPIs, iss.leftOut = slices.Clone(apis), out
 	return errors.Join(left...)
 }
 
-// CheckRegistered checks clients and apis as SetRegistered would, and
-// returns the same error, without applying them: an administration API
-// asks it before it stores a change.
-func (iss *Issuer) CheckRegistered(clients []ClientConfig, apis []APIResourceConfig) error {
+// UpdateRegistered applies a change of the registered clients, as
+// SetRegistered applies a whole set: clients are registered (or replace
+// the registration of their ID), and the registrations of the IDs of
+// removed end. It costs what the change holds, whatever the number of
+// clients the issuer serves. Its error is SetRegistered's, of the
+// clients given that it leaves out; a removed ID that is no registered
+// client's changes nothing.
+func (iss *Issuer) UpdateRegistered(clients []ClientConfig, removed []string) error {
 	iss.mu.Lock()
 	defer iss.mu.Unlock()
-	_, left, err := iss.file.withRegistered(registered{clients: clients, apis: apis})
+	st, left, err := iss.update(iss.st.Load(), clients, removed, true)
 	if err != nil {
 		return err
 	}
+	now := iss.now()
+	iss.apply(st, iss.file.setsAt(now), now)
+	// What this change left out is tried again at the next Reload, as
+	// SetRegistered's; what it gives or removes is not left out any more.
+	changed := map[string]bool{}
+	for _, cc := range clients {
+		changed[cc.ClientID] = true
+	}
+	for _, id := range removed {
+		changed[id] = true
+	}
+	iss.leftOut = slices.DeleteFunc(iss.leftOut, func(e entry) bool { return changed[e.Config.ClientID] })
+	for _, err := range left {
+		var re *RegistrationError
+		if errors.As(err, &re) && !re.API {
+			for _, cc := range clients {
+				if cc.ClientID == re.ID {
+					iss.leftOut = append(iss.leftOut, entry{Config: cc})
+				}
+			}
+		}
+	}
+	return errors.Join(left...)
+}
+
+// CheckRegistered checks clients and apis as UpdateRegistered and
+// SetRegistered would, beside the clients and API resources the issuer
+// serves now, and returns the same error, without applying them: an
+// administration API asks it before it stores a change. A client of the
+// ID of a registered one is checked as its replacement.
+func (iss *Issuer) CheckRegistered(clients []ClientConfig, apis []APIResourceConfig) error {
+	iss.mu.Lock()
+	defer iss.mu.Unlock()
+	cur := iss.st.Load()
+	if cur == nil {
+		return errors.New("issuer: no configuration yet")
+	}
+	var left []error
+	taken := takenIDs{}
+	for name := range cur.apis {
+		taken.add(name, "an API resource, which is served")
+	}
+	for _, ac := range apis {
+		if _, err := cur.k.registered(true, ac.Name, ac.PublicKeys, taken.lookup, func() (*client, error) {
+			a, err := cur.k.api("apiResources", ac)
+			if err != nil {
+				return nil, err
+			}
+			return a.client, nil
+		}); err != nil {
+			left = append(left, err)
+		}
+	}
+	_, more, err := iss.update(cur, clients, nil, false)
+	if err != nil {
+		return err
+	}
+	left = append(left, more...)
 	return errors.Join(left...)
 }
 
@@ -93,12 +152,6 @@ func (e *RegistrationError) Error() string { return e.Err.Error() }
 
 // Unwrap returns the ConfigError, so that errors.As finds it.
 func (e *RegistrationError) Unwrap() error { return e.Err }
-
-// registered is the last SetRegistered's clients and API resources.
-type registered struct {
-	clients []ClientConfig
-	apis    []APIResourceConfig
-}
 
 // fileState is the last Reload's configuration and what it compiled to:
 // its clients and API resources, its keys read, nothing applied.
@@ -129,82 +182,227 @@ func (f fileState) setsAt(now time.Time) []keySet {
 	return slices.Clone(f.sets[first:])
 }
 
-// withRegistered returns a new state: f's, with r's clients and API
-// resources added, each compiled, and the errors of those left out.
-// f's own state is not changed. An error is one of the configuration
-// itself, which Reload has checked already.
-func (f fileState) withRegistered(r registered) (*state, []error, error) {
+// build returns the state of f with the registered clients regs (each
+// with its record's epoch) and API resources apis added, each checked and
+// compiled, and the errors of those left out; the table is made whole.
+// An error is one of the configuration itself, which Reload has checked.
+func (iss *Issuer) build(f fileState, regs []entry, apis []APIResourceConfig, reread []string) (*state, []error, []entry, error) {
 	if f.st == nil {
-		return nil, nil, errors.New("issuer: no configuration yet")
+		return nil, nil, nil, errors.New("issuer: no configuration yet")
 	}
+	k := f.st.k
 	st := *f.st
-	st.roster = &roster{clients: maps.Clone(f.st.clients), apis: maps.Clone(f.st.apis), apiOrder: slices.Clone(f.st.apiOrder)}
-	d := f.cfg.withDefaults()
-	k, err := d.compiler()
-	if err != nil {
-		return nil, nil, err
+	r := &roster{files: f.st.files, apis: maps.Clone(f.st.apis), apiOrder: slices.Clone(f.st.apiOrder), k: k}
+	var err error
+	if r.tally, err = newTally(); err != nil {
+		return nil, nil, nil, err
 	}
 	var left []error
+	var out []entry // the registered clients left out
 	taken := takenIDs{}
-	for id := range f.st.apis {
-		taken.add(id, "an API resource of the configuration file, which wins")
+	for name, api := range f.st.apis {
+		taken.add(name, "an API resource of the configuration file, which wins")
+		if err := r.tally.add(api.client); err != nil {
+			return nil, nil, nil, err
+		}
 	}
-	for _, ac := range r.apis {
-		api, err := k.registered(true, ac.Name, ac.PublicKeys, taken, func() (*client, error) {
+	for _, ac := range apis {
+		_, err := k.registered(true, ac.Name, ac.PublicKeys, taken.lookup, func() (*client, error) {
 			a, err := k.api("apiResources", ac)
 			if err != nil {
 				return nil, err
 			}
-			st.apis[a.name] = a
-			st.apiOrder = append(st.apiOrder, a)
-			return a.client, nil
+			r.apis[a.name] = a
+			r.apiOrder = append(r.apiOrder, a)
+			return a.client, r.tally.add(a.client)
 		})
-		if api == nil {
+		if err != nil {
 			left = append(left, err)
 		}
-	}
-	// A registered client may not outlive what the key schedule allows
-	// the file's clients: a key retires no sooner than its last token
-	// expires.
-	ahead := d.ValidatorRefresh + d.JWKSMaxAge
-	var live time.Duration
-	for _, cc := range d.Clients {
-		live = max(live, cc.AccessTokenLifetime)
 	}
 	taken = takenIDs{}
-	for id := range f.st.clients {
-		taken.add(id, "a client of the configuration file, which wins")
+	now := map[string][]string{} // the clients without an epoch of their own, by their hashes
+	var entries []entry
+	for _, fc := range f.st.files {
+		taken.add(fc.cc.ClientID, "a client of the configuration file, which wins")
+		e, err := fc.entry()
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if err := r.tally.add(fc.cl); err != nil {
+			return nil, nil, nil, err
+		}
+		if e.Config.Epoch == 0 {
+			now[e.Config.ClientID] = e.Config.SecretHashes
+		}
+		entries = append(entries, e)
 	}
-	for _, cc := range r.clients {
-		at := fmt.Sprintf("clients (%q)", cc.ClientID)
-		cl, err := k.registered(false, cc.ClientID, cc.PublicKeys, taken, func() (*client, error) {
-			cl, err := k.client("clients", cc)
-			if err != nil {
-				return nil, err
-			}
-			if cl.lifetime > live {
-				if err := st.plan.validate(ahead, cl.lifetime); err != nil {
-					return nil, fieldErr(at+".accessTokenLifetime", "longer than the key schedule allows: %v", err)
-				}
-				live = cl.lifetime
-			}
-			st.clients[cl.id] = cl
-			return cl, nil
-		})
-		if cl == nil {
+	life := f.lifetimes()
+	for _, e := range regs {
+		if err := iss.admit(&st, r, e.Config, taken.lookup, &life); err != nil {
 			left = append(left, err)
+			out = append(out, e)
+			continue
+		}
+		taken.add(e.Config.ClientID, fmt.Sprintf("registered twice, under ASCII case folding: the first one, %q, is served", e.Config.ClientID))
+		if e.Config.Epoch == 0 {
+			now[e.Config.ClientID] = e.Config.SecretHashes
+		}
+		entries = append(entries, e)
+	}
+	was := map[string][]string{}
+	if old := iss.st.Load(); old != nil {
+		old.table.each(func(id string, flags byte, decode func() (entry, error)) bool {
+			if flags&flagOwnEpoch == 0 {
+				if e, err := decode(); err == nil {
+					was[id] = e.Config.SecretHashes
+				}
+			}
+			return true
+		})
+	}
+	known := iss.recordEpochs(ended(was, now), slices.Collect(maps.Keys(now)), reread)
+	puts := make([]tableEntry, len(entries))
+	for i, e := range entries {
+		if e.Config.Epoch == 0 {
+			e.Epoch = known[e.Config.ClientID]
+		}
+		if puts[i], err = encodeEntry(e); err != nil {
+			return nil, nil, nil, err
 		}
 	}
-	st.apiAudiences()
-	if err := st.padKeys(); err != nil {
-		return nil, nil, err
+	r.table = (*table)(nil).with(puts, nil)
+	st.roster = r
+	if err := st.speak(); err != nil {
+		return nil, nil, nil, err
 	}
-	fc := *st.face // discovery speaks of the roster as a whole
+	return &st, left, out, nil
+}
+
+// update returns the state of cur with clients registered (or replacing
+// the registrations of their IDs) and the registrations of removed
+// ended: only the table's shards they fall in are made anew. Without
+// apply it only checks: it records no epoch, and makes no state.
+func (iss *Issuer) update(cur *state, clients []ClientConfig, removed []string, apply bool) (*state, []error, error) {
+	st := *cur
+	r := *cur.roster
+	r.tally = cur.tally.clone()
+	var left []error
+	was, now := map[string][]string{}, map[string][]string{}
+	gone := func(id string) bool { // a registered client's old entry, for its epoch
+		s, i, ok := cur.table.find(id)
+		if !ok {
+			return false
+		}
+		if _, flags, _, _ := s.head(i); flags&flagFile != 0 {
+			return false
+		}
+		if e, err := s.entryAt(i); err == nil && e.Config.Epoch == 0 {
+			was[id] = e.Config.SecretHashes
+		}
+		return true
+	}
+	var drop []string
+	for _, id := range removed {
+		if gone(id) {
+			drop = append(drop, id)
+		}
+	}
+	local := takenIDs{}
+	takenBy := func(id string) (string, bool) {
+		if why, ok := local.lookup(id); ok {
+			return why, true
+		}
+		switch other, file, ok := cur.table.folded(id); {
+		case !ok, other == id && !file:
+			return "", false // free, or its own registration it replaces
+		case file:
+			return "a client of the configuration file, which wins", true
+		default:
+			return fmt.Sprintf("registered twice, under ASCII case folding: the first one, %q, is served", other), true
+		}
+	}
+	life := iss.file.lifetimes()
+	var entries []entry
+	for _, cc := range clients {
+		if err := iss.admit(&st, &r, cc, takenBy, &life); err != nil {
+			left = append(left, err)
+			continue
+		}
+		local.add(cc.ClientID, fmt.Sprintf("registered twice, under ASCII case folding: the first one, %q, is served", cc.ClientID))
+		gone(cc.ClientID)
+		if cc.Epoch == 0 {
+			now[cc.ClientID] = cc.SecretHashes
+		}
+		entries = append(entries, entry{Config: cc})
+	}
+	if !apply {
+		return nil, left, nil
+	}
+	known := iss.recordEpochs(ended(was, now), slices.Collect(maps.Keys(now)), nil)
+	puts := make([]tableEntry, len(entries))
+	for i, e := range entries {
+		if e.Config.Epoch == 0 {
+			e.Epoch = known[e.Config.ClientID]
+		}
+		var err error
+		if puts[i], err = encodeEntry(e); err != nil {
+			return nil, nil, err
+		}
+	}
+	r.table = cur.table.with(puts, drop)
+	st.roster = &r
+	if r.tally.mtls != cur.tally.mtls {
+		if err := st.speak(); err != nil {
+			return nil, nil, err
+		}
+	}
+	return &st, left, nil
+}
+
+// admit checks one registered client, cc, by the rules of a registration
+// (registered) and the file's path (compile), its lifetime against the
+// key schedule (life: the longest lifetime the schedule has been checked
+// for), and tallies it in r: nil, or its *RegistrationError.
+func (iss *Issuer) admit(st *state, r *roster, cc ClientConfig, takenBy func(string) (string, bool), life *time.Duration) error {
+	k := r.k
+	at := fmt.Sprintf("clients (%q)", cc.ClientID)
+	_, err := k.registered(false, cc.ClientID, cc.PublicKeys, takenBy, func() (*client, error) {
+		cl, err := k.client("clients", cc)
+		if err != nil {
+			return nil, err
+		}
+		if cl.lifetime > *life {
+			if err := st.plan.validate(k.d.ValidatorRefresh+k.d.JWKSMaxAge, cl.lifetime); err != nil {
+				return nil, fieldErr(at+".accessTokenLifetime", "longer than the key schedule allows: %v", err)
+			}
+			*life = cl.lifetime
+		}
+		return cl, r.tally.add(cl)
+	})
+	return err
+}
+
+// lifetimes is the longest lifetime of f's clients: a registered client
+// may not outlive what the key schedule allows them, since a key retires
+// no sooner than its last token expires.
+func (f fileState) lifetimes() time.Duration {
+	var live time.Duration
+	for _, fc := range f.st.files {
+		live = max(live, fc.cl.lifetime)
+	}
+	return live
+}
+
+// speak writes st's discovery document anew, of its roster as a whole.
+func (st *state) speak() error {
+	fc := *st.face
+	var err error
 	if fc.discovery, err = st.discoveryDocument(); err != nil {
-		return nil, nil, err
+		return err
 	}
 	st.face = &fc
-	return &st, left, nil
+	return nil
 }
 
 // registered compiles one registered client or API resource (api) with
@@ -212,7 +410,7 @@ func (f fileState) withRegistered(r registered) (*state, []error, error) {
 // its own: an ID of printable ASCII, not ".", ".." or "/", not taken under
 // ASCII case folding; keys as JWKs, not files. It returns the client, or
 // the *RegistrationError of one left out.
-func (k *compiler) registered(api bool, id string, kcs []ClientKeyConfig, taken takenIDs, compile func() (*client, error)) (*client, error) {
+func (k *compiler) registered(api bool, id string, kcs []ClientKeyConfig, takenBy func(string) (string, bool), compile func() (*client, error)) (*client, error) {
 	list, member := "clients", "clientId"
 	if api {
 		list, member = "apiResources", "name"
@@ -228,7 +426,7 @@ func (k *compiler) registered(api bool, id string, kcs []ClientKeyConfig, taken 
 	if err := checkRegisteredID(id); err != nil {
 		return left(fieldErr(at+"."+member, "%v", err), false)
 	}
-	if why, ok := taken[foldASCII(id)]; ok {
+	if why, ok := takenBy(id); ok {
 		return left(fieldErr(at+"."+member, "%s", why), true)
 	}
 	for i, kc := range kcs {
@@ -240,7 +438,6 @@ func (k *compiler) registered(api bool, id string, kcs []ClientKeyConfig, taken 
 	if err != nil {
 		return left(err, false)
 	}
-	taken.add(id, fmt.Sprintf("registered twice, under ASCII case folding: the first one, %q, is served", id))
 	return cl, nil
 }
 
@@ -252,6 +449,12 @@ func (t takenIDs) add(id, why string) {
 	if _, ok := t[foldASCII(id)]; !ok {
 		t[foldASCII(id)] = why
 	}
+}
+
+// lookup says who took id, under ASCII case folding.
+func (t takenIDs) lookup(id string) (string, bool) {
+	why, ok := t[foldASCII(id)]
+	return why, ok
 }
 
 // checkRegisteredID refuses an ID that a registry may not hold: anything
@@ -292,141 +495,4 @@ func foldASCII(id string) string {
 		}
 	}
 	return id
-}
-
-// A token carries the epoch of its client's registration, and
-// introspection answers it active only while the client's epoch is the
-// same (stillIssued): a client removed, disabled, or stripped of every
-// secret, and then served again, is a new client for the tokens issued
-// before. A registry gives each registration its epoch
-// (ClientConfig.Epoch); for every other client, the file's above all,
-// the issuer keeps a record of its own, here, and in its token store when
-// the store is a tokenstore.Epochs, so that the record outlives a restart
-// and reaches the replicas that share the store.
-
-// epochClaim is the claim in which a JWT carries its client's epoch,
-// when not zero.
-const epochClaim = "idsauth_epoch"
-
-// maxEpoch is the largest epoch: a JWT carries it as a JSON number, which
-// every JSON reader reads exactly up to 2^53-1 (jws.Claims.Uint53).
-const maxEpoch = 1<<53 - 1
-
-// epochTimeout bounds the token store's calls for the record of epochs,
-// at a Reload or SetRegistered.
-const epochTimeout = 5 * time.Second
-
-// epochs is the issuer's record of the epochs of its clients that the
-// configuration gives none: by client ID, zero for one never ended.
-type epochs struct {
-	known map[string]uint64
-	store tokenstore.Epochs // nil: this process's record alone
-}
-
-// nextEpoch is the epoch that follows e for client id: the same on every
-// replica that ends the client, with nothing shared, and at most 2^53 so
-// that any JSON reader reads it exactly.
-func nextEpoch(id string, e uint64) uint64 {
-	h := sha256.New()
-	h.Write([]byte("idsauth epoch\x00"))
-	h.Write([]byte(id))
-	h.Write(binary.BigEndian.AppendUint64([]byte{0}, e))
-	return binary.BigEndian.Uint64(h.Sum(nil))&maxEpoch | 1
-}
-
-// renew gives the clients of next whose configuration gives no epoch the
-// one the record holds, first ending (a new epoch) each such client of
-// old that next no longer serves or serves without any of its secrets.
-// The record of an ID is read from the store the first time the ID is
-// served, and again for each ID of reread that this call did not end: a
-// Reload passes the file's clients, so that a replica that never applied
-// a removal another one made (it reloaded the file of after alone)
-// takes the epoch the store holds, and the replicas agree again. A
-// client whose epoch changes is copied: old's, and the file's compiled
-// state, share it. It runs under iss.mu.
-func (iss *Issuer) renew(old, next *state, reread []string) {
-	e := &iss.epochs
-	if e.known == nil {
-		e.known = make(map[string]uint64)
-		e.store, _ = iss.tokens.(tokenstore.Epochs)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), epochTimeout)
-	defer cancel()
-	ended := map[string]bool{}
-	if old != nil {
-		for id, was := range old.clients {
-			if was.ownEpoch {
-				continue
-			}
-			if now := next.clients[id]; now != nil && !now.ownEpoch && !droppedEverySecret(was, now) {
-				continue
-			}
-			from := e.known[id]
-			to := nextEpoch(id, from)
-			e.known[id], ended[id] = to, true
-			if e.store == nil {
-				continue
-			}
-			if err := e.store.AdvanceEpoch(ctx, id, from, to); err != nil {
-				iss.logger.Error("idsauth issuer: the token store cannot record that a client ended: this replica ends its tokens, a replica starting later may not",
-					slog.String("client_id", id), slog.String("error", err.Error()))
-			}
-		}
-	}
-	var unread []string
-	for id, cl := range next.clients {
-		if _, ok := e.known[id]; !ok && !cl.ownEpoch {
-			unread = append(unread, id)
-		}
-	}
-	for _, id := range reread {
-		if _, ok := e.known[id]; ok && !ended[id] && next.clients[id] != nil && !next.clients[id].ownEpoch {
-			unread = append(unread, id)
-		}
-	}
-	if len(unread) > 0 && e.store != nil {
-		got, err := e.store.Epochs(ctx, unread)
-		if err != nil {
-			iss.logger.Error("idsauth issuer: the token store cannot tell the epochs of clients: they are read again at the next reload",
-				slog.Int("clients", len(unread)), slog.String("error", err.Error()))
-			unread = nil
-		}
-		for i, id := range unread {
-			e.known[id] = got[i]
-		}
-	} else {
-		for _, id := range unread {
-			e.known[id] = 0
-		}
-	}
-	for id, cl := range next.clients {
-		if ep := e.known[id]; !cl.ownEpoch && cl.epoch != ep {
-			cp := *cl
-			cp.epoch = ep
-			next.clients[id] = &cp
-		}
-	}
-}
-
-// droppedEverySecret reports whether now, a client served again, holds
-// none of the secrets was had: a secret leaked is replaced so, and the
-// tokens it got end with it.
-func droppedEverySecret(was, now *client) bool {
-	for _, h := range was.hashes {
-		for _, k := range now.hashes {
-			if h.Equal(k) {
-				return false
-			}
-		}
-	}
-	return len(was.hashes) > 0
-}
-
-// appendEpoch appends cl's epoch claim to a token's claims, when not zero.
-func appendEpoch(b []byte, cl *client) []byte {
-	if cl.epoch == 0 {
-		return b
-	}
-	b = append(b, `,"`+epochClaim+`":`...)
-	return strconv.AppendUint(b, cl.epoch, 10)
 }

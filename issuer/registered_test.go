@@ -262,3 +262,70 @@ func heap() int64 {
 	runtime.ReadMemStats(&m)
 	return int64(m.HeapAlloc)
 }
+
+// TestUpdateRegistered: a change applied as a change: a client added,
+// one replaced (its new scopes served, its old tokens ended with its
+// every secret replaced, when its registration gives no epoch), one
+// removed (its tokens inactive); an ID equal under ASCII case folding to
+// a file client's, or to another registered one's, left out and marked
+// Taken, while the registration of an ID is replaced by its own; a
+// removed ID no client holds changes nothing. What a change leaves out
+// that a Reload makes fit is served after it.
+func TestUpdateRegistered(t *testing.T) {
+	s := newServer(t, withReference)
+	tokenOf := func(id, pass string) answer {
+		return post(t, s.tokenURL(), formType, form("grant_type", "client_credentials", "scope", scope.AdminWebAPI), "Authorization", basic(id, pass))
+	}
+	if err := s.iss.SetRegistered([]issuer.ClientConfig{registeredClient("kept", false), registeredClient("replaced", true), registeredClient("removed", true)}, nil); err != nil {
+		t.Fatal(err)
+	}
+	old := map[string]string{}
+	for _, id := range []string{"replaced", "removed"} {
+		a := tokenOf(id, regSecret)
+		old[id], _ = a.body["access_token"].(string)
+	}
+	replaced := registeredClient("replaced", true)
+	replaced.SecretHashes = []string{secret.HashSHA256("new-secret").String()}
+	err := s.iss.UpdateRegistered([]issuer.ClientConfig{registeredClient("added", false), replaced, registeredClient("ADMIN", false), registeredClient("KEPT", false), registeredClient("wide", false)}, []string{"removed", "nobody"})
+	var taken []string
+	for _, e := range unwrapAll(err) {
+		var re *issuer.RegistrationError
+		if errors.As(e, &re) && re.Taken {
+			taken = append(taken, re.ID)
+		}
+	}
+	if fmt.Sprint(taken) != "[ADMIN KEPT]" {
+		t.Fatalf("left out as taken: %v (%v), want [ADMIN KEPT]", taken, err)
+	}
+	for id, want := range map[string]int{"kept": 200, "added": 200, "removed": 401, "wide": 200} {
+		if a := tokenOf(id, regSecret); a.status != want {
+			t.Errorf("%s: %d, want %d", id, a.status, want)
+		}
+	}
+	if a := tokenOf("replaced", "new-secret"); a.status != 200 {
+		t.Errorf("replaced, its new secret: %d %s", a.status, a.raw)
+	}
+	for id, tok := range old {
+		if m := introspect(t, s, "admin-api", adminAPISec, tok); m.body["active"] != false {
+			t.Errorf("%s's token of before the change: %v", id, m.body)
+		}
+	}
+	// Left out by a change, served once a reload makes it fit.
+	narrow := registeredClient("later", false)
+	narrow.Scopes = []string{"reports.read"}
+	if err := s.iss.UpdateRegistered([]issuer.ClientConfig{narrow}, nil); err == nil {
+		t.Fatal("a scope the configuration does not know was taken")
+	}
+	cfg := testConfig(s.issuerURL())
+	withReference(cfg)
+	cfg.Scopes = []string{"reports.read"}
+	if err := s.iss.Reload(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if a := post(t, s.tokenURL(), formType, form("grant_type", "client_credentials", "scope", "reports.read"), "Authorization", basic("later", regSecret)); a.status != 200 {
+		t.Errorf("left out by a change, after the reload that makes it fit: %d %s", a.status, a.raw)
+	}
+	if a := tokenOf("added", regSecret); a.status != 200 {
+		t.Errorf("a client of a change, after a reload: %d", a.status)
+	}
+}

@@ -111,7 +111,8 @@ func sha256After(state, more []byte) []byte {
 // client. It keeps the last tokenStart made from it.
 type tokenPrefix struct {
 	signingStart
-	last atomic.Pointer[tokenStart]
+	signer *keys.Key // the key whose header it begins with
+	last   atomic.Pointer[tokenStart]
 }
 
 // tokenStart is how every token of one client for one grant (scopes and
@@ -149,14 +150,18 @@ func (st *state) newPrefix(cl *client, aud []string) *tokenPrefix {
 	return &tokenPrefix{signingStart: header.extend(claims)}
 }
 
-// makePrefixes makes the prefix of every client's tokens in st's span, for
-// the client's own audience: a few hundred bytes per client.
-func (st *state) makePrefixes() map[*client]*tokenPrefix {
-	m := make(map[*client]*tokenPrefix, len(st.clients))
-	for _, cl := range st.clients {
-		m[cl] = st.newPrefix(cl, cl.audience)
+// prefixOf returns the prefix of cl's tokens in st's span, for the
+// client's own audience: made at its first token of the span and kept in
+// cl, which each roster compiles anew, and made again when another key
+// signs (the schedule moved on, a reload).
+func (st *state) prefixOf(cl *client) *tokenPrefix {
+	if p := cl.prefix.Load(); p != nil && p.signer == st.signer {
+		return p
 	}
-	return m
+	p := st.newPrefix(cl, cl.audience)
+	p.signer = st.signer
+	cl.prefix.Store(p)
+	return p
 }
 
 // tokenStart returns how cl's token for granted and aud at now begins:
@@ -165,8 +170,11 @@ func (st *state) makePrefixes() map[*client]*tokenPrefix {
 // for the client's own audience).
 func (st *state) tokenStart(cl *client, granted, aud []string, now time.Time) *tokenStart {
 	unix := now.Unix()
-	p := st.tokenPrefixes[cl]
-	own := p != nil && slices.Equal(aud, cl.audience) && (aud == nil) == (cl.audience == nil)
+	own := slices.Equal(aud, cl.audience) && (aud == nil) == (cl.audience == nil)
+	var p *tokenPrefix
+	if own {
+		p = st.prefixOf(cl)
+	}
 	if !own {
 		p = st.newPrefix(cl, aud) // for resources asked for: made each time
 	} else if t := p.last.Load(); t != nil && t.unix == unix && slices.Equal(t.granted, granted) && (t.granted == nil) == (granted == nil) {

@@ -101,13 +101,11 @@ func TestSignMatchesGolangJWT(t *testing.T) {
 							cl.audience = c.aud
 						}
 						st := &state{face: &face{issuer: "https://id.example/" + odd, scopeArray: scopeArray}, keySet: keySet{signer: k, method: jwt.GetSigningMethod(alg), header: encodedHeader(k)}}
-						st.roster = &roster{clients: map[string]*client{cl.id: cl}}
-						st.tokenPrefixes = st.makePrefixes()
 						// Twice in one second (the second from the first's
 						// start, for the client's own audience), then the
 						// next second.
 						for _, at := range []time.Time{now, now.Add(999 * time.Millisecond), now.Add(time.Second)} {
-							before := st.tokenPrefixes[cl].last.Load()
+							before := lastStart(cl)
 							got, err := st.sign([]byte("before"), cl, c.granted, c.aud, at)
 							if err != nil {
 								t.Fatalf("%s: %v", alg, err)
@@ -117,7 +115,7 @@ func TestSignMatchesGolangJWT(t *testing.T) {
 								t.Fatalf("%s: sign did not append: %q", alg, got)
 							}
 							checkToken(t, st, cl, c.granted, c.aud, at, tok)
-							after := st.tokenPrefixes[cl].last.Load()
+							after := lastStart(cl)
 							reused := before != nil && before == after
 							if wantReuse := own && at.Unix() == now.Unix() && before != nil; reused != wantReuse || (after != nil) != own {
 								t.Fatalf("%s at %v: start reused %v, kept %v; own audience %v", alg, at, reused, after != nil, own)
@@ -291,8 +289,6 @@ func TestTokenStartFollowsTheGrant(t *testing.T) {
 	}
 	cl := &client{id: "c", lifetime: time.Hour, audience: []string{"urn:api"}}
 	st := &state{face: &face{issuer: "https://id.example"}, keySet: keySet{signer: k, method: jwt.GetSigningMethod("ES256"), header: encodedHeader(k)}}
-	st.roster = &roster{clients: map[string]*client{cl.id: cl}}
-	st.tokenPrefixes = st.makePrefixes()
 	now := time.Unix(1_800_000_000, 0)
 	grants := [][]string{{"a"}, {"b"}, {"a", "b"}, {"a"}}
 	for _, g := range grants {
@@ -330,4 +326,13 @@ func TestTokenStartFollowsTheGrant(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// lastStart is the tokenStart cl's prefix keeps: nil before its first
+// token for its own audience.
+func lastStart(cl *client) *tokenStart {
+	if p := cl.prefix.Load(); p != nil {
+		return p.last.Load()
+	}
+	return nil
 }

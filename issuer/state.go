@@ -1,8 +1,6 @@
 package issuer
 
 import (
-	"crypto"
-	"crypto/rsa"
 	"sync/atomic"
 	"time"
 
@@ -22,8 +20,7 @@ import (
 // parts it changes: SetRegistered a roster and a face, apply the guards
 // and the keyring, Reload all of them.
 type state struct {
-	keySet                                 // this span's
-	tokenPrefixes map[*client]*tokenPrefix // this span's, made by apply
+	keySet // this span's
 
 	*face    // how the issuer speaks
 	*roster  // who may ask
@@ -48,16 +45,24 @@ type face struct {
 	misMounted *atomic.Bool
 }
 
-// roster is who may ask: the clients and API resources of the file and
-// the registry, compiled, and what pads their assertions' checks.
+// roster is who may ask: the clients of the file and the registry, in a
+// table the collector need not scan, compiled on their first use by k;
+// the API resources, compiled; and what every request must know of them
+// all, tallied as they enter (tally).
 type roster struct {
-	clients  map[string]*client
+	table    *table
+	files    []fileClient            // the file's clients, compiled: what Reload puts in the table first
 	apis     map[string]*apiResource // by name: who may introspect
 	apiOrder []*apiResource          // the same, in the configuration's order
-	// private_key_jwt: see assertion.go.
-	keyPad     map[string]int // signature checks per alg
-	dummies    map[string]crypto.PublicKey
-	rsaDummies map[int]*rsa.PublicKey // by modulus size in bytes
+	k        *compiler               // compiles an entry of the table at its first use
+	tally
+}
+
+// fileClient is a client of the configuration file, as given and
+// compiled, its key files read.
+type fileClient struct {
+	cc ClientConfig
+	cl *client
 }
 
 // guards are what bounds the askers: the failure budgets and who is
