@@ -112,7 +112,7 @@ func TestServeReplicasShareTheClientRegistry(t *testing.T) {
 	_, path := registryDeployment(t, addrA)
 	issuerURL := "http://" + addrA + "/ids"
 
-	for i, want := range []string{"schema migrated from version 0 to 2", "schema at version 2: nothing to do"} {
+	for i, want := range []string{"schema migrated from version 0 to 3", "schema at version 3: nothing to do"} {
 		if code, out, errOut := command(t, env, "", "migrate", "-config", path); code != 0 || !strings.Contains(out, want) {
 			t.Fatalf("migrate %d: %d %q %s, want %q", i+1, code, out, errOut, want)
 		}

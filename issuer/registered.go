@@ -496,3 +496,16 @@ func foldASCII(id string) string {
 	}
 	return id
 }
+
+// Registered returns how many registered clients and API resources the
+// issuer serves now, beside the configuration file's, and how many of
+// the clients given by SetRegistered and UpdateRegistered it leaves out.
+func (iss *Issuer) Registered() (clients, apis, left int) {
+	iss.mu.Lock()
+	defer iss.mu.Unlock()
+	st := iss.st.Load()
+	if st == nil || iss.file.st == nil {
+		return 0, 0, 0
+	}
+	return st.table.n - len(iss.file.st.files), len(st.apis) - len(iss.file.st.apis), len(iss.leftOut)
+}

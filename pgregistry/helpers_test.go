@@ -75,6 +75,23 @@ func newPG(t *testing.T) *pgtest.Server { return pgtest.Start(t) }
 
 func newReplicaWith(t *testing.T, dbURL string, edit func(*issuer.Config), opts ...issuer.Option) *replica {
 	t.Helper()
+	return newReplicaOf(t, dbURL, edit, nil, opts...)
+}
+
+// newReplicaConfig is newReplica with the registry's Config edited.
+func newReplicaConfig(t *testing.T, dbURL string, regEdit func(*pgregistry.Config)) *replica {
+	t.Helper()
+	r := newReplicaOf(t, dbURL, nil, regEdit)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := r.reg.WaitLoaded(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func newReplicaOf(t *testing.T, dbURL string, edit func(*issuer.Config), regEdit func(*pgregistry.Config), opts ...issuer.Option) *replica {
+	t.Helper()
 	mux := http.NewServeMux()
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
@@ -96,7 +113,11 @@ func newReplicaWith(t *testing.T, dbURL string, edit func(*issuer.Config), opts 
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, err := pgregistry.New(context.Background(), pgregistry.Config{URL: dbURL, Issuer: iss, Logger: logger, Reconcile: time.Minute})
+	rc := pgregistry.Config{URL: dbURL, Issuer: iss, Logger: logger, Reconcile: time.Minute}
+	if regEdit != nil {
+		regEdit(&rc)
+	}
+	reg, err := pgregistry.New(context.Background(), rc)
 	if err != nil {
 		t.Fatal(err)
 	}

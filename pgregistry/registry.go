@@ -2,9 +2,12 @@ package pgregistry
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -69,17 +72,18 @@ type Registry struct {
 	address func(*http.Request) string
 	admin   http.Handler
 	prefix  string // the administration API's path, "/ids/admin"
+	replica string // this replica's name in idsauth_replicas
 
 	cancel context.CancelFunc
 	done   chan struct{}
 
 	mu         sync.Mutex
 	status     Status
-	loaded     chan struct{}    // closed at the first load
-	lastLeft   string           // the registrations left out at the last load, as logged
-	next       chan struct{}    // closed at the next load
-	downLogged bool             // the database's absence is logged
-	failLogged logevery.Limiter // the administration API's 503s
+	loaded     chan struct{}     // closed at the first load
+	left       map[string]string // the registrations left out, by kind and ID: why, as logged
+	next       chan struct{}     // closed at the next load
+	downLogged bool              // the database's absence is logged
+	failLogged logevery.Limiter  // the administration API's 503s
 	loads      [2]atomic.Uint64
 }
 
@@ -94,6 +98,9 @@ type Status struct {
 	Clients, APIResources, Left int
 	// Generation is the snapshot's: every change adds one.
 	Generation int64
+	// Changes counts the loads applied as a change, of the rows changed
+	// since the replica's generation; the others were whole.
+	Changes uint64
 	// LoadedAt is when the snapshot was loaded, Since when Up last
 	// changed.
 	LoadedAt, Since time.Time
@@ -124,7 +131,7 @@ func New(ctx context.Context, cfg Config) (*Registry, error) {
 	if err != nil {
 		return nil, scrub(err, conn.Password)
 	}
-	r := &Registry{iss: cfg.Issuer, pool: pool, conn: conn, secret: conn.Password, logger: cfg.Logger,
+	r := &Registry{iss: cfg.Issuer, pool: pool, conn: conn, secret: conn.Password, logger: cfg.Logger, replica: replicaName(),
 		every: cfg.Reconcile, timeout: cfg.Timeout, address: cfg.ClientAddress, done: make(chan struct{}), loaded: make(chan struct{}), next: make(chan struct{})}
 	if r.logger == nil {
 		r.logger = slog.Default()
@@ -265,134 +272,6 @@ func (r *Registry) listen(ctx context.Context) error {
 	}
 }
 
-// reconcile loads the snapshot if the database's generation is not the
-// one loaded: a notification missed.
-func (r *Registry) reconcile(ctx context.Context, conn *pgx.Conn) error {
-	var gen int64
-	if err := r.call(ctx, func(ctx context.Context) error {
-		return conn.QueryRow(ctx, `SELECT generation FROM idsauth_generation`).Scan(&gen)
-	}); err != nil {
-		return err
-	}
-	if gen != r.Status().Generation || !r.Status().Loaded {
-		return r.load(ctx, conn)
-	}
-	r.up()
-	return nil
-}
-
-// load reads every enabled registration in one transaction and gives them
-// to the issuer.
-func (r *Registry) load(ctx context.Context, conn *pgx.Conn) error {
-	var gen int64
-	var clientRows, apiRows []row
-	err := r.call(ctx, func(ctx context.Context) error {
-		tx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
-		if err != nil {
-			return err
-		}
-		defer tx.Rollback(context.Background()) //nolint:errcheck // read only
-		if err := checkSchema(ctx, tx); err != nil {
-			return err
-		}
-		if err := tx.QueryRow(ctx, `SELECT generation FROM idsauth_generation`).Scan(&gen); err != nil {
-			return err
-		}
-		// The oldest registration first: of two IDs equal under case
-		// folding, the issuer serves the first.
-		rows, err := tx.Query(ctx, `SELECT kind, id, config::text, secret_hashes, epoch FROM idsauth_registrations WHERE NOT disabled ORDER BY kind, created_at, id`)
-		if err != nil {
-			return err
-		}
-		clientRows, apiRows = clientRows[:0], apiRows[:0]
-		var kindName, config string
-		var rw row
-		var epoch int64
-		_, err = pgx.ForEachRow(rows, []any{&kindName, &rw.id, &config, &rw.hashes, &epoch}, func() error {
-			// A negative epoch, written by hand, reads as one beyond what
-			// a JWT carries: the issuer leaves that row out, not the load.
-			rw.config, rw.epoch = []byte(config), uint64(epoch)
-			if kindName == clientKind.name {
-				clientRows = append(clientRows, rw)
-			} else {
-				apiRows = append(apiRows, rw)
-			}
-			rw = row{}
-			return nil
-		})
-		return err
-	})
-	if err != nil {
-		r.loads[1].Add(1)
-		return err
-	}
-	clients, _, left := decodeRows(clientKind, clientRows)
-	_, apis, badAPIs := decodeRows(apiKind, apiRows)
-	left = append(left, badAPIs...)
-	clients, apis, admins := withoutAdmins(clients, apis)
-	left = append(left, admins...)
-	left = append(left, unjoin(r.iss.SetRegistered(clients, apis))...)
-	r.loads[0].Add(1)
-	r.loadedSnapshot(gen, len(clientRows), len(apiRows), left)
-	return nil
-}
-
-// unjoin returns the errors err joins, or err alone.
-func unjoin(err error) []error {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		return j.Unwrap()
-	}
-	if err != nil {
-		return []error{err}
-	}
-	return nil
-}
-
-// loadedSnapshot records a load of clients and apis rows, and logs the
-// registrations it left out (each an *issuer.RegistrationError) when they
-// are not those of the last load: before the load shows in Status and
-// WaitLoaded, so that whoever sees it loaded finds them in the log. It
-// runs on the listener's goroutine alone.
-func (r *Registry) loadedSnapshot(gen int64, clients, apis int, left []error) {
-	var lines []string
-	for _, err := range left {
-		var re *issuer.RegistrationError
-		switch {
-		case !errors.As(err, &re):
-			// Not one registration's: the configuration's own, which
-			// Reload checked; nothing is served of the snapshot.
-			clients, apis = 0, 0
-		case re.API:
-			apis--
-		default:
-			clients--
-		}
-		lines = append(lines, err.Error())
-	}
-	text := strings.Join(lines, "\n")
-	r.mu.Lock()
-	changed := text != r.lastLeft
-	r.lastLeft = text
-	r.mu.Unlock()
-	if changed {
-		for _, l := range lines {
-			r.logger.Warn("idsauth registry: a registration is left out: it does not fit the issuer's configuration", slog.String("error", l))
-		}
-	}
-	r.mu.Lock()
-	first := !r.status.Loaded
-	r.status.Loaded, r.status.Generation, r.status.LoadedAt = true, gen, time.Now()
-	r.status.Left = len(left)
-	r.status.Clients, r.status.APIResources = max(clients, 0), max(apis, 0)
-	close(r.next)
-	r.next = make(chan struct{})
-	r.mu.Unlock()
-	r.up()
-	if first {
-		close(r.loaded)
-	}
-}
-
 // up records that the database answered, logging its return.
 func (r *Registry) up() {
 	r.mu.Lock()
@@ -470,4 +349,12 @@ func (s *scrubbed) Unwrap() error { return s.err }
 func isUndefinedTable(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && pe.Code == "42P01"
+}
+
+// replicaName names this replica in idsauth_replicas: its host, its
+// process and a random part, since several may share a host and a PID
+// may come again.
+func replicaName() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), rand.Text()[:8])
 }

@@ -65,11 +65,52 @@ var migrations = []string{
 	CREATE TRIGGER idsauth_registration_epoch BEFORE INSERT OR UPDATE ON idsauth_registrations
 		FOR EACH ROW EXECUTE FUNCTION idsauth_registration_epoch();
 	COMMENT ON COLUMN idsauth_registrations.epoch IS 'the registration''s epoch, which its tokens carry: renewed by the trigger idsauth_registration_epoch when the row is inserted, renamed, enabled again or left with none of its secrets; 0 for a row of before';`,
+	// 3: each change is applied as a change. A registration keeps the
+	// generation of its last change, a removed one a tombstone of its
+	// own; every replica records the generation it serves, so that the
+	// tombstones no replica needs any more are pruned (up to pruned: a
+	// replica older than that loads in full). Triggers keep the rule,
+	// whoever writes: taking the generation's row first, so that two
+	// changes at once each get their own.
+	`ALTER TABLE idsauth_registrations ADD COLUMN generation bigint NOT NULL DEFAULT 0;
+	CREATE INDEX idsauth_registrations_generation ON idsauth_registrations (generation);
+	CREATE TABLE idsauth_removed (
+		kind       text   NOT NULL,
+		id         text   NOT NULL,
+		generation bigint NOT NULL,
+		PRIMARY KEY (kind, id)
+	);
+	CREATE INDEX idsauth_removed_generation ON idsauth_removed (generation);
+	CREATE TABLE idsauth_replicas (
+		replica    text        PRIMARY KEY,
+		generation bigint      NOT NULL,
+		seen_at    timestamptz NOT NULL DEFAULT now()
+	);
+	ALTER TABLE idsauth_generation ADD COLUMN pruned bigint NOT NULL DEFAULT 0;
+	CREATE FUNCTION idsauth_registration_change() RETURNS trigger LANGUAGE plpgsql AS $$
+	DECLARE
+		g bigint;
+	BEGIN
+		SELECT generation + 1 INTO g FROM idsauth_generation FOR UPDATE;
+		IF TG_OP = 'DELETE' OR (TG_OP = 'UPDATE' AND (OLD.kind <> NEW.kind OR OLD.id <> NEW.id)) THEN
+			INSERT INTO idsauth_removed (kind, id, generation) VALUES (OLD.kind, OLD.id, g)
+				ON CONFLICT (kind, id) DO UPDATE SET generation = excluded.generation;
+		END IF;
+		IF TG_OP = 'DELETE' THEN
+			RETURN OLD;
+		END IF;
+		NEW.generation := g;
+		RETURN NEW;
+	END $$;
+	CREATE TRIGGER idsauth_registration_change BEFORE INSERT OR UPDATE OR DELETE ON idsauth_registrations
+		FOR EACH ROW EXECUTE FUNCTION idsauth_registration_change();
+	COMMENT ON TABLE idsauth_removed IS 'a tombstone of each registration removed (or renamed), with the generation of its removal, kept until every replica has passed it';
+	COMMENT ON TABLE idsauth_replicas IS 'the generation each replica serves, and when it said so: the tombstones older than every live replica''s are pruned';`,
 }
 
 // SchemaVersion is the version of the schema this package writes: Migrate
 // brings a database to it.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // lockKey is the advisory lock that serializes migrations: two replicas
 // migrating at once run one after the other.

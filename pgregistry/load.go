@@ -1,0 +1,262 @@
+package pgregistry
+
+// Loading: a replica brings its issuer to the database's generation,
+// applying the rows changed since its own as a change
+// (issuer.UpdateRegistered), or every row when it cannot (its first load,
+// a gap wider than the tombstones kept, a change of API resources), and
+// records the generation it serves, so that the tombstones no replica
+// needs any more are pruned.
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/idsauth/idsauth/issuer"
+)
+
+// tombstoneAge is how long a replica that says nothing of the generation
+// it serves still holds back the pruning of tombstones: one that comes
+// back later, older than the pruned ones, loads in full.
+const tombstoneAge = time.Hour
+
+// reconcile loads what the replica misses when the database's generation
+// is not the one it serves (a notification lost), records the generation
+// it serves, and prunes the tombstones every replica has passed.
+func (r *Registry) reconcile(ctx context.Context, conn *pgx.Conn) error {
+	var gen int64
+	if err := r.call(ctx, func(ctx context.Context) error {
+		return conn.QueryRow(ctx, `SELECT generation FROM idsauth_generation`).Scan(&gen)
+	}); err != nil {
+		return err
+	}
+	if gen != r.Status().Generation || !r.Status().Loaded {
+		return r.load(ctx, conn)
+	}
+	r.served(ctx, conn, gen)
+	return r.call(ctx, func(ctx context.Context) error {
+		_, err := conn.Exec(ctx, `WITH horizon AS (
+				SELECT min(generation) AS g FROM idsauth_replicas WHERE seen_at > now() - $1::interval
+			), pruned AS (
+				DELETE FROM idsauth_removed WHERE generation <= (SELECT g FROM horizon) RETURNING generation
+			)
+			UPDATE idsauth_generation SET pruned = (SELECT max(generation) FROM pruned) WHERE EXISTS (SELECT 1 FROM pruned) AND pruned < (SELECT max(generation) FROM pruned)`,
+			tombstoneAge.String())
+		if err == nil {
+			_, err = conn.Exec(ctx, `DELETE FROM idsauth_replicas WHERE seen_at < now() - interval '1 day'`)
+		}
+		return err
+	})
+}
+
+// served records the generation the replica serves, for the pruning of
+// tombstones; a failure only delays it.
+func (r *Registry) served(ctx context.Context, conn *pgx.Conn, gen int64) {
+	err := r.call(ctx, func(ctx context.Context) error {
+		_, err := conn.Exec(ctx, `INSERT INTO idsauth_replicas (replica, generation) VALUES ($1, $2)
+			ON CONFLICT (replica) DO UPDATE SET generation = excluded.generation, seen_at = now()`, r.replica, gen)
+		return err
+	})
+	if err == nil {
+		r.up()
+	}
+}
+
+// changes is what a load read: the generation it reached, and the rows
+// (and tombstones) changed since the replica's, or every row.
+type changes struct {
+	gen         int64
+	whole       bool
+	clientRows  []row    // enabled, changed
+	apiRows     []row    // enabled, changed
+	off         []string // clients disabled or removed since
+	apisChanged bool     // an API resource changed since: loaded whole
+}
+
+// load brings the issuer to the database's generation, from the one it
+// serves: as a change when it can, whole otherwise.
+func (r *Registry) load(ctx context.Context, conn *pgx.Conn) error {
+	st := r.Status()
+	var ch changes
+	err := r.call(ctx, func(ctx context.Context) error {
+		tx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback(context.Background()) //nolint:errcheck // read only
+		if err := checkSchema(ctx, tx); err != nil {
+			return err
+		}
+		var pruned int64
+		if err := tx.QueryRow(ctx, `SELECT generation, pruned FROM idsauth_generation`).Scan(&ch.gen, &pruned); err != nil {
+			return err
+		}
+		since := st.Generation
+		if !st.Loaded || since < pruned || since > ch.gen {
+			ch.whole, since = true, -1
+		}
+		if err := ch.read(ctx, tx, since); err != nil {
+			return err
+		}
+		// An API resource changed, or a client removed that may have kept
+		// one left out from being served (an ID equal under case folding):
+		// every row, in the same snapshot.
+		if !ch.whole && (ch.apisChanged || len(ch.off) > 0 && st.Left > 0) {
+			ch = changes{gen: ch.gen, whole: true}
+			return ch.read(ctx, tx, -1)
+		}
+		return nil
+	})
+	if err != nil {
+		r.loads[1].Add(1)
+		return err
+	}
+	clients, _, left := decodeRows(clientKind, ch.clientRows)
+	_, apis, badAPIs := decodeRows(apiKind, ch.apiRows)
+	left = append(left, badAPIs...)
+	clients, apis, admins := withoutAdmins(clients, apis)
+	left = append(left, admins...)
+	if ch.whole {
+		left = append(left, unjoin(r.iss.SetRegistered(clients, apis))...)
+	} else {
+		left = append(left, unjoin(r.iss.UpdateRegistered(clients, ch.off))...)
+	}
+	r.loads[0].Add(1)
+	r.loadedSnapshot(ch, left)
+	r.served(ctx, conn, ch.gen)
+	return nil
+}
+
+// read reads the rows changed since generation since (-1: every one) and
+// the tombstones, the oldest registration first: of two IDs equal under
+// case folding, the issuer serves the first.
+func (ch *changes) read(ctx context.Context, tx pgx.Tx, since int64) error {
+	rows, err := tx.Query(ctx, `SELECT kind, id, config::text, secret_hashes, epoch, disabled FROM idsauth_registrations
+		WHERE generation > $1 AND ($1 >= 0 OR NOT disabled) ORDER BY kind, created_at, id`, since)
+	if err != nil {
+		return err
+	}
+	var kindName, config string
+	var rw row
+	var epoch int64
+	var disabled bool
+	seen := map[string]bool{}
+	_, err = pgx.ForEachRow(rows, []any{&kindName, &rw.id, &config, &rw.hashes, &epoch, &disabled}, func() error {
+		if kindName == apiKind.name {
+			ch.apisChanged = true
+		}
+		seen[kindName+"\x00"+rw.id] = true
+		switch {
+		case disabled && kindName == clientKind.name:
+			ch.off = append(ch.off, rw.id)
+		case disabled:
+		default:
+			// A negative epoch, written by hand, reads as one beyond what
+			// a JWT carries: the issuer leaves that row out, not the load.
+			rw.config, rw.epoch = []byte(config), uint64(epoch)
+			if kindName == clientKind.name {
+				ch.clientRows = append(ch.clientRows, rw)
+			} else {
+				ch.apiRows = append(ch.apiRows, rw)
+			}
+		}
+		rw = row{}
+		return nil
+	})
+	if err != nil || since < 0 {
+		return err
+	}
+	gone, err := tx.Query(ctx, `SELECT kind, id FROM idsauth_removed WHERE generation > $1`, since)
+	if err != nil {
+		return err
+	}
+	var id string
+	_, err = pgx.ForEachRow(gone, []any{&kindName, &id}, func() error {
+		if seen[kindName+"\x00"+id] { // registered again since: its row says
+			return nil
+		}
+		if kindName == apiKind.name {
+			ch.apisChanged = true
+		} else {
+			ch.off = append(ch.off, id)
+		}
+		return nil
+	})
+	return err
+}
+
+// unjoin returns the errors err joins, or err alone.
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	if err != nil {
+		return []error{err}
+	}
+	return nil
+}
+
+// loadedSnapshot records a load, and logs each registration it left out
+// (each an *issuer.RegistrationError) that was not left out before:
+// before the load shows in Status and WaitLoaded, so that whoever sees it
+// loaded finds them in the log. It runs on the listener's goroutine
+// alone.
+func (r *Registry) loadedSnapshot(ch changes, left []error) {
+	r.mu.Lock()
+	was := r.left
+	r.mu.Unlock()
+	now := map[string]string{}
+	if !ch.whole { // a change: what it touched decides anew, the rest stays
+		for k, v := range was {
+			now[k] = v
+		}
+		for _, rw := range ch.clientRows {
+			delete(now, clientKind.name+"\x00"+rw.id)
+		}
+		for _, rw := range ch.apiRows {
+			delete(now, apiKind.name+"\x00"+rw.id)
+		}
+		for _, id := range ch.off {
+			delete(now, clientKind.name+"\x00"+id)
+		}
+	}
+	for _, err := range left {
+		key := "\x00"
+		var re *issuer.RegistrationError
+		if errors.As(err, &re) {
+			key = map[bool]string{true: apiKind.name, false: clientKind.name}[re.API] + "\x00" + re.ID
+		}
+		now[key] = err.Error()
+	}
+	var lines []string
+	for k, text := range now {
+		if was[k] != text {
+			lines = append(lines, text)
+		}
+	}
+	slices.Sort(lines)
+	for _, l := range lines {
+		r.logger.Warn("idsauth registry: a registration is left out: it does not fit the issuer's configuration", slog.String("error", l))
+	}
+	clients, apis, _ := r.iss.Registered()
+	r.mu.Lock()
+	first := !r.status.Loaded
+	r.left = now
+	r.status.Loaded, r.status.Generation, r.status.LoadedAt = true, ch.gen, time.Now()
+	if !ch.whole {
+		r.status.Changes++
+	}
+	r.status.Left = len(now)
+	r.status.Clients, r.status.APIResources = clients, apis
+	close(r.next)
+	r.next = make(chan struct{})
+	r.mu.Unlock()
+	r.up()
+	if first {
+		close(r.loaded)
+	}
+}
