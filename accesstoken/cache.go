@@ -1,6 +1,7 @@
 package accesstoken
 
 import (
+	"crypto/sha256"
 	"hash/maphash"
 	"sync"
 	"time"
@@ -144,4 +145,16 @@ func (c *tokenCache) len() int {
 		s.mu.RUnlock()
 	}
 	return n
+}
+
+// cacheKey is what token is cached under: itself when it is at most
+// limit bytes long, else a NUL and its SHA-256, which no token is (a
+// token has no NUL), so that an entry's size is bounded whatever the
+// token's length.
+func cacheKey(token string, limit int) string {
+	if len(token) <= limit {
+		return token
+	}
+	sum := sha256.Sum256([]byte(token))
+	return "\x00" + string(sum[:])
 }

@@ -38,7 +38,11 @@
 // refusal is a *ValidationError whose Code ("expired",
 // "audience", ...) is fixed, for metrics and branching; errors.Is finds
 // ErrExpired and the few other Err values a caller acts on. A token seen
-// again is answered from a cache, until its key set changes.
+// again is answered from a cache, until its key set changes: a JWT of at
+// most 4 KiB (a longer one is verified in full each time, since an entry
+// keeps its claims), and an introspection answer of at most 1 KiB,
+// whatever the token's length (a token over 128 bytes is cached under
+// its SHA-256).
 //
 // [RFC 9068]: https://www.rfc-editor.org/rfc/rfc9068
 // [RFC 7662]: https://www.rfc-editor.org/rfc/rfc7662

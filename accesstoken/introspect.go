@@ -118,15 +118,16 @@ func (in *introspector) validate(ctx context.Context, token string, p Presentati
 		return nil, v.failed(ctx, start, refused(errMalformed))
 	}
 	now := v.now()
-	if c, hit, err := v.fromCache(ctx, in.active, token, p, now, start); hit {
+	key := cacheKey(token, maxCachedReference)
+	if c, hit, err := v.fromCache(ctx, in.active, key, p, now, start); hit {
 		return c, err
 	}
 	if in.inactive != nil {
-		if _, ok := in.inactive.get(token, now); ok {
+		if _, ok := in.inactive.get(key, now); ok {
 			return nil, v.failed(ctx, start, refused(ErrInactive))
 		}
 	}
-	c, err := in.flights.do(token, func() (*Claims, error) { return in.call(ctx, token) })
+	c, err := in.flights.do(key, func() (*Claims, error) { return in.call(ctx, token, key) })
 	if err == nil {
 		err = v.binding(p, c)
 	}
@@ -140,8 +141,9 @@ func (in *introspector) validate(ctx context.Context, token string, p Presentati
 	return c, nil
 }
 
-// call asks the endpoint about token, checks the answer, and caches it.
-func (in *introspector) call(ctx context.Context, token string) (*Claims, error) {
+// call asks the endpoint about token, checks the answer, and caches it
+// under key, the token's cacheKey.
+func (in *introspector) call(ctx context.Context, token, key string) (*Claims, error) {
 	// The callers who share this call wait for it: the first one's
 	// cancellation does not end it, Timeout does.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), in.timeout)
@@ -170,11 +172,11 @@ func (in *introspector) call(ctx context.Context, token string) (*Claims, error)
 		return nil, ErrIntrospectionUnavailable
 	}
 	now := in.checks.now()
-	cacheable := len(token) <= maxCachedReference && len(answer) <= maxCachedAnswer
-	token = strings.Clone(token) // the caches keep it
+	cacheable := len(answer) <= maxCachedAnswer
+	key = strings.Clone(key) // the caches keep it
 	if !active {
 		if in.inactive != nil && cacheable {
-			in.inactive.put(token, inactiveClaims, now, now.Add(in.inactiveAge), in.from.versioned, 0)
+			in.inactive.put(key, inactiveClaims, now, now.Add(in.inactiveAge), in.from.versioned, 0)
 		}
 		return nil, ErrInactive
 	}
@@ -193,7 +195,7 @@ func (in *introspector) call(ctx context.Context, token string) (*Claims, error)
 		return nil, err
 	}
 	if in.active != nil && cacheable {
-		in.active.put(token, c, now, c.ExpiresAt.Add(in.checks.leeway), in.from.versioned, 0)
+		in.active.put(key, c, now, c.ExpiresAt.Add(in.checks.leeway), in.from.versioned, 0)
 	}
 	return c, nil
 }

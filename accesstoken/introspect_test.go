@@ -493,3 +493,25 @@ func TestIntrospectingEveryTokenTakesJWTs(t *testing.T) {
 		t.Fatalf("a 600-byte opaque token: %v after %d calls, want too_large without a call", err, ri.calls.Load()-calls-1)
 	}
 }
+
+// TestIntrospectedJWTIsAskedOnce: an API that introspects every token
+// caches a JWT's answer as a reference token's, under the token's
+// SHA-256 (a JWT is longer than the 128 bytes a token is cached under as
+// it is): 1,000 requests of one JWT make one call (issue 41: one each).
+func TestIntrospectedJWTIsAskedOnce(t *testing.T) {
+	ri := newRefIssuer(t)
+	every := ri.introspector(t, nil)
+	tok := ri.token(t, "jwt", "jwt-secret", scope.AdminWebAPI)
+	if strings.Count(tok, ".") != 2 || len(tok) <= 128 {
+		t.Fatalf("not a JWT of more than 128 bytes: %q", tok)
+	}
+	calls := ri.calls.Load()
+	for i := range 1000 {
+		if _, err := every.Validate(context.Background(), tok, accesstoken.Presentation{}); err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+	}
+	if n := ri.calls.Load() - calls; n != 1 {
+		t.Fatalf("1,000 requests of one JWT made %d calls, want 1", n)
+	}
+}

@@ -96,9 +96,9 @@ type Introspection struct {
 	InactiveCacheMaxAge time.Duration
 	// CacheBytes is the memory of the reused answers, active and inactive
 	// apart (three quarters and a quarter), counted at the most an entry
-	// may cost, about 3.7 KiB: tokens over 128 bytes and answers over
-	// 1 KiB are not cached. Zero means 16 MiB (about 4,400 answers);
-	// negative turns the cache off.
+	// may cost, about 3.7 KiB: a token over 128 bytes (a JWT) is cached
+	// under its SHA-256, and an answer over 1 KiB is not cached. Zero
+	// means 16 MiB (about 4,400 answers); negative turns the cache off.
 	CacheBytes int
 	// MaxConcurrent bounds the calls in flight at once; more wait for a
 	// slot, up to Timeout (a call, once started, is shared by every
@@ -126,10 +126,10 @@ type LocalIntrospector interface {
 // from this module's issuer and 66 from IdentityServer.
 const maxReferenceSize = 512
 
-// maxAnswer bounds what is read of an introspection answer. Only tokens
-// of at most maxCachedReference bytes with answers of at most
-// maxCachedAnswer are cached, so that an entry's size is bounded, and the
-// cache in bytes.
+// maxAnswer bounds what is read of an introspection answer. Only answers
+// of at most maxCachedAnswer are cached, under the token when it is of at
+// most maxCachedReference bytes, else under its SHA-256, so that an
+// entry's size is bounded, and the cache in bytes.
 const (
 	maxAnswer          = 64 << 10
 	maxCachedAnswer    = 1 << 10
