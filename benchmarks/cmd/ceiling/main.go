@@ -69,8 +69,8 @@ func main() {
 	pinned := flag.Bool("pin", false, "pin the load generator to CPU 0 and each server to CPU 1, one thread each (GOMAXPROCS 1)")
 	together := flag.Bool("together", false, "drive both servers at once in every round, sharing their CPU, and compare requests per CPU-second")
 	runs := flag.Int("runs", 1, "runs, 1 to 5, each with a new key and new server processes, pooled at the end")
-	counts := flag.Int("counts", 0, "count instead of timing: the instructions and cache lines missed per request of each server, over this many requests (100 to 20000) under valgrind's cachegrind")
-	registry := flag.Int("registry", 0, "with -counts: the idsauth server's client is a registered one, among this many (1 to 100000) given by Issuer.SetRegistered as pgregistry gives them, none in its configuration")
+	counts := flag.Int("counts", 0, "count instead of timing: the instructions and cache lines missed per request of each server, over this many requests (100 to 100000) under valgrind's cachegrind, and the collections each ran within them")
+	registry := flag.Int("registry", 0, "with -counts: the idsauth server's client is a registered one, among this many (1 to 1000000, each one secret hash and three scopes) given by Issuer.SetRegistered as pgregistry gives them, none in its configuration")
 	cpu := flag.Int("cpu", -1, "internal: the CPU the server is pinned to")
 	flag.Parse()
 	var err error

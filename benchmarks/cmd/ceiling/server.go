@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 	"time"
@@ -89,6 +90,11 @@ func serve(role string, life time.Duration, profile string) error {
 	case <-done:
 	case <-time.After(life):
 	}
+	// The collections it ran, for -counts to tell those within the
+	// requests counted: the difference of two runs.
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	fmt.Fprintf(os.Stderr, "gc-cycles %d\n", ms.NumGC)
 	return srv.Close()
 }
 
@@ -121,17 +127,21 @@ func registryServer(priv any) (http.Handler, error) {
 	iss, err := issuer.New(&issuer.Config{
 		Issuer: "http://127.0.0.1/ids",
 		Keys:   []issuer.KeyConfig{{Key: signer, Alg: "ES256"}},
+		Scopes: []string{"reports.read"},
 	})
 	if err != nil {
 		return nil, err
 	}
+	// The shape the issue states: one secret hash, three scopes; an epoch
+	// of its own, as pgregistry gives one.
+	three := []string{scope.AdminWebAPI, scope.ConnectWebAPI, "reports.read"}
 	clients := make([]issuer.ClientConfig, max(registered, 1))
 	for i := range clients {
-		id, pass := fmt.Sprintf("client-%05d", i), fmt.Sprintf("secret-%05d", i)
+		id, pass := fmt.Sprintf("client-%06d", i), fmt.Sprintf("secret-%06d", i)
 		if i == len(clients)/2 {
 			id, pass = clientID, clientSecret
 		}
-		clients[i] = issuer.ClientConfig{ClientID: id, SecretHashes: []string{secret.HashSHA256(pass).String()}, Scopes: []string{scope.AdminWebAPI}}
+		clients[i] = issuer.ClientConfig{ClientID: id, SecretHashes: []string{secret.HashSHA256(pass).String()}, Scopes: three, Epoch: uint64(i + 1)}
 	}
 	return iss, iss.SetRegistered(clients, nil)
 }
