@@ -1,6 +1,7 @@
 package issuer
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -35,6 +36,7 @@ type compiler struct {
 	own     scope.Set    // its scopes of its own
 	haveCAs bool         // it has mtls.clientCAs, which tls_client_auth needs
 	logger  *slog.Logger // the issuer's, once it compiles for one; nil: none
+	aud     []string     // the default audience, shared by the clients that take it
 }
 
 // compiler returns the compiler of d, whose defaults are applied.
@@ -46,7 +48,8 @@ func (d Config) compiler() (*compiler, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &compiler{d: d, own: own, haveCAs: len(d.MTLS.ClientCAs) > 0 || len(d.MTLS.ClientCACerts) > 0}, nil
+	return &compiler{d: d, own: own, haveCAs: len(d.MTLS.ClientCAs) > 0 || len(d.MTLS.ClientCACerts) > 0,
+		aud: d.clientDefaults(ClientConfig{}).Audience}, nil
 }
 
 // compileRoster compiles the clients and API resources of the file, c's
@@ -127,26 +130,43 @@ type client struct {
 	prefix atomic.Pointer[tokenPrefix]
 }
 
-// named checks the ID of a client or an API resource, given in member of
-// f, and returns f naming it: `clients[2] ("reporting")`.
-func named(f, member, id string) (string, error) {
+// checkNamed checks the ID of a client or an API resource, given in
+// member of f.
+func checkNamed(f, member, id string) error {
 	switch {
 	case id == "":
-		return "", fieldErr(f+"."+member, "empty")
+		return fieldErr(f+"."+member, "empty")
 	case utf8.RuneCountInString(id) > maxClientIDLength:
-		return "", fieldErr(f+"."+member, "longer than %d characters", maxClientIDLength)
+		return fieldErr(f+"."+member, "longer than %d characters", maxClientIDLength)
 	}
-	return fmt.Sprintf("%s (%q)", f, id), nil
+	return nil
+}
+
+// named returns err, when it is a *ConfigError of a field of f, with f
+// naming id: `clients[2] ("reporting").scopes`. The name is made only for
+// an error: a registry's load compiles every client it holds.
+func named(err error, f, id string) error {
+	if err == nil {
+		return nil
+	}
+	var ce *ConfigError
+	if errors.As(err, &ce) && strings.HasPrefix(ce.Field, f) {
+		ce.Field = fmt.Sprintf("%s (%q)", f, id) + ce.Field[len(f):]
+	}
+	return err
 }
 
 // client checks cc, before its defaults (k applies them), f naming it
 // ("clients[2]" in the file, "clients" in a registry), and compiles it.
-func (k *compiler) client(f string, cc ClientConfig) (*client, error) {
-	f, err := named(f, "clientId", cc.ClientID)
-	if err != nil {
+func (k *compiler) client(f string, cc ClientConfig) (_ *client, err error) {
+	if err := checkNamed(f, "clientId", cc.ClientID); err != nil {
 		return nil, err
 	}
+	defer func() { err = named(err, f, cc.ClientID) }()
 	defaultAud := len(cc.Audience) == 0
+	if defaultAud {
+		cc.Audience = k.aud
+	}
 	cc = k.d.clientDefaults(cc)
 	cl, err := k.credentials(f, cc.ClientID, credentials{cc.SecretHashes, cc.PublicKeys, cc.TLSClientAuth, cc.CertificateThumbprints})
 	if err != nil {
@@ -170,6 +190,7 @@ func (k *compiler) client(f string, cc ClientConfig) (*client, error) {
 	if cl.scopes, err = k.scopes(f, cc.Scopes); err != nil {
 		return nil, err
 	}
+	cl.scopeList = make([]string, 0, len(cc.Scopes))
 	for _, s := range cc.Scopes {
 		if !slices.Contains(cl.scopeList, s) {
 			cl.scopeList = append(cl.scopeList, s)
@@ -267,11 +288,11 @@ type apiResource struct {
 
 // api checks an API resource, f naming it ("apiResources[2]" in the
 // file, "apiResources" in a registry), and compiles it.
-func (k *compiler) api(f string, ac APIResourceConfig) (*apiResource, error) {
-	f, err := named(f, "name", ac.Name)
-	if err != nil {
+func (k *compiler) api(f string, ac APIResourceConfig) (_ *apiResource, err error) {
+	if err := checkNamed(f, "name", ac.Name); err != nil {
 		return nil, err
 	}
+	defer func() { err = named(err, f, ac.Name) }()
 	cl, err := k.credentials(f, ac.Name, credentials{ac.SecretHashes, ac.PublicKeys, ac.TLSClientAuth, ac.CertificateThumbprints})
 	if err != nil {
 		return nil, err
@@ -345,8 +366,10 @@ func validateScopeWhenOmitted(field, v string) error {
 // clientDefaults returns cc with the defaults of c, whose own defaults
 // are applied: a client of the file's, or a registered one.
 func (c *Config) clientDefaults(cc ClientConfig) ClientConfig {
+	// A default list is shared by the clients that take it: none writes
+	// into it.
 	if len(cc.GrantTypes) == 0 {
-		cc.GrantTypes = []string{"client_credentials"}
+		cc.GrantTypes = clientCredentialsOnly
 	}
 	if cc.AccessTokenLifetime == 0 {
 		cc.AccessTokenLifetime = time.Hour
@@ -359,6 +382,9 @@ func (c *Config) clientDefaults(cc ClientConfig) ClientConfig {
 	}
 	return cc
 }
+
+// clientCredentialsOnly is the default GrantTypes; read only.
+var clientCredentialsOnly = []string{"client_credentials"}
 
 // validateSeconds refuses a duration that goes on the wire in whole seconds
 // (a max-age, a lifetime) and is negative or not whole.

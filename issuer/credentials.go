@@ -181,24 +181,26 @@ func (st *state) loadClientKeys(cfg *Config) error {
 	return nil
 }
 
-// entry is what the table keeps of fc: its configuration with every
-// public key (a file's, or one in code) as a JWK of its algorithm, so
-// that the entry holds all it needs, in bytes.
-func (fc fileClient) entry() (entry, error) {
-	cc := fc.cc
-	cc.PublicKeys = make([]ClientKeyConfig, len(fc.cl.keys))
-	for i, k := range fc.cl.keys {
-		j, err := keys.PublicJWKOf(k.pub)
-		if err != nil {
-			return entry{}, err
+// entryOf is what the table keeps of cc, compiled to cl: its
+// configuration with every public key as a JWK of its algorithm when one
+// is a file's or in code, so that the entry holds all it needs, in bytes;
+// file says that the configuration file gives it.
+func (cl *client) entryOf(cc ClientConfig, file bool) (entry, error) {
+	if slices.ContainsFunc(cc.PublicKeys, func(kc ClientKeyConfig) bool { return len(kc.JWK) == 0 }) {
+		cc.PublicKeys = make([]ClientKeyConfig, len(cl.keys))
+		for i, k := range cl.keys {
+			j, err := keys.PublicJWKOf(k.pub)
+			if err != nil {
+				return entry{}, err
+			}
+			b, err := json.Marshal(j)
+			if err != nil {
+				return entry{}, err
+			}
+			cc.PublicKeys[i] = ClientKeyConfig{JWK: b, Alg: k.alg}
 		}
-		b, err := json.Marshal(j)
-		if err != nil {
-			return entry{}, err
-		}
-		cc.PublicKeys[i] = ClientKeyConfig{JWK: b, Alg: k.alg}
 	}
-	return entry{Config: cc, File: true}, nil
+	return entry{Config: cc, File: file}, nil
 }
 
 // set reports whether any field of a is set.

@@ -185,11 +185,14 @@ func ParseConfig(data []byte, dir string, sections map[string]any) (*Config, err
 type seconds struct{ d *time.Duration }
 
 func (s seconds) decodeFile(raw json.RawMessage, path string) error {
-	var n *int
-	if err := decodeValue(raw, &n, path); err != nil || n == nil {
+	var n int
+	if string(raw) == "null" {
+		return nil
+	}
+	if err := decodeValue(raw, &n, path); err != nil {
 		return err
 	}
-	*s.d = durationOf(int64(*n), time.Second)
+	*s.d = durationOf(int64(n), time.Second)
 	return nil
 }
 
@@ -208,14 +211,17 @@ func durationOf(n int64, unit time.Duration) time.Duration {
 type floorMillis struct{ d *time.Duration }
 
 func (f floorMillis) decodeFile(raw json.RawMessage, path string) error {
-	var n *int
-	if err := decodeValue(raw, &n, path); err != nil || n == nil {
+	var n int
+	if string(raw) == "null" {
+		return nil
+	}
+	if err := decodeValue(raw, &n, path); err != nil {
 		return err
 	}
-	if *n < -1 {
+	if n < -1 {
 		return fieldErr(path, "negative: want milliseconds, or -1 for none")
 	}
-	*f.d = durationOf(int64(*n), time.Millisecond)
+	*f.d = durationOf(int64(n), time.Millisecond)
 	return nil
 }
 

@@ -236,9 +236,9 @@ func (iss *Issuer) Reload(cfg *Config) error {
 	// against the new configuration.
 	regs := slices.Clone(iss.leftOut)
 	if cur := iss.st.Load(); cur != nil {
-		cur.table.each(func(_ string, flags byte, decode func() (entry, error)) bool {
+		cur.table.each(func(_ []byte, flags byte, body []byte) bool {
 			if flags&flagFile == 0 {
-				if e, err := decode(); err == nil {
+				if e, err := decodeEntry(body); err == nil {
 					regs = append(regs, e)
 				}
 			}

@@ -220,56 +220,71 @@ func (iss *Issuer) build(f fileState, regs []entry, apis []APIResourceConfig, re
 			left = append(left, err)
 		}
 	}
-	taken = takenIDs{}
+	taken = make(takenIDs, len(f.st.files)+len(regs))
 	now := map[string][]string{} // the clients without an epoch of their own, by their hashes
+	// An entry of its own epoch is encoded at once; the others once the
+	// issuer's record of their epochs is known.
+	puts := make([]tableEntry, 0, len(f.st.files)+len(regs))
 	var entries []entry
+	var b entryBodies
+	keep := func(e entry) error {
+		if e.Config.Epoch == 0 {
+			now[e.Config.ClientID] = e.Config.SecretHashes
+			if entries == nil {
+				entries = make([]entry, 0, len(f.st.files)+len(regs))
+			}
+			entries = append(entries, e)
+			return nil
+		}
+		te, err := b.encode(e)
+		puts = append(puts, te)
+		return err
+	}
 	for _, fc := range f.st.files {
 		taken.add(fc.cc.ClientID, "a client of the configuration file, which wins")
-		e, err := fc.entry()
+		e, err := fc.cl.entryOf(fc.cc, true)
 		if err != nil {
 			return nil, nil, nil, err
 		}
 		if err := r.tally.add(fc.cl); err != nil {
 			return nil, nil, nil, err
 		}
-		if e.Config.Epoch == 0 {
-			now[e.Config.ClientID] = e.Config.SecretHashes
+		if err := keep(e); err != nil {
+			return nil, nil, nil, err
 		}
-		entries = append(entries, e)
 	}
 	life := f.lifetimes()
-	for _, e := range regs {
-		if err := iss.admit(&st, r, e.Config, taken.lookup, &life); err != nil {
+	for _, reg := range regs {
+		e, err := iss.admit(&st, r, reg.Config, taken.lookup, &life)
+		if err != nil {
 			left = append(left, err)
-			out = append(out, e)
+			out = append(out, reg)
 			continue
 		}
-		taken.add(e.Config.ClientID, fmt.Sprintf("registered twice, under ASCII case folding: the first one, %q, is served", e.Config.ClientID))
-		if e.Config.Epoch == 0 {
-			now[e.Config.ClientID] = e.Config.SecretHashes
+		taken.add(e.Config.ClientID, "")
+		if err := keep(e); err != nil {
+			return nil, nil, nil, err
 		}
-		entries = append(entries, e)
 	}
 	was := map[string][]string{}
 	if old := iss.st.Load(); old != nil {
-		old.table.each(func(id string, flags byte, decode func() (entry, error)) bool {
+		old.table.each(func(id []byte, flags byte, body []byte) bool {
 			if flags&flagOwnEpoch == 0 {
-				if e, err := decode(); err == nil {
-					was[id] = e.Config.SecretHashes
+				if e, err := decodeEntry(body); err == nil {
+					was[string(id)] = e.Config.SecretHashes
 				}
 			}
 			return true
 		})
 	}
 	known := iss.recordEpochs(ended(was, now), slices.Collect(maps.Keys(now)), reread)
-	puts := make([]tableEntry, len(entries))
-	for i, e := range entries {
-		if e.Config.Epoch == 0 {
-			e.Epoch = known[e.Config.ClientID]
-		}
-		if puts[i], err = encodeEntry(e); err != nil {
+	for _, e := range entries {
+		e.Epoch = known[e.Config.ClientID]
+		te, err := b.encode(e)
+		if err != nil {
 			return nil, nil, nil, err
 		}
+		puts = append(puts, te)
 	}
 	r.table = (*table)(nil).with(puts, nil)
 	st.roster = r
@@ -319,34 +334,36 @@ func (iss *Issuer) update(cur *state, clients []ClientConfig, removed []string, 
 		case file:
 			return "a client of the configuration file, which wins", true
 		default:
-			return fmt.Sprintf("registered twice, under ASCII case folding: the first one, %q, is served", other), true
+			return twice(other), true
 		}
 	}
 	life := iss.file.lifetimes()
 	var entries []entry
 	for _, cc := range clients {
-		if err := iss.admit(&st, &r, cc, takenBy, &life); err != nil {
+		e, err := iss.admit(&st, &r, cc, takenBy, &life)
+		if err != nil {
 			left = append(left, err)
 			continue
 		}
-		local.add(cc.ClientID, fmt.Sprintf("registered twice, under ASCII case folding: the first one, %q, is served", cc.ClientID))
+		local.add(cc.ClientID, "")
 		gone(cc.ClientID)
 		if cc.Epoch == 0 {
 			now[cc.ClientID] = cc.SecretHashes
 		}
-		entries = append(entries, entry{Config: cc})
+		entries = append(entries, e)
 	}
 	if !apply {
 		return nil, left, nil
 	}
 	known := iss.recordEpochs(ended(was, now), slices.Collect(maps.Keys(now)), nil)
 	puts := make([]tableEntry, len(entries))
+	var b entryBodies
 	for i, e := range entries {
 		if e.Config.Epoch == 0 {
 			e.Epoch = known[e.Config.ClientID]
 		}
 		var err error
-		if puts[i], err = encodeEntry(e); err != nil {
+		if puts[i], err = b.encode(e); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -363,24 +380,26 @@ func (iss *Issuer) update(cur *state, clients []ClientConfig, removed []string, 
 // admit checks one registered client, cc, by the rules of a registration
 // (registered) and the file's path (compile), its lifetime against the
 // key schedule (life: the longest lifetime the schedule has been checked
-// for), and tallies it in r: nil, or its *RegistrationError.
-func (iss *Issuer) admit(st *state, r *roster, cc ClientConfig, takenBy func(string) (string, bool), life *time.Duration) error {
+// for), and tallies it in r: its entry, or its *RegistrationError.
+func (iss *Issuer) admit(st *state, r *roster, cc ClientConfig, takenBy func(string) (string, bool), life *time.Duration) (entry, error) {
 	k := r.k
-	at := fmt.Sprintf("clients (%q)", cc.ClientID)
-	_, err := k.registered(false, cc.ClientID, cc.PublicKeys, takenBy, func() (*client, error) {
+	cl, err := k.registered(false, cc.ClientID, cc.PublicKeys, takenBy, func() (*client, error) {
 		cl, err := k.client("clients", cc)
 		if err != nil {
 			return nil, err
 		}
 		if cl.lifetime > *life {
 			if err := st.plan.validate(k.d.ValidatorRefresh+k.d.JWKSMaxAge, cl.lifetime); err != nil {
-				return nil, fieldErr(at+".accessTokenLifetime", "longer than the key schedule allows: %v", err)
+				return nil, fieldErr(fmt.Sprintf("clients (%q).accessTokenLifetime", cc.ClientID), "longer than the key schedule allows: %v", err)
 			}
 			*life = cl.lifetime
 		}
 		return cl, r.tally.add(cl)
 	})
-	return err
+	if err != nil {
+		return entry{}, err
+	}
+	return cl.entryOf(cc, false)
 }
 
 // lifetimes is the longest lifetime of f's clients: a registered client
@@ -415,23 +434,23 @@ func (k *compiler) registered(api bool, id string, kcs []ClientKeyConfig, takenB
 	if api {
 		list, member = "apiResources", "name"
 	}
-	at := fmt.Sprintf("%s (%q)", list, id)
+	at := func() string { return fmt.Sprintf("%s (%q)", list, id) } // for an error only
 	left := func(err error, isTaken bool) (*client, error) {
 		var ce *ConfigError
 		if !errors.As(err, &ce) {
-			ce = &ConfigError{Field: at, Reason: err.Error(), Err: err}
+			ce = &ConfigError{Field: at(), Reason: err.Error(), Err: err}
 		}
 		return nil, &RegistrationError{API: api, ID: id, Taken: isTaken, Err: ce}
 	}
 	if err := checkRegisteredID(id); err != nil {
-		return left(fieldErr(at+"."+member, "%v", err), false)
+		return left(fieldErr(at()+"."+member, "%v", err), false)
 	}
 	if why, ok := takenBy(id); ok {
-		return left(fieldErr(at+"."+member, "%s", why), true)
+		return left(fieldErr(at()+"."+member, "%s", why), true)
 	}
 	for i, kc := range kcs {
 		if kc.File != "" {
-			return left(fieldErr(fmt.Sprintf("%s.publicKeys[%d].file", at, i), "a registered key is a JWK: a file would be read from one replica's disk"), false)
+			return left(fieldErr(fmt.Sprintf("%s.publicKeys[%d].file", at(), i), "a registered key is a JWK: a file would be read from one replica's disk"), false)
 		}
 	}
 	cl, err := compile()
@@ -443,18 +462,33 @@ func (k *compiler) registered(api bool, id string, kcs []ClientKeyConfig, takenB
 
 // takenIDs are the IDs of one kind taken, under ASCII case folding, and
 // by whom.
-type takenIDs map[string]string
+type takenIDs map[string]taker
 
+// taker is who took an ID: why, or, when why is empty, the registration
+// of first, an ID equal under folding (formatted only for a clash).
+type taker struct{ why, first string }
+
+// add records that why took id; an empty why, that id is a registration
+// of its own.
 func (t takenIDs) add(id, why string) {
 	if _, ok := t[foldASCII(id)]; !ok {
-		t[foldASCII(id)] = why
+		t[foldASCII(id)] = taker{why: why, first: id}
 	}
 }
 
 // lookup says who took id, under ASCII case folding.
 func (t takenIDs) lookup(id string) (string, bool) {
-	why, ok := t[foldASCII(id)]
-	return why, ok
+	tk, ok := t[foldASCII(id)]
+	if ok && tk.why == "" {
+		return twice(tk.first), true
+	}
+	return tk.why, ok
+}
+
+// twice is why an ID is refused that is first, a registered client's,
+// under ASCII case folding.
+func twice(first string) string {
+	return fmt.Sprintf("registered twice, under ASCII case folding: the first one, %q, is served", first)
 }
 
 // checkRegisteredID refuses an ID that a registry may not hold: anything

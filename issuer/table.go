@@ -2,9 +2,9 @@ package issuer
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"hash/maphash"
 	"log/slog"
+	"slices"
 	"sync/atomic"
 )
 
@@ -50,14 +50,14 @@ type shard struct {
 // and the issuer's record of its epoch when the registration gives none
 // (registered.go).
 type entry struct {
-	Config ClientConfig `json:"c"`
-	File   bool         `json:"f,omitempty"`
-	Epoch  uint64       `json:"e,omitempty"`
+	Config ClientConfig
+	File   bool
+	Epoch  uint64
 }
 
 // An entry's bytes: the index of the next entry of its hash plus one (0:
 // none) as 4 bytes, a flags byte, the ID's length as a uvarint, the ID,
-// and the entry as JSON.
+// and the entry's body (entrycodec.go).
 const (
 	flagFile     = 1 << iota // the configuration file's
 	flagOwnEpoch             // its registration gives its epoch
@@ -67,16 +67,16 @@ const (
 // one under folding are in one chain, so that a clash is found where the
 // ID is.
 func foldHash(seed maphash.Seed, id string) uint64 {
-	var h maphash.Hash
-	h.SetSeed(seed)
+	var buf [64]byte
+	b := buf[:0]
 	for i := 0; i < len(id); i++ {
 		c := id[i]
 		if 'A' <= c && c <= 'Z' {
 			c += 'a' - 'A'
 		}
-		h.WriteByte(c)
+		b = append(b, c)
 	}
-	return h.Sum64()
+	return maphash.Bytes(seed, b)
 }
 
 func (t *table) shardOf(h uint64) *shard {
@@ -96,14 +96,14 @@ func (s *shard) raw(i uint32) []byte {
 	return s.arena[start:s.ends[i]]
 }
 
-// head reads entry i's chain link, flags and ID.
-func (s *shard) head(i uint32) (next uint32, flags byte, id string, body []byte) {
+// head reads entry i's chain link, flags and ID (the arena's bytes: a
+// token request finds its client without an allocation).
+func (s *shard) head(i uint32) (next uint32, flags byte, id []byte, body []byte) {
 	b := s.raw(i)
 	next = binary.LittleEndian.Uint32(b)
 	flags = b[4]
 	n, w := binary.Uvarint(b[5:])
-	id = string(b[5+w : 5+w+int(n)])
-	return next, flags, id, b[5+w+int(n):]
+	return next, flags, b[5+w : 5+w+int(n)], b[5+w+int(n):]
 }
 
 // find returns the shard and index of the entry of id, exactly.
@@ -119,7 +119,7 @@ func (t *table) find(id string) (*shard, uint32, bool) {
 	i, ok := s.first[h]
 	for ok {
 		next, _, eid, _ := s.head(i)
-		if eid == id {
+		if string(eid) == id {
 			return s, i, true
 		}
 		i, ok = next-1, next != 0
@@ -138,25 +138,42 @@ func (t *table) folded(id string) (string, bool, bool) {
 	if s == nil {
 		return "", false, false
 	}
-	fid := foldASCII(id)
 	found, file, any := "", false, false
 	i, ok := s.first[h]
 	for ok {
 		next, flags, eid, _ := s.head(i)
-		if foldASCII(eid) == fid && (!any || flags&flagFile != 0 && !file) {
-			found, file, any = eid, flags&flagFile != 0, true
+		if foldEqual(eid, id) && (!any || flags&flagFile != 0 && !file) {
+			found, file, any = string(eid), flags&flagFile != 0, true
 		}
 		i, ok = next-1, next != 0
 	}
 	return found, file, any
 }
 
+// foldEqual reports whether a and b are one under ASCII case folding.
+func foldEqual(a []byte, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
 // entryAt decodes entry i.
 func (s *shard) entryAt(i uint32) (entry, error) {
 	_, _, _, body := s.head(i)
-	var e entry
-	err := json.Unmarshal(body, &e)
-	return e, err
+	return decodeEntry(body)
 }
 
 // client returns the client id of r's table, compiled at its first use,
@@ -187,20 +204,37 @@ func (r *roster) client(id string) *client {
 	return nil
 }
 
-// tableEntry is an entry to put in a table: the client compiled from it,
-// which gives its flags, and its bytes.
+// tableEntry is an entry to put in a table: its ID, its flags and its
+// body; hash is foldHash of the ID, once known.
 type tableEntry struct {
 	id    string
 	flags byte
 	body  []byte
+	hash  uint64
 }
 
-// encode returns e as a tableEntry.
+// encodeEntry returns e as a tableEntry.
 func encodeEntry(e entry) (tableEntry, error) {
-	body, err := json.Marshal(e)
+	var b entryBodies
+	return b.encode(e)
+}
+
+// entryBodies holds the entryBodies of the entries of one change, one after the
+// other: a load of 100,000 clients makes a few dozen allocations of them,
+// not 100,000.
+type entryBodies struct{ buf []byte }
+
+// encode returns e as a tableEntry, its body in b.
+func (b *entryBodies) encode(e entry) (tableEntry, error) {
+	if cap(b.buf)-len(b.buf) < 1<<10 { // a new block, the bodies of the old one left where they are
+		b.buf = make([]byte, 0, 64<<10)
+	}
+	start := len(b.buf)
+	buf, err := appendEntry(b.buf, &e)
 	if err != nil {
 		return tableEntry{}, err
 	}
+	b.buf = buf
 	var flags byte
 	if e.File {
 		flags |= flagFile
@@ -208,12 +242,13 @@ func encodeEntry(e entry) (tableEntry, error) {
 	if e.Config.Epoch != 0 {
 		flags |= flagOwnEpoch
 	}
-	return tableEntry{id: e.Config.ClientID, flags: flags, body: body}, nil
+	return tableEntry{id: e.Config.ClientID, flags: flags, body: buf[start:len(buf):len(buf)]}, nil
 }
 
 // with returns a table of t's entries (none when t is nil), without
 // those of the IDs of drop and with puts, which replace the entries of
-// their IDs: only the shards they fall in are made anew.
+// their IDs: only the shards they fall in are made anew. It sets the
+// hash of each of puts.
 func (t *table) with(puts []tableEntry, drop []string) *table {
 	nt := &table{}
 	if t != nil {
@@ -221,56 +256,75 @@ func (t *table) with(puts []tableEntry, drop []string) *table {
 	} else {
 		nt.seed = maphash.MakeSeed()
 	}
-	type change struct {
-		puts []tableEntry
-		drop map[string]bool
+	const shards = tableFan * tableFan
+	// puts by shard, each shard's in their order (a counting sort):
+	// those of shard k are byShard[from[k]:from[k+1]].
+	var from [shards + 1]int32
+	for i := range puts {
+		puts[i].hash = foldHash(nt.seed, puts[i].id)
+		from[puts[i].hash>>52+1]++
 	}
-	changes := map[[2]int]*change{}
-	at := func(id string) *change {
-		h := foldHash(nt.seed, id)
-		k := [2]int{int(h >> 58), int((h >> 52) & (tableFan - 1))}
-		c := changes[k]
-		if c == nil {
-			c = &change{drop: map[string]bool{}}
-			changes[k] = c
-		}
-		return c
+	for k := range shards {
+		from[k+1] += from[k]
 	}
-	for _, id := range drop {
-		at(id).drop[id] = true
-	}
+	byShard := make([]tableEntry, len(puts))
+	next := from
 	for _, p := range puts {
-		c := at(p.id)
-		c.drop[p.id] = true // replaced
-		c.puts = append(c.puts, p)
+		byShard[next[p.hash>>52]] = p
+		next[p.hash>>52]++
 	}
-	for k, c := range changes {
-		g := nt.groups[k[0]]
-		ng := &tableGroup{}
-		if g != nil {
-			*ng = *g
+	drops := map[uint64][]string{}
+	for _, id := range drop {
+		k := foldHash(nt.seed, id) >> 52
+		drops[k] = append(drops[k], id)
+	}
+	var fresh [tableFan]bool // the groups made by this call
+	for k := range uint64(shards) {
+		in := byShard[from[k]:from[k+1]]
+		if len(in) == 0 && drops[k] == nil {
+			continue
 		}
-		nt.groups[k[0]] = ng
-		old := ng.shards[k[1]]
+		gi, si := k>>6, k&(tableFan-1)
+		var old *shard
+		if nt.groups[gi] != nil {
+			old = nt.groups[gi].shards[si]
+		}
+		if old == nil && len(in) == 0 {
+			continue // it drops only IDs the shard does not hold
+		}
 		var kept []tableEntry
 		if old != nil {
+			gone := drops[k]
+			for _, p := range in {
+				gone = append(gone, p.id) // replaced
+			}
 			for i := range old.ends {
 				_, flags, id, body := old.head(uint32(i))
-				if !c.drop[id] {
-					kept = append(kept, tableEntry{id: id, flags: flags, body: body})
+				if !slices.Contains(gone, string(id)) {
+					kept = append(kept, tableEntry{id: string(id), flags: flags, body: body, hash: foldHash(nt.seed, string(id))})
 				}
+			}
+			if len(in) == 0 && len(kept) == len(old.ends) {
+				continue // it drops only IDs the shard does not hold
 			}
 			nt.n -= len(old.ends)
 		}
-		kept = append(kept, c.puts...)
-		ng.shards[k[1]] = buildShard(nt.seed, kept)
+		if !fresh[gi] { // t's group, shared: copied once
+			ng := &tableGroup{}
+			if nt.groups[gi] != nil {
+				*ng = *nt.groups[gi]
+			}
+			nt.groups[gi], fresh[gi] = ng, true
+		}
+		kept = append(kept, in...)
+		nt.groups[gi].shards[si] = buildShard(kept)
 		nt.n += len(kept)
 	}
 	return nt
 }
 
 // buildShard lays entries out in a shard of their own.
-func buildShard(seed maphash.Seed, entries []tableEntry) *shard {
+func buildShard(entries []tableEntry) *shard {
 	if len(entries) == 0 {
 		return nil
 	}
@@ -282,7 +336,7 @@ func buildShard(seed maphash.Seed, entries []tableEntry) *shard {
 		arena: make([]byte, 0, size), hot: make([]atomic.Pointer[client], len(entries))}
 	// Chained last to first, so that an earlier entry comes first.
 	for i := len(entries) - 1; i >= 0; i-- {
-		h := foldHash(seed, entries[i].id)
+		h := entries[i].hash
 		next, ok := s.first[h]
 		if ok {
 			next++
@@ -301,9 +355,9 @@ func buildShard(seed maphash.Seed, entries []tableEntry) *shard {
 	return s
 }
 
-// each calls fn with each entry's ID and flags, and a function that
-// decodes it, until fn returns false.
-func (t *table) each(fn func(id string, flags byte, decode func() (entry, error)) bool) {
+// each calls fn with each entry's ID, flags and body (the arena's
+// bytes: decodeEntry decodes it), until fn returns false.
+func (t *table) each(fn func(id []byte, flags byte, body []byte) bool) {
 	if t == nil {
 		return
 	}
@@ -316,8 +370,8 @@ func (t *table) each(fn func(id string, flags byte, decode func() (entry, error)
 				continue
 			}
 			for i := range s.ends {
-				_, flags, id, _ := s.head(uint32(i))
-				if !fn(id, flags, func() (entry, error) { return s.entryAt(uint32(i)) }) {
+				_, flags, id, body := s.head(uint32(i))
+				if !fn(id, flags, body) {
 					return
 				}
 			}

@@ -2,6 +2,7 @@ package issuer
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"reflect"
@@ -74,6 +75,37 @@ func TestEntryKeepsEveryField(t *testing.T) {
 		if !reflect.DeepEqual(got, e) {
 			t.Fatalf("the entry gave back\n%+v\nnot\n%+v", got, e)
 		}
+	}
+}
+
+// TestEntryBodies: nil and empty lists, negative and largest numbers
+// come back as they went; a body cut short, or one with more after it,
+// is an error, never a panic or a half entry.
+func TestEntryBodies(t *testing.T) {
+	e := entry{Config: ClientConfig{ClientID: "é\x00x", Scopes: []string{}, AccessTokenLifetime: -1,
+		PublicKeys: []ClientKeyConfig{{JWK: json.RawMessage{}}}, Epoch: 1<<64 - 1}, Epoch: 1}
+	body, err := appendEntry(nil, &e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := decodeEntry(body)
+	if err != nil || !reflect.DeepEqual(got, e) {
+		t.Fatalf("gave back %#v, %v\nnot %#v", got, err, e)
+	}
+	if got.Config.SecretHashes != nil || got.Config.Scopes == nil {
+		t.Fatal("nil and empty lists are not told apart")
+	}
+	for n := range len(body) {
+		if _, err := decodeEntry(body[:n]); err == nil {
+			t.Fatalf("a body cut to %d of %d bytes decodes", n, len(body))
+		}
+	}
+	if _, err := decodeEntry(append(body, 0)); err == nil {
+		t.Fatal("a body with a byte more decodes")
+	}
+	e.Config.PublicKeys[0].Key = "a key in code"
+	if _, err := appendEntry(nil, &e); !errors.Is(err, errEntryField) {
+		t.Fatalf("a key in code: %v, want errEntryField", err)
 	}
 }
 

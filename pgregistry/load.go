@@ -135,33 +135,33 @@ func (r *Registry) load(ctx context.Context, conn *pgx.Conn) error {
 // the tombstones, the oldest registration first: of two IDs equal under
 // case folding, the issuer serves the first.
 func (ch *changes) read(ctx context.Context, tx pgx.Tx, since int64) error {
-	rows, err := tx.Query(ctx, `SELECT kind, id, config::text, secret_hashes, epoch, disabled FROM idsauth_registrations
+	rows, err := tx.Query(ctx, `SELECT kind = 'api', id, config::text, secret_hashes, epoch, disabled FROM idsauth_registrations
 		WHERE generation > $1 AND ($1 >= 0 OR NOT disabled) ORDER BY kind, created_at, id`, since)
 	if err != nil {
 		return err
 	}
-	var kindName, config string
+	var api bool // kind "api"; else "client"
 	var rw row
 	var epoch int64
 	var disabled bool
-	seen := map[string]bool{}
-	_, err = pgx.ForEachRow(rows, []any{&kindName, &rw.id, &config, &rw.hashes, &epoch, &disabled}, func() error {
-		if kindName == apiKind.name {
-			ch.apisChanged = true
+	seen := map[[2]string]bool{} // of a change: the kinds and IDs its tombstones do not end
+	_, err = pgx.ForEachRow(rows, []any{&api, &rw.id, &rw.config, &rw.hashes, &epoch, &disabled}, func() error {
+		ch.apisChanged = ch.apisChanged || api
+		if since >= 0 {
+			seen[[2]string{kindOf(api).name, rw.id}] = true
 		}
-		seen[kindName+"\x00"+rw.id] = true
 		switch {
-		case disabled && kindName == clientKind.name:
+		case disabled && !api:
 			ch.off = append(ch.off, rw.id)
 		case disabled:
 		default:
 			// A negative epoch, written by hand, reads as one beyond what
 			// a JWT carries: the issuer leaves that row out, not the load.
-			rw.config, rw.epoch = []byte(config), uint64(epoch)
-			if kindName == clientKind.name {
-				ch.clientRows = append(ch.clientRows, rw)
-			} else {
+			rw.epoch = uint64(epoch)
+			if api {
 				ch.apiRows = append(ch.apiRows, rw)
+			} else {
+				ch.clientRows = append(ch.clientRows, rw)
 			}
 		}
 		rw = row{}
@@ -174,9 +174,9 @@ func (ch *changes) read(ctx context.Context, tx pgx.Tx, since int64) error {
 	if err != nil {
 		return err
 	}
-	var id string
+	var kindName, id string
 	_, err = pgx.ForEachRow(gone, []any{&kindName, &id}, func() error {
-		if seen[kindName+"\x00"+id] { // registered again since: its row says
+		if seen[[2]string{kindName, id}] { // registered again since: its row says
 			return nil
 		}
 		if kindName == apiKind.name {
@@ -228,7 +228,7 @@ func (r *Registry) loadedSnapshot(ch changes, left []error) {
 		key := "\x00"
 		var re *issuer.RegistrationError
 		if errors.As(err, &re) {
-			key = map[bool]string{true: apiKind.name, false: clientKind.name}[re.API] + "\x00" + re.ID
+			key = kindOf(re.API).name + "\x00" + re.ID
 		}
 		now[key] = err.Error()
 	}

@@ -2,6 +2,7 @@ package pgregistry_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -54,5 +55,33 @@ func TestRedTeamLeftOutIsLoggedBeforeTheLoadIsPublished(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), `clients (\"sql-unknown\").scopes[0]`) {
 		t.Errorf("the load is published, and the registration it left out is not logged yet:\n%s", logs)
+	}
+}
+
+// TestRowsThatAreNoObject: configurations written by hand that are JSON
+// but no object (an array, a string, a number, null), or an object of a
+// wrong type, are each left out with their error, and the rows around
+// them served: the load decodes the rows as one list, and a row that is
+// no object must not change what the list holds.
+func TestRowsThatAreNoObject(t *testing.T) {
+	_, u := newDatabase(t)
+	h := []string{secret.HashSHA256("x").String()}
+	for i, cfg := range []string{`{"scopes": ["pd_AdminWebApi"]}`, `[{"scopes": ["pd_AdminWebApi"]}]`, `"{}"`, `1`, `null`, ` {"scopes": 5}`, "\n {\"scopes\": [\"pd_AdminWebApi\"]}"} {
+		exec(t, u, `INSERT INTO idsauth_registrations (kind, id, config, secret_hashes) VALUES ('client', $1, $2, $3)`, fmt.Sprint("row-", i), cfg, h)
+	}
+	r := newReplica(t, u, nil)
+	st := r.reg.Status()
+	if st.Clients != 2 || st.Left != 5 {
+		t.Fatalf("served %d clients, left out %d; want 2 and 5", st.Clients, st.Left)
+	}
+	for _, id := range []string{"row-0", "row-6"} {
+		if tok := r.token(t, id, "x", "scope", scope.AdminWebAPI); tok.status != 200 {
+			t.Errorf("%s: %d %s", id, tok.status, tok.raw)
+		}
+	}
+	for _, id := range []string{"row-1", "row-2", "row-3", "row-4", "row-5"} {
+		if !strings.Contains(r.logs.String(), `clients (\"`+id+`\")`) {
+			t.Errorf("%s is not logged as left out:\n%s", id, r.logs)
+		}
 	}
 }

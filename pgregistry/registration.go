@@ -42,6 +42,14 @@ var (
 	apiKind    = kind{name: "api", list: "apiResources", idName: "name", path: "apiresources"}
 )
 
+// kindOf is the kind of API resources when api, else of clients.
+func kindOf(api bool) kind {
+	if api {
+		return apiKind
+	}
+	return clientKind
+}
+
 // row is a registration as stored.
 type row struct {
 	id     string
@@ -118,12 +126,17 @@ var errAdminScope = errors.New(AdminScope + ": only the configuration file names
 // parseList decodes rows as the file's list of kind k.
 func parseList(k kind, rows []row) (*issuer.Config, error) {
 	var b bytes.Buffer
+	size := 0
+	for _, r := range rows {
+		size += len(r.config) + 1
+	}
+	b.Grow(len(k.list) + 8 + size)
 	b.WriteString(`{"` + k.list + `":[`)
 	for i, r := range rows {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		if !isObject(r.config) {
+		if !isStoredObject(r.config) {
 			return nil, errors.New("the stored configuration is not one JSON object")
 		}
 		b.Write(r.config)
@@ -143,6 +156,15 @@ func fill(k kind, cfg *issuer.Config, rows []row, bad []error) ([]issuer.ClientC
 		cfg.APIResources[i].Name, cfg.APIResources[i].SecretHashes = rows[i].id, rows[i].hashes
 	}
 	return nil, cfg.APIResources, bad
+}
+
+// isStoredObject reports whether b, a value of the config column, is a
+// JSON object: the column's type, json, has PostgreSQL hold it to one
+// JSON value, so that its first character says which (and the issuer's
+// decoder checks the list they make again, as JSON).
+func isStoredObject(b []byte) bool {
+	b = bytes.TrimLeft(b, " \t\r\n")
+	return len(b) > 0 && b[0] == '{'
 }
 
 // isObject reports whether b is exactly one JSON object: only then may it

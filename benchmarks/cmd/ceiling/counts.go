@@ -43,7 +43,7 @@ func runCounts(n, registry int) error {
 		return errors.New("-counts must be from 100 to 100000")
 	}
 	if registry < 0 || registry > 1_000_000 {
-		return errors.New("-registry must be from 1 to 1000000")
+		return errors.New("-registry must be from 0 to 1000000")
 	}
 	registered = registry
 	if _, err := exec.LookPath("valgrind"); err != nil {
@@ -98,7 +98,7 @@ func runCounts(n, registry int) error {
 	fmt.Printf("per request, over %d requests after %d, counted by cachegrind\n", n, countWarm)
 	// A large live heap spaces the collections out: a count that holds
 	// fewer than three of either server's reads low or high by luck.
-	fmt.Printf("GC cycles: bare %d, %s %d\n", cycles["bare"], side, cycles[side])
+	fmt.Printf("GC cycles: bare %d, idsauth %d\n", cycles["bare"], cycles[side])
 	if cycles["bare"] < 3 || cycles[side] < 3 {
 		fmt.Printf("(fewer than 3 collections in the counted requests: the figure does not count; count more requests)\n")
 	}

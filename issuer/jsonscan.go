@@ -1,0 +1,190 @@
+package issuer
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"unicode/utf8"
+)
+
+// Walking JSON already checked valid (oneValue checks the whole file
+// once), without encoding/json's state machine or its copies: a registry
+// decodes each of its clients with the file's decoder at every load, and
+// 100,000 clients walked by json.Decoder's tokens cost more than all else
+// the load does (BenchmarkLoad in pgregistry). Anything not plainly one
+// of the few shapes these functions know goes to encoding/json, so that
+// what a value decodes to is always what encoding/json makes of it;
+// FuzzScanAgreesWithEncodingJSON holds them to it.
+
+// skipSpace returns the index of the first byte of b from i that is not
+// JSON white space.
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// stringEnd returns the index just past the string that starts at b[i],
+// its opening quote.
+func stringEnd(b []byte, i int) int {
+	for i++; ; {
+		q := bytes.IndexByte(b[i:], '"')
+		if q < 0 {
+			return len(b)
+		}
+		i += q
+		// Escaped when an odd number of backslashes comes before it.
+		n := 0
+		for j := i - 1; b[j] == '\\'; j-- {
+			n++
+		}
+		if n%2 == 0 {
+			return i + 1
+		}
+		i++
+	}
+}
+
+// valueEnd returns the index just past the value that starts at b[i].
+func valueEnd(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		return stringEnd(b, i)
+	case '{', '[':
+		depth := 0
+		for ; i < len(b); i++ {
+			switch b[i] {
+			case '"':
+				i = stringEnd(b, i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1
+				}
+			}
+		}
+		return len(b)
+	}
+	for ; i < len(b); i++ { // a number, true, false or null
+		switch b[i] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return i
+		}
+	}
+	return i
+}
+
+// eachMember calls fn with the quoted name and the value of each member
+// of obj, a valid JSON object, in their order, until fn returns an error.
+func eachMember(obj []byte, fn func(quoted, value []byte) error) error {
+	i := skipSpace(obj, 0) + 1 // past "{"
+	for {
+		i = skipSpace(obj, i)
+		if obj[i] == '}' {
+			return nil
+		}
+		end := stringEnd(obj, i)
+		name := obj[i:end]
+		i = skipSpace(obj, skipSpace(obj, end)+1) // past ":"
+		end = valueEnd(obj, i)
+		if err := fn(name, obj[i:end]); err != nil {
+			return err
+		}
+		if i = skipSpace(obj, end); obj[i] == ',' {
+			i++
+		}
+	}
+}
+
+// eachElement calls fn with each element of arr, a valid JSON array, and
+// where it starts in arr, in their order, until fn returns an error.
+func eachElement(arr []byte, fn func(start int, value []byte) error) error {
+	at := skipSpace(arr, 0) + 1 // past "["
+	for {
+		at = skipSpace(arr, at)
+		if arr[at] == ']' {
+			return nil
+		}
+		end := valueEnd(arr, at)
+		if err := fn(at, arr[at:end]); err != nil {
+			return err
+		}
+		if at = skipSpace(arr, end); arr[at] == ',' {
+			at++
+		}
+	}
+}
+
+// plainString returns the text of quoted, a JSON string, when it needs
+// no decoding: no escape, valid UTF-8 (encoding/json puts U+FFFD for
+// a bad byte).
+func plainString(quoted []byte) ([]byte, bool) {
+	if len(quoted) < 2 || quoted[0] != '"' {
+		return nil, false
+	}
+	s := quoted[1 : len(quoted)-1]
+	if bytes.IndexByte(s, '\\') >= 0 || !utf8.Valid(s) {
+		return nil, false
+	}
+	return s, true
+}
+
+// memberName is the name quoted, a JSON string, as encoding/json reads it.
+func memberName(quoted []byte) string {
+	if s, ok := plainString(quoted); ok {
+		return string(s)
+	}
+	var name string
+	_ = json.Unmarshal(quoted, &name) // valid JSON
+	return name
+}
+
+// plainValue decodes raw into v, a *string, *[]string, *int or *bool, when raw
+// is plainly one: true when it did, as encoding/json would have.
+func plainValue(raw []byte, v any) bool {
+	switch v := v.(type) {
+	case *string:
+		s, ok := plainString(raw)
+		if ok {
+			*v = string(s)
+		}
+		return ok
+	case *int:
+		if len(raw) == 0 || raw[0] != '-' && (raw[0] < '0' || raw[0] > '9') {
+			return false
+		}
+		n, err := strconv.Atoi(string(raw)) // refuses a fraction or an exponent
+		if err == nil {
+			*v = n
+		}
+		return err == nil
+	case *bool:
+		switch string(raw) {
+		case "true", "false":
+			*v = raw[0] == 't'
+			return true
+		}
+	case *[]string:
+		if len(raw) == 0 || raw[0] != '[' {
+			return false
+		}
+		n := 0
+		_ = eachElement(raw, func(int, []byte) error { n++; return nil })
+		out := make([]string, 0, n)
+		ok := true
+		_ = eachElement(raw, func(_ int, e []byte) error {
+			s, plain := plainString(e)
+			if ok = ok && plain; ok {
+				out = append(out, string(s))
+			}
+			return nil
+		})
+		if ok {
+			*v = out
+		}
+		return ok
+	}
+	return false
+}
