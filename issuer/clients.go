@@ -32,6 +32,7 @@ type compiler struct {
 	d       Config    // the configuration, its defaults applied
 	own     scope.Set // its scopes of its own
 	haveCAs bool      // it has mtls.clientCAs, which tls_client_auth needs
+	trust   *trust    // its trusted issuers (trust_config.go)
 }
 
 // compiler returns the compiler of d, whose defaults are applied.
@@ -43,13 +44,17 @@ func (d Config) compiler() (*compiler, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &compiler{d: d, own: own, haveCAs: len(d.MTLS.ClientCAs) > 0 || len(d.MTLS.ClientCACerts) > 0}, nil
+	k := &compiler{d: d, own: own, haveCAs: len(d.MTLS.ClientCAs) > 0 || len(d.MTLS.ClientCACerts) > 0}
+	if k.trust, err = k.compileTrust(); err != nil {
+		return nil, err
+	}
+	return k, nil
 }
 
 // compileRoster compiles the clients and API resources of the file, c's
 // (before its defaults: k's are applied).
 func (k *compiler) compileRoster(c *Config) (*roster, error) {
-	st := &roster{clients: make(map[string]*client, len(c.Clients)), apis: make(map[string]*apiResource, len(c.APIResources))}
+	st := &roster{clients: make(map[string]*client, len(c.Clients)), apis: make(map[string]*apiResource, len(c.APIResources)), federated: newCredIndex()}
 	for i, cc := range c.Clients {
 		cl, err := k.client(fmt.Sprintf("clients[%d]", i), cc)
 		if err != nil {
@@ -57,6 +62,9 @@ func (k *compiler) compileRoster(c *Config) (*roster, error) {
 		}
 		if st.clients[cl.id] != nil {
 			return nil, fieldErr(fmt.Sprintf("clients[%d].clientId", i), "duplicate client ID %q", cl.id)
+		}
+		if err := st.federated.add(fmt.Sprintf("clients[%d] (%q)", i, cl.id), cl); err != nil {
+			return nil, err
 		}
 		st.clients[cl.id] = cl
 	}
@@ -115,6 +123,14 @@ type client struct {
 	// the issuer's record of the ID (epochs.go).
 	epoch    uint64
 	ownEpoch bool // the configuration gave epoch
+	// How a key set of its own or a workload authenticates it
+	// (federation.go): its keys' URL, "" for none; its federated
+	// credentials; the age its workload's tokens may reach; and whether
+	// one of them may be a namespace's default service account.
+	jwksURI         string
+	federated       []federatedCred
+	maxAssertionAge time.Duration
+	defaultAccount  bool
 }
 
 // named checks the ID of a client or an API resource, given in member of
@@ -138,8 +154,12 @@ func (k *compiler) client(f string, cc ClientConfig) (*client, error) {
 	}
 	defaultAud := len(cc.Audience) == 0
 	cc = k.d.clientDefaults(cc)
-	cl, err := k.credentials(f, cc.ClientID, credentials{cc.SecretHashes, cc.PublicKeys, cc.TLSClientAuth, cc.CertificateThumbprints})
+	cl, err := k.credentials(f, cc.ClientID, credentials{cc.SecretHashes, cc.PublicKeys, cc.TLSClientAuth, cc.CertificateThumbprints,
+		cc.JWKSURI != "" || len(cc.FederatedCredentials) > 0})
 	if err != nil {
+		return nil, err
+	}
+	if err := k.federation(f, cc, cl); err != nil {
 		return nil, err
 	}
 	cl.audience, cl.allScopes, cl.defaultAud = cc.Audience, cc.ScopeWhenOmitted == scopeAll, defaultAud
@@ -262,7 +282,7 @@ func (k *compiler) api(f string, ac APIResourceConfig) (*apiResource, error) {
 	if err != nil {
 		return nil, err
 	}
-	cl, err := k.credentials(f, ac.Name, credentials{ac.SecretHashes, ac.PublicKeys, ac.TLSClientAuth, ac.CertificateThumbprints})
+	cl, err := k.credentials(f, ac.Name, credentials{ac.SecretHashes, ac.PublicKeys, ac.TLSClientAuth, ac.CertificateThumbprints, false})
 	if err != nil {
 		return nil, err
 	}

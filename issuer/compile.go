@@ -59,6 +59,7 @@ func (c *Config) compileParts() (*state, error) {
 	if err != nil {
 		return nil, err
 	}
+	st.trust = k.trust
 	if st.roster, err = k.compileRoster(c); err != nil {
 		return nil, err
 	}

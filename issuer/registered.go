@@ -116,6 +116,7 @@ func (c *Config) clone() Config {
 	d.APIResources = slices.Clone(c.APIResources)
 	d.Scopes = slices.Clone(c.Scopes)
 	d.Keys = slices.Clone(c.Keys)
+	d.TrustedIssuers = slices.Clone(c.TrustedIssuers)
 	return d
 }
 
@@ -138,7 +139,7 @@ func (f fileState) withRegistered(r registered) (*state, []error, error) {
 		return nil, nil, errors.New("issuer: no configuration yet")
 	}
 	st := *f.st
-	st.roster = &roster{clients: maps.Clone(f.st.clients), apis: maps.Clone(f.st.apis), apiOrder: slices.Clone(f.st.apiOrder)}
+	st.roster = &roster{clients: maps.Clone(f.st.clients), apis: maps.Clone(f.st.apis), apiOrder: slices.Clone(f.st.apiOrder), federated: f.st.federated.clone()}
 	d := f.cfg.withDefaults()
 	k, err := d.compiler()
 	if err != nil {
@@ -187,6 +188,9 @@ func (f fileState) withRegistered(r registered) (*state, []error, error) {
 					return nil, fieldErr(at+".accessTokenLifetime", "longer than the key schedule allows: %v", err)
 				}
 				live = cl.lifetime
+			}
+			if err := st.federated.add(at, cl); err != nil {
+				return nil, err
 			}
 			st.clients[cl.id] = cl
 			return cl, nil

@@ -54,6 +54,8 @@ type roster struct {
 	clients  map[string]*client
 	apis     map[string]*apiResource // by name: who may introspect
 	apiOrder []*apiResource          // the same, in the configuration's order
+	// federated maps workload identities to clients (federation.go).
+	federated *credIndex
 	// private_key_jwt: see assertion.go.
 	keyPad     map[string]int // signature checks per alg
 	dummies    map[string]crypto.PublicKey
@@ -82,6 +84,7 @@ type proofs struct {
 	dpopWindow        time.Duration // how old a proof may be; the nonce period
 	dpopNonces        bool          // each span's keySet has its nonces
 	mtls              mtlsState     // mutual TLS (mtls.go)
+	trust             *trust        // the trusted issuers (trust_config.go)
 }
 
 // keyring is the configuration's key schedule and its spans.
