@@ -1,8 +1,8 @@
 package issuer
 
 import (
-	"github.com/idsauth/idsauth/scope"
 	"fmt"
+	"github.com/idsauth/idsauth/scope"
 	"net/url"
 	"slices"
 	"strings"
