@@ -144,7 +144,7 @@ func NewJWKS(ctx context.Context, cfg JWKSConfig) (*JWKS, error) {
 	s.refresh = func(ctx context.Context) {
 		keys, err := jwks.Fetch(ctx, client, jwksURL, nil, jwks.Rules{})
 		if err == nil {
-			err = s.store.KeyReplaceAll(ctx, keys)
+			err = s.store.replace(ctx, keys)
 		}
 		if err == nil {
 			return
@@ -193,7 +193,7 @@ func ParseJWKS(data []byte) (*JWKS, error) {
 		return nil, fmt.Errorf("accesstoken: a JWKS: %w", err)
 	}
 	s := &JWKS{store: newVersionedStorage(nil)}
-	if err := s.store.KeyReplaceAll(context.Background(), given); err != nil {
+	if err := s.store.replace(context.Background(), given); err != nil {
 		return nil, fmt.Errorf("accesstoken: a JWKS: %w", err)
 	}
 	kf, err := keyfunc.New(keyfunc.Options{Storage: s.store})
@@ -245,7 +245,7 @@ func (l limitedStorage) KeyRead(ctx context.Context, kid string) (jwkset.JWK, er
 
 func newVersionedStorage(o observe.Observer) *versionedStorage {
 	s := &versionedStorage{Storage: jwkset.NewMemoryStorage(), observer: o}
-	s.set.Store(jwks.Index(0, nil, jwkset.UseSig)) // until the first fetch
+	s.set.Store(jwks.Index(0, nil, "")) // until the first fetch
 	return s
 }
 
@@ -263,22 +263,37 @@ type versionedStorage struct {
 	observer observe.Observer // told of every fetch, which ends here
 }
 
-func (s *versionedStorage) KeyReplaceAll(ctx context.Context, given []jwkset.JWK) error {
-	send(ctx, s.observer, observe.Event{Kind: observe.KeysFetched, Keys: len(given)})
-	fp, fpErr := jwks.Fingerprint(given)
+// replace makes given the stored set: indexed for the validator, and
+// as jwkset's JWKs for keyfunc (each JWK jwkset reads, as it reads it).
+func (s *versionedStorage) replace(ctx context.Context, given []jwks.Key) error {
+	readable := 0
+	for _, k := range given {
+		if k.Pub != nil {
+			readable++
+		}
+	}
+	send(ctx, s.observer, observe.Event{Kind: observe.KeysFetched, Keys: readable})
+	fp := jwks.Fingerprint(given)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	old := s.set.Load()
-	if fpErr == nil && fp == s.current && old.Version > 0 {
+	if fp == s.current && old.Version > 0 {
 		return nil
 	}
-	err := s.Storage.KeyReplaceAll(ctx, given)
+	forKeyfunc := make([]jwkset.JWK, 0, len(given))
+	for _, k := range given {
+		j, err := jwkset.NewJWKFromRawJSON(k.Raw, jwkset.JWKMarshalOptions{Private: true}, jwkset.JWKValidateOptions{})
+		if err == nil {
+			forKeyfunc = append(forKeyfunc, j)
+		}
+	}
+	err := s.Storage.KeyReplaceAll(ctx, forKeyfunc)
 	s.current = fp
-	if err != nil || fpErr != nil {
+	if err != nil {
 		s.current = "" // unknown content: the next fetch counts as a change
 	}
 	// The new set is indexed under a new version at once: a validation
 	// that reads the new version reads the new keys.
-	s.set.Store(jwks.Index(old.Version+1, given, jwkset.UseSig))
+	s.set.Store(jwks.Index(old.Version+1, given, ""))
 	return err
 }

@@ -131,6 +131,7 @@ type client struct {
 	federated       []federatedCred
 	maxAssertionAge time.Duration
 	defaultAccount  bool
+	jwtBearer       bool // it may use the JWT bearer grant
 }
 
 // named checks the ID of a client or an API resource, given in member of

@@ -278,6 +278,7 @@ func (st *state) discoveryDocument() ([]byte, error) {
 	for _, e := range []string{"token", "introspection", "revocation"} {
 		doc[e+"_endpoint_auth_methods_supported"] = methods
 	}
+	st.trust.discovery(doc)
 	return json.Marshal(doc)
 }
 

@@ -3,6 +3,7 @@ package issuer
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"time"
 )
@@ -53,6 +54,7 @@ func (k *compiler) federation(f string, cc ClientConfig, cl *client) error {
 		cl.maxAssertionAge = defaultAssertionAge
 	}
 	cl.defaultAccount = cc.AllowDefaultServiceAccount
+	cl.jwtBearer = slices.Contains(cc.GrantTypes, jwtBearerGrant)
 	if len(cc.FederatedCredentials) > maxFederatedCredentials {
 		return fieldErr(f+".federatedCredentials", "more than %d", maxFederatedCredentials)
 	}

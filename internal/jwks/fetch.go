@@ -9,18 +9,14 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-
-	"github.com/MicahParks/jwkset"
 )
 
-// Rules say how a JWKS is read. The zero value reads a plain JWKS as
-// jwkset does: every key of a type this module reads, the others left
-// out.
+// Rules say how a JWKS is read. The zero value reads every JWK.
 type Rules struct {
 	// SigUse, when set, keeps only the JWKs whose "use" it is, such as
 	// "jwt-svid" in a SPIFFE bundle (whose "x509-svid" keys are a CA's,
 	// not a signer's). Empty keeps every JWK.
-	SigUse jwkset.USE
+	SigUse string
 	// MaxKeys refuses a set of more JWKs (before SigUse leaves any out):
 	// a set that large is hostile, or a mistake. Zero means no bound but
 	// the size of the answer.
@@ -30,41 +26,43 @@ type Rules struct {
 // ErrTooManyKeys is the error of a set with more JWKs than Rules.MaxKeys.
 var ErrTooManyKeys = errors.New("the JWKS holds more keys than its bound")
 
-// Parse reads data, the JSON of a JWKS ({"keys": [...]}), by r.
-func Parse(data []byte, r Rules) ([]jwkset.JWK, error) {
-	var set jwkset.JWKSMarshal
+// ErrStatus is the error of an answer other than 200.
+var ErrStatus = errors.New("the key source answered with another status than 200")
+
+// Parse reads data, the JSON of a JWKS ({"keys": [...]}), by r: each
+// JWK's members, and its public key when it is of a type this module
+// reads (Key.Pub).
+func Parse(data []byte, r Rules) ([]Key, error) {
+	var set struct {
+		Keys []json.RawMessage `json:"keys"`
+	}
 	if err := json.Unmarshal(data, &set); err != nil {
 		return nil, fmt.Errorf("not a JWKS: %w", err)
 	}
-	return r.read(set)
-}
-
-func (r Rules) read(set jwkset.JWKSMarshal) ([]jwkset.JWK, error) {
+	if set.Keys == nil {
+		return nil, errors.New("not a JWKS: no keys member")
+	}
 	if r.MaxKeys > 0 && len(set.Keys) > r.MaxKeys {
 		return nil, fmt.Errorf("%w (%d)", ErrTooManyKeys, r.MaxKeys)
 	}
-	out := make([]jwkset.JWK, 0, len(set.Keys))
-	for _, m := range set.Keys {
-		if r.SigUse != "" && m.USE != r.SigUse {
-			continue
-		}
-		// A SPIFFE bundle's use is none of RFC 7517's: checked above.
-		j, err := jwkset.NewJWKFromMarshal(m, jwkset.JWKMarshalOptions{Private: true}, jwkset.JWKValidateOptions{SkipUse: r.SigUse != ""})
-		switch {
-		case errors.Is(err, jwkset.ErrUnsupportedKey):
-			continue
-		case err != nil:
+	out := make([]Key, 0, len(set.Keys))
+	for _, raw := range set.Keys {
+		k, err := readKey(raw)
+		if err != nil {
 			return nil, fmt.Errorf("a JWK of the set: %w", err)
 		}
-		out = append(out, j)
+		if r.SigUse != "" && k.Use != r.SigUse {
+			continue
+		}
+		out = append(out, k)
 	}
 	return out, nil
 }
 
 // Fetch GETs the JWKS at u with c (a Client), header added to the
 // request (nil: none), and reads it by r. An answer other than 200 is an
-// error that wraps jwkset.ErrInvalidHTTPStatusCode.
-func Fetch(ctx context.Context, c *http.Client, u string, header http.Header, r Rules) ([]jwkset.JWK, error) {
+// error that wraps ErrStatus.
+func Fetch(ctx context.Context, c *http.Client, u string, header http.Header, r Rules) ([]Key, error) {
 	data, err := get(ctx, c, u, header)
 	if err != nil {
 		return nil, err
@@ -89,7 +87,7 @@ func get(ctx context.Context, c *http.Client, u string, header http.Header) ([]b
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10)) // lets the connection be reused
-		return nil, fmt.Errorf("%w: %d", jwkset.ErrInvalidHTTPStatusCode, resp.StatusCode)
+		return nil, fmt.Errorf("%w: %d", ErrStatus, resp.StatusCode)
 	}
 	var b bytes.Buffer
 	if _, err := b.ReadFrom(resp.Body); err != nil {
@@ -111,7 +109,7 @@ func Failure(err error) string {
 		return "timeout"
 	case ue != nil:
 		return "transport"
-	case errors.Is(err, jwkset.ErrInvalidHTTPStatusCode):
+	case errors.Is(err, ErrStatus):
 		return "http_status"
 	}
 	return "invalid"

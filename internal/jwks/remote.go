@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/MicahParks/jwkset"
 	"golang.org/x/time/rate"
 )
 
@@ -40,9 +39,9 @@ type Remote struct {
 type RemoteConfig struct {
 	// Fetch brings the set: one GET (Fetch), a discovery then a GET, a
 	// file read. Its context ends after Timeout.
-	Fetch func(ctx context.Context) ([]jwkset.JWK, error)
+	Fetch func(ctx context.Context) ([]Key, error)
 	// SigUse is the "use" of a signature key (Index).
-	SigUse jwkset.USE
+	SigUse string
 	// Timeout bounds a fetch. Zero means 10 seconds.
 	Timeout time.Duration
 	// Wait bounds how long a caller waits for a fetch. Zero means Timeout.
@@ -188,19 +187,16 @@ func (r *Remote) fetch(done chan struct{}) {
 
 // store makes keys the set, under a new version when they differ from
 // the last, and reports whether they did.
-func (r *Remote) store(keys []jwkset.JWK) bool {
-	fp, fpErr := Fingerprint(keys)
+func (r *Remote) store(keys []Key) bool {
+	fp := Fingerprint(keys)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.fetchedAt.Store(r.cfg.Now().UnixNano())
 	r.stale.Store(false)
-	if fpErr == nil && fp == r.current && r.version > 0 {
+	if fp == r.current && r.version > 0 {
 		return false
 	}
 	r.current = fp
-	if fpErr != nil {
-		r.current = "" // unknown content: the next fetch counts as a change
-	}
 	r.version++
 	r.set.Store(Index(r.version, keys, r.cfg.SigUse))
 	return true

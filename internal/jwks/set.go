@@ -1,13 +1,12 @@
 package jwks
 
 import (
+	"bytes"
 	"crypto"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
-
-	"github.com/MicahParks/jwkset"
 
 	"github.com/idsauth/idsauth/internal/jws"
 	"github.com/idsauth/idsauth/internal/keyerr"
@@ -69,24 +68,27 @@ func (k jwk) usable(alg string) error {
 	return nil
 }
 
-// Index indexes set as the version-th. sigUse is the "use" of a
-// signature key: "sig" (RFC 7517 §4.2) when empty, "jwt-svid" in a SPIFFE
-// bundle; a JWK without "use" is one too.
-func Index(version uint64, set []jwkset.JWK, sigUse jwkset.USE) *Set {
+// Index indexes set as the version-th: the keys this module reads
+// (Key.Pub), the others left out. sigUse is the "use" of a signature
+// key: "sig" (RFC 7517 §4.2) when empty, "jwt-svid" in a SPIFFE bundle;
+// a JWK without "use" is one too.
+func Index(version uint64, set []Key, sigUse string) *Set {
 	if sigUse == "" {
-		sigUse = jwkset.UseSig
+		sigUse = "sig"
 	}
 	ks := &Set{Version: version, byKID: make(map[string]jwk, len(set)), withoutKID: make(map[string]kidlessKeys, len(jws.Algorithms))}
 	all := make([]jwk, 0, len(set))
 	for _, j := range set {
-		m := j.Marshal()
-		k := jwk{
-			pub:    j.Key(),
-			verify: (m.USE == "" || m.USE == sigUse) && (len(m.KEYOPS) == 0 || slices.Contains(m.KEYOPS, jwkset.KeyOpsVerify)),
-			alg:    string(m.ALG),
+		if j.Pub == nil {
+			continue
 		}
-		if m.KID != "" {
-			ks.byKID[m.KID] = k
+		k := jwk{
+			pub:    j.Pub,
+			verify: (j.Use == "" || j.Use == sigUse) && (len(j.KeyOps) == 0 || slices.Contains(j.KeyOps, "verify")),
+			alg:    j.Alg,
+		}
+		if j.KID != "" {
+			ks.byKID[j.KID] = k
 		}
 		all = append(all, k)
 	}
@@ -144,17 +146,17 @@ func (s *Set) Has(kid string) bool {
 	return ok
 }
 
-// Fingerprint is the JSON of a key set's members, in an order of their
-// own, so that a reordered set is the same set.
-func Fingerprint(set []jwkset.JWK) (string, error) {
+// Fingerprint is the JSON of a key set's members, each compacted, in an
+// order of their own, so that a reordered set is the same set.
+func Fingerprint(set []Key) string {
 	parts := make([]string, 0, len(set))
 	for _, j := range set {
-		b, err := json.Marshal(j.Marshal())
-		if err != nil {
-			return "", err
+		var b bytes.Buffer
+		if json.Compact(&b, j.Raw) != nil {
+			b.Write(j.Raw)
 		}
-		parts = append(parts, string(b))
+		parts = append(parts, b.String())
 	}
 	slices.Sort(parts)
-	return strings.Join(parts, "\n"), nil
+	return strings.Join(parts, "\n")
 }
