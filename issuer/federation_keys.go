@@ -122,7 +122,9 @@ func (iss *Issuer) issuerKeys(ti *trustedIssuer) *jwks.Remote {
 	}
 	r := jwks.NewRemote(jwks.RemoteConfig{
 		Fetch: fetch, SigUse: rules.SigUse, Timeout: fetchTimeout, Wait: fetchWait, Refresh: keysRefresh, Grace: ti.grace, Now: iss.now,
-		Fetched: func(ctx context.Context, n int, _ bool, err error) { iss.keysFetched(ctx, "trusted issuer", ti.id, n, err) },
+		Fetched: func(ctx context.Context, n int, _ bool, err error) {
+			iss.keysFetched(ctx, "trusted issuer", ti.id, n, err)
+		},
 		Expired: func() { iss.keysExpired("trusted issuer", ti.id, ti.grace) },
 	})
 	rk.issuers[k] = r
@@ -181,8 +183,10 @@ func (iss *Issuer) clientSet(cl *client, loopback bool) *jwks.Remote {
 		Fetch:   func(ctx context.Context) ([]jwks.Key, error) { return jwks.Fetch(ctx, hc, u, nil, rules) },
 		Timeout: fetchTimeout, Wait: fetchWait, Refresh: keysRefresh, Grace: defaultKeysGrace, Now: iss.now,
 		UnknownKID: newKIDLimiter(clientKIDRefetch),
-		Fetched:    func(ctx context.Context, n int, _ bool, err error) { iss.keysFetched(ctx, "client jwksUri", id, n, err) },
-		Expired:    func() { iss.keysExpired("client jwksUri", id, defaultKeysGrace) },
+		Fetched: func(ctx context.Context, n int, _ bool, err error) {
+			iss.keysFetched(ctx, "client jwksUri", id, n, err)
+		},
+		Expired: func() { iss.keysExpired("client jwksUri", id, defaultKeysGrace) },
 	})
 	rk.clients[cl.id] = &clientSet{url: u, remote: r}
 	return r
