@@ -52,9 +52,10 @@ type RemoteConfig struct {
 	// Grace is how long the keys of a fetch serve while no later fetch
 	// succeeds. Zero means an hour.
 	Grace time.Duration
-	// UnknownKID limits the fetches of callers that cannot go on without
-	// one: no keys, or an unknown kid. Nil means one every 30 seconds
-	// (after the first). A caller refused by it is told at once.
+	// UnknownKID limits the fetches for a kid the set lacks. Nil means
+	// one every 30 seconds. A caller refused by it is told at once.
+	// Callers that find no keys at all fetch at most once a second, one
+	// at a time.
 	UnknownKID *rate.Limiter
 	// Now is the clock. Nil means time.Now.
 	Now func() time.Time
@@ -100,14 +101,18 @@ func NewRemote(cfg RemoteConfig) *Remote {
 // Grace.
 func (r *Remote) Keys(ctx context.Context, kid, alg string) ([]crypto.PublicKey, error) {
 	s := r.fresh()
-	if s.Empty() || (kid != "" && !s.Has(kid)) {
-		if !r.cfg.UnknownKID.Allow() {
-			return s.Keys(kid, alg)
-		}
-		r.wait(ctx, r.start())
-		s = r.fresh()
+	force := false
+	switch {
+	case s.Empty(): // none yet, or none within Grace: start's spacing bounds the fetches
+	case kid == "" || s.Has(kid):
+		return s.Keys(kid, alg)
+	case !r.cfg.UnknownKID.Allow():
+		return s.Keys(kid, alg)
+	default:
+		force = true
 	}
-	return s.Keys(kid, alg)
+	r.wait(ctx, r.start(force))
+	return r.fresh().Keys(kid, alg)
 }
 
 // fresh returns the set, dropping it once it has outlived Grace, and
@@ -124,25 +129,26 @@ func (r *Remote) fresh() *Set {
 		if r.stale.CompareAndSwap(false, true) && r.cfg.Expired != nil {
 			r.cfg.Expired()
 		}
-		r.start() // as Refresh allows: see start
+		r.start(false)
 		return Index(s.Version, nil, r.cfg.SigUse)
 	case age > r.cfg.Refresh:
-		r.start()
+		r.start(false)
 	}
 	return s
 }
 
-// start starts a fetch unless one is under way, or one started less than
-// a second ago, and returns what ends when the fetch under way ends (nil
+// start starts a fetch unless one is under way, or, unless force (an
+// unknown kid that UnknownKID let through), one started less than a
+// second ago, and returns what ends when the fetch under way ends (nil
 // when none is).
-func (r *Remote) start() <-chan struct{} {
+func (r *Remote) start(force bool) <-chan struct{} {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.flight != nil {
 		return r.flight
 	}
 	now := r.cfg.Now()
-	if now.Sub(r.tried) < time.Second && !r.tried.IsZero() {
+	if !force && now.Sub(r.tried) < time.Second && !r.tried.IsZero() {
 		return nil
 	}
 	r.tried = now
