@@ -94,6 +94,7 @@ server {
         serving_cert_file {
           cert_file_path = %q
           key_file_path = %q
+          file_sync_interval = "1h" # SPIRE v1.13.3 refuses the file without it: time: invalid duration ""
         }
       }
     }
@@ -306,6 +307,7 @@ serving_cert_file {
   addr = "127.0.0.1:%s"
   cert_file_path = %q
   key_file_path = %q
+  file_sync_interval = "1h"
 }
 server_api { address = "unix://%s" }
 `, oidcURL, oidcPort, filepath.Join(a.dir, "oidc.crt"), filepath.Join(a.dir, "oidc.key"), a.serverSock)), 0o600); err != nil {
