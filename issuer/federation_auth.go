@@ -56,7 +56,7 @@ func (q *request) readFederated() *refusal {
 // gives it back, a failure is held to the failure floor.
 func (iss *Issuer) authenticateFederated(q *request, cl *client, res limit.Reservation) (*client, *refusal) {
 	start := time.Now()
-	fc, err := iss.checkFederated(q.ctx, q.st, q.assertion, q.form.get(assertionTypeParam) == assertionTypeSPIFFE, cl, q.now)
+	fc, _, err := iss.checkFederated(q.ctx, q.st, q.assertion, q.form.get(assertionTypeParam) == assertionTypeSPIFFE, cl, q.now)
 	if err == nil {
 		res.Succeeded()
 		q.who.credential = fc.String()
@@ -98,67 +98,76 @@ func (st *state) federatedIssuer(a *assertion, spiffe bool) (*trustedIssuer, err
 // (federatedIssuer), its audience and times by the issuer's rules, its
 // signature by the issuer's keys, and the client its subject maps to:
 // cl, for client authentication, or any, for the JWT bearer grant (cl
-// nil). It returns the credential that maps it and the client, or why
-// it is refused.
-func (iss *Issuer) checkFederated(ctx context.Context, st *state, a *assertion, spiffe bool, cl *client, now time.Time) (federatedCred, error) {
+// nil). It returns the credential that maps it and the client's ID, or
+// why it is refused.
+func (iss *Issuer) checkFederated(ctx context.Context, st *state, a *assertion, spiffe bool, cl *client, now time.Time) (federatedCred, string, error) {
+	fc, id, err := iss.federatedToken(ctx, st, a, spiffe, cl, now)
+	if err != nil {
+		return federatedCred{}, "", err
+	}
+	return fc, id, nil
+}
+
+// federatedToken is checkFederated's work.
+func (iss *Issuer) federatedToken(ctx context.Context, st *state, a *assertion, spiffe bool, cl *client, now time.Time) (federatedCred, string, error) {
 	var none federatedCred
 	if a == nil {
-		return none, assertionRefused("client_assertion is not a signed JWT")
+		return none, "", assertionRefused("client_assertion is not a signed JWT")
 	}
 	ti, err := st.federatedIssuer(a, spiffe)
 	if err != nil {
-		return none, err
+		return none, "", err
 	}
 	if aud, _, err := a.claims.Strings("aud"); err != nil || !slices.ContainsFunc(aud, func(s string) bool { return slices.Contains(ti.audience, s) }) {
-		return none, assertionRefused("the token's aud names none of the audiences its issuer's tokens must carry here")
+		return none, "", assertionRefused("the token's aud names none of the audiences its issuer's tokens must carry here")
 	}
 	exp, expGiven, expErr := a.claims.Time("exp")
 	iat, iatGiven, iatErr := a.claims.Time("iat")
 	nbf, _, nbfErr := a.claims.Time("nbf")
 	switch {
 	case !expGiven || expErr != nil:
-		return none, assertionRefused("the token's exp is missing or malformed")
+		return none, "", assertionRefused("the token's exp is missing or malformed")
 	case !iatGiven || iatErr != nil:
-		return none, assertionRefused("the token's iat is missing or malformed: its age is unknown")
+		return none, "", assertionRefused("the token's iat is missing or malformed: its age is unknown")
 	case nbfErr != nil:
-		return none, assertionRefused("the token's nbf is malformed")
+		return none, "", assertionRefused("the token's nbf is malformed")
 	case !now.Before(exp.Add(ti.skew)):
-		return none, assertionRefused("the token expired")
+		return none, "", assertionRefused("the token expired")
 	case iat.After(now.Add(ti.skew)) || nbf.After(now.Add(ti.skew)):
-		return none, assertionRefused("the token's iat or nbf is in the future")
+		return none, "", assertionRefused("the token's iat or nbf is in the future")
 	case exp.Sub(iat) > ti.maxLifetime:
-		return none, assertionRefused("the token says it lives longer than its issuer's maxTokenLifetimeSeconds")
+		return none, "", assertionRefused("the token says it lives longer than its issuer's maxTokenLifetimeSeconds")
 	}
 	id, fc := st.federated.lookup(ti.id, a.sub)
 	switch {
 	case id == "":
-		return none, assertionRefused("no client's federated credential names the token's issuer and subject")
+		return none, "", assertionRefused("no client's federated credential names the token's issuer and subject")
 	case cl != nil && id != cl.id:
-		return none, assertionRefused("the token's subject is another client's federated credential, or none of this client's")
+		return none, "", assertionRefused("the token's subject is another client's federated credential, or none of this client's")
 	}
 	owner := st.clients[id]
 	if owner == nil {
-		return none, assertionRefused("the client of the federated credential is gone")
+		return none, "", assertionRefused("the client of the federated credential is gone")
 	}
 	if now.Sub(iat) > owner.maxAssertionAge+ti.skew {
-		return none, assertionRefused("the token is older than the client's maxAssertionAgeSeconds")
+		return none, "", assertionRefused("the token is older than the client's maxAssertionAgeSeconds")
 	}
 	if ti.kind == kindKubernetes {
 		if _, name, err := serviceAccount(a.sub); err != nil || name == "default" && !owner.defaultAccount {
-			return none, assertionRefused("a namespace's default service account, which the client does not allow")
+			return none, "", assertionRefused("a namespace's default service account, which the client does not allow")
 		}
 	}
 	if a.alg != "ES384" && assertionMethods[a.alg] == nil {
-		return none, assertionRefused("the token's alg is none the issuer verifies")
+		return none, "", assertionRefused("the token's alg is none the issuer verifies")
 	}
 	pubs, err := iss.issuerKeys(ti).Keys(ctx, a.kid, a.alg)
 	if err != nil {
-		return none, assertionRefused("no key of its issuer verifies the token: " + err.Error())
+		return none, "", assertionRefused("no key of its issuer verifies the token: " + err.Error())
 	}
 	if !verifyWith(a, pubs) {
-		return none, assertionRefused("the token's signature is not its issuer's")
+		return none, "", assertionRefused("the token's signature is not its issuer's")
 	}
-	return fc, nil
+	return fc, id, nil
 }
 
 // discovery adds to doc, the discovery document, what the trusted

@@ -55,15 +55,16 @@ const (
 // remoteKeys are the fetched key sets of an issuer.
 type remoteKeys struct {
 	mu      sync.Mutex
-	issuers map[string]*jwks.Remote // by the source's key (keySource.key)
-	clients map[string]*clientSet   // by client ID
-	logged  sync.Map                // *logevery.Limiter by source: its failures' lines
+	issuers map[string]*fetched // by the source's key (trustedIssuer.key)
+	clients map[string]*fetched // by client ID
 }
 
-// clientSet is a client's fetched jwksUri set.
-type clientSet struct {
-	url    string
+// fetched is one fetched set, and what holds back the lines of its
+// failed fetches.
+type fetched struct {
+	url    string // a client's jwksUri
 	remote *jwks.Remote
+	logged logevery.Limiter
 }
 
 // key is what names a trusted issuer's source among the fetched sets:
@@ -80,12 +81,13 @@ func (iss *Issuer) issuerKeys(ti *trustedIssuer) *jwks.Remote {
 	k := ti.key()
 	rk.mu.Lock()
 	defer rk.mu.Unlock()
-	if r := rk.issuers[k]; r != nil {
-		return r
+	if f := rk.issuers[k]; f != nil {
+		return f.remote
 	}
 	if rk.issuers == nil {
-		rk.issuers = map[string]*jwks.Remote{}
+		rk.issuers = map[string]*fetched{}
 	}
+	f := &fetched{}
 	src := ti.source
 	hc := jwks.Client(&http.Client{Transport: transport(src.ca, nil), CheckRedirect: noRedirects}, fetchTimeout, 0)
 	rules := jwks.Rules{MaxKeys: maxIssuerKeys}
@@ -123,11 +125,12 @@ func (iss *Issuer) issuerKeys(ti *trustedIssuer) *jwks.Remote {
 	r := jwks.NewRemote(jwks.RemoteConfig{
 		Fetch: fetch, SigUse: rules.SigUse, Timeout: fetchTimeout, Wait: fetchWait, Refresh: keysRefresh, Grace: ti.grace, Now: iss.now,
 		Fetched: func(ctx context.Context, n int, _ bool, err error) {
-			iss.keysFetched(ctx, "trusted issuer", ti.id, n, err)
+			iss.keysFetched(ctx, &f.logged, "trusted issuer", ti.id, n, err)
 		},
 		Expired: func() { iss.keysExpired("trusted issuer", ti.id, ti.grace) },
 	})
-	rk.issuers[k] = r
+	f.remote = r
+	rk.issuers[k] = f
 	return r
 }
 
@@ -173,8 +176,9 @@ func (iss *Issuer) clientSet(cl *client, loopback bool) *jwks.Remote {
 		return cs.remote
 	}
 	if rk.clients == nil {
-		rk.clients = map[string]*clientSet{}
+		rk.clients = map[string]*fetched{}
 	}
+	f := &fetched{url: cl.jwksURI}
 	u := cl.jwksURI
 	hc := jwks.Client(&http.Client{Transport: transport(nil, dialPublic(loopback)), CheckRedirect: noRedirects}, fetchTimeout, maxClientJWKS)
 	rules := jwks.Rules{MaxKeys: maxClientKeySet}
@@ -184,11 +188,12 @@ func (iss *Issuer) clientSet(cl *client, loopback bool) *jwks.Remote {
 		Timeout: fetchTimeout, Wait: fetchWait, Refresh: keysRefresh, Grace: defaultKeysGrace, Now: iss.now,
 		UnknownKID: newKIDLimiter(clientKIDRefetch),
 		Fetched: func(ctx context.Context, n int, _ bool, err error) {
-			iss.keysFetched(ctx, "client jwksUri", id, n, err)
+			iss.keysFetched(ctx, &f.logged, "client jwksUri", id, n, err)
 		},
 		Expired: func() { iss.keysExpired("client jwksUri", id, defaultKeysGrace) },
 	})
-	rk.clients[cl.id] = &clientSet{url: u, remote: r}
+	f.remote = r
+	rk.clients[cl.id] = f
 	return r
 }
 
@@ -204,7 +209,6 @@ func (rk *remoteKeys) keep(st *state) {
 	for k := range rk.issuers {
 		if !live[k] {
 			delete(rk.issuers, k)
-			rk.logged.Delete(k)
 		}
 	}
 	for id, cs := range rk.clients {
@@ -215,8 +219,9 @@ func (rk *remoteKeys) keep(st *state) {
 }
 
 // keysFetched reports a fetch of a set: an event, and for a failure a
-// Warn line, at most one per logevery.Interval for each source.
-func (iss *Issuer) keysFetched(ctx context.Context, what, who string, n int, err error) {
+// Warn line, at most one per logevery.Interval for each source (held
+// back by logged).
+func (iss *Issuer) keysFetched(ctx context.Context, logged *logevery.Limiter, what, who string, n int, err error) {
 	if err == nil {
 		if iss.observer != nil {
 			iss.observer.Observe(ctx, observe.Event{Kind: observe.KeysFetched, Keys: n})
@@ -226,8 +231,7 @@ func (iss *Issuer) keysFetched(ctx context.Context, what, who string, n int, err
 	if iss.observer != nil {
 		iss.observer.Observe(ctx, observe.Event{Kind: observe.KeysFetchFailed, Reason: jwks.Failure(err)})
 	}
-	l, _ := iss.remote.logged.LoadOrStore(what+"\x00"+who, new(logevery.Limiter))
-	if ok, held := l.(*logevery.Limiter).Allow(iss.now()); ok {
+	if ok, held := logged.Allow(iss.now()); ok {
 		iss.logger.Warn("idsauth issuer: keys cannot be fetched; the keys fetched last keep verifying until their grace ends",
 			slog.String("source", what), slog.String("name", who), slog.String("error", err.Error()), slog.Uint64("suppressed", held))
 	}

@@ -27,7 +27,7 @@ func (iss *Issuer) grantJWTBearer(q *request) (*[]byte, *refusal) {
 	switch {
 	case !st.trust.grants:
 		return nil, refuse(otherGrant)
-	case q.basic || form.has(clientIDParam) || form.has(clientSecretParam) || hasAssertion(form) || len(q.peer) > 0 && q.certAuth:
+	case q.basic || form.has(clientIDParam) || form.has(clientSecretParam) || hasAssertion(form):
 		return nil, refuse(grantCredentials)
 	case form.get(grantAssertionParam) == "":
 		return nil, refuse(grantNoAssertion)
@@ -51,7 +51,7 @@ func (iss *Issuer) grantJWTBearer(q *request) (*[]byte, *refusal) {
 		return nil, no
 	}
 	start := time.Now()
-	fc, err := iss.checkFederated(q.ctx, st, a, false, nil, q.now)
+	fc, id, err := iss.checkFederated(q.ctx, st, a, false, nil, q.now)
 	var ti *trustedIssuer
 	if err == nil {
 		if ti = st.trust.byID[fc.issuer]; !ti.grant {
@@ -64,7 +64,7 @@ func (iss *Issuer) grantJWTBearer(q *request) (*[]byte, *refusal) {
 		return nil, &refusal{id: grantInvalid, why: err.Error()}
 	}
 	res.Succeeded()
-	cl := st.clients[subjectOf(st, ti, a)]
+	cl := st.clients[id]
 	q.who.client, q.who.credential = cl.id, fc.String()
 	if !cl.jwtBearer {
 		return nil, refuse(grantNotAllowed)
@@ -76,12 +76,6 @@ func (iss *Issuer) grantJWTBearer(q *request) (*[]byte, *refusal) {
 		return nil, refuse(scopeNotAllowed)
 	}
 	return iss.grant(q, capped)
-}
-
-// subjectOf is the client a's subject maps to under ti.
-func subjectOf(st *state, ti *trustedIssuer, a *assertion) string {
-	id, _ := st.federated.lookup(ti.id, a.sub)
-	return id
 }
 
 // capScopes returns a copy of cl, for one request, holding only the
