@@ -2,10 +2,10 @@ package accesstoken
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
+
+	"github.com/idsauth/idsauth/internal/jwks"
 )
 
 // discover reads the issuer's discovery document and returns its jwks_uri.
@@ -23,35 +23,12 @@ func discover(ctx context.Context, client *http.Client, issuer string) (string, 
 	return doc.JWKSURI, nil
 }
 
-// discoveryDocument holds what a validator reads of a discovery document.
-type discoveryDocument struct {
-	Issuer                string `json:"issuer"`
-	JWKSURI               string `json:"jwks_uri"`
-	IntrospectionEndpoint string `json:"introspection_endpoint"`
-}
-
 // discoverDocument reads the issuer's discovery document, whose "issuer"
 // must be issuer exactly.
-func discoverDocument(ctx context.Context, client *http.Client, issuer string) (*discoveryDocument, error) {
-	u := strings.TrimSuffix(issuer, "/") + "/.well-known/openid-configuration"
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+func discoverDocument(ctx context.Context, client *http.Client, issuer string) (*jwks.Document, error) {
+	doc, err := jwks.Discover(ctx, client, issuer)
 	if err != nil {
-		return nil, fmt.Errorf("accesstoken: discovery: %w", err)
+		return nil, fmt.Errorf("accesstoken: %w", err)
 	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("accesstoken: discovery: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("accesstoken: discovery: %s answered %s", u, resp.Status)
-	}
-	var doc discoveryDocument
-	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil {
-		return nil, fmt.Errorf("accesstoken: discovery: %s: %w", u, err)
-	}
-	if doc.Issuer != issuer {
-		return nil, fmt.Errorf("accesstoken: discovery: document names issuer %q, want %q", doc.Issuer, issuer)
-	}
-	return &doc, nil
+	return doc, nil
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/idsauth/idsauth/internal/clientauth"
+	"github.com/idsauth/idsauth/internal/jwks"
 	"github.com/idsauth/idsauth/internal/jws"
 )
 
@@ -73,7 +74,7 @@ func newIntrospector(ctx context.Context, i *Introspection, ch *checks, from *tr
 	if in.local != nil {
 		return in, nil
 	}
-	in.client = clientauth.RefuseRedirects(limitedClient(i.HTTPClient, in.timeout))
+	in.client = clientauth.RefuseRedirects(jwks.Client(i.HTTPClient, in.timeout, 0))
 	if i.Key != nil {
 		s, err := clientauth.NewSigner(i.Key, i.KeyAlg, i.KeyID)
 		if err != nil {
@@ -82,7 +83,7 @@ func newIntrospector(ctx context.Context, i *Introspection, ch *checks, from *tr
 		in.signer = s
 	}
 	if in.endpoint == "" {
-		doc, err := discoverDocument(ctx, limitedClient(i.HTTPClient, in.timeout), from.issuer)
+		doc, err := discoverDocument(ctx, jwks.Client(i.HTTPClient, in.timeout, 0), from.issuer)
 		if err != nil {
 			return nil, err
 		}

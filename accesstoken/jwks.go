@@ -4,13 +4,11 @@ import (
 	"cmp"
 	"context"
 	"crypto"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"slices"
-	"strings"
+	"net/url"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,7 +18,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"golang.org/x/time/rate"
 
-	"github.com/idsauth/idsauth/internal/jws"
+	"github.com/idsauth/idsauth/internal/jwks"
 	"github.com/idsauth/idsauth/observe"
 )
 
@@ -97,10 +95,10 @@ const defaultTimeout = 10 * time.Second
 // [RFC 7517]: https://www.rfc-editor.org/rfc/rfc7517
 type JWKS struct {
 	store *versionedStorage
-	// remote reads store through jwkset's HTTP client: reading a kid
-	// store lacks from it fetches the set again (its own limit is off:
-	// unknownKID is the limit). Nil for a set given (ParseJWKS).
-	remote     jwkset.Storage
+	// refresh fetches the set into store, bounded by ctx and the
+	// client's Timeout, and reports a failure. Nil for a set given
+	// (ParseJWKS).
+	refresh    func(ctx context.Context)
 	unknownKID *rate.Limiter
 	kf         keyfunc.Keyfunc
 }
@@ -126,7 +124,7 @@ func NewJWKS(ctx context.Context, cfg JWKSConfig) (*JWKS, error) {
 		}
 	}
 	timeout := cmp.Or(cfg.Timeout, defaultTimeout)
-	client := limitedClient(cfg.HTTPClient, timeout)
+	client := jwks.Client(cfg.HTTPClient, timeout, 0)
 	jwksURL := cfg.URL
 	if jwksURL == "" {
 		u, err := discover(ctx, client, cfg.Issuer)
@@ -135,42 +133,54 @@ func NewJWKS(ctx context.Context, cfg JWKSConfig) (*JWKS, error) {
 		}
 		jwksURL = u
 	}
+	if _, err := url.ParseRequestURI(jwksURL); err != nil {
+		return nil, fmt.Errorf("accesstoken: JWKS %s: %w", jwksURL, err)
+	}
 	s := &JWKS{store: newVersionedStorage(cfg.Observer), unknownKID: cfg.RefreshUnknownKID}
 	if s.unknownKID == nil {
 		s.unknownKID = rate.NewLimiter(rate.Every(30*time.Second), 1)
 	}
 	logger := cfg.Logger
-	fetched, err := jwkset.NewStorageFromHTTP(jwksURL, jwkset.HTTPClientStorageOptions{
-		Client:                    client,
-		Ctx:                       ctx,
-		HTTPTimeout:               timeout, // the client's Timeout bounds it too
-		NoErrorReturnFirstHTTPReq: true,
-		RefreshInterval:           cmp.Or(max(0, cfg.RefreshInterval), 5*time.Minute),
-		Storage:                   s.store,
-		RefreshErrorHandler: func(ctx context.Context, err error) {
-			send(ctx, cfg.Observer, observe.Event{Kind: observe.KeysFetchFailed, Reason: fetchFailure(err)})
-			if logger != nil {
-				logger.LogAttrs(ctx, slog.LevelWarn, "idsauth: JWKS refresh failed",
-					slog.String("url", jwksURL), slog.String("error", err.Error()))
-			}
-		},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("accesstoken: JWKS %s: %w", jwksURL, err)
+	s.refresh = func(ctx context.Context) {
+		keys, err := jwks.Fetch(ctx, client, jwksURL, nil, jwks.Rules{})
+		if err == nil {
+			err = s.store.replace(ctx, keys)
+		}
+		if err == nil {
+			return
+		}
+		send(ctx, cfg.Observer, observe.Event{Kind: observe.KeysFetchFailed, Reason: jwks.Failure(err)})
+		if logger != nil {
+			logger.LogAttrs(ctx, slog.LevelWarn, "idsauth: JWKS refresh failed",
+				slog.String("url", jwksURL), slog.String("error", err.Error()))
+		}
 	}
-	s.remote, err = jwkset.NewHTTPClient(jwkset.HTTPClientOptions{
-		HTTPURLs: map[string]jwkset.Storage{jwksURL: fetched},
-		// Its wait bound also bounds the fetch that follows.
-		RateLimitWaitMax:  timeout,
-		RefreshUnknownKID: rate.NewLimiter(rate.Inf, 1),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("accesstoken: JWKS %s: %w", jwksURL, err)
-	}
+	first, cancel := context.WithTimeout(ctx, timeout)
+	s.refresh(first)
+	cancel()
+	go s.refreshEvery(ctx, cmp.Or(max(0, cfg.RefreshInterval), 5*time.Minute), timeout)
+	var err error
 	if s.kf, err = keyfunc.New(keyfunc.Options{Ctx: ctx, Storage: limitedStorage{s.store, s}}); err != nil {
 		return nil, fmt.Errorf("accesstoken: JWKS %s: %w", jwksURL, err)
 	}
 	return s, nil
+}
+
+// refreshEvery fetches the set every interval, each fetch bounded by
+// timeout, until ctx ends.
+func (s *JWKS) refreshEvery(ctx context.Context, interval, timeout time.Duration) {
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+			fctx, cancel := context.WithTimeout(ctx, timeout)
+			s.refresh(fctx)
+			cancel()
+		}
+	}
 }
 
 // ParseJWKS returns the key set data holds, the JSON of a JWKS
@@ -178,23 +188,12 @@ func NewJWKS(ctx context.Context, cfg JWKSConfig) (*JWKS, error) {
 // Keys of a type this module does not read are left out, as from a
 // fetched set.
 func ParseJWKS(data []byte) (*JWKS, error) {
-	var set jwkset.JWKSMarshal
-	if err := json.Unmarshal(data, &set); err != nil {
+	given, err := jwks.Parse(data, jwks.Rules{})
+	if err != nil {
 		return nil, fmt.Errorf("accesstoken: a JWKS: %w", err)
 	}
-	given := make([]jwkset.JWK, 0, len(set.Keys))
-	for _, m := range set.Keys {
-		j, err := jwkset.NewJWKFromMarshal(m, jwkset.JWKMarshalOptions{Private: true}, jwkset.JWKValidateOptions{})
-		switch {
-		case errors.Is(err, jwkset.ErrUnsupportedKey):
-			continue
-		case err != nil:
-			return nil, fmt.Errorf("accesstoken: a JWKS: %w", err)
-		}
-		given = append(given, j)
-	}
 	s := &JWKS{store: newVersionedStorage(nil)}
-	if err := s.store.KeyReplaceAll(context.Background(), given); err != nil {
+	if err := s.store.replace(context.Background(), given); err != nil {
 		return nil, fmt.Errorf("accesstoken: a JWKS: %w", err)
 	}
 	kf, err := keyfunc.New(keyfunc.Options{Storage: s.store})
@@ -211,30 +210,15 @@ func ParseJWKS(data []byte) (*JWKS, error) {
 // lacks fetches it again, as the unknown-kid limit allows.
 func (s *JWKS) VerificationKeys(ctx context.Context, kid, alg string) ([]crypto.PublicKey, error) {
 	set := s.store.set.Load()
-	if kid == "" {
-		a := set.withoutKID[alg]
-		return a.keys, a.err
-	}
-	k, ok := set.byKID[kid]
-	if !ok && s.remote != nil && s.unknownKID.Allow() {
-		_, _ = s.remote.KeyRead(ctx, kid) // fetches the set again into store
+	if kid != "" && !set.Has(kid) && s.refresh != nil && s.unknownKID.Allow() {
+		s.refresh(ctx) // fetches the set again into store
 		set = s.store.set.Load()
-		k, ok = set.byKID[kid]
 	}
-	switch {
-	case !ok && set.empty():
-		return nil, ErrKeysUnavailable
-	case !ok:
-		return nil, ErrUnknownKey
-	}
-	if err := k.usable(alg); err != nil {
-		return nil, err
-	}
-	return []crypto.PublicKey{k.pub}, nil
+	return set.Keys(kid, alg)
 }
 
 // KeysVersion changes each time a fetch brings a key set unlike the last.
-func (s *JWKS) KeysVersion() uint64 { return s.store.set.Load().version }
+func (s *JWKS) KeysVersion() uint64 { return s.store.set.Load().Version }
 
 // Keyfunc is keyfunc's jwt.Keyfunc over the same keys, for golang-jwt's
 // own parser (jwt.Parse(token, jwks.Keyfunc)): the JWK the token's kid
@@ -252,102 +236,16 @@ type limitedStorage struct {
 
 func (l limitedStorage) KeyRead(ctx context.Context, kid string) (jwkset.JWK, error) {
 	j, err := l.versionedStorage.KeyRead(ctx, kid)
-	if err == nil || !errors.Is(err, jwkset.ErrKeyNotFound) || !l.s.unknownKID.Allow() {
+	if err == nil || !errors.Is(err, jwkset.ErrKeyNotFound) || l.s.refresh == nil || !l.s.unknownKID.Allow() {
 		return j, err
 	}
-	return l.s.remote.KeyRead(ctx, kid)
-}
-
-// keySet is one version of a JWKS, indexed for the validator when it was
-// stored: its JWKs by kid, and what a token without kid gets for each
-// algorithm of the table, so that such a token, which anyone can forge,
-// costs no walk through the set.
-type keySet struct {
-	version    uint64
-	count      int // JWKs, with a kid or not
-	byKID      map[string]jwk
-	withoutKID map[string]kidlessKeys // by alg
-}
-
-func (k *keySet) empty() bool { return k.count == 0 }
-
-// kidlessKeys is what a token without kid gets: at most
-// MaxKeysPerToken+1 keys (enough to tell that there are too many), or
-// the error.
-type kidlessKeys struct {
-	keys []crypto.PublicKey
-	err  error
-}
-
-// jwk is what the validator reads of one JWK.
-type jwk struct {
-	pub    crypto.PublicKey
-	verify bool   // "use" absent or "sig", and "key_ops", if any, hold "verify"
-	alg    string // its "alg", "" for none
-}
-
-// errJWKAlgorithm is the error of a JWK that is for another algorithm
-// than the token's.
-var errJWKAlgorithm = fmt.Errorf("%w: the JWK is for another alg", errAlgorithm)
-
-// errUnusable is the error of a JWK that may not verify anything.
-var errUnusable = fmt.Errorf("%w: the JWK may not verify", ErrUnknownKey)
-
-// usable is the one check of a JWK for a token signed with alg: it may
-// verify ("use", "key_ops"), and its "alg", if any, names the token's
-// algorithm ("EdDSA" and "Ed25519" being one: jws.SameAlgorithm).
-func (k jwk) usable(alg string) error {
-	switch {
-	case !k.verify:
-		return errUnusable // an encryption key, or another use
-	case k.alg != "" && !jws.SameAlgorithm(k.alg, alg):
-		return errJWKAlgorithm
-	}
-	return nil
-}
-
-// newKeySet indexes set as the version-th.
-func newKeySet(version uint64, set []jwkset.JWK) *keySet {
-	ks := &keySet{version: version, byKID: make(map[string]jwk, len(set)), withoutKID: make(map[string]kidlessKeys, len(jws.Algorithms))}
-	all := make([]jwk, 0, len(set))
-	for _, j := range set {
-		m := j.Marshal()
-		k := jwk{
-			pub:    j.Key(),
-			verify: (m.USE == "" || m.USE == jwkset.UseSig) && (len(m.KEYOPS) == 0 || slices.Contains(m.KEYOPS, jwkset.KeyOpsVerify)),
-			alg:    string(m.ALG),
-		}
-		if m.KID != "" {
-			ks.byKID[m.KID] = k
-		}
-		all = append(all, k)
-	}
-	ks.count = len(all)
-	for _, alg := range jws.Algorithms {
-		var a kidlessKeys
-		for _, k := range all {
-			// Only a key of the alg's type counts (kty, crv): a JWK
-			// without "alg" fits every alg by its members, and would
-			// otherwise make a genuine token ambiguous among keys that
-			// cannot verify it.
-			if k.usable(alg) == nil && jws.KeyFits(alg, k.pub) && len(a.keys) <= MaxKeysPerToken {
-				a.keys = append(a.keys, k.pub)
-			}
-		}
-		if len(a.keys) == 0 {
-			a.err = ErrUnknownKey
-			if len(all) == 0 {
-				a.err = ErrKeysUnavailable
-			}
-		}
-		ks.withoutKID[alg] = a
-	}
-	return ks
+	l.s.refresh(ctx)
+	return l.versionedStorage.KeyRead(ctx, kid)
 }
 
 func newVersionedStorage(o observe.Observer) *versionedStorage {
 	s := &versionedStorage{Storage: jwkset.NewMemoryStorage(), observer: o}
-	s.set.Store(newKeySet(0, nil)) // until the first fetch
+	s.set.Store(jwks.Index(0, nil, "")) // until the first fetch
 	return s
 }
 
@@ -360,42 +258,42 @@ type versionedStorage struct {
 	jwkset.Storage
 	mu      sync.Mutex // serializes replacements
 	current string     // fingerprint of the stored set
-	set     atomic.Pointer[keySet]
+	set     atomic.Pointer[jwks.Set]
 
 	observer observe.Observer // told of every fetch, which ends here
 }
 
-func (s *versionedStorage) KeyReplaceAll(ctx context.Context, given []jwkset.JWK) error {
-	send(ctx, s.observer, observe.Event{Kind: observe.KeysFetched, Keys: len(given)})
-	fp, fpErr := fingerprint(given)
+// replace makes given the stored set: indexed for the validator, and
+// as jwkset's JWKs for keyfunc (each JWK jwkset reads, as it reads it).
+func (s *versionedStorage) replace(ctx context.Context, given []jwks.Key) error {
+	readable := 0
+	for _, k := range given {
+		if k.Pub != nil {
+			readable++
+		}
+	}
+	send(ctx, s.observer, observe.Event{Kind: observe.KeysFetched, Keys: readable})
+	fp := jwks.Fingerprint(given)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	old := s.set.Load()
-	if fpErr == nil && fp == s.current && old.version > 0 {
+	if fp == s.current && old.Version > 0 {
 		return nil
 	}
-	err := s.Storage.KeyReplaceAll(ctx, given)
+	forKeyfunc := make([]jwkset.JWK, 0, len(given))
+	for _, k := range given {
+		j, err := jwkset.NewJWKFromRawJSON(k.Raw, jwkset.JWKMarshalOptions{Private: true}, jwkset.JWKValidateOptions{})
+		if err == nil {
+			forKeyfunc = append(forKeyfunc, j)
+		}
+	}
+	err := s.Storage.KeyReplaceAll(ctx, forKeyfunc)
 	s.current = fp
-	if err != nil || fpErr != nil {
+	if err != nil {
 		s.current = "" // unknown content: the next fetch counts as a change
 	}
 	// The new set is indexed under a new version at once: a validation
 	// that reads the new version reads the new keys.
-	s.set.Store(newKeySet(old.version+1, given))
+	s.set.Store(jwks.Index(old.Version+1, given, ""))
 	return err
-}
-
-// fingerprint is the JSON of a key set's members, in an order of their
-// own, so that a reordered set is the same set.
-func fingerprint(set []jwkset.JWK) (string, error) {
-	parts := make([]string, 0, len(set))
-	for _, j := range set {
-		b, err := json.Marshal(j.Marshal())
-		if err != nil {
-			return "", err
-		}
-		parts = append(parts, string(b))
-	}
-	slices.Sort(parts)
-	return strings.Join(parts, "\n"), nil
 }

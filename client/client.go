@@ -70,6 +70,22 @@ type Config struct {
 	// "EdDSA". Empty means the one that fits Key (RS256 for RSA).
 	KeyAlg string
 
+	// AssertionFile, instead of ClientSecret or Key, authenticates the
+	// client with a workload's token that something else keeps fresh in
+	// this file (a Kubernetes projected service-account token, a SPIFFE
+	// helper's JWT-SVID): read at each token request, and sent as its
+	// client_assertion, with client_id, for an issuer that trusts the
+	// token's issuer (its client's federated credentials). Empty means
+	// none.
+	AssertionFile string
+	// AssertionFunc, instead of AssertionFile, gives the token for each
+	// token request (from a SPIFFE Workload API, say). Nil means none.
+	AssertionFunc func(ctx context.Context) (string, error)
+	// AssertionType is the client_assertion_type of AssertionFile's or
+	// AssertionFunc's token: AssertionJWTBearer (the default) or
+	// AssertionJWTSPIFFE, for a JWT-SVID.
+	AssertionType string
+
 	// Resources, when set, are sent as resource parameters ([RFC 8707]):
 	// the token is for exactly those audiences, each an absolute URI the
 	// client is allowed. Empty means every audience the client has.

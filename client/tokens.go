@@ -1,6 +1,7 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -24,11 +25,13 @@ type tokens struct {
 	renewBefore time.Duration
 	timeout     time.Duration
 
-	signer    *clientauth.Signer // private_key_jwt, else nil
-	dpop      *dpopProver        // DPoP, else nil
-	calls     http.RoundTripper  // the calls' transport: presenting Config.Certificate, if any
-	badConfig error              // returned by every fetch
-	now       func() time.Time   // time.Now; a test's clock
+	signer    *clientauth.Signer                        // private_key_jwt, else nil
+	workload  func(ctx context.Context) (string, error) // a workload's assertion, else nil
+	assertTyp string                                    // its client_assertion_type
+	dpop      *dpopProver                               // DPoP, else nil
+	calls     http.RoundTripper                         // the calls' transport: presenting Config.Certificate, if any
+	badConfig error                                     // returned by every fetch
+	now       func() time.Time                          // time.Now; a test's clock
 
 	mu       sync.Mutex
 	token    *oauth2.Token
@@ -97,6 +100,12 @@ func (c *Config) newTokens(ctx context.Context, hc *http.Client) *tokens {
 		}
 		t.cc.AuthStyle = oauth2.AuthStyleInParams // the client_id beside the assertion, no Basic
 	}
+	if w, err := c.workloadAssertion(); err != nil {
+		t.badConfig = err
+	} else if w != nil {
+		t.workload, t.assertTyp = w, cmp.Or(c.AssertionType, AssertionJWTBearer)
+		t.cc.AuthStyle = oauth2.AuthStyleInParams // client_id beside the assertion, no Basic
+	}
 	if c.DPoPKey != nil {
 		s, err := clientauth.NewSigner(c.DPoPKey, c.DPoPKeyAlg, "")
 		if err != nil {
@@ -126,15 +135,24 @@ func (t *tokens) request(ctx context.Context) (*oauth2.Token, error) {
 	if t.badConfig != nil {
 		return nil, t.badConfig
 	}
-	if t.signer == nil {
+	typ, assertion := clientauth.AssertionType, ""
+	switch {
+	case t.workload != nil:
+		var err error
+		if assertion, err = t.workload(ctx); err != nil {
+			return nil, err
+		}
+		typ = t.assertTyp
+	case t.signer == nil:
 		return t.cc.Token(ctx)
-	}
-	assertion, err := t.signer.Assertion(t.cc.ClientID, t.cc.TokenURL, t.now())
-	if err != nil {
-		return nil, fmt.Errorf("client: %w", err)
+	default:
+		var err error
+		if assertion, err = t.signer.Assertion(t.cc.ClientID, t.cc.TokenURL, t.now()); err != nil {
+			return nil, fmt.Errorf("client: %w", err)
+		}
 	}
 	cc := t.cc
-	cc.EndpointParams = url.Values{"client_assertion_type": {clientauth.AssertionType}, "client_assertion": {assertion}}
+	cc.EndpointParams = url.Values{"client_assertion_type": {typ}, "client_assertion": {assertion}}
 	for name, vs := range t.cc.EndpointParams {
 		cc.EndpointParams[name] = vs // resource and the extra parameters
 	}

@@ -46,6 +46,8 @@ type seamClient struct {
 	key    *ecdsa.PrivateKey   // private_key_jwt
 	cert   *tls.Certificate    // presented: its credential, or the certificate its tokens are bound to
 	dpop   *ecdsa.PrivateKey   // its tokens are bound to this key
+	// workload is its workload's issuer and token (seams_workload_test.go)
+	workload *seamWorkload
 }
 
 func newKey(t *testing.T) *ecdsa.PrivateKey {
@@ -89,6 +91,8 @@ func (f *fleet) newClient(t *testing.T, c seamCase) *seamClient {
 	case selfSigned:
 		cert := certtest.SelfSigned(t, certtest.Leaf{})
 		cl.cert, cl.cc.CertificateThumbprints = &cert, []string{clientcert.Thumbprint(cert.Leaf.Raw)}
+	case workloadToken:
+		f.newWorkload(t, cl, c.svid())
 	}
 	switch c.binding {
 	case dpopBound:
@@ -127,6 +131,9 @@ func (cl *seamClient) registration(withSecrets bool) []byte {
 	}
 	if cc.CertificateBoundTokens {
 		m["certificateBoundTokens"] = true
+	}
+	if len(cc.FederatedCredentials) > 0 {
+		m["federatedCredentials"] = federatedJSON(cc)
 	}
 	b, _ := json.Marshal(m)
 	return b
@@ -175,6 +182,9 @@ func (f *fleet) run(t *testing.T, c seamCase) {
 // refused 409, whoever holds it, and with a line end 400.
 func (f *fleet) register(t *testing.T, c seamCase, cl *seamClient) {
 	t.Helper()
+	if cl.workload != nil {
+		f.reload(t, func() { f.trusted[cl.id] = cl.workload.trusted })
+	}
 	if c.source == fromFile {
 		f.reload(t, func() { f.file[cl.id] = cl.cc })
 	} else if a := f.admin(t, http.MethodPost, "/clients", cl.registration(true), http.StatusCreated); a["secret"] != nil {
@@ -194,11 +204,14 @@ func (f *fleet) unregister(t *testing.T, c seamCase, cl *seamClient) {
 		f.reload(t, func() { f.operator = true })
 	}
 	if c.source == fromFile {
-		f.reload(t, func() { delete(f.file, cl.id) })
+		f.reload(t, func() { delete(f.file, cl.id); delete(f.trusted, cl.id) })
 		return
 	}
 	if c.event != removed {
 		f.admin(t, http.MethodDelete, "/clients/"+url.PathEscape(cl.id), nil, http.StatusNoContent)
+	}
+	if cl.workload != nil {
+		f.reload(t, func() { delete(f.trusted, cl.id) })
 	}
 }
 
@@ -245,6 +258,8 @@ func (f *fleet) happen(t *testing.T, c seamCase, cl *seamClient, tok *oauth2.Tok
 		}
 	case fileReloaded:
 		f.reload(t, func() {})
+	case workloadKeyRotated, workloadReused, workloadDown:
+		f.happenToWorkload(t, c, cl)
 	case adminRemoved:
 		op := f.operatorToken(t)
 		// An API resource that would be told of the administrator's
@@ -334,6 +349,11 @@ func (f *fleet) token(t *testing.T, c seamCase, cl *seamClient) *oauth2.Token {
 		cfg.ClientSecret, cfg.AuthStyle = cl.secret, oauth2.AuthStyleInParams
 	case keyJWT:
 		cfg.Key = cl.key
+	case workloadToken:
+		cfg.AssertionFunc = func(context.Context) (string, error) { return cl.workload.assertion(t), nil }
+		if c.svid() {
+			cfg.AssertionType = client.AssertionJWTSPIFFE
+		}
 	}
 	cfg.Certificate = cl.cert
 	if cl.dpop != nil {
@@ -358,6 +378,8 @@ func (f *fleet) check(t *testing.T, c seamCase, cl *seamClient, tok *oauth2.Toke
 		return f.introspect(t, i, tok.AccessToken)
 	case atLocalAPI:
 		return f.callAPI(t, "/local", cl, tok)
+	case atJWKSAPI:
+		return f.callAPI(t, "/jwks", cl, tok)
 	case atIntrospector:
 		return f.callAPI(t, fmt.Sprintf("/intro/%d", i), cl, tok)
 	case atGRPC:

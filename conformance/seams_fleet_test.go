@@ -67,9 +67,10 @@ type fleet struct {
 	connect  *httptest.Server // /r{i}/seams.v1.Seams/Check introspects at replica i
 
 	mu       sync.Mutex
-	file     map[string]issuer.ClientConfig // the file's clients of cases, by ID
-	operator bool                           // the file holds the administrator
-	n        int                            // cases so far, for client IDs
+	file     map[string]issuer.ClientConfig        // the file's clients of cases, by ID
+	operator bool                                  // the file holds the administrator
+	trusted  map[string]issuer.TrustedIssuerConfig // the workload issuers of cases, by client ID
+	n        int                                   // cases so far, for client IDs
 }
 
 // seamReplica is one replica: an issuer, its registry, its TLS server.
@@ -86,7 +87,7 @@ func startFleet(t *testing.T) *fleet {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fleet{ca: certtest.NewCA(t, "seams"), key: key, file: map[string]issuer.ClientConfig{}, operator: true}
+	f := &fleet{ca: certtest.NewCA(t, "seams"), key: key, file: map[string]issuer.ClientConfig{}, operator: true, trusted: map[string]issuer.TrustedIssuerConfig{}}
 	pg := pgtest.Start(t)
 	dbURL := pg.NewDatabase(t)
 	if _, _, err := pgregistry.Migrate(ctx, dbURL); err != nil {
@@ -136,6 +137,7 @@ func (f *fleet) config() *issuer.Config {
 		APIResources: []issuer.APIResourceConfig{{Name: "seams-api", SecretHashes: []string{secret.HashSHA256(seamAPISecret).String()}, Scopes: both}},
 		MTLS:         issuer.MTLSConfig{ClientCACerts: []*x509.Certificate{f.ca.Cert}},
 	}
+	cfg.TrustedIssuers = f.trustedIssuers()
 	if f.operator {
 		cfg.Clients = append(cfg.Clients, issuer.ClientConfig{ClientID: "operator", SecretHashes: []string{secret.HashSHA256(seamOperator).String()},
 			Scopes: []string{pgregistry.AdminScope}, Audience: []string{seamIssuer + "/admin"}})
@@ -233,6 +235,7 @@ func (f *fleet) startAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	route("/local", local)
+	route("/jwks", f.byJWKSURL(t))
 	for i := range f.replicas {
 		route("/intro/"+string(rune('0'+i)), f.introspecting(t, i))
 	}

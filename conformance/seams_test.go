@@ -97,10 +97,11 @@ const (
 )
 
 var (
-	sources  = []source{fromFile, fromRegistry}
-	events   = []event{nothing, disabled, enabledAgain, removed, reRegistered, secretDropped, scopeTaken, fileReloaded, adminRemoved, tokenExpired}
-	places   = []place{atIssuer, atLocalAPI, atIntrospector, atGRPC, atConnect}
-	authns   = []authn{secretBasic, secretPost, keyJWT, tlsAuth, selfSigned}
+	sources = []source{fromFile, fromRegistry}
+	events  = []event{nothing, disabled, enabledAgain, removed, reRegistered, secretDropped, scopeTaken, fileReloaded, adminRemoved, tokenExpired,
+		workloadKeyRotated, workloadReused, workloadDown}
+	places   = []place{atIssuer, atLocalAPI, atIntrospector, atGRPC, atConnect, atJWKSAPI}
+	authns   = []authn{secretBasic, secretPost, keyJWT, tlsAuth, selfSigned, workloadToken}
 	kinds    = []kind{jwtToken, referenceToken}
 	bindings = []binding{bearer, dpopBound, certBound}
 	stores   = []store{redisSame, redisOther, memoryStore}
@@ -145,9 +146,11 @@ func skipped(c seamCase) string {
 		return "for a client of the file, that is its removal"
 	case c.event == secretDropped && !c.authn.secretAuth():
 		return "a client without a secret has none to drop"
+	case c.event.workload() && !c.authn.workload():
+		return "only a client a workload authenticates has a workload issuer"
 	case c.authn.certAuth() && c.binding == bearer:
 		return "the tokens of a client that authenticates with a certificate are bound to it"
-	case c.kind == referenceToken && c.place == atLocalAPI:
+	case c.kind == referenceToken && (c.place == atLocalAPI || c.place == atJWKSAPI):
 		return "a reference token is no JWT to check locally"
 	}
 	return ""
@@ -167,7 +170,7 @@ func expect(c seamCase, after bool) outcome {
 	case c.event == tokenExpired:
 		return dead
 	// A JWT checked locally lives until its exp: nothing recalls it.
-	case c.place == atLocalAPI:
+	case c.place == atLocalAPI || c.place == atJWKSAPI:
 		return ok
 	}
 	switch c.event {
@@ -188,7 +191,8 @@ func expect(c seamCase, after bool) outcome {
 // again is a client of its own.
 func fresh(c seamCase) bool {
 	switch c.event {
-	case nothing, enabledAgain, reRegistered, secretDropped, fileReloaded, adminRemoved:
+	case nothing, enabledAgain, reRegistered, secretDropped, fileReloaded, adminRemoved,
+		workloadKeyRotated, workloadReused, workloadDown: // keys known serve while the issuer is down
 		return !(c.binding == dpopBound && (c.place == atGRPC || c.place == atConnect))
 	}
 	return false

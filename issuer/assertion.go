@@ -54,6 +54,7 @@ type assertion struct {
 	sig    []byte
 	claims jws.Claims
 	sub    string // the claimed client, to pick its keys
+	kid    string // the header's, to find a key in a fetched set
 }
 
 // parseAssertion splits and decodes a compact JWS without trusting it,
@@ -78,6 +79,7 @@ func parseAssertion(s string) *assertion {
 		return nil
 	}
 	a.sub, _, _ = a.claims.String("sub")
+	a.kid, _, _ = t.String("kid")
 	return a
 }
 

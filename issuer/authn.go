@@ -47,6 +47,9 @@ func (iss *Issuer) authenticate(q *request) (*client, *refusal) {
 	if no != nil {
 		return nil, no
 	}
+	if q.federated {
+		return iss.authenticateFederated(q, cl, res)
+	}
 	if !q.asserted {
 		var hashes []secret.Hash // none for an unknown one: the same work, no match
 		if cl != nil {
@@ -67,6 +70,7 @@ func (iss *Issuer) authenticate(q *request) (*client, *refusal) {
 		return cl, nil
 	}
 	start = time.Now()
+	cl = iss.clientKeys(q, cl) // a jwksUri client's, fetched
 	jti, until, owed, err := st.checkAssertion(q.assertion, q.id, cl, q.now)
 	if err == nil {
 		fresh, no := iss.remember(q, subject, jti, until)

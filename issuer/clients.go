@@ -37,6 +37,7 @@ type compiler struct {
 	haveCAs bool         // it has mtls.clientCAs, which tls_client_auth needs
 	logger  *slog.Logger // the issuer's, once it compiles for one; nil: none
 	aud     []string     // the default audience, shared by the clients that take it
+	trust   *trust       // its trusted issuers (trust_config.go)
 }
 
 // compiler returns the compiler of d, whose defaults are applied.
@@ -48,15 +49,19 @@ func (d Config) compiler() (*compiler, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &compiler{d: d, own: own, haveCAs: len(d.MTLS.ClientCAs) > 0 || len(d.MTLS.ClientCACerts) > 0,
-		aud: d.clientDefaults(ClientConfig{}).Audience}, nil
+	k := &compiler{d: d, own: own, haveCAs: len(d.MTLS.ClientCAs) > 0 || len(d.MTLS.ClientCACerts) > 0,
+		aud: d.clientDefaults(ClientConfig{}).Audience}
+	if k.trust, err = k.compileTrust(); err != nil {
+		return nil, err
+	}
+	return k, nil
 }
 
 // compileRoster compiles the clients and API resources of the file, c's
 // (before its defaults: k's are applied): the clients into r.files, which
 // a build puts in the table once their key files are read.
 func (k *compiler) compileRoster(c *Config) (*roster, error) {
-	r := &roster{apis: make(map[string]*apiResource, len(c.APIResources)), k: k}
+	r := &roster{apis: make(map[string]*apiResource, len(c.APIResources)), k: k, federated: newCredIndex()}
 	seen := make(map[string]bool, len(c.Clients))
 	for i, cc := range c.Clients {
 		cl, err := k.client(fmt.Sprintf("clients[%d]", i), cc)
@@ -67,6 +72,9 @@ func (k *compiler) compileRoster(c *Config) (*roster, error) {
 			return nil, fieldErr(fmt.Sprintf("clients[%d].clientId", i), "duplicate client ID %q", cl.id)
 		}
 		seen[cl.id] = true
+		if err := r.federated.add(fmt.Sprintf("clients[%d] (%q)", i, cl.id), cl); err != nil {
+			return nil, err
+		}
 		r.files = append(r.files, fileClient{cc: cc, cl: cl})
 	}
 	for i, ac := range c.APIResources {
@@ -102,8 +110,21 @@ func (r *roster) compile(e entry) (*client, error) {
 	return cl, nil
 }
 
-// client is a checked client registration.
+// client is a checked client registration: its data, and the prefix of
+// its tokens once made.
 type client struct {
+	clientData
+	// prefix is how its tokens begin, for its own audience, in the span
+	// of the key set it was made for (sign.go).
+	prefix atomic.Pointer[tokenPrefix]
+}
+
+// forRequest returns a copy of cl for one request to change (its keys
+// fetched, its scopes capped), whose prefix is made anew.
+func (cl *client) forRequest() *client { return &client{clientData: cl.clientData} }
+
+// clientData is what a client is compiled to.
+type clientData struct {
 	id          string
 	hashes      []secret.Hash
 	keys        []clientKey // private_key_jwt
@@ -125,9 +146,15 @@ type client struct {
 	// the issuer's record of the ID (epochs.go).
 	epoch    uint64
 	ownEpoch bool // the configuration gave epoch
-	// prefix is how its tokens begin, for its own audience, in the span
-	// of the key set it was made for (sign.go).
-	prefix atomic.Pointer[tokenPrefix]
+	// How a key set of its own or a workload authenticates it
+	// (federation.go): its keys' URL, "" for none; its federated
+	// credentials; the age its workload's tokens may reach; and whether
+	// one of them may be a namespace's default service account.
+	jwksURI         string
+	federated       []federatedCred
+	maxAssertionAge time.Duration
+	defaultAccount  bool
+	jwtBearer       bool // it may use the JWT bearer grant
 }
 
 // checkNamed checks the ID of a client or an API resource, given in
@@ -168,8 +195,12 @@ func (k *compiler) client(f string, cc ClientConfig) (_ *client, err error) {
 		cc.Audience = k.aud
 	}
 	cc = k.d.clientDefaults(cc)
-	cl, err := k.credentials(f, cc.ClientID, credentials{cc.SecretHashes, cc.PublicKeys, cc.TLSClientAuth, cc.CertificateThumbprints})
+	cl, err := k.credentials(f, cc.ClientID, credentials{cc.SecretHashes, cc.PublicKeys, cc.TLSClientAuth, cc.CertificateThumbprints,
+		cc.JWKSURI != "" || len(cc.FederatedCredentials) > 0})
 	if err != nil {
+		return nil, err
+	}
+	if err := k.federation(f, cc, cl); err != nil {
 		return nil, err
 	}
 	cl.audience, cl.allScopes, cl.defaultAud = cc.Audience, cc.ScopeWhenOmitted == scopeAll, defaultAud
@@ -293,7 +324,7 @@ func (k *compiler) api(f string, ac APIResourceConfig) (_ *apiResource, err erro
 		return nil, err
 	}
 	defer func() { err = named(err, f, ac.Name) }()
-	cl, err := k.credentials(f, ac.Name, credentials{ac.SecretHashes, ac.PublicKeys, ac.TLSClientAuth, ac.CertificateThumbprints})
+	cl, err := k.credentials(f, ac.Name, credentials{ac.SecretHashes, ac.PublicKeys, ac.TLSClientAuth, ac.CertificateThumbprints, false})
 	if err != nil {
 		return nil, err
 	}

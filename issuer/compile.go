@@ -59,6 +59,7 @@ func (c *Config) compileParts() (*state, error) {
 	if err != nil {
 		return nil, err
 	}
+	st.trust = k.trust
 	if st.roster, err = k.compileRoster(c); err != nil {
 		return nil, err
 	}
@@ -277,6 +278,7 @@ func (st *state) discoveryDocument() ([]byte, error) {
 	for _, e := range []string{"token", "introspection", "revocation"} {
 		doc[e+"_endpoint_auth_methods_supported"] = methods
 	}
+	st.trust.discovery(doc)
 	return json.Marshal(doc)
 }
 

@@ -123,6 +123,11 @@ type Config struct {
 	// clients. The zero value takes the defaults.
 	ClientAssertions AssertionConfig
 
+	// TrustedIssuers are the issuers of workload identities whose tokens
+	// authenticate clients (ClientConfig.FederatedCredentials), and may
+	// be exchanged by the JWT bearer grant. None means none.
+	TrustedIssuers []TrustedIssuerConfig
+
 	// MTLS configures mutual TLS (RFC 8705): the CAs of the clients that
 	// authenticate with a certificate (ClientConfig.TLSClientAuth), the
 	// URL of a listener that asks for certificates, and a proxy that
@@ -190,8 +195,9 @@ type ClientConfig struct {
 	// SecretHashes are the hashes of the client's secrets, in the forms of
 	// package secret ("sha256:...", "sha512:...", "bcrypt:..."). Several
 	// let a secret be rotated without downtime. A plain-text secret is
-	// refused. At least one hash, one of PublicKeys, a TLSClientAuth or
-	// one of CertificateThumbprints is required. A secret is at most 100
+	// refused. At least one hash, one of PublicKeys, a JWKSURI, a
+	// TLSClientAuth, one of CertificateThumbprints or one of
+	// FederatedCredentials is required. A secret is at most 100
 	// characters.
 	SecretHashes []string
 	// PublicKeys verify the client's signed assertions (private_key_jwt,
@@ -204,7 +210,30 @@ type ClientConfig struct {
 	// success costs the checks of this client's keys up to the one that
 	// signed it.
 	PublicKeys []ClientKeyConfig
-	// GrantTypes the client may use. Empty means ["client_credentials"].
+	// JWKSURI is where the client publishes the keys of its
+	// private_key_jwt assertions, instead of PublicKeys (RFC 7591 §2: not
+	// both): an https URL, fetched when an assertion needs it and again
+	// for a kid it lacks, so that the client rotates its keys without a
+	// reload. docs/SECURITY.md says what it may name.
+	JWKSURI string
+	// FederatedCredentials are the workload identities that authenticate
+	// the client (a token of a TrustedIssuer as its client_assertion): at
+	// most 20, none another client's.
+	FederatedCredentials []FederatedCredential
+	// MaxAssertionAge bounds how old (by its iat) a workload's token may
+	// be to authenticate the client: such tokens are reused until
+	// renewed, so a token is accepted again and again within it. A whole
+	// number of seconds; zero means an hour; at most a day.
+	MaxAssertionAge time.Duration
+	// AllowDefaultServiceAccount lets a Kubernetes namespace's "default"
+	// service account be one of FederatedCredentials, which is refused
+	// otherwise: every pod without an account of its own runs as it.
+	AllowDefaultServiceAccount bool
+	// GrantTypes the client may use: "client_credentials", and
+	// "urn:ietf:params:oauth:grant-type:jwt-bearer" for a client whose
+	// federated credentials' tokens a trusted issuer lets be exchanged
+	// (TrustedIssuerConfig.JWTBearerGrant). Empty means
+	// ["client_credentials"].
 	GrantTypes []string
 	// Scopes the client may ask for; at least one, each a scope the
 	// service knows (pd_AdminWebApi, pd_ConnectWebApi, or one of
@@ -358,6 +387,10 @@ type AssertionConfig struct {
 	// it until they expire. Zero means 256 KiB (16,384 entries);
 	// otherwise from 4 KiB to 64 MiB.
 	ReplayCacheBytes int
+	// AllowLoopbackJWKS lets a client's JWKSURI be plain http on a
+	// loopback host, and any jwksUri reach a loopback address: for
+	// development and tests. False refuses both.
+	AllowLoopbackJWKS bool
 }
 
 // ConfigError names the field of the configuration that is wrong and why,

@@ -38,20 +38,21 @@ type credentials struct {
 	keys        []ClientKeyConfig
 	tls         TLSClientAuth
 	thumbprints []string
+	more        bool // a credential of a client's own: a jwksUri, a federated credential
 }
 
 // credentials checks c, the credentials of id, f naming it, and returns a
 // client that holds them: the one compile of a client's and an API
 // resource's credentials.
 func (k *compiler) credentials(f, id string, c credentials) (*client, error) {
-	if len(c.hashes) == 0 && len(c.keys) == 0 && !c.tls.set() && len(c.thumbprints) == 0 {
+	if len(c.hashes) == 0 && len(c.keys) == 0 && !c.tls.set() && len(c.thumbprints) == 0 && !c.more {
 		return nil, fieldErr(f+".secretHashes", "at least one hash (or one of publicKeys, a tlsClientAuth or a certificate thumbprint) is required")
 	}
 	hashes, err := parseHashes(f+".secretHashes", c.hashes)
 	if err != nil {
 		return nil, err
 	}
-	cl := &client{id: id, hashes: hashes}
+	cl := &client{clientData: clientData{id: id, hashes: hashes}}
 	if len(c.keys) > maxClientKeys {
 		return nil, fieldErr(f+".publicKeys", "more than %d keys", maxClientKeys)
 	}

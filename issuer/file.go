@@ -57,7 +57,9 @@ func (c *Config) file() object {
 		{"clientAssertions", object{
 			{"maxLifetimeSeconds", seconds{&c.ClientAssertions.MaxLifetime}},
 			{"replayCacheBytes", &c.ClientAssertions.ReplayCacheBytes},
+			{"allowLoopbackJwksUri", &c.ClientAssertions.AllowLoopbackJWKS},
 		}},
+		{"trustedIssuers", objects(&c.TrustedIssuers, (*TrustedIssuerConfig).file, nil)},
 		{"mtls", object{
 			{"clientCAs", &c.MTLS.ClientCAs},
 			{"alias", &c.MTLS.Alias},
@@ -106,6 +108,10 @@ func (cc *ClientConfig) file() object {
 		{"tlsClientAuth", tlsClientAuth(&cc.TLSClientAuth)},
 		{"certificateThumbprints", &cc.CertificateThumbprints},
 		{"certificateBoundTokens", &cc.CertificateBoundTokens},
+		{"jwksUri", &cc.JWKSURI},
+		{"federatedCredentials", objects(&cc.FederatedCredentials, (*FederatedCredential).file, nil)},
+		{"maxAssertionAgeSeconds", seconds{&cc.MaxAssertionAge}},
+		{"allowDefaultServiceAccount", &cc.AllowDefaultServiceAccount},
 	}
 }
 

@@ -71,6 +71,10 @@ type Issuer struct {
 	// remembers them (see WithLimiterStore).
 	replays *replay.Cache
 
+	// remote holds the key sets fetched for trusted issuers and jwksUri
+	// clients, for the issuer's life (federation_keys.go).
+	remote remoteKeys
+
 	// tokens keeps the grants of reference tokens, for the issuer's life
 	// (WithTokenStore, or a tokenstore.Memory of its own).
 	tokens tokenstore.Store
@@ -353,6 +357,7 @@ func (iss *Issuer) apply(st *state, sets []keySet, now time.Time) {
 	kr.announced = new(atomic.Pointer[state])
 	kr.announced.Store(kr.spans[0]) // current now: a reload is no move of the schedule
 	iss.st.Store(kr.spans[0])
+	iss.remote.keep(st)
 	if old != nil && kr.spans[0].from.After(old.announced.Load().from) {
 		iss.announce(kr.spans[0]) // a switch that nothing found before the reload
 	}
@@ -372,6 +377,9 @@ func (iss *Issuer) compile(cfg *Config, now time.Time) (*state, []keySet, error)
 		return nil, nil, err
 	}
 	if st.mtls.pool, err = cfg.MTLS.loadCAs(cfg.Dir); err != nil {
+		return nil, nil, err
+	}
+	if err := st.trust.load(cfg.Dir); err != nil {
 		return nil, nil, err
 	}
 	st.mtls.verified = iss.handshakeVerifies

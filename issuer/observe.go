@@ -24,10 +24,11 @@ func WithObserver(o observe.Observer) Option {
 
 // observeIssued reports a token issued.
 func (iss *Issuer) observeIssued(r *http.Request, who attempt, d time.Duration) {
+	iss.auditFederated(r, who)
 	if iss.issuedTo == nil {
 		return
 	}
-	iss.issuedTo.Observe(r.Context(), observe.Event{Kind: observe.TokenIssued, ClientID: who.client, Scopes: who.scopes, Duration: d})
+	iss.issuedTo.Observe(r.Context(), observe.Event{Kind: observe.TokenIssued, ClientID: who.client, Scopes: who.scopes, Credential: who.credential, Duration: d})
 }
 
 // observeRefusal reports a refused token request: one event, to every observer.

@@ -18,22 +18,24 @@ const (
 	notRefused refusalID = iota // no row: a nil *refusal is none
 
 	// Reading the request (every endpoint).
-	notPost            // the method
-	notForm            // the Content-Type
-	bodyTooLarge       // arg: the bound, in bytes
-	bodyUnreadable     // the body ended early, or its reading failed
-	malformedForm      // a ";", a bad escape, too many parameters
-	paramTwice         // arg: the parameter's name
-	twoAuthorizations  // more than one Authorization header
-	malformedBasic     // Basic credentials that cannot be decoded
-	twoMethods         // Basic, and credentials in the body too
-	noCredentials      // neither Basic nor a client_id
-	clientIDTooLong    // over maxClientIDLength
-	secretTooLong      // over maxSecretLength
-	assertionAndSecret // a client assertion beside a secret
-	assertionType      // a client_assertion_type other than RFC 7523's
-	assertionMissing   // client_assertion_type without client_assertion
-	assertionTooLong   // over maxAssertionLength
+	notPost             // the method
+	notForm             // the Content-Type
+	bodyTooLarge        // arg: the bound, in bytes
+	bodyUnreadable      // the body ended early, or its reading failed
+	malformedForm       // a ";", a bad escape, too many parameters
+	paramTwice          // arg: the parameter's name
+	twoAuthorizations   // more than one Authorization header
+	malformedBasic      // Basic credentials that cannot be decoded
+	twoMethods          // Basic, and credentials in the body too
+	noCredentials       // neither Basic nor a client_id
+	clientIDTooLong     // over maxClientIDLength
+	secretTooLong       // over maxSecretLength
+	assertionAndSecret  // a client assertion beside a secret
+	assertionType       // a client_assertion_type other than RFC 7523's
+	assertionMissing    // client_assertion_type without client_assertion
+	assertionTooLong    // over maxAssertionLength
+	notSVID             // a jwt-spiffe assertion that is no JWT-SVID
+	federatedNoClientID // a workload's token without client_id
 
 	// Authenticating (every endpoint).
 	badCredentials  // an unknown client, a wrong secret, a failed assertion
@@ -59,6 +61,10 @@ const (
 	dpopInvalid         // arg: the check the proof failed
 	dpopUnread          // a proof that failed no check Verify names (it names each)
 	certificateRequired // the client's tokens are bound to a certificate its request lacks
+	grantCredentials    // the JWT bearer grant with client credentials
+	grantNoAssertion    // the JWT bearer grant without its assertion
+	grantInvalid        // the JWT bearer grant's assertion refused
+	grantNotAllowed     // a client without the JWT bearer grant
 	signFailed          // the token could not be signed
 	storeRefused        // the token store is full or cannot answer
 	answerFailed        // the answer could not be written
@@ -92,22 +98,24 @@ type row struct {
 // identityserver profile answers other than its rule, as IdentityServer
 // 7.4 does (CONTRACT.md §2.1).
 var refusals = [numRefusals]row{
-	notPost:            {status: 405, wire: wire{"invalid_request", "the %s endpoint takes POST only"}},
-	notForm:            {status: 400, wire: wire{"invalid_request", "Content-Type must be application/x-www-form-urlencoded"}},
-	bodyTooLarge:       {status: 400, wire: wire{"invalid_request", "request body larger than %s bytes"}},
-	bodyUnreadable:     {status: 400, wire: wire{"invalid_request", "request body could not be read"}},
-	malformedForm:      {status: 400, wire: wire{"invalid_request", "request body is not a valid form"}},
-	paramTwice:         {status: 400, wire: wire{"invalid_request", "parameter %s given more than once"}},
-	twoAuthorizations:  {status: 400, wire: wire{"invalid_request", "more than one Authorization header"}},
-	malformedBasic:     {status: 401, wire: wire{"invalid_client", "malformed Basic credentials"}},
-	twoMethods:         {status: 400, wire: wire{"invalid_request", "client credentials given both in the Authorization header and in the body"}},
-	noCredentials:      {status: 401, wire: wire{"invalid_client", "no client credentials"}, ids: &wire{"invalid_request", ""}},
-	clientIDTooLong:    {status: 400, wire: wire{"invalid_request", "client_id longer than " + strconv.Itoa(maxClientIDLength) + " characters"}},
-	secretTooLong:      {status: 400, wire: wire{"invalid_request", "client_secret longer than " + strconv.Itoa(maxSecretLength) + " characters"}},
-	assertionAndSecret: {status: 400, wire: wire{"invalid_request", "a client secret and a client assertion in one request: use one method"}},
-	assertionType:      {status: 400, wire: wire{"invalid_request", "client_assertion_type must be " + assertionTypeJWT}},
-	assertionMissing:   {status: 400, wire: wire{"invalid_request", "client_assertion is missing"}},
-	assertionTooLong:   {status: 400, wire: wire{"invalid_request", "client_assertion longer than " + strconv.Itoa(maxAssertionLength) + " bytes"}},
+	notPost:             {status: 405, wire: wire{"invalid_request", "the %s endpoint takes POST only"}},
+	notForm:             {status: 400, wire: wire{"invalid_request", "Content-Type must be application/x-www-form-urlencoded"}},
+	bodyTooLarge:        {status: 400, wire: wire{"invalid_request", "request body larger than %s bytes"}},
+	bodyUnreadable:      {status: 400, wire: wire{"invalid_request", "request body could not be read"}},
+	malformedForm:       {status: 400, wire: wire{"invalid_request", "request body is not a valid form"}},
+	paramTwice:          {status: 400, wire: wire{"invalid_request", "parameter %s given more than once"}},
+	twoAuthorizations:   {status: 400, wire: wire{"invalid_request", "more than one Authorization header"}},
+	malformedBasic:      {status: 401, wire: wire{"invalid_client", "malformed Basic credentials"}},
+	twoMethods:          {status: 400, wire: wire{"invalid_request", "client credentials given both in the Authorization header and in the body"}},
+	noCredentials:       {status: 401, wire: wire{"invalid_client", "no client credentials"}, ids: &wire{"invalid_request", ""}},
+	clientIDTooLong:     {status: 400, wire: wire{"invalid_request", "client_id longer than " + strconv.Itoa(maxClientIDLength) + " characters"}},
+	secretTooLong:       {status: 400, wire: wire{"invalid_request", "client_secret longer than " + strconv.Itoa(maxSecretLength) + " characters"}},
+	assertionAndSecret:  {status: 400, wire: wire{"invalid_request", "a client secret and a client assertion in one request: use one method"}},
+	assertionType:       {status: 400, wire: wire{"invalid_request", "client_assertion_type must be " + assertionTypeJWT}},
+	assertionMissing:    {status: 400, wire: wire{"invalid_request", "client_assertion is missing"}},
+	assertionTooLong:    {status: 400, wire: wire{"invalid_request", "client_assertion longer than " + strconv.Itoa(maxAssertionLength) + " bytes"}},
+	notSVID:             {status: 400, wire: wire{"invalid_request", "a client_assertion of type " + assertionTypeSPIFFE + " must be a JWT-SVID"}},
+	federatedNoClientID: {status: 400, wire: wire{"invalid_request", "client_id is required with a workload's token as client_assertion"}},
 
 	badCredentials:  {status: 401, wire: wire{"invalid_client", "client authentication failed"}},
 	tooManyFailures: {status: 429, wire: wire{"slow_down", "too many failed attempts; try again later"}},
@@ -131,6 +139,10 @@ var refusals = [numRefusals]row{
 	dpopInvalid:         {status: 400, wire: wire{"invalid_dpop_proof", "invalid DPoP proof: %s"}},
 	dpopUnread:          {status: 400, wire: wire{"invalid_dpop_proof", "invalid DPoP proof"}},
 	certificateRequired: {status: 400, wire: wire{"invalid_request", "this client's tokens are bound to its certificate: send the request over mutual TLS with it"}},
+	grantCredentials:    {status: 400, wire: wire{"invalid_request", "the jwt-bearer grant takes no client authentication: its assertion is the credential"}},
+	grantNoAssertion:    {status: 400, wire: wire{"invalid_request", "assertion is missing"}},
+	grantInvalid:        {status: 400, wire: wire{"invalid_grant", "the assertion was refused"}},
+	grantNotAllowed:     {status: 400, wire: wire{"unauthorized_client", "the client may not use the jwt-bearer grant"}},
 	signFailed:          {status: 500, wire: wire{"server_error", "the token could not be signed"}},
 	storeRefused:        {status: 503, wire: wire{"temporarily_unavailable", "no token can be issued now; try again shortly"}, retry: 1},
 	answerFailed:        {status: 500, wire: wire{"server_error", "the answer could not be written"}},

@@ -169,6 +169,7 @@ func (c *Config) clone() Config {
 	d.APIResources = slices.Clone(c.APIResources)
 	d.Scopes = slices.Clone(c.Scopes)
 	d.Keys = slices.Clone(c.Keys)
+	d.TrustedIssuers = slices.Clone(c.TrustedIssuers)
 	return d
 }
 
@@ -192,7 +193,7 @@ func (iss *Issuer) build(f fileState, regs []entry, apis []APIResourceConfig, re
 	}
 	k := f.st.k
 	st := *f.st
-	r := &roster{files: f.st.files, apis: maps.Clone(f.st.apis), apiOrder: slices.Clone(f.st.apiOrder), k: k}
+	r := &roster{files: f.st.files, apis: maps.Clone(f.st.apis), apiOrder: slices.Clone(f.st.apiOrder), k: k, federated: f.st.federated.clone()}
 	var err error
 	if r.tally, err = newTally(); err != nil {
 		return nil, nil, nil, err
@@ -255,12 +256,13 @@ func (iss *Issuer) build(f fileState, regs []entry, apis []APIResourceConfig, re
 	}
 	life := f.lifetimes()
 	for _, reg := range regs {
-		e, err := iss.admit(&st, r, reg.Config, taken.lookup, &life)
+		e, cl, err := iss.admit(&st, r, reg.Config, taken.lookup, &life)
 		if err != nil {
 			left = append(left, err)
 			out = append(out, reg)
 			continue
 		}
+		r.federated.insert(cl)
 		taken.add(e.Config.ClientID, "")
 		if err := keep(e); err != nil {
 			return nil, nil, nil, err
@@ -304,7 +306,13 @@ func (iss *Issuer) update(cur *state, clients []ClientConfig, removed []string, 
 	r.tally = cur.tally.clone()
 	var left []error
 	was, now := map[string][]string{}, map[string][]string{}
-	gone := func(id string) bool { // a registered client's old entry, for its epoch
+	fed := func() *credIndex { // r's index of federated credentials, cur's until it changes
+		if r.federated == cur.federated {
+			r.federated = cur.federated.clone()
+		}
+		return r.federated
+	}
+	gone := func(id string) bool { // a registered client's old entry ends: its epoch, its credentials
 		s, i, ok := cur.table.find(id)
 		if !ok {
 			return false
@@ -312,8 +320,14 @@ func (iss *Issuer) update(cur *state, clients []ClientConfig, removed []string, 
 		if _, flags, _, _ := s.head(i); flags&flagFile != 0 {
 			return false
 		}
-		if e, err := s.entryAt(i); err == nil && e.Config.Epoch == 0 {
+		e, err := s.entryAt(i)
+		if err == nil && e.Config.Epoch == 0 {
 			was[id] = e.Config.SecretHashes
+		}
+		if err == nil && len(e.Config.FederatedCredentials) > 0 {
+			if old := cur.client(id); old != nil {
+				fed().remove(old)
+			}
 		}
 		return true
 	}
@@ -340,13 +354,16 @@ func (iss *Issuer) update(cur *state, clients []ClientConfig, removed []string, 
 	life := iss.file.lifetimes()
 	var entries []entry
 	for _, cc := range clients {
-		e, err := iss.admit(&st, &r, cc, takenBy, &life)
+		e, cl, err := iss.admit(&st, &r, cc, takenBy, &life)
 		if err != nil {
 			left = append(left, err)
 			continue
 		}
 		local.add(cc.ClientID, "")
 		gone(cc.ClientID)
+		if len(cl.federated) > 0 {
+			fed().insert(cl)
+		}
 		if cc.Epoch == 0 {
 			now[cc.ClientID] = cc.SecretHashes
 		}
@@ -380,8 +397,9 @@ func (iss *Issuer) update(cur *state, clients []ClientConfig, removed []string, 
 // admit checks one registered client, cc, by the rules of a registration
 // (registered) and the file's path (compile), its lifetime against the
 // key schedule (life: the longest lifetime the schedule has been checked
-// for), and tallies it in r: its entry, or its *RegistrationError.
-func (iss *Issuer) admit(st *state, r *roster, cc ClientConfig, takenBy func(string) (string, bool), life *time.Duration) (entry, error) {
+// for), and its federated credentials against r's, and tallies it in r:
+// its entry and the client compiled, or its *RegistrationError.
+func (iss *Issuer) admit(st *state, r *roster, cc ClientConfig, takenBy func(string) (string, bool), life *time.Duration) (entry, *client, error) {
 	k := r.k
 	cl, err := k.registered(false, cc.ClientID, cc.PublicKeys, takenBy, func() (*client, error) {
 		cl, err := k.client("clients", cc)
@@ -394,12 +412,16 @@ func (iss *Issuer) admit(st *state, r *roster, cc ClientConfig, takenBy func(str
 			}
 			*life = cl.lifetime
 		}
+		if err := r.federated.check("clients", cl); err != nil {
+			return nil, named(err, "clients", cc.ClientID)
+		}
 		return cl, r.tally.add(cl)
 	})
 	if err != nil {
-		return entry{}, err
+		return entry{}, nil, err
 	}
-	return cl.entryOf(cc, false)
+	e, err := cl.entryOf(cc, false)
+	return e, cl, err
 }
 
 // lifetimes is the longest lifetime of f's clients: a registered client

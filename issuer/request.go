@@ -51,6 +51,7 @@ type request struct {
 	asserted  bool       // a client assertion, not a secret
 	certAuth  bool       // the client's certificate, not a secret (RFC 8705 §2)
 	assertion *assertion // the assertion decoded; nil when it is no signed JWT
+	federated bool       // the assertion is a workload's token (federation_auth.go)
 	unusable  *refusal   // why the credentials cannot be checked, when they cannot
 
 	who attempt // for the events and the log
@@ -142,7 +143,7 @@ func (q *request) readAssertion(r *http.Request) *refusal {
 	case len(authz) == 1 && len(authz[0]) >= 6 && strings.EqualFold(authz[0][:6], "Basic "),
 		form.has(clientSecretParam):
 		return refuse(assertionAndSecret)
-	case form.get(assertionTypeParam) != assertionTypeJWT:
+	case !q.st.assertionTypeOK(form.get(assertionTypeParam)):
 		return refuse(assertionType)
 	case form.get(assertionParam) == "":
 		return refuse(assertionMissing)
@@ -151,6 +152,9 @@ func (q *request) readAssertion(r *http.Request) *refusal {
 	}
 	q.assertion = parseAssertion(form.get(assertionParam))
 	q.id = form.get(clientIDParam)
+	if no := q.readFederated(); no != nil {
+		return no
+	}
 	if !form.has(clientIDParam) && q.assertion != nil {
 		q.id = q.assertion.sub
 	}
@@ -225,8 +229,9 @@ const (
 	clientSecretParam
 	assertionTypeParam
 	assertionParam
-	tokenParam         // introspection and revocation
-	tokenTypeHintParam // read, and ignored as RFC 7662 and RFC 7009 allow
+	grantAssertionParam // the JWT bearer grant's (RFC 7523 §2.1)
+	tokenParam          // introspection and revocation
+	tokenTypeHintParam  // read, and ignored as RFC 7662 and RFC 7009 allow
 	numParams
 )
 
@@ -245,6 +250,8 @@ func paramOf(name string) param {
 		return assertionTypeParam
 	case "client_assertion":
 		return assertionParam
+	case "assertion":
+		return grantAssertionParam
 	case "token":
 		return tokenParam
 	case "token_type_hint":

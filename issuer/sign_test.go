@@ -96,7 +96,7 @@ func TestSignMatchesGolangJWT(t *testing.T) {
 				}
 				for _, c := range cases {
 					for _, own := range []bool{true, false} {
-						cl := &client{id: odd, lifetime: 90 * time.Minute, audience: []string{"urn:its-own"}}
+						cl := &client{clientData: clientData{id: odd, lifetime: 90 * time.Minute, audience: []string{"urn:its-own"}}}
 						if own {
 							cl.audience = c.aud
 						}
@@ -182,7 +182,7 @@ func TestSignHedgedES256(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := &state{face: &face{}, keySet: keySet{signer: k, method: jwt.GetSigningMethod("ES256"), header: encodedHeader(k)}}
-	p := st.newPrefix(&client{id: "c"}, nil)
+	p := st.newPrefix(&client{clientData: clientData{id: "c"}}, nil)
 	input := string(p.encoded) + base64.RawURLEncoding.EncodeToString([]byte(`"s","iat":1}`))
 	seen := map[string]bool{}
 	for range 8 {
@@ -242,7 +242,7 @@ func TestAnswerIsWriteJSON(t *testing.T) {
 	st := &state{face: &face{issuer: "https://id.example"}, keySet: keySet{signer: k, method: jwt.GetSigningMethod("ES256"), header: encodedHeader(k)}}
 	now := time.Unix(1_800_000_000, 0)
 	for _, odd := range oddText {
-		cl := &client{id: "c", lifetime: time.Hour}
+		cl := &client{clientData: clientData{id: "c", lifetime: time.Hour}}
 		granted := []string{"a", odd}
 		got, err := st.appendAnswer(nil, cl, granted, nil, now, cnf{})
 		if err != nil {
@@ -287,7 +287,7 @@ func TestTokenStartFollowsTheGrant(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl := &client{id: "c", lifetime: time.Hour, audience: []string{"urn:api"}}
+	cl := &client{clientData: clientData{id: "c", lifetime: time.Hour, audience: []string{"urn:api"}}}
 	st := &state{face: &face{issuer: "https://id.example"}, keySet: keySet{signer: k, method: jwt.GetSigningMethod("ES256"), header: encodedHeader(k)}}
 	now := time.Unix(1_800_000_000, 0)
 	grants := [][]string{{"a"}, {"b"}, {"a", "b"}, {"a"}}

@@ -54,7 +54,9 @@ type roster struct {
 	files    []fileClient            // the file's clients, compiled: what Reload puts in the table first
 	apis     map[string]*apiResource // by name: who may introspect
 	apiOrder []*apiResource          // the same, in the configuration's order
-	k        *compiler               // compiles an entry of the table at its first use
+	// federated maps workload identities to clients (federation.go).
+	federated *credIndex
+	k         *compiler // compiles an entry of the table at its first use
 	tally
 }
 
@@ -87,6 +89,7 @@ type proofs struct {
 	dpopWindow        time.Duration // how old a proof may be; the nonce period
 	dpopNonces        bool          // each span's keySet has its nonces
 	mtls              mtlsState     // mutual TLS (mtls.go)
+	trust             *trust        // the trusted issuers (trust_config.go)
 }
 
 // keyring is the configuration's key schedule and its spans.

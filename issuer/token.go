@@ -20,6 +20,9 @@ type attempt struct {
 	scopes   []string
 	endpoint string // "introspection" or "revocation"; "" for the token endpoint
 	api      string // the registered API resource asking, at introspection
+	// credential is the federated credential that authenticated the
+	// client, as the configuration writes it; "" for none.
+	credential string
 }
 
 // token serves the token endpoint (CONTRACT.md §2): the request read
@@ -53,6 +56,8 @@ func (iss *Issuer) issue(w http.ResponseWriter, r *http.Request, st *state, q *r
 	case "":
 		return nil, refuse(noGrantType)
 	case "client_credentials":
+	case jwtBearerGrant:
+		return iss.grantJWTBearer(q)
 	default:
 		return nil, refuse(otherGrant)
 	}

@@ -87,6 +87,7 @@ const (
 	// KeysFetchFailed: a JWKS fetch failed. Reason, why (see Event.Reason).
 	KeysFetchFailed
 	// TokenIssued: the token endpoint issued a token. ClientID, Scopes,
+	// Credential when a workload's token authenticated the client,
 	// Duration.
 	TokenIssued
 	// TokenRefused: the token endpoint refused a request. Reason (its
@@ -138,8 +139,11 @@ type Event struct {
 	// TokenValidator of your own); for TokenRefused the OAuth error code;
 	// for KeysFetchFailed one of "timeout" (the fetch ran out of time),
 	// "transport" (no answer: connection refused, DNS, TLS), "http_status"
-	// (an answer other than 200) and "invalid" (a 200 whose body is no JWKS
-	// the validator reads). The codes are fixed: fit for a metric label.
+	// (an answer other than 200), "invalid" (a 200 whose body is no JWKS
+	// the validator reads) and, from the issuer, "stale" (no fetch of a
+	// trusted issuer's or a client's keys succeeded within their grace:
+	// they verify nothing until one does). The codes are fixed: fit for a
+	// metric label.
 	Reason string
 
 	// Status is the HTTP status of the answer to a refused request.
@@ -159,6 +163,13 @@ type Event struct {
 
 	// Scopes are the scopes a TokenIssued token grants.
 	Scopes []string
+
+	// Credential is the federated credential that authenticated the
+	// client of a TokenIssued token (a workload's token of a trusted
+	// issuer), as the issuer's configuration writes it: the issuer, a
+	// space, the subject ("spiffe://example.org spiffe://example.org/web");
+	// empty for any other authentication.
+	Credential string
 
 	// Tenant is a registered SCIM tenant; empty when the request named
 	// none or one that is not registered.

@@ -41,8 +41,9 @@ const maxBody = 64 << 10
 //
 // A registration is the configuration file's JSON of one client (or API
 // resource): create takes it whole, clientId included; one given no
-// secretHashes and no other credential (publicKeys, tlsClientAuth,
-// certificateThumbprints), or created with ?secret=generate, gets a new
+// secretHashes and no other credential (publicKeys, jwksUri,
+// tlsClientAuth, certificateThumbprints, federatedCredentials), or
+// created with ?secret=generate, gets a new
 // secret, returned once in "secret" (only its sha256 hash is stored), and
 // one given secretHashes (sha256 or sha512: a client moved from the file)
 // keeps them. PUT takes it without secretHashes: secrets change by
@@ -427,7 +428,8 @@ func (a api) generateSecret(req *http.Request, in *input) (bool, *fieldError) {
 		return false, nil // check says what is wrong
 	case len(clients) == 1:
 		cc := clients[0]
-		return len(cc.PublicKeys) == 0 && cc.TLSClientAuth == (issuer.TLSClientAuth{}) && len(cc.CertificateThumbprints) == 0, nil
+		return len(cc.PublicKeys) == 0 && cc.TLSClientAuth == (issuer.TLSClientAuth{}) && len(cc.CertificateThumbprints) == 0 &&
+			cc.JWKSURI == "" && len(cc.FederatedCredentials) == 0, nil
 	default:
 		ac := apis[0]
 		return len(ac.PublicKeys) == 0 && ac.TLSClientAuth == (issuer.TLSClientAuth{}) && len(ac.CertificateThumbprints) == 0, nil

@@ -101,6 +101,7 @@ file and the field. Run it before sending the issuer SIGHUP.`)
 		fmt.Fprintf(w, "dpop    proofs live %ds; nonces required: %v\n", age, cfg.DPoP.RequireNonce)
 	}
 	printMTLS(w, cfg)
+	printTrust(w, cfg)
 	fmt.Fprintln(w, "\nkeys (the first signs):")
 	for i, kid := range iss.KeyIDs() {
 		role := "published"
@@ -140,6 +141,7 @@ file and the field. Run it before sending the issuer SIGHUP.`)
 			fmt.Fprintln(w, "    tokens    reference (introspected, revocable)")
 		}
 		printClientMTLS(w, c)
+		printClientFederation(w, c)
 	}
 	if len(cfg.APIResources) > 0 {
 		fmt.Fprintf(w, "\nAPI resources (may introspect at %s/connect/introspect):\n", iss.URL())

@@ -26,12 +26,15 @@ import (
 const defaultSecretEnv = "IDSAUTH_CLIENT_SECRET"
 
 func token(ctx context.Context, e env, args []string) error {
-	fs := flags(e, "token", "-issuer URL -client-id ID [-scope S] [-key FILE] [-cert FILE] [-dpop-key FILE] [-resource URI]... [-param NAME=VALUE]... [-decode]",
+	fs := flags(e, "token", "-issuer URL -client-id ID [-scope S] [-key FILE | -assertion-file FILE] [-cert FILE] [-dpop-key FILE] [-resource URI]... [-param NAME=VALUE]... [-decode]",
 		`Fetch an access token with the client_credentials grant from the issuer's
 token endpoint (found by its discovery document) and print it; with -decode,
 print its header and claims instead. With -key, the client authenticates
 with a JWT signed by that private key (private_key_jwt, RFC 7523), and no
-secret is read. With -cert, the client presents that certificate over
+secret is read. With -assertion-file, the client authenticates with the
+workload's token in that file (a Kubernetes projected service-account
+token, a JWT-SVID: a token of an issuer the client's federated credentials
+trust), read as it is now. With -cert, the client presents that certificate over
 mutual TLS (RFC 8705), -key being the certificate's key (when the -cert file
 does not hold it), at the token endpoint's mutual TLS alias when discovery
 names one: it authenticates with it, unless -secret-file, -secret-env or
@@ -60,6 +63,8 @@ input); never from a flag. The issuer URL is -issuer, else IDSAUTH_ISSUER.`)
 		params.Add(name, value)
 		return clientauth.CheckParams(params)
 	})
+	assertionFile := fs.String("assertion-file", "", "authenticate with the workload's token in this file (a projected service-account token, a JWT-SVID) instead of a secret")
+	spiffeType := fs.Bool("spiffe", false, "with -assertion-file, send it as a JWT-SVID (client_assertion_type jwt-spiffe)")
 	dpopKey := fs.String("dpop-key", "", "bind the token to this PEM private key (DPoP, RFC 9449): the request carries a proof by it")
 	certFile := fs.String("cert", "", "present this PEM client certificate (mutual TLS, RFC 8705), with -key its private key")
 	caFile := fs.String("cacert", "", "trust this PEM CA for the issuer's TLS certificate, beside the system's")
@@ -82,6 +87,10 @@ input); never from a flag. The issuer URL is -issuer, else IDSAUTH_ISSUER.`)
 		return usagef("-kid and -alg go with -key, without -cert")
 	case *keyFile != "" && *certFile == "" && (*secretFile != "" || *secretEnv != ""):
 		return usagef("-key or a secret, not both")
+	case *assertionFile != "" && (*keyFile != "" || *secretFile != "" || *secretEnv != ""):
+		return usagef("-assertion-file is the client's credential: no -key or secret beside it")
+	case *spiffeType && *assertionFile == "":
+		return usagef("-spiffe goes with -assertion-file")
 	}
 	cfg := client.Config{ClientID: *clientID, Scopes: strings.Fields(*scopes), Resources: resources, EndpointParams: params,
 		KeyAlg: *alg, KeyID: *kid, FetchTimeout: *timeout}
@@ -95,6 +104,11 @@ input); never from a flag. The issuer URL is -issuer, else IDSAUTH_ISSUER.`)
 		}
 	case *keyFile != "":
 		cfg.Key, err = readKey(*keyFile)
+	case *assertionFile != "":
+		cfg.AssertionFile = *assertionFile
+		if *spiffeType {
+			cfg.AssertionType = client.AssertionJWTSPIFFE
+		}
 	default:
 		cfg.ClientSecret, err = clientSecret(e, *secretFile, *secretEnv)
 	}
