@@ -317,7 +317,7 @@ func (iss *Issuer) update(cur *state, clients []ClientConfig, removed []string, 
 		if !ok {
 			return false
 		}
-		if _, flags, _, _ := s.head(i); flags&flagFile != 0 {
+		if flags, _, _ := s.head(i); flags&flagFile != 0 {
 			return false
 		}
 		e, err := s.entryAt(i)

@@ -10,39 +10,47 @@ import (
 
 // The roster's clients, the file's and the registry's alike, are held in
 // a table that the garbage collector need not scan: each client's
-// registration, encoded, in byte arenas, found by a map of integers, and
-// compiled (by the one path, compiler.client) on its first use only. A
-// registry of 100,000 clients, of which a few ask for tokens, is then a
-// few megabytes of bytes, not millions of pointers that every collection
-// marks (issue 41 measured 11 MiB of client data marked per cycle at
-// 10,000 clients: 35,000 instructions a token request). The table is
-// made of shards, each copied whole when one of its clients changes, so
-// that a change costs what its shard holds, whatever the table's size.
+// registration, encoded, in byte arenas, found by the hashes of their
+// IDs, and compiled (by the one path, compiler.client) on its first use
+// only. A registry of 100,000 clients, of which a few ask for tokens, is
+// then a few megabytes of bytes, not millions of pointers that every
+// collection marks (issue 41 measured 11 MiB of client data marked per
+// cycle at 10,000 clients: 35,000 instructions a token request). The
+// table is made of shards of about shardFill entries, each copied whole
+// when one of its clients changes, so that a change costs what its shard
+// holds, whatever the table's size; their number follows the table's, so
+// that a small table is a few objects for the collector to mark, not
+// thousands.
 
-// tableFan is the number of groups of a table, and of shards of a group:
-// 4,096 shards, about 25 clients each at 100,000.
-const tableFan = 64
+// shardFill is the number of entries a table lays out in a shard.
+const shardFill = 64
+
+// maxShardBits bounds a table to 16,384 shards: 61 entries each at a
+// million clients.
+const maxShardBits = 14
 
 // table is a roster's clients, immutable: with makes a new one.
 type table struct {
 	seed   maphash.Seed
-	groups [tableFan]*tableGroup
-	n      int // entries
+	bits   uint          // 1<<bits shards, in 1<<(bits/2) groups
+	groups []*tableGroup // nil until a shard of theirs holds an entry
+	n      int           // entries
 }
 
-type tableGroup struct{ shards [tableFan]*shard }
+// tableGroup is 1<<(bits-bits/2) of a table's shards: a change copies
+// the groups of its shards, and those shards.
+type tableGroup struct{ shards []*shard }
 
 // shard is some of a table's entries: entry i is arena[ends[i-1]:ends[i]]
-// (from 0 for the first), found by first, the map from the hash of a
-// folded ID to the first entry of that hash, and the next ones chained
-// from it. Entry i, compiled, is hot[i], made at its first use; the
-// pointers are the only ones the collector meets, one word per entry,
-// nil until then.
+// (from 0 for the first), and hashes[i] the hash of its folded ID. Entry
+// i, compiled, is (*hot)[i], made at its first use, in slots made at the
+// shard's first use: the shards of clients that ask for no token hold no
+// pointer for the collector to meet.
 type shard struct {
-	first map[uint64]uint32
-	ends  []uint32
-	arena []byte
-	hot   []atomic.Pointer[client]
+	hashes []uint64
+	ends   []uint32
+	arena  []byte
+	hot    atomic.Pointer[[]atomic.Pointer[client]]
 }
 
 // entry is what the table keeps of one client: its registration, with
@@ -55,8 +63,7 @@ type entry struct {
 	Epoch  uint64
 }
 
-// An entry's bytes: the index of the next entry of its hash plus one (0:
-// none) as 4 bytes, a flags byte, the ID's length as a uvarint, the ID,
+// An entry's bytes: a flags byte, the ID's length as a uvarint, the ID,
 // and the entry's body (entrycodec.go).
 const (
 	flagFile     = 1 << iota // the configuration file's
@@ -64,8 +71,8 @@ const (
 )
 
 // foldHash is the hash of id, its ASCII capitals in lower case: the IDs
-// one under folding are in one chain, so that a clash is found where the
-// ID is.
+// one under folding have one hash, so that a clash is found where the ID
+// is.
 func foldHash(seed maphash.Seed, id string) uint64 {
 	var buf [64]byte
 	b := buf[:0]
@@ -79,16 +86,34 @@ func foldHash(seed maphash.Seed, id string) uint64 {
 	return maphash.Bytes(seed, b)
 }
 
-func (t *table) shardOf(h uint64) *shard {
-	g := t.groups[h>>58]
-	if g == nil {
-		return nil
+// shardBits is the shard bits of a table of n entries laid out anew.
+func shardBits(n int) uint {
+	bits := uint(0)
+	for bits < maxShardBits && n > shardFill<<bits {
+		bits++
 	}
-	return g.shards[(h>>52)&(tableFan-1)]
+	return bits
+}
+
+// key is the number of the shard of hash h.
+func (t *table) key(h uint64) uint64 { return h >> (64 - t.bits) } // 0 for 0 bits
+
+// at returns the group and the shard, in its group, of shard k.
+func (t *table) at(k uint64) (int, int) {
+	low := t.bits - t.bits/2
+	return int(k >> low), int(k & (1<<low - 1))
+}
+
+func (t *table) shardOf(h uint64) *shard {
+	gi, si := t.at(t.key(h))
+	if g := t.groups[gi]; g != nil {
+		return g.shards[si]
+	}
+	return nil
 }
 
 // raw returns entry i's bytes.
-func (s *shard) raw(i uint32) []byte {
+func (s *shard) raw(i int) []byte {
 	start := uint32(0)
 	if i > 0 {
 		start = s.ends[i-1]
@@ -96,18 +121,16 @@ func (s *shard) raw(i uint32) []byte {
 	return s.arena[start:s.ends[i]]
 }
 
-// head reads entry i's chain link, flags and ID (the arena's bytes: a
-// token request finds its client without an allocation).
-func (s *shard) head(i uint32) (next uint32, flags byte, id []byte, body []byte) {
+// head reads entry i's flags, ID and body (the arena's bytes: a token
+// request finds its client without an allocation).
+func (s *shard) head(i int) (flags byte, id []byte, body []byte) {
 	b := s.raw(i)
-	next = binary.LittleEndian.Uint32(b)
-	flags = b[4]
-	n, w := binary.Uvarint(b[5:])
-	return next, flags, b[5+w : 5+w+int(n)], b[5+w+int(n):]
+	n, w := binary.Uvarint(b[1:])
+	return b[0], b[1+w : 1+w+int(n)], b[1+w+int(n):]
 }
 
 // find returns the shard and index of the entry of id, exactly.
-func (t *table) find(id string) (*shard, uint32, bool) {
+func (t *table) find(id string) (*shard, int, bool) {
 	if t == nil {
 		return nil, 0, false
 	}
@@ -116,13 +139,13 @@ func (t *table) find(id string) (*shard, uint32, bool) {
 	if s == nil {
 		return nil, 0, false
 	}
-	i, ok := s.first[h]
-	for ok {
-		next, _, eid, _ := s.head(i)
-		if string(eid) == id {
+	for i, eh := range s.hashes {
+		if eh != h {
+			continue
+		}
+		if _, eid, _ := s.head(i); string(eid) == id {
 			return s, i, true
 		}
-		i, ok = next-1, next != 0
 	}
 	return nil, 0, false
 }
@@ -139,13 +162,14 @@ func (t *table) folded(id string) (string, bool, bool) {
 		return "", false, false
 	}
 	found, file, any := "", false, false
-	i, ok := s.first[h]
-	for ok {
-		next, flags, eid, _ := s.head(i)
+	for i, eh := range s.hashes {
+		if eh != h {
+			continue
+		}
+		flags, eid, _ := s.head(i)
 		if foldEqual(eid, id) && (!any || flags&flagFile != 0 && !file) {
 			found, file, any = string(eid), flags&flagFile != 0, true
 		}
-		i, ok = next-1, next != 0
 	}
 	return found, file, any
 }
@@ -171,9 +195,22 @@ func foldEqual(a []byte, b string) bool {
 }
 
 // entryAt decodes entry i.
-func (s *shard) entryAt(i uint32) (entry, error) {
-	_, _, _, body := s.head(i)
+func (s *shard) entryAt(i int) (entry, error) {
+	_, _, body := s.head(i)
 	return decodeEntry(body)
+}
+
+// slots returns the shard's slots of compiled clients, made at its first
+// use.
+func (s *shard) slots() []atomic.Pointer[client] {
+	if h := s.hot.Load(); h != nil {
+		return *h
+	}
+	h := make([]atomic.Pointer[client], len(s.ends))
+	if !s.hot.CompareAndSwap(nil, &h) {
+		return *s.hot.Load() // another request made them first
+	}
+	return h
 }
 
 // client returns the client id of r's table, compiled at its first use,
@@ -183,15 +220,16 @@ func (r *roster) client(id string) *client {
 	if !ok {
 		return nil
 	}
-	if cl := s.hot[i].Load(); cl != nil {
+	hot := s.slots()
+	if cl := hot[i].Load(); cl != nil {
 		return cl
 	}
 	e, err := s.entryAt(i)
 	if err == nil {
 		var cl *client
 		if cl, err = r.compile(e); err == nil {
-			if !s.hot[i].CompareAndSwap(nil, cl) {
-				cl = s.hot[i].Load() // another request compiled it first
+			if !hot[i].CompareAndSwap(nil, cl) {
+				cl = hot[i].Load() // another request compiled it first
 			}
 			return cl
 		}
@@ -204,123 +242,104 @@ func (r *roster) client(id string) *client {
 	return nil
 }
 
-// tableEntry is an entry to put in a table: its ID, its flags and its
-// body; hash is foldHash of the ID, once known.
-type tableEntry struct {
-	id    string
-	flags byte
-	body  []byte
-	hash  uint64
-}
-
-// encodeEntry returns e as a tableEntry.
-func encodeEntry(e entry) (tableEntry, error) {
-	var b entryBodies
-	return b.encode(e)
-}
-
-// entryBodies holds the entryBodies of the entries of one change, one after the
-// other: a load of 100,000 clients makes a few dozen allocations of them,
-// not 100,000.
-type entryBodies struct{ buf []byte }
-
-// encode returns e as a tableEntry, its body in b.
-func (b *entryBodies) encode(e entry) (tableEntry, error) {
-	if cap(b.buf)-len(b.buf) < 1<<10 { // a new block, the bodies of the old one left where they are
-		b.buf = make([]byte, 0, 64<<10)
-	}
-	start := len(b.buf)
-	buf, err := appendEntry(b.buf, &e)
-	if err != nil {
-		return tableEntry{}, err
-	}
-	b.buf = buf
-	var flags byte
-	if e.File {
-		flags |= flagFile
-	}
-	if e.Config.Epoch != 0 {
-		flags |= flagOwnEpoch
-	}
-	return tableEntry{id: e.Config.ClientID, flags: flags, body: buf[start:len(buf):len(buf)]}, nil
-}
-
 // with returns a table of t's entries (none when t is nil), without
 // those of the IDs of drop and with puts, which replace the entries of
-// their IDs: only the shards they fall in are made anew. It sets the
-// hash of each of puts.
+// their IDs: only the shards they fall in are made anew, unless the
+// table has grown to four times what its shards were laid out for, when
+// it is laid out anew (a cost once per such growth). It sets the hash of
+// each of puts.
 func (t *table) with(puts []tableEntry, drop []string) *table {
-	nt := &table{}
-	if t != nil {
-		*nt = *t
-	} else {
-		nt.seed = maphash.MakeSeed()
+	if t == nil {
+		t = newTable(shardBits(len(puts)))
+	} else if bits := shardBits(t.n + len(puts)); bits > t.bits+1 {
+		all := make([]tableEntry, 0, t.n)
+		t.each(func(id []byte, flags byte, body []byte) bool {
+			all = append(all, tableEntry{id: string(id), flags: flags, body: body})
+			return true
+		})
+		t = newTable(bits).with(all, nil)
 	}
-	const shards = tableFan * tableFan
-	// puts by shard, each shard's in their order (a counting sort):
-	// those of shard k are byShard[from[k]:from[k+1]].
-	var from [shards + 1]int32
+	nt := &table{}
+	*nt = *t
+	nt.groups = slices.Clone(t.groups)
+	// The change by shard: its puts, each shard's in their order, and
+	// its drops.
+	type change struct {
+		key  uint64
+		put  *tableEntry // nil: drop id
+		drop string
+	}
+	changes := make([]change, 0, len(puts)+len(drop))
 	for i := range puts {
 		puts[i].hash = foldHash(nt.seed, puts[i].id)
-		from[puts[i].hash>>52+1]++
+		changes = append(changes, change{key: nt.key(puts[i].hash), put: &puts[i]})
 	}
-	for k := range shards {
-		from[k+1] += from[k]
-	}
-	byShard := make([]tableEntry, len(puts))
-	next := from
-	for _, p := range puts {
-		byShard[next[p.hash>>52]] = p
-		next[p.hash>>52]++
-	}
-	drops := map[uint64][]string{}
 	for _, id := range drop {
-		k := foldHash(nt.seed, id) >> 52
-		drops[k] = append(drops[k], id)
+		changes = append(changes, change{key: nt.key(foldHash(nt.seed, id)), drop: id})
 	}
-	var fresh [tableFan]bool // the groups made by this call
-	for k := range uint64(shards) {
-		in := byShard[from[k]:from[k+1]]
-		if len(in) == 0 && drops[k] == nil {
-			continue
+	slices.SortStableFunc(changes, func(a, b change) int {
+		switch {
+		case a.key < b.key:
+			return -1
+		case a.key > b.key:
+			return 1
 		}
-		gi, si := k>>6, k&(tableFan-1)
+		return 0
+	})
+	fresh := make([]bool, len(nt.groups)) // the groups this call made
+	for len(changes) > 0 {
+		n := 1
+		for n < len(changes) && changes[n].key == changes[0].key {
+			n++
+		}
+		run := changes[:n]
+		changes = changes[n:]
+		gi, si := nt.at(run[0].key)
 		var old *shard
 		if nt.groups[gi] != nil {
 			old = nt.groups[gi].shards[si]
 		}
-		if old == nil && len(in) == 0 {
-			continue // it drops only IDs the shard does not hold
-		}
-		var kept []tableEntry
-		if old != nil {
-			gone := drops[k]
-			for _, p := range in {
-				gone = append(gone, p.id) // replaced
+		var in, kept []tableEntry
+		var gone []string // dropped or replaced
+		for _, c := range run {
+			if c.put != nil {
+				in = append(in, *c.put)
+				gone = append(gone, c.put.id)
+			} else {
+				gone = append(gone, c.drop)
 			}
+		}
+		if old != nil {
 			for i := range old.ends {
-				_, flags, id, body := old.head(uint32(i))
+				flags, id, body := old.head(i)
 				if !slices.Contains(gone, string(id)) {
-					kept = append(kept, tableEntry{id: string(id), flags: flags, body: body, hash: foldHash(nt.seed, string(id))})
+					kept = append(kept, tableEntry{id: string(id), flags: flags, body: body, hash: old.hashes[i]})
 				}
 			}
-			if len(in) == 0 && len(kept) == len(old.ends) {
-				continue // it drops only IDs the shard does not hold
-			}
-			nt.n -= len(old.ends)
+		}
+		if len(in) == 0 && (old == nil || len(kept) == len(old.ends)) {
+			continue // it drops only IDs the shard does not hold
 		}
 		if !fresh[gi] { // t's group, shared: copied once
-			ng := &tableGroup{}
+			ng := &tableGroup{shards: make([]*shard, 1<<(nt.bits-nt.bits/2))}
 			if nt.groups[gi] != nil {
-				*ng = *nt.groups[gi]
+				copy(ng.shards, nt.groups[gi].shards)
 			}
 			nt.groups[gi], fresh[gi] = ng, true
+		}
+		if old != nil {
+			nt.n -= len(old.ends)
 		}
 		kept = append(kept, in...)
 		nt.groups[gi].shards[si] = buildShard(kept)
 		nt.n += len(kept)
 	}
 	return nt
+}
+
+// newTable returns an empty table of 1<<bits shards.
+func newTable(bits uint) *table {
+	return &table{seed: maphash.MakeSeed(), bits: bits, groups: make([]*tableGroup, 1<<(bits/2))}
 }
 
 // buildShard lays entries out in a shard of their own.
@@ -330,22 +349,11 @@ func buildShard(entries []tableEntry) *shard {
 	}
 	size := 0
 	for _, e := range entries {
-		size += 5 + binary.MaxVarintLen64 + len(e.id) + len(e.body)
+		size += 1 + binary.MaxVarintLen64 + len(e.id) + len(e.body)
 	}
-	s := &shard{first: make(map[uint64]uint32, len(entries)), ends: make([]uint32, len(entries)),
-		arena: make([]byte, 0, size), hot: make([]atomic.Pointer[client], len(entries))}
-	// Chained last to first, so that an earlier entry comes first.
-	for i := len(entries) - 1; i >= 0; i-- {
-		h := entries[i].hash
-		next, ok := s.first[h]
-		if ok {
-			next++
-		}
-		s.first[h] = uint32(i)
-		s.ends[i] = next // the link, for now
-	}
+	s := &shard{hashes: make([]uint64, len(entries)), ends: make([]uint32, len(entries)), arena: make([]byte, 0, size)}
 	for i, e := range entries {
-		s.arena = binary.LittleEndian.AppendUint32(s.arena, s.ends[i])
+		s.hashes[i] = e.hash
 		s.arena = append(s.arena, e.flags)
 		s.arena = binary.AppendUvarint(s.arena, uint64(len(e.id)))
 		s.arena = append(s.arena, e.id...)
@@ -370,7 +378,7 @@ func (t *table) each(fn func(id []byte, flags byte, body []byte) bool) {
 				continue
 			}
 			for i := range s.ends {
-				_, flags, id, body := s.head(uint32(i))
+				flags, id, body := s.head(i)
 				if !fn(id, flags, body) {
 					return
 				}

@@ -150,16 +150,38 @@ func TestTableChanges(t *testing.T) {
 	if _, _, ok := tb.find("client-8"); !ok {
 		t.Error("the change changed the table it was made from")
 	}
-	same := 0
-	for g := range tableFan {
-		for s := range tableFan {
+	if tb.bits != next.bits || tb.bits != shardBits(3002) {
+		t.Fatalf("laid out in %d shard bits, then %d; want %d", tb.bits, next.bits, shardBits(3002))
+	}
+	same, total := 0, 0
+	for g := range tb.groups {
+		for s := range 1 << (tb.bits - tb.bits/2) {
+			total++
 			if tb.groups[g] != nil && next.groups[g] != nil && tb.groups[g].shards[s] == next.groups[g].shards[s] {
 				same++
 			}
 		}
 	}
-	if total := tableFan * tableFan; same < total-3 {
+	if same < total-3 {
 		t.Errorf("%d of %d shards shared after a change of 4 entries", same, total)
+	}
+	// Grown to four times and more what it was laid out for, a table is
+	// laid out anew, with every entry kept.
+	var more []tableEntry
+	for i := range 12_000 {
+		more = append(more, put(fmt.Sprint("more-", i), false))
+	}
+	big := next.with(more, nil)
+	if big.bits != shardBits(15_002) || big.n != 15_002 {
+		t.Fatalf("grown: %d shard bits, %d entries; want %d, 15002", big.bits, big.n, shardBits(15_002))
+	}
+	for _, id := range []string{"client-0", "new", "more-11999", "operator"} {
+		if _, _, ok := big.find(id); !ok {
+			t.Errorf("%s is lost in the layout anew", id)
+		}
+	}
+	if id, file, ok := big.folded("OPERATOR"); !ok || id != "operator" || !file {
+		t.Errorf("folded after the layout anew: %q %v %v", id, file, ok)
 	}
 }
 
