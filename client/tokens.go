@@ -25,6 +25,7 @@ type tokens struct {
 	timeout     time.Duration
 
 	signer    *clientauth.Signer // private_key_jwt, else nil
+	audience  string             // the assertions' aud (Config.Issuer)
 	dpop      *dpopProver        // DPoP, else nil
 	calls     http.RoundTripper  // the calls' transport: presenting Config.Certificate, if any
 	badConfig error              // returned by every fetch
@@ -88,6 +89,14 @@ func (c *Config) newTokens(ctx context.Context, hc *http.Client) *tokens {
 		t.cc.EndpointParams["resource"] = append([]string(nil), c.Resources...)
 	}
 	if c.Key != nil {
+		t.audience = c.Issuer
+		switch {
+		case t.audience != "":
+		case c.TokenURL == "":
+			t.audience = strings.TrimSuffix(c.BaseURL, "/") + "/ids"
+		default:
+			t.audience = tokenURL
+		}
 		var err error
 		if t.signer, err = clientauth.NewSigner(c.Key, c.KeyAlg, c.KeyID); err != nil {
 			t.badConfig = fmt.Errorf("client: Config.Key and KeyAlg: %w", err)
@@ -129,7 +138,7 @@ func (t *tokens) request(ctx context.Context) (*oauth2.Token, error) {
 	if t.signer == nil {
 		return t.cc.Token(ctx)
 	}
-	assertion, err := t.signer.Assertion(t.cc.ClientID, t.cc.TokenURL, t.now())
+	assertion, err := t.signer.Assertion(t.cc.ClientID, t.audience, t.now())
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)
 	}
