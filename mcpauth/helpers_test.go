@@ -155,6 +155,15 @@ func (w *world) serveGoSDK(g *mcpauth.Guard) {
 // serveMCPGo mounts an mcp-go server of the three tools behind
 // g.Handler.
 func (w *world) serveMCPGo(g *mcpauth.Guard) {
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", g.Handler(mcpGoHandler()))
+	mux.Handle("/.well-known/oauth-protected-resource/", g.Metadata())
+	w.mcp.Config.Handler = mux
+}
+
+// mcpGoHandler is an mcp-go endpoint of the three tools, which answer
+// whoami of the claims in their context.
+func mcpGoHandler() http.Handler {
 	s := mcpgoserver.NewMCPServer("idsauth-test", "v1", mcpgoserver.WithToolCapabilities(false))
 	for _, name := range toolNames {
 		s.AddTool(mcpgo.NewTool(name), func(ctx context.Context, _ mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
@@ -162,8 +171,5 @@ func (w *world) serveMCPGo(g *mcpauth.Guard) {
 			return mcpgo.NewToolResultText(whoami(name, c, ok)), nil
 		})
 	}
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", g.Handler(mcpgoserver.NewStreamableHTTPServer(s)))
-	mux.Handle("/.well-known/oauth-protected-resource/", g.Metadata())
-	w.mcp.Config.Handler = mux
+	return mcpgoserver.NewStreamableHTTPServer(s)
 }
