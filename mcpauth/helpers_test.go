@@ -46,7 +46,7 @@ var worldClients = []string{"mcp-all", "mcp-admin", "mcp-key", "mcp-dpop", "mcp-
 
 // newWorld starts the issuer and an MCP server with nothing mounted:
 // serve mounts the endpoint.
-func newWorld(t *testing.T, key crypto.Signer) *world {
+func newWorld(t *testing.T, key crypto.Signer, opts ...func(*issuer.Config)) *world {
 	t.Helper()
 	w := &world{ids: httptest.NewServer(nil), mcp: httptest.NewServer(nil), key: key}
 	t.Cleanup(w.ids.Close)
@@ -70,6 +70,9 @@ func newWorld(t *testing.T, key crypto.Signer) *world {
 			c.SecretHashes = []string{hashOf("s3cret-" + id)}
 		}
 		cfg.Clients = append(cfg.Clients, c)
+	}
+	for _, o := range opts {
+		o(cfg)
 	}
 	iss, err := issuer.New(cfg)
 	if err != nil {

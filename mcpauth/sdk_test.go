@@ -13,9 +13,12 @@ import (
 	mcpgoclient "github.com/mark3labs/mcp-go/client"
 	mcpgotransport "github.com/mark3labs/mcp-go/client/transport"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	"github.com/modelcontextprotocol/go-sdk/auth/extauth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
 	"github.com/idsauth/idsauth/client"
+	"github.com/idsauth/idsauth/issuer"
 	"github.com/idsauth/idsauth/mcpauth"
 	"github.com/idsauth/idsauth/scope"
 )
@@ -129,5 +132,44 @@ func TestBothSDKs(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestGoSDKsClientCredentials: go-sdk's own client-credentials handler
+// finds this module's issuer from the Guard's 401 and gets a token it
+// takes, once the issuer lists what go-sdk requires of any server
+// (issuer.Config.MCPClients); without it, go-sdk refuses the issuer
+// ("does not implement PKCE").
+func TestGoSDKsClientCredentials(t *testing.T) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, on := range []bool{true, false} {
+		w := newWorld(t, key, func(c *issuer.Config) { c.MCPClients = on })
+		w.serveGoSDK(w.guard(t, mcpauth.Config{}))
+		h, err := extauth.NewClientCredentialsHandler(&extauth.ClientCredentialsHandlerConfig{
+			Credentials: &oauthex.ClientCredentials{ClientID: "mcp-all", ClientSecretAuth: &oauthex.ClientSecretAuth{ClientSecret: "s3cret-mcp-all"}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		c := mcp.NewClient(&mcp.Implementation{Name: "go-sdk-client-credentials", Version: "v1"}, nil)
+		sess, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: w.mcpURL, OAuthHandler: h, MaxRetries: -1}, nil)
+		if !on {
+			if err == nil || !strings.Contains(err.Error(), "does not implement PKCE") {
+				t.Errorf("without MCPClients: %v", err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := sess.CallTool(ctx, &mcp.CallToolParams{Name: "list_users"})
+		if err != nil || res.Content[0].(*mcp.TextContent).Text != "list_users: mcp-all "+scope.AdminWebAPI+" "+scope.ConnectWebAPI {
+			t.Errorf("%v %v", res, err)
+		}
+		sess.Close()
 	}
 }
