@@ -78,6 +78,7 @@ const (
 	atIntrospector place = "an API introspecting"
 	atGRPC         place = "grpcauth"
 	atConnect      place = "connectauth"
+	atMCP          place = "mcpauth"
 
 	secretBasic authn = "client_secret_basic"
 	secretPost  authn = "client_secret_post"
@@ -99,7 +100,7 @@ const (
 var (
 	sources  = []source{fromFile, fromRegistry}
 	events   = []event{nothing, disabled, enabledAgain, removed, reRegistered, secretDropped, scopeTaken, fileReloaded, adminRemoved, tokenExpired}
-	places   = []place{atIssuer, atLocalAPI, atIntrospector, atGRPC, atConnect}
+	places   = []place{atIssuer, atLocalAPI, atIntrospector, atGRPC, atConnect, atMCP}
 	authns   = []authn{secretBasic, secretPost, keyJWT, tlsAuth, selfSigned}
 	kinds    = []kind{jwtToken, referenceToken}
 	bindings = []binding{bearer, dpopBound, certBound}
