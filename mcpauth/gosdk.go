@@ -2,7 +2,9 @@ package mcpauth
 
 import (
 	"context"
+	"hash/maphash"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -19,8 +21,12 @@ import (
 // has accepted (UserID the client ID, or the subject without one;
 // Scopes; Expiration; the claims themselves, for Claims). A request
 // whose DPoP proof the Guard verified reaches it as Bearer.
+//
+// The TokenInfo of a token seen again is the one made before, shared
+// between its requests, as its claims are: treat both as read-only.
 func (g *Guard) GoSDK(next http.Handler) http.Handler {
-	inner := auth.RequireBearerToken(decided, &auth.RequireBearerTokenOptions{
+	infos := &tokenInfos{seed: maphash.MakeSeed()}
+	inner := auth.RequireBearerToken(infos.decided, &auth.RequireBearerTokenOptions{
 		AllowMissingExpiration: true, // a reference token's introspection may give none
 		ClockSkew:              decidedSkew,
 	})(next)
@@ -43,24 +49,48 @@ const decidedSkew = 100 * 365 * 24 * time.Hour
 // claimsKey is the key of the claims in a TokenInfo's Extra.
 const claimsKey = "idsauth.claims"
 
+// infoSlots bounds the TokenInfos remembered: a few hundred KiB.
+const infoSlots = 1024
+
+// tokenInfos remembers the TokenInfo made of recent claims, so that a
+// token seen again, whose claims the validator's cache returns (the same
+// *Claims), costs no new TokenInfo: a slot per hash of the token, each
+// holding the claims it was made of; a slot another token takes is
+// simply made again.
+type tokenInfos struct {
+	seed  maphash.Seed
+	slots [infoSlots]atomic.Pointer[tokenInfoEntry]
+}
+
+type tokenInfoEntry struct {
+	claims *accesstoken.Claims
+	info   *auth.TokenInfo
+}
+
 // decided is go-sdk's TokenVerifier of a request the Guard admitted:
 // its claims, from the request's context. Without them (the handler
 // mounted without the Guard in front) it refuses.
-func decided(ctx context.Context, _ string, _ *http.Request) (*auth.TokenInfo, error) {
+func (t *tokenInfos) decided(ctx context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
 	c, ok := accesstoken.ClaimsFrom(ctx)
 	if !ok {
 		return nil, auth.ErrInvalidToken
+	}
+	slot := &t.slots[maphash.String(t.seed, token)%infoSlots]
+	if e := slot.Load(); e != nil && e.claims == c {
+		return e.info, nil
 	}
 	user := c.ClientID
 	if user == "" {
 		user = c.Subject
 	}
-	return &auth.TokenInfo{
+	info := &auth.TokenInfo{
 		Scopes:     c.Scopes, // shared, as the claims are: read-only
 		Expiration: c.ExpiresAt,
 		UserID:     user,
 		Extra:      map[string]any{claimsKey: c},
-	}, nil
+	}
+	slot.Store(&tokenInfoEntry{claims: c, info: info})
+	return info, nil
 }
 
 // Claims returns the claims of the token of a go-sdk request the Guard
