@@ -48,9 +48,16 @@ var worldClients = []string{"mcp-all", "mcp-admin", "mcp-key", "mcp-dpop", "mcp-
 // serve mounts the endpoint.
 func newWorld(t *testing.T, key crypto.Signer, opts ...func(*issuer.Config)) *world {
 	t.Helper()
-	w := &world{ids: httptest.NewServer(nil), mcp: httptest.NewServer(nil), key: key}
-	t.Cleanup(w.ids.Close)
-	t.Cleanup(w.mcp.Close)
+	ids, mcps := httptest.NewServer(nil), httptest.NewServer(nil)
+	t.Cleanup(ids.Close)
+	t.Cleanup(mcps.Close)
+	return buildWorld(t, key, ids, mcps, opts...)
+}
+
+// buildWorld is newWorld on the servers given.
+func buildWorld(t *testing.T, key crypto.Signer, ids, mcps *httptest.Server, opts ...func(*issuer.Config)) *world {
+	t.Helper()
+	w := &world{ids: ids, mcp: mcps, key: key}
 	w.mcpURL = w.mcp.URL + "/mcp"
 	cfg := &issuer.Config{Issuer: w.ids.URL + "/ids", EphemeralKey: true,
 		APIResources: []issuer.APIResourceConfig{{Name: "mcp-api", SecretHashes: []string{hashOf("s3cret-api")}, Scopes: scope.All()}}}
