@@ -60,7 +60,9 @@ func benchRun(b *testing.B, h http.Handler, token string, body []byte) {
 // scopes reading a tools/call body, and go-sdk's RequireBearerToken alone
 // with a golang-jwt verifier (keyfunc's JWKS; signature, exp, iss and
 // aud checked on every call, as go-sdk's documentation has one write
-// it). The budget: a Guard adds at most 0.3 µs to the warm path.
+// it), and RequireBearerToken alone, with a verifier that checks
+// nothing: go-sdk's own share of GoSDK. The budget: a Guard adds at most
+// 0.3 µs to the warm path.
 func BenchmarkMCP(b *testing.B) {
 	k := jwktest.NewKey(b, "ES256")
 	j := jwktest.NewJWKS(b, k)
@@ -87,6 +89,12 @@ func BenchmarkMCP(b *testing.B) {
 	b.Run("mcpauth-go-sdk", func(b *testing.B) { benchRun(b, guard(nil).GoSDK(benchBare), token, nil) })
 	b.Run("mcpauth-go-sdk-tool-scopes", func(b *testing.B) {
 		benchRun(b, guard(map[string][]string{"list_users": {scope.AdminWebAPI}}).GoSDK(benchBare), token, call)
+	})
+	// go-sdk's own share of GoSDK: RequireBearerToken with a verifier
+	// that checks nothing, before a handler that does nothing.
+	fixed := &auth.TokenInfo{Scopes: []string{scope.AdminWebAPI}, Expiration: time.Now().Add(time.Hour), UserID: "bench"}
+	b.Run("go-sdk-RequireBearerToken-alone", func(b *testing.B) {
+		benchRun(b, auth.RequireBearerToken(func(context.Context, string, *http.Request) (*auth.TokenInfo, error) { return fixed, nil }, nil)(benchBare), token, nil)
 	})
 	b.Run("go-sdk-RequireBearerToken+golang-jwt", func(b *testing.B) {
 		kf, err := keyfunc.NewDefaultCtx(ctx, []string{j.JWKSURL()})
