@@ -4,6 +4,8 @@ import (
 	"context"
 	"hash/maphash"
 	"net/http"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -19,11 +21,15 @@ import (
 // come from the user who opened it) and a tool's req.Extra.TokenInfo
 // read. Its verifier decides nothing: it returns the claims the Guard
 // has accepted (UserID the client ID, or the subject without one;
-// Scopes; Expiration; the claims themselves, for Claims). A request
-// whose DPoP proof the Guard verified reaches it as Bearer.
+// Scopes; Expiration; the claims themselves, for Claims).
 //
-// The TokenInfo of a token seen again is the one made before, shared
-// between its requests, as its claims are: treat both as read-only.
+// The request go-sdk gets carries, in place of the token, "Bearer" and
+// a reference to the claims the Guard accepted (a DPoP request too,
+// whose proof the Guard has checked): go-sdk's handlers and the tools
+// never see the caller's token, which the MCP specification forbids a
+// server to pass on, and go-sdk does not scan it again. The TokenInfo
+// of a token seen again is the one made before, shared between its
+// requests, as its claims are: treat both as read-only.
 func (g *Guard) GoSDK(next http.Handler) http.Handler {
 	infos := &tokenInfos{seed: maphash.MakeSeed()}
 	inner := auth.RequireBearerToken(infos.decided, &auth.RequireBearerTokenOptions{
@@ -31,13 +37,23 @@ func (g *Guard) GoSDK(next http.Handler) http.Handler {
 		ClockSkew:              decidedSkew,
 	})(next)
 	return g.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if h := r.Header.Get("Authorization"); len(h) > 5 && (h[:5] == "DPoP " || h[:5] == "dpop ") {
-			r2 := *r
-			r2.Header = r.Header.Clone()
-			r2.Header.Set("Authorization", "Bearer "+h[5:])
-			r = &r2
+		c, ok := accesstoken.ClaimsFrom(r.Context())
+		if !ok {
+			http.Error(w, "mcpauth: no claims", http.StatusInternalServerError) // not reached behind the Guard
+			return
 		}
-		inner.ServeHTTP(w, r)
+		// The Guard admitted one Authorization value, its scheme, one or
+		// more spaces, and the token.
+		_, tok, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+		e := infos.entry(strings.TrimLeft(tok, " "), c)
+		h := make(http.Header, len(r.Header))
+		for k, v := range r.Header {
+			h[k] = v
+		}
+		h["Authorization"] = e.authz
+		r2 := *r
+		r2.Header = h
+		inner.ServeHTTP(w, &r2)
 	}))
 }
 
@@ -62,35 +78,59 @@ type tokenInfos struct {
 	slots [infoSlots]atomic.Pointer[tokenInfoEntry]
 }
 
+// tokenInfoEntry is a slot's: the claims, their TokenInfo, and the
+// Authorization value go-sdk gets, which names the slot.
 type tokenInfoEntry struct {
 	claims *accesstoken.Claims
 	info   *auth.TokenInfo
+	authz  []string
 }
 
-// decided is go-sdk's TokenVerifier of a request the Guard admitted:
-// its claims, from the request's context. Without them (the handler
-// mounted without the Guard in front) it refuses.
-func (t *tokenInfos) decided(ctx context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
-	c, ok := accesstoken.ClaimsFrom(ctx)
-	if !ok {
-		return nil, auth.ErrInvalidToken
+// slotPrefix begins the stand-in token go-sdk gets: the slot follows.
+const slotPrefix = "idsauth-claims-"
+
+// entry returns the entry of token's slot for claims c, made anew when
+// the slot holds another's.
+func (t *tokenInfos) entry(token string, c *accesstoken.Claims) *tokenInfoEntry {
+	i := maphash.String(t.seed, token) % infoSlots
+	if e := t.slots[i].Load(); e != nil && e.claims == c {
+		return e
 	}
-	slot := &t.slots[maphash.String(t.seed, token)%infoSlots]
-	if e := slot.Load(); e != nil && e.claims == c {
-		return e.info, nil
-	}
+	e := newEntry(c, []string{"Bearer " + slotPrefix + strconv.FormatUint(i, 10)})
+	t.slots[i].Store(e)
+	return e
+}
+
+func newEntry(c *accesstoken.Claims, authz []string) *tokenInfoEntry {
 	user := c.ClientID
 	if user == "" {
 		user = c.Subject
 	}
-	info := &auth.TokenInfo{
+	return &tokenInfoEntry{claims: c, authz: authz, info: &auth.TokenInfo{
 		Scopes:     c.Scopes, // shared, as the claims are: read-only
 		Expiration: c.ExpiresAt,
 		UserID:     user,
 		Extra:      map[string]any{claimsKey: c},
+	}}
+}
+
+// decided is go-sdk's TokenVerifier of a request the Guard admitted: the
+// TokenInfo of its claims, from the request's context, which the slot
+// its stand-in token names holds unless another token took it since.
+// Without claims (the handler mounted without the Guard) it refuses.
+func (t *tokenInfos) decided(ctx context.Context, standIn string, _ *http.Request) (*auth.TokenInfo, error) {
+	c, ok := accesstoken.ClaimsFrom(ctx)
+	if !ok {
+		return nil, auth.ErrInvalidToken
 	}
-	slot.Store(&tokenInfoEntry{claims: c, info: info})
-	return info, nil
+	if s, ok := strings.CutPrefix(standIn, slotPrefix); ok {
+		if i, err := strconv.ParseUint(s, 10, 32); err == nil && i < infoSlots {
+			if e := t.slots[i].Load(); e != nil && e.claims == c {
+				return e.info, nil
+			}
+		}
+	}
+	return newEntry(c, nil).info, nil
 }
 
 // Claims returns the claims of the token of a go-sdk request the Guard

@@ -173,3 +173,27 @@ func TestGoSDKsClientCredentials(t *testing.T) {
 		sess.Close()
 	}
 }
+
+// TestGoSDKSeesNoToken: the request go-sdk gets carries a stand-in for
+// the caller's token, so that a tool cannot pass the token on (MCP
+// forbids it), and the claims the Guard accepted.
+func TestGoSDKSeesNoToken(t *testing.T) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newWorld(t, key)
+	g := w.guard(t, mcpauth.Config{})
+	s := mcp.NewServer(&mcp.Implementation{Name: "idsauth-test", Version: "v1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "whoami"}, func(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		c, ok := mcpauth.Claims(req.Extra.TokenInfo)
+		text := whoami("whoami", c, ok) + " | " + req.Extra.Header.Get("Authorization")
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, nil, nil
+	})
+	w.mcp.Config.Handler = g.GoSDK(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	hc := mcpauth.Client(context.Background(), client.Config{ClientID: "mcp-all", ClientSecret: "s3cret-mcp-all", Scopes: []string{scope.AdminWebAPI}})
+	got, err := goSDKClient(t, w.mcpURL, hc, "whoami")
+	if err != nil || len(got) != 1 || !strings.HasPrefix(got[0], "whoami: mcp-all "+scope.AdminWebAPI+" | Bearer idsauth-claims-") {
+		t.Errorf("%v %q", err, got)
+	}
+}
