@@ -52,7 +52,11 @@ func Client(ctx context.Context, cfg client.Config) *http.Client {
 	if rt == nil {
 		rt = http.DefaultTransport
 	}
-	out.Transport = &transport{ctx: ctx, cfg: cfg, base: rt, discovery: base, endpoints: map[string]*endpoint{}}
+	// A metadata document is fetched from its URL itself: a redirect
+	// could lead off https or loopback.
+	discovery := *base
+	discovery.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	out.Transport = &transport{ctx: ctx, cfg: cfg, base: rt, discovery: &discovery, endpoints: map[string]*endpoint{}}
 	return &out
 }
 
