@@ -43,8 +43,11 @@ func (g *Guard) GoSDK(next http.Handler) http.Handler {
 			return
 		}
 		// The Guard admitted one Authorization value, its scheme, one or
-		// more spaces, and the token.
-		_, tok, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+		// more spaces, and the token (net/http keys it canonically).
+		var tok string
+		if v := r.Header["Authorization"]; len(v) == 1 {
+			_, tok, _ = strings.Cut(v[0], " ")
+		}
 		e := infos.entry(strings.TrimLeft(tok, " "), c)
 		h := make(http.Header, len(r.Header))
 		for k, v := range r.Header {
@@ -87,7 +90,7 @@ type tokenInfoEntry struct {
 }
 
 // slotPrefix begins the stand-in token go-sdk gets: the slot follows.
-const slotPrefix = "idsauth-claims-"
+const slotPrefix = "idsauth-"
 
 // entry returns the entry of token's slot for claims c, made anew when
 // the slot holds another's.

@@ -193,7 +193,7 @@ func TestGoSDKSeesNoToken(t *testing.T) {
 	w.mcp.Config.Handler = g.GoSDK(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
 	hc := mcpauth.Client(context.Background(), client.Config{ClientID: "mcp-all", ClientSecret: "s3cret-mcp-all", Scopes: []string{scope.AdminWebAPI}})
 	got, err := goSDKClient(t, w.mcpURL, hc, "whoami")
-	if err != nil || len(got) != 1 || !strings.HasPrefix(got[0], "whoami: mcp-all "+scope.AdminWebAPI+" | Bearer idsauth-claims-") {
+	if err != nil || len(got) != 1 || !strings.HasPrefix(got[0], "whoami: mcp-all "+scope.AdminWebAPI+" | Bearer idsauth-") {
 		t.Errorf("%v %q", err, got)
 	}
 }
