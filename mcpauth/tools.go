@@ -88,15 +88,31 @@ func calledTools(body []byte) (tools []string, ok bool) {
 	return tools, true
 }
 
-// plainCall reads the common body quickly: one message, no escape in
-// it, and "method", "params" and "name" each once in any case
-// (anywhere, keys or values), so that no member can be spelt twice;
-// plain is false for any other body, which calledTools reads token by
-// token.
+// plainCall reads the common body quickly: one message of ASCII alone
+// (encoding/json folds "ſ" to "s", "K" to "k"), without an escape, where
+// "method" and "params" appear once and "name" at most once, in any case
+// (as keys or values), so that no member can be spelt twice; plain is
+// false for any other body, which calledTools reads token by token.
 func plainCall(body []byte) (tools []string, ok, plain bool) {
 	b := bytes.TrimLeft(body, " \t\r\n")
-	if len(b) == 0 || b[0] != '{' || bytes.IndexByte(b, '\\') >= 0 ||
-		countFold(b, `"method"`) != 1 || countFold(b, `"params"`) != 1 || countFold(b, `"name"`) > 1 {
+	if len(b) == 0 || b[0] != '{' {
+		return nil, false, false
+	}
+	method, params, name := 0, 0, 0
+	for i, c := range b {
+		switch {
+		case c >= 0x80 || c == '\\':
+			return nil, false, false
+		case c != '"':
+		case foldPrefix(b[i+1:], `method"`):
+			method++
+		case foldPrefix(b[i+1:], `params"`):
+			params++
+		case foldPrefix(b[i+1:], `name"`):
+			name++
+		}
+	}
+	if method != 1 || params != 1 || name > 1 {
 		return nil, false, false
 	}
 	var m struct {
@@ -112,15 +128,22 @@ func plainCall(body []byte) (tools []string, ok, plain bool) {
 	return nil, true, true
 }
 
-// countFold counts the places where s occurs in b, ASCII case aside.
-func countFold(b []byte, s string) int {
-	n := 0
-	for i := 0; i+len(s) <= len(b); i++ {
-		if b[i] == s[0] && bytes.EqualFold(b[i:i+len(s)], []byte(s)) {
-			n++
+// foldPrefix reports whether b begins with s, ASCII case aside (s is
+// lower case).
+func foldPrefix(b []byte, s string) bool {
+	if len(b) < len(s) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := b[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != s[i] {
+			return false
 		}
 	}
-	return n
+	return true
 }
 
 // messageTools reads one value of a batch: an object is a message.

@@ -38,6 +38,11 @@ func TestCalledTools(t *testing.T) {
 		{"Method alone", `{"METHOD":"tools/call","PARAMS":{"NAME":"a"}}`, []string{"a"}, true},
 		{"name twice", `{"method":"tools/call","params":{"name":"a","name":"b","Name":"c"}}`, []string{"a", "b", "c"}, true},
 		{"params twice", `{"method":"tools/call","params":{"name":"a"},"params":{"name":"b"}}`, []string{"a", "b"}, true},
+		// encoding/json folds "ſ" (U+017F) to "s" and "K" (U+212A) to
+		// "k", as strings.EqualFold does.
+		{"params with a long s beside", `{"method":"tools/call","params":{"name":"a"},"paramſ":{"name":"b"}}`, []string{"a", "b"}, true},
+		{"params with a long s, no name", `{"method":"tools/call","params":{"name":"a"},"paramſ":{"x":1}}`, []string{"a"}, true},
+		{"an escape", `{"method":"tools\/call","params":{"name":"a"}}`, []string{"a"}, true},
 		{"a name that is no string", `{"method":"tools/call","params":{"name":7}}`, nil, true},
 		{"not JSON", `{"method":"tools/call",`, nil, false},
 		{"two messages", `{"method":"tools/list"}{"method":"tools/call","params":{"name":"a"}}`, nil, false},
