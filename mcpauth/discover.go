@@ -5,12 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/idsauth/idsauth/internal/rpcauth"
 )
 
 // DiscoveryError is why a client found no way to a token for an MCP
@@ -202,18 +203,7 @@ func secureURL(u string) bool {
 	if err != nil || p.Host == "" {
 		return false
 	}
-	if p.Scheme == "https" {
-		return true
-	}
-	if p.Scheme != "http" {
-		return false
-	}
-	host := p.Hostname()
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	return p.Scheme == "https" || (p.Scheme == "http" && rpcauth.Loopback(p.Host))
 }
 
 // resourceOf is the URL called as a resource identifier: without query
