@@ -31,7 +31,8 @@
 // github.com/idsauth/idsauth/redisstore (the shared stores on Redis, a
 // single server or a cluster), .../idsauthotel (OpenTelemetry),
 // .../grpcauth and .../connectauth (the same contract for gRPC and Connect
-// services). The command cmd/idsauth is the operator's tool; "go run
+// services), .../mcpauth (for MCP servers and clients of either Go SDK).
+// The command cmd/idsauth is the operator's tool; "go run
 // ./examplesvc" runs the reference service. The [README] walks through
 // each in a few minutes.
 //

@@ -212,3 +212,76 @@ func TestKeyConfigErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestAssertionAudience: an assertion names the authorization server's
+// issuer identifier as its aud, as draft-ietf-oauth-rfc7523bis requires
+// (the MCP conformance suite accepts nothing else): Config.Issuer, or
+// BaseURL's issuer "/ids"; a client given only a token URL knows no
+// issuer, and names the token URL.
+func TestAssertionAudience(t *testing.T) {
+	k, err := keys.Generate("ES256")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var aud []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var claims jwt.RegisteredClaims
+		_, err := jwt.ParseWithClaims(r.FormValue("client_assertion"), &claims, func(*jwt.Token) (any, error) {
+			return k.Public().(*ecdsa.PublicKey), nil
+		}, jwt.WithValidMethods([]string{"ES256"}))
+		if err != nil {
+			t.Error(err)
+		}
+		mu.Lock()
+		aud = claims.Audience
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"access_token":"t","token_type":"Bearer","expires_in":3600}`))
+	}))
+	defer srv.Close()
+	for _, c := range []struct {
+		name string
+		cfg  client.Config
+		want string
+	}{
+		{"BaseURL", client.Config{BaseURL: srv.URL}, srv.URL + "/ids"},
+		{"BaseURL with a slash", client.Config{BaseURL: srv.URL + "/"}, srv.URL + "/ids"},
+		{"Issuer and TokenURL", client.Config{Issuer: "https://as.example/tenant", TokenURL: srv.URL + "/oauth/token"}, "https://as.example/tenant"},
+		{"TokenURL alone", client.Config{TokenURL: srv.URL + "/oauth/token"}, srv.URL + "/oauth/token"},
+	} {
+		c.cfg.ClientID, c.cfg.Key = "reporting", k.Private
+		if _, err := c.cfg.TokenSource(context.Background()).Token(); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		mu.Lock()
+		got := strings.Join(aud, " ")
+		mu.Unlock()
+		if got != c.want {
+			t.Errorf("%s: aud %q, want %q", c.name, got, c.want)
+		}
+	}
+}
+
+// TestAssertionAudienceAtTheIssuer: this module's issuer takes the
+// assertion whose aud is its issuer identifier, what a client of
+// BaseURL sends.
+func TestAssertionAudienceAtTheIssuer(t *testing.T) {
+	k, err := keys.Generate("ES256")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(nil)
+	defer srv.Close()
+	iss, err := issuer.New(&issuer.Config{Issuer: srv.URL + "/ids", EphemeralKey: true, Clients: []issuer.ClientConfig{{
+		ClientID: "reporting", Scopes: []string{scope.AdminWebAPI}, PublicKeys: []issuer.ClientKeyConfig{{Key: k.Public()}},
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Config.Handler = iss
+	cfg := client.Config{ClientID: "reporting", Key: k.Private, BaseURL: srv.URL, Scopes: []string{scope.AdminWebAPI}}
+	if _, err := cfg.TokenSource(context.Background()).Token(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -56,8 +56,8 @@ type Config struct {
 	// Key, instead of ClientSecret, authenticates the client with a JWT
 	// it signs (private_key_jwt, [RFC 7523] §2.2; OpenID Connect Core §9):
 	// every token request carries a new assertion, with iss and sub the
-	// ClientID, aud the token URL, a fresh jti and a lifetime of one
-	// minute. It may be any crypto.Signer (a key in a KMS or an HSM): an
+	// ClientID, aud the issuer (see Issuer), a fresh jti and a lifetime
+	// of one minute. It may be any crypto.Signer (a key in a KMS or an HSM): an
 	// ECDSA P-256, RSA (2048 bits or more) or Ed25519 key. Nil means
 	// ClientSecret.
 	//
@@ -101,6 +101,12 @@ type Config struct {
 	// TokenURL is the token endpoint. Empty means BaseURL +
 	// "/ids/connect/token".
 	TokenURL string
+	// Issuer is the authorization server's issuer identifier, the "aud"
+	// of the client assertions (Key), as draft-ietf-oauth-rfc7523bis
+	// requires against audience injection. Empty means BaseURL + "/ids"
+	// when TokenURL is empty, and otherwise the token URL, which RFC 7523
+	// allowed and servers of its time require.
+	Issuer string
 
 	// Origins, when set, are the only origins that receive the token,
 	// each written "scheme://host[:port]" (a path is ignored; a missing

@@ -26,6 +26,7 @@ type tokens struct {
 	timeout     time.Duration
 
 	signer    *clientauth.Signer                        // private_key_jwt, else nil
+	audience  string                                    // the assertions' aud (Config.Issuer)
 	workload  func(ctx context.Context) (string, error) // a workload's assertion, else nil
 	assertTyp string                                    // its client_assertion_type
 	dpop      *dpopProver                               // DPoP, else nil
@@ -91,6 +92,14 @@ func (c *Config) newTokens(ctx context.Context, hc *http.Client) *tokens {
 		t.cc.EndpointParams["resource"] = append([]string(nil), c.Resources...)
 	}
 	if c.Key != nil {
+		t.audience = c.Issuer
+		switch {
+		case t.audience != "":
+		case c.TokenURL == "":
+			t.audience = strings.TrimSuffix(c.BaseURL, "/") + "/ids"
+		default:
+			t.audience = tokenURL
+		}
 		var err error
 		if t.signer, err = clientauth.NewSigner(c.Key, c.KeyAlg, c.KeyID); err != nil {
 			t.badConfig = fmt.Errorf("client: Config.Key and KeyAlg: %w", err)
@@ -147,7 +156,7 @@ func (t *tokens) request(ctx context.Context) (*oauth2.Token, error) {
 		return t.cc.Token(ctx)
 	default:
 		var err error
-		if assertion, err = t.signer.Assertion(t.cc.ClientID, t.cc.TokenURL, t.now()); err != nil {
+		if assertion, err = t.signer.Assertion(t.cc.ClientID, t.audience, t.now()); err != nil {
 			return nil, fmt.Errorf("client: %w", err)
 		}
 	}

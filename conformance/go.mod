@@ -1,6 +1,6 @@
 module github.com/idsauth/idsauth/conformance
 
-go 1.25.0
+go 1.25.5
 
 require (
 	connectrpc.com/connect v1.21.0
@@ -8,9 +8,11 @@ require (
 	github.com/idsauth/idsauth v0.1.0
 	github.com/idsauth/idsauth/connectauth v0.1.0
 	github.com/idsauth/idsauth/grpcauth v0.1.0
+	github.com/idsauth/idsauth/mcpauth v0.1.0
 	github.com/idsauth/idsauth/pgregistry v0.1.0
 	github.com/idsauth/idsauth/redisstore v0.1.0
 	github.com/jackc/pgx/v5 v5.12.0
+	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/prometheus/client_model v0.6.2
 	github.com/redis/go-redis/v9 v9.22.0
 	golang.org/x/oauth2 v0.36.0
@@ -20,9 +22,13 @@ require (
 require (
 	github.com/MicahParks/keyfunc/v3 v3.9.0 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/google/jsonschema-go v0.4.3 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
+	github.com/segmentio/asm v1.1.3 // indirect
+	github.com/segmentio/encoding v0.5.4 // indirect
+	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
 	golang.org/x/net v0.58.0 // indirect
 	golang.org/x/sync v0.22.0 // indirect
@@ -46,6 +52,7 @@ replace github.com/idsauth/idsauth => ../
 replace (
 	github.com/idsauth/idsauth/connectauth => ../connectauth
 	github.com/idsauth/idsauth/grpcauth => ../grpcauth
+	github.com/idsauth/idsauth/mcpauth => ../mcpauth
 	github.com/idsauth/idsauth/pgregistry => ../pgregistry
 	github.com/idsauth/idsauth/redisstore => ../redisstore
 )

@@ -78,6 +78,7 @@ const (
 	atIntrospector place = "an API introspecting"
 	atGRPC         place = "grpcauth"
 	atConnect      place = "connectauth"
+	atMCP          place = "mcpauth"
 
 	secretBasic authn = "client_secret_basic"
 	secretPost  authn = "client_secret_post"
@@ -100,7 +101,7 @@ var (
 	sources = []source{fromFile, fromRegistry}
 	events  = []event{nothing, disabled, enabledAgain, removed, reRegistered, secretDropped, scopeTaken, fileReloaded, adminRemoved, tokenExpired,
 		workloadKeyRotated, workloadReused, workloadDown}
-	places   = []place{atIssuer, atLocalAPI, atIntrospector, atGRPC, atConnect, atJWKSAPI}
+	places   = []place{atIssuer, atLocalAPI, atIntrospector, atGRPC, atConnect, atJWKSAPI, atMCP}
 	authns   = []authn{secretBasic, secretPost, keyJWT, tlsAuth, selfSigned, workloadToken}
 	kinds    = []kind{jwtToken, referenceToken}
 	bindings = []binding{bearer, dpopBound, certBound}

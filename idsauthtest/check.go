@@ -145,6 +145,15 @@ func (i *Issuer) CheckProtected(t TB, h http.Handler, route string, need ...stri
 	if len(need) == 0 {
 		t.Fatalf("idsauthtest: CheckProtected needs the scopes the route requires")
 	}
+	i.checkRequests(t, h, "CheckProtected "+route, func(authz ...string) *http.Request { return newRequest(t, route, authz...) }, need, nil)
+}
+
+// checkRequests runs CheckProtected's cases against h, with requests mk
+// makes, reporting each under label: the cases of a token without the
+// scope only when need names one. also, when not nil, checks every
+// answer besides.
+func (i *Issuer) checkRequests(t TB, h http.Handler, label string, mk func(authz ...string) *http.Request, need []string, also func(p *problems, a answer)) {
+	t.Helper()
 	good := i.Token(t, need...)
 	type row struct {
 		name  string
@@ -154,7 +163,7 @@ func (i *Issuer) CheckProtected(t TB, h http.Handler, route string, need ...stri
 	}
 	invalid := func(p *problems, a answer) { p.oauthError(a, http.StatusUnauthorized, "invalid_token") }
 	bare := func(p *problems, a answer) { p.bareChallenge(a) }
-	query := newRequest(t, route)
+	query := mk()
 	q := query.URL.Query()
 	q.Set("access_token", good)
 	query.URL.RawQuery = q.Encode()
@@ -164,23 +173,23 @@ func (i *Issuer) CheckProtected(t TB, h http.Handler, route string, need ...stri
 		}
 	}
 	rows := []row{
-		{"a valid token with the scope", newRequest(t, route, "Bearer "+good), good, passes},
-		{"no token", newRequest(t, route), "", bare},
-		{"another scheme (Basic)", newRequest(t, route, "Basic dGVzdDp0ZXN0"), "", bare},
-		{"Bearer with nothing after it", newRequest(t, route, "Bearer"), "", bare},
+		{"a valid token with the scope", mk("Bearer " + good), good, passes},
+		{"no token", mk(), "", bare},
+		{"another scheme (Basic)", mk("Basic dGVzdDp0ZXN0"), "", bare},
+		{"Bearer with nothing after it", mk("Bearer"), "", bare},
 		{"a token in the query only", query, good, bare},
-		{"two Authorization headers", newRequest(t, route, "Bearer "+good, "Bearer "+good), good, func(p *problems, a answer) {
+		{"two Authorization headers", mk("Bearer "+good, "Bearer "+good), good, func(p *problems, a answer) {
 			p.oauthError(a, http.StatusBadRequest, "invalid_request")
 		}},
-		{"an expired token", newRequest(t, route, "Bearer "+i.ExpiredToken(t, need...)), "", invalid},
-		{"a token not yet valid", newRequest(t, route, "Bearer "+i.NotYetValidToken(t, need...)), "", invalid},
-		{"a tampered token", newRequest(t, route, "Bearer "+i.TamperedToken(t, need...)), "", invalid},
-		{"a token signed by an unknown key", newRequest(t, route, "Bearer "+i.UnknownKeyToken(t, need...)), "", invalid},
-		{"an unsigned token (alg none)", newRequest(t, route, "Bearer "+i.AlgNoneToken(t, need...)), "", invalid},
-		{"a token of another issuer", newRequest(t, route, "Bearer "+i.WrongIssuerToken(t, need...)), "", invalid},
-		{"a token for another audience", newRequest(t, route, "Bearer "+i.WrongAudienceToken(t, need...)), "", invalid},
+		{"an expired token", mk("Bearer " + i.ExpiredToken(t, need...)), "", invalid},
+		{"a token not yet valid", mk("Bearer " + i.NotYetValidToken(t, need...)), "", invalid},
+		{"a tampered token", mk("Bearer " + i.TamperedToken(t, need...)), "", invalid},
+		{"a token signed by an unknown key", mk("Bearer " + i.UnknownKeyToken(t, need...)), "", invalid},
+		{"an unsigned token (alg none)", mk("Bearer " + i.AlgNoneToken(t, need...)), "", invalid},
+		{"a token of another issuer", mk("Bearer " + i.WrongIssuerToken(t, need...)), "", invalid},
+		{"a token for another audience", mk("Bearer " + i.WrongAudienceToken(t, need...)), "", invalid},
 		// Bound to a DPoP key (RFC 9449): as a bearer token, probably stolen.
-		{"a token bound to a key (cnf)", newRequest(t, route, "Bearer "+i.BoundToken(t, need...)), "", invalid},
+		{"a token bound to a key (cnf)", mk("Bearer " + i.BoundToken(t, need...)), "", invalid},
 	}
 	lacksScope := func(p *problems, a answer) {
 		m := p.oauthError(a, http.StatusForbidden, "insufficient_scope")
@@ -197,19 +206,27 @@ func (i *Issuer) CheckProtected(t TB, h http.Handler, route string, need ...stri
 			p.addf("body %q has no \"scope\"", a.body)
 		}
 	}
-	wrongScope := i.Token(t, i.otherScope(need))
-	rows = append(rows, row{"a token without the route's scope", newRequest(t, route, "Bearer "+wrongScope), wrongScope, lacksScope})
+	if len(need) > 0 {
+		wrongScope := i.Token(t, i.otherScope(need))
+		rows = append(rows, row{"a token without the route's scope", mk("Bearer " + wrongScope), wrongScope, lacksScope})
+	}
 	// Reference tokens: a route that accepts them (i.ValidatorWithReferences)
 	// gets their cases; one that does not must refuse them as invalid.
-	ref := i.ReferenceToken(t, need...)
-	if probe := serve(h, newRequest(t, route, "Bearer "+ref)); probe.status == http.StatusUnauthorized {
-		rows = append(rows, row{"a reference token, on a route that takes JWTs only", newRequest(t, route, "Bearer "+ref), ref, invalid})
+	refScopes := need
+	if len(refScopes) == 0 {
+		refScopes = []string{i.otherScope(nil)} // the issuer gives no token without a scope
+	}
+	ref := i.ReferenceToken(t, refScopes...)
+	if probe := serve(h, mk("Bearer "+ref)); probe.status == http.StatusUnauthorized {
+		rows = append(rows, row{"a reference token, on a route that takes JWTs only", mk("Bearer " + ref), ref, invalid})
 	} else {
-		otherRef := i.ReferenceToken(t, i.otherScope(need))
 		rows = append(rows,
-			row{"a valid reference token with the scope", newRequest(t, route, "Bearer "+ref), ref, passes},
-			row{"a revoked reference token", newRequest(t, route, "Bearer "+i.RevokedReferenceToken(t, need...)), "", invalid},
-			row{"a reference token without the route's scope", newRequest(t, route, "Bearer "+otherRef), otherRef, lacksScope})
+			row{"a valid reference token with the scope", mk("Bearer " + ref), ref, passes},
+			row{"a revoked reference token", mk("Bearer " + i.RevokedReferenceToken(t, refScopes...)), "", invalid})
+		if len(need) > 0 {
+			otherRef := i.ReferenceToken(t, i.otherScope(need))
+			rows = append(rows, row{"a reference token without the route's scope", mk("Bearer " + otherRef), otherRef, lacksScope})
+		}
 	}
 	for _, r := range rows {
 		if r.token == "" {
@@ -219,8 +236,11 @@ func (i *Issuer) CheckProtected(t TB, h http.Handler, route string, need ...stri
 		var p problems
 		r.check(&p, a)
 		p.refusal(a, r.token)
+		if also != nil {
+			also(&p, a)
+		}
 		for _, msg := range p {
-			t.Errorf("CheckProtected %s: %s: %s", route, r.name, msg)
+			t.Errorf("%s: %s: %s", label, r.name, msg)
 		}
 	}
 }

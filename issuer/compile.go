@@ -93,6 +93,7 @@ func (d *Config) compileFace(u *url.URL) (*face, error) {
 		prefix:         strings.TrimSuffix(u.Path, "/"),
 		identityServer: d.Profile == profileIdentityServer,
 		scopeArray:     d.ScopeFormat == "array",
+		mcpClients:     d.MCPClients,
 		cacheHeader:    "public, max-age=" + strconv.FormatInt(int64(d.JWKSMaxAge/time.Second), 10),
 		maxBody:        d.MaxBodyBytes,
 		maxBodyText:    strconv.FormatInt(d.MaxBodyBytes, 10),
@@ -274,6 +275,10 @@ func (st *state) discoveryDocument() ([]byte, error) {
 				"revocation_endpoint":    a + revocationPath,
 			}
 		}
+	}
+	if st.mcpClients {
+		doc["authorization_endpoint"] = st.issuer + authorizePath
+		doc["code_challenge_methods_supported"] = []string{"S256"}
 	}
 	for _, e := range []string{"token", "introspection", "revocation"} {
 		doc[e+"_endpoint_auth_methods_supported"] = methods

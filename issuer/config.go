@@ -65,6 +65,17 @@ type Config struct {
 	// "string", or "array" with the identityserver profile.
 	ScopeFormat string
 
+	// MCPClients makes the discovery document and RFC 8414 metadata
+	// acceptable to the MCP SDKs' clients (go-sdk, the TypeScript SDK),
+	// which refuse a server without an authorization endpoint or PKCE
+	// even for the client_credentials grant: it adds
+	// "authorization_endpoint", {issuer}/connect/authorize, which
+	// refuses every request (400 unsupported_response_type: no
+	// authorization flow is served, and grant_types_supported still
+	// says so), and "code_challenge_methods_supported": ["S256"].
+	// False lists neither (docs/MCP.md).
+	MCPClients bool
+
 	// JWKSMaxAge is the Cache-Control max-age of the JWKS and discovery
 	// answers: a whole number of seconds, such as 5*time.Minute. Zero
 	// means 5 minutes.

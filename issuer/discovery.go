@@ -3,6 +3,8 @@ package issuer
 import (
 	"net/http"
 	"strconv"
+
+	"github.com/idsauth/idsauth/internal/oauthwire"
 )
 
 // MetadataHandler returns an http.Handler that serves the issuer's
@@ -21,6 +23,17 @@ func (iss *Issuer) MetadataHandler() http.Handler {
 			return
 		}
 		serveDocument(w, r, st.discovery, st.cacheHeader)
+	})
+}
+
+// refuseAuthorization answers a request at the authorization endpoint
+// that Config.MCPClients lists: the issuer serves no flow there (RFC
+// 6749 §4.1.2.1: the error is shown, never redirected to a URI nobody
+// registered).
+func refuseAuthorization(w http.ResponseWriter) {
+	oauthwire.WriteJSON(w, http.StatusBadRequest, oauthwire.Error{
+		Code:        "unsupported_response_type",
+		Description: "this server issues tokens by the client_credentials grant alone",
 	})
 }
 

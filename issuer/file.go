@@ -34,6 +34,7 @@ func (c *Config) file() object {
 		{"scopes", &c.Scopes},
 		{"profile", &c.Profile},
 		{"scopeFormat", &c.ScopeFormat},
+		{"mcpClients", &c.MCPClients},
 		{"jwksMaxAgeSeconds", seconds{&c.JWKSMaxAge}},
 		{"validatorRefreshSeconds", seconds{&c.ValidatorRefresh}},
 		{"limits", object{

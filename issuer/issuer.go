@@ -92,6 +92,7 @@ const (
 	tokenPath      = "/connect/token"
 	introspectPath = "/connect/introspect"
 	revocationPath = "/connect/revocation"
+	authorizePath  = "/connect/authorize" // with Config.MCPClients alone
 	discoveryPath  = "/.well-known/openid-configuration"
 	jwksPath       = discoveryPath + "/jwks"
 )
@@ -154,6 +155,8 @@ func (iss *Issuer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		serveDocument(w, r, st.discovery, st.cacheHeader)
 	case ok && path == jwksPath:
 		serveDocument(w, r, st.jwks, st.cacheHeader)
+	case ok && path == authorizePath && st.mcpClients:
+		refuseAuthorization(w)
 	default:
 		if !ok {
 			iss.warnMisMounted(r, st)

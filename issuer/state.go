@@ -36,6 +36,7 @@ type face struct {
 	prefix         string // URL path of the issuer, without a trailing slash
 	identityServer bool   // the identityserver profile (Config.Profile)
 	scopeArray     bool
+	mcpClients     bool   // Config.MCPClients
 	discovery      []byte // of the roster it is served with (withRegistered)
 	cacheHeader    string
 	maxBody        int64  // Config.MaxBodyBytes

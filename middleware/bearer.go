@@ -4,6 +4,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strings"
 
 	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/internal/bearer"
@@ -59,6 +60,14 @@ type BearerConfig struct {
 	// outside Resource gets no resource_metadata. RequireBearerWithConfig
 	// panics when Resource is not a URL ResourceMetadata.Handler accepts.
 	ResourceMetadata *ResourceMetadata
+
+	// ChallengeScopes, when set, are named as scope="..." in every
+	// challenge that names no scope of its own (the 401s, with or without
+	// a token): the scopes a client should ask for, as the MCP
+	// authorization specification's clients choose them (RFC 6750 §3
+	// allows the attribute on any challenge). A 403 names the scopes its
+	// route needs, whatever this says. Empty names none.
+	ChallengeScopes []string
 }
 
 // RequireBearer returns middleware that admits a request only with a valid
@@ -98,6 +107,10 @@ func RequireBearer(v accesstoken.TokenValidator) func(http.Handler) http.Handler
 // each scheme accepted.
 func RequireBearerWithConfig(v accesstoken.TokenValidator, cfg BearerConfig) func(http.Handler) http.Handler {
 	o := newResponder(cfg.Realm, oauthwire.Realm, observe.Rejected, cfg.Observer, cfg.OnReject, cfg.Logger)
+	if len(cfg.ChallengeScopes) > 0 {
+		checkScopes("BearerConfig.ChallengeScopes", cfg.ChallengeScopes)
+		o.scope = strings.Join(cfg.ChallengeScopes, " ")
+	}
 	if cfg.ResourceMetadata != nil {
 		docs, err := cfg.ResourceMetadata.documents()
 		if err != nil {

@@ -26,7 +26,10 @@ type responder struct {
 	// metadata names, in every challenge, the protected resource metadata
 	// (RFC 9728) of the URL called; nil for none.
 	metadata *resourceDocuments
-	kind     observe.Kind // of a rejection: Rejected, or SCIMRefused
+	// scope is named in every challenge without a scope of its own
+	// (BearerConfig.ChallengeScopes); "" for none.
+	scope string
+	kind  observe.Kind // of a rejection: Rejected, or SCIMRefused
 	// obs gets every event: the config's Observer, and the reject hook
 	// and the logger, which are observers too (see observers.go). Nil
 	// when there is none of them.
@@ -98,7 +101,11 @@ func (o *responder) challengeOf(r *http.Request, scheme string, e oauthwire.Erro
 	if o.metadata != nil { // requestPath parses: only when it is needed
 		md = o.metadata.urlOf(r)
 	}
-	return oauthwire.SchemeChallenge(scheme, o.realm, e, "algs", algs, "resource_metadata", md)
+	scope := ""
+	if e.Scope == "" {
+		scope = o.scope
+	}
+	return oauthwire.SchemeChallenge(scheme, o.realm, e, "algs", algs, "scope", scope, "resource_metadata", md)
 }
 
 // answerChallenge reports and writes the answer to a request without a

@@ -47,6 +47,7 @@ var modules = []module{
 	{dir: "idsauthotel", snapshot: "api/idsauthotel.txt", tagPrefix: "idsauthotel/v"},
 	{dir: "grpcauth", snapshot: "api/grpcauth.txt", tagPrefix: "grpcauth/v"},
 	{dir: "connectauth", snapshot: "api/connectauth.txt", tagPrefix: "connectauth/v"},
+	{dir: "mcpauth", snapshot: "api/mcpauth.txt", tagPrefix: "mcpauth/v"},
 }
 
 func main() {

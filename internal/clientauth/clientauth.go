@@ -63,10 +63,12 @@ func NewSigner(key crypto.Signer, alg, kid string) (*Signer, error) {
 // KeyID is the kid of the assertions.
 func (s *Signer) KeyID() string { return s.kid }
 
-// Assertion returns a new assertion for clientID at the token endpoint
-// tokenURL (RFC 7523 §3): iss and sub clientID, aud tokenURL, iat now,
-// exp a minute later, a jti of 130 random bits.
-func (s *Signer) Assertion(clientID, tokenURL string, now time.Time) (string, error) {
+// Assertion returns a new assertion for clientID to the authorization
+// server audience (RFC 7523 §3: its issuer identifier, as
+// draft-ietf-oauth-rfc7523bis requires, or its token endpoint): iss and
+// sub clientID, aud audience, iat now, exp a minute later, a jti of 130
+// random bits.
+func (s *Signer) Assertion(clientID, audience string, now time.Time) (string, error) {
 	return s.sign("the client assertion", map[string]string{"alg": s.alg, "typ": "JWT", "kid": s.kid}, struct {
 		Iss string `json:"iss"`
 		Sub string `json:"sub"`
@@ -74,7 +76,7 @@ func (s *Signer) Assertion(clientID, tokenURL string, now time.Time) (string, er
 		Iat int64  `json:"iat"`
 		Exp int64  `json:"exp"`
 		Jti string `json:"jti"`
-	}{clientID, clientID, tokenURL, now.Unix(), now.Add(assertionLifetime).Unix(), rand.Text()})
+	}{clientID, clientID, audience, now.Unix(), now.Add(assertionLifetime).Unix(), rand.Text()})
 }
 
 // sign returns the compact JWS of header and claims, as JSON, signed by

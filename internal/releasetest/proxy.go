@@ -35,13 +35,19 @@ type Module struct {
 	// Command is set for a module of a command, which a program does not
 	// import: it is installed, not required.
 	Command bool
+	// NewerGo is set for a module whose go line is newer than the root's
+	// (mcpauth: the MCP SDKs need go 1.25.5): a program that imports it
+	// says so too, and it is left out of the program that imports the
+	// others at the root's go line.
+	NewerGo bool
 }
 
-// Libraries are the Published modules a program imports.
+// Libraries are the Published modules a program at the root's go line
+// imports.
 func Libraries() []Module {
 	var out []Module
 	for _, m := range Published {
-		if !m.Command {
+		if !m.Command && !m.NewerGo {
 			out = append(out, m)
 		}
 	}
@@ -58,6 +64,7 @@ var Published = []Module{
 	{Path: "github.com/idsauth/idsauth/idsauthotel", Dir: "idsauthotel"},
 	{Path: "github.com/idsauth/idsauth/grpcauth", Dir: "grpcauth"},
 	{Path: "github.com/idsauth/idsauth/connectauth", Dir: "connectauth"},
+	{Path: "github.com/idsauth/idsauth/mcpauth", Dir: "mcpauth", NewerGo: true},
 	// The command requires the root, redisstore and pgregistry: its tag
 	// comes last.
 	{Path: "github.com/idsauth/idsauth/cmd/idsauth", Dir: "cmd/idsauth", Command: true},

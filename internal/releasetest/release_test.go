@@ -8,6 +8,7 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -73,11 +74,37 @@ func TestPublishedModulesInstall(t *testing.T) {
 	// requires is then not already in the graph to hide a missing one.
 	for _, m := range Published {
 		t.Run("go get "+m.Path, func(t *testing.T) {
-			work := newModule(t, env, minGo)
+			goLine := minGo
+			if m.NewerGo {
+				goLine = moduleGoLine(t, repo, m)
+			}
+			work := newModule(t, env, goLine)
 			run(t, work, env, "go", "get", m.Path+"@"+version)
-			checkRequires(t, work, minGo, version, []Module{m})
+			checkRequires(t, work, goLine, version, []Module{m})
 		})
 	}
+
+	t.Run("a module that imports mcpauth builds", func(t *testing.T) {
+		m := Published[slices.IndexFunc(Published, func(m Module) bool { return m.Dir == "mcpauth" })]
+		goLine := moduleGoLine(t, repo, m)
+		work := newModule(t, env, goLine)
+		src, err := os.ReadFile(filepath.Join("testdata", "mcpconsumer", "main.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(work, "main.go"), src, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		run(t, work, env, "go", "get", m.Path+"@"+version, Published[0].Path+"@"+version)
+		run(t, work, env, "go", "mod", "tidy")
+		checkRequires(t, work, goLine, version, []Module{Published[0], m})
+		bin := filepath.Join(work, "mcpconsumer"+exe())
+		run(t, work, env, "go", "vet", ".")
+		run(t, work, env, "go", "build", "-o", bin, ".")
+		if got, want := run(t, work, nil, bin), "mcp without a token: 401\nmcp with the client's token: \"whoami: reporting\"\n"; got != want {
+			t.Errorf("the MCP consumer printed:\n%s\nwant:\n%s", got, want)
+		}
+	})
 
 	t.Run("a module that imports them builds", func(t *testing.T) {
 		work := newModule(t, env, minGo)
@@ -234,6 +261,11 @@ func parseGoMod(t *testing.T, name string) *modfile.File {
 		t.Fatal(err)
 	}
 	return f
+}
+
+// moduleGoLine is the go line of m's go.mod in repo.
+func moduleGoLine(t *testing.T, repo string, m Module) string {
+	return goLine(t, filepath.Join(repo, filepath.FromSlash(m.Dir), "go.mod"))
 }
 
 func goLine(t *testing.T, name string) string {

@@ -1,0 +1,105 @@
+package idsauthtest
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+)
+
+// MCPEndpoint is the MCP endpoint CheckMCP checks: its URL, and what its
+// calls need.
+type MCPEndpoint struct {
+	// URL is the endpoint's canonical URL, such as
+	// "http://127.0.0.1:8090/mcp": the resource of its metadata, and the
+	// audience of the tokens CheckMCP mints (RFC 8707), which the
+	// endpoint must check. Required.
+	URL string
+	// Scopes are the scopes every call needs, any one of them
+	// (mcpauth.Config.Scopes). Empty: any valid token.
+	Scopes []string
+	// Tool is the name of a tool the endpoint serves; CheckMCP calls it.
+	// Required.
+	Tool string
+	// ToolScopes are the scopes a call of Tool needs, any one of them
+	// (mcpauth.Config.ToolScopes[Tool]), which must satisfy Scopes too.
+	// Empty: Scopes.
+	ToolScopes []string
+}
+
+// CheckMCP runs the contract's cases against an MCP endpoint served by
+// h over streamable HTTP (MCP authorization), as CheckProtected does
+// against an HTTP route, and reports with t.Errorf each case h answers
+// wrongly. For an "initialize" request, and for a "tools/call" of
+// e.Tool, each a JSON-RPC POST to e.URL: every case of CheckProtected
+// (a token without the scope only where one is needed), its tokens
+// naming e.URL as their audience; and on every 401, a challenge naming
+// resource_metadata, whose document, asked of h, names e.URL as its
+// resource and this issuer among its authorization servers. Mount the
+// endpoint's metadata on h too (an mcpauth.Guard's Handler serves it),
+// and give its guard a validator of this issuer's tokens for e.URL (an
+// mcpauth.Config with this Issuer's URL and no Validator finds its keys
+// by discovery).
+func (i *Issuer) CheckMCP(t TB, h http.Handler, e MCPEndpoint) {
+	t.Helper()
+	u, err := url.Parse(e.URL)
+	if err != nil || u.Host == "" || e.Tool == "" {
+		t.Fatalf("idsauthtest: CheckMCP needs the endpoint's URL and a tool, got %q and %q", e.URL, e.Tool)
+	}
+	j := *i
+	j.Audience = e.URL // the tokens are for the endpoint (RFC 8707)
+	metadata := func(p *problems, a answer) {
+		if a.status != http.StatusUnauthorized {
+			return
+		}
+		ch := strings.Join(a.header.Values("WWW-Authenticate"), ", ")
+		_, after, ok := strings.Cut(ch, `resource_metadata="`)
+		mdURL, _, _ := strings.Cut(after, `"`)
+		if !ok || mdURL == "" {
+			p.addf("WWW-Authenticate %q names no resource_metadata", ch)
+			return
+		}
+		md := serve(h, httptest.NewRequest(http.MethodGet, mdURL, nil))
+		var doc struct {
+			Resource string   `json:"resource"`
+			Servers  []string `json:"authorization_servers"`
+		}
+		if md.status != http.StatusOK || json.Unmarshal([]byte(md.body), &doc) != nil {
+			p.addf("resource_metadata %s: %d %q, want its JSON document", mdURL, md.status, md.body)
+			return
+		}
+		if doc.Resource != e.URL || !containsString(doc.Servers, i.URL()) {
+			p.addf("resource_metadata %s: resource %q, authorization_servers %q; want %q and %q", mdURL, doc.Resource, doc.Servers, e.URL, i.URL())
+		}
+	}
+	call := func(body string) func(authz ...string) *http.Request {
+		return func(authz ...string) *http.Request {
+			r := httptest.NewRequest(http.MethodPost, e.URL, strings.NewReader(body))
+			r.Header.Set("Content-Type", "application/json")
+			r.Header.Set("Accept", "application/json, text/event-stream")
+			for _, a := range authz {
+				r.Header.Add("Authorization", a)
+			}
+			return r
+		}
+	}
+	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"idsauthtest","version":"1"}}}`
+	tool, _ := json.Marshal(e.Tool)
+	toolCall := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":` + string(tool) + `,"arguments":{}}}`
+	need := e.ToolScopes
+	if len(need) == 0 {
+		need = e.Scopes
+	}
+	j.checkRequests(t, h, "CheckMCP "+e.URL+" initialize", call(initialize), e.Scopes, metadata)
+	j.checkRequests(t, h, "CheckMCP "+e.URL+" tools/call "+e.Tool, call(toolCall), need, metadata)
+}
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,4 @@
+package mcpauth
+
+// CalledTools is calledTools, for the tests.
+var CalledTools = calledTools
