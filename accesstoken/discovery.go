@@ -3,8 +3,10 @@ package accesstoken
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 )
 
@@ -31,9 +33,35 @@ type discoveryDocument struct {
 }
 
 // discoverDocument reads the issuer's discovery document, whose "issuer"
-// must be issuer exactly.
+// must be issuer exactly: its OpenID Connect discovery document
+// ({issuer}/.well-known/openid-configuration), or, where that is not
+// found (404), its RFC 8414 authorization server metadata, the
+// well-known path inserted between the issuer's host and path
+// (https://host/.well-known/oauth-authorization-server/ids for
+// https://host/ids), as an OAuth server that is no OpenID provider
+// publishes it.
 func discoverDocument(ctx context.Context, client *http.Client, issuer string) (*discoveryDocument, error) {
-	u := strings.TrimSuffix(issuer, "/") + "/.well-known/openid-configuration"
+	doc, err := fetchDocument(ctx, client, strings.TrimSuffix(issuer, "/")+"/.well-known/openid-configuration")
+	if errors.Is(err, errNotFound) {
+		if u, perr := url.Parse(issuer); perr == nil && u.Host != "" {
+			path := strings.TrimSuffix(u.EscapedPath(), "/")
+			doc, err = fetchDocument(ctx, client, u.Scheme+"://"+u.Host+"/.well-known/oauth-authorization-server"+path)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if doc.Issuer != issuer {
+		return nil, fmt.Errorf("accesstoken: discovery: document names issuer %q, want %q", doc.Issuer, issuer)
+	}
+	return doc, nil
+}
+
+// errNotFound is a discovery document's 404.
+var errNotFound = errors.New("not found")
+
+// fetchDocument reads the metadata document at u.
+func fetchDocument(ctx context.Context, client *http.Client, u string) (*discoveryDocument, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return nil, fmt.Errorf("accesstoken: discovery: %w", err)
@@ -43,15 +71,15 @@ func discoverDocument(ctx context.Context, client *http.Client, issuer string) (
 		return nil, fmt.Errorf("accesstoken: discovery: %w", err)
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
+	switch {
+	case resp.StatusCode == http.StatusNotFound:
+		return nil, fmt.Errorf("accesstoken: discovery: %s answered %s: %w", u, resp.Status, errNotFound)
+	case resp.StatusCode != http.StatusOK:
 		return nil, fmt.Errorf("accesstoken: discovery: %s answered %s", u, resp.Status)
 	}
 	var doc discoveryDocument
 	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil {
 		return nil, fmt.Errorf("accesstoken: discovery: %s: %w", u, err)
-	}
-	if doc.Issuer != issuer {
-		return nil, fmt.Errorf("accesstoken: discovery: document names issuer %q, want %q", doc.Issuer, issuer)
 	}
 	return &doc, nil
 }
