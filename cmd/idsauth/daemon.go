@@ -32,10 +32,10 @@ type daemonFlags struct {
 
 // register defines the flags on fs; what names the main listener's
 // service in the help ("the identity service", "the gate").
-func (f *daemonFlags) register(fs *flag.FlagSet, what, defaultAddr string) {
+func (f *daemonFlags) register(fs *flag.FlagSet, what, defaultAddr, defaultOps string) {
 	fs.StringVar(&f.config, "config", "", "configuration file (IDSAUTH_CONFIG)")
 	fs.StringVar(&f.addr, "addr", defaultAddr, "listen address of "+what+", host:port (IDSAUTH_ADDR)")
-	fs.StringVar(&f.opsAddr, "ops-addr", "127.0.0.1:9090", "listen address of /healthz, /readyz and /metrics; \"off\" serves none (IDSAUTH_OPS_ADDR)")
+	fs.StringVar(&f.opsAddr, "ops-addr", defaultOps, "listen address of /healthz, /readyz and /metrics; \"off\" serves none (IDSAUTH_OPS_ADDR)")
 	fs.StringVar(&f.tlsCert, "tls-cert", "", "PEM certificate (chain) file: serve HTTPS (IDSAUTH_TLS_CERT)")
 	fs.StringVar(&f.tlsKey, "tls-key", "", "PEM private key file of -tls-cert (IDSAUTH_TLS_KEY)")
 	fs.StringVar(&f.logFormat, "log-format", "", "json or text; default json, text on a terminal (IDSAUTH_LOG_FORMAT)")

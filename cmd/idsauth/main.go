@@ -8,6 +8,7 @@
 //	idsauth token -issuer URL -client-id ID [-scope S] [-secret-file FILE | -secret-env NAME | -key FILE] [-decode]
 //	idsauth decode [-issuer URL [-audience A]] [--] [TOKEN]
 //	idsauth serve [-addr HOST:PORT] [-ops-addr HOST:PORT] [-tls-cert F -tls-key F] -config FILE
+//	idsauth gate [-addr HOST:PORT] [-ops-addr HOST:PORT] [-tls-cert F -tls-key F] -config FILE
 //	idsauth migrate -config FILE
 //	idsauth clients list|show|add|update|disable|enable|remove|rotate-secret -issuer URL -admin-id ID [ID]
 //	idsauth version
@@ -58,6 +59,7 @@ var commands = []command{
 	{"decode", "print a token's header and claims; with -issuer, verify it", decode},
 	{"introspect", "ask the issuer's introspection endpoint about a token, as an API resource", introspect},
 	{"serve", "serve the identity service of a configuration file, with metrics", serve},
+	{"gate", "answer proxies (nginx, Traefik, Caddy, HAProxy, Envoy) whether a request may pass", gateCommand},
 	{"migrate", "bring the client registry's PostgreSQL schema to this release's version", migrateCommand},
 	{"clients", "list, add, disable, enable, remove a registered client, or rotate its secret", clientsCommand},
 	{"version", "print the version, VCS revision and Go version of this binary", version},

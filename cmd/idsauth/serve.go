@@ -62,7 +62,7 @@ type serveFlags struct {
 func serve(ctx context.Context, e env, args []string) error {
 	fs := flags(e, "serve", "[flags] [-config] FILE", serveAbout)
 	var f serveFlags
-	f.register(fs, "the identity service", "127.0.0.1:8080")
+	f.register(fs, "the identity service", "127.0.0.1:8080", "127.0.0.1:9090")
 	fs.StringVar(&f.mtls.clientAuth, "client-auth", "", "ask TLS clients for a certificate (mutual TLS, RFC 8705): none, request or require; on -mtls-addr when given (default request there), else on -addr (default none) (IDSAUTH_CLIENT_AUTH)")
 	fs.StringVar(&f.mtls.clientCA, "client-ca", "", "PEM CAs that client certificates must chain to at the handshake; without it any certificate is taken and the issuer checks it (IDSAUTH_CLIENT_CA)")
 	fs.StringVar(&f.mtls.addr, "mtls-addr", "", "listen address of a second TLS listener that asks for client certificates, host:port: the issuer's mtls.alias (IDSAUTH_MTLS_ADDR)")
