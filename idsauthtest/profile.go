@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/idsauth/idsauth/internal/kit"
+	"github.com/idsauth/idsauth/scope"
 )
 
 // CheckTokenEndpoint sends the token endpoint at tokenURL (this module's
@@ -35,7 +36,7 @@ func CheckTokenEndpoint(t TB, tokenURL, clientID, secret, profile string) {
 	send := &kit.HTTP{Origin: u.Scheme + "://" + u.Host, Client: func(*tls.Certificate) *http.Client {
 		return &http.Client{Timeout: 30 * time.Second}
 	}}
-	for _, r := range kit.Run(send, kit.TokenEndpoint(u.EscapedPath(), clientID, secret, profile)) {
+	for _, r := range kit.Run(send, kit.TokenEndpoint(u.EscapedPath(), clientID, secret, profile, scope.AdminWebAPI)) {
 		for _, msg := range r.Problems {
 			t.Errorf("CheckTokenEndpoint %s: %s: %s", profile, r.Name, msg)
 		}

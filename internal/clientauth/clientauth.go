@@ -77,6 +77,9 @@ func (s *Signer) Assertion(clientID, tokenURL string, now time.Time) (string, er
 	}{clientID, clientID, tokenURL, now.Unix(), now.Add(assertionLifetime).Unix(), rand.Text()})
 }
 
+// Key is the signer's key.
+func (s *Signer) Key() crypto.Signer { return s.key }
+
 // Alg is the signer's JWS algorithm.
 func (s *Signer) Alg() string { return s.alg }
 

@@ -19,10 +19,10 @@ const multipleResources = "Multiple resource indicators not supported on token e
 // openid asked, and no scope; for every error, its status, its error
 // code, its error_description where the profile fixes one, whether it
 // carries a WWW-Authenticate, and Cache-Control: no-store. clientID and
-// secret are a registered client's, allowed pd_AdminWebApi and
-// client_credentials; the two resources asked for are of nobody's. It
-// sends the client's secret wrong once.
-func TokenEndpoint(path, clientID, secret, profile string) []Case {
+// secret are a registered client's, allowed scope and client_credentials;
+// the two resources asked for are of nobody's. It sends the client's
+// secret wrong once.
+func TokenEndpoint(path, clientID, secret, profile, scope string) []Case {
 	ids := profile == "identityserver"
 	basic := func(id, pass string) string {
 		return "Basic " + base64.StdEncoding.EncodeToString([]byte(url.QueryEscape(id)+":"+url.QueryEscape(pass)))
@@ -41,7 +41,7 @@ func TokenEndpoint(path, clientID, secret, profile string) []Case {
 		}
 		return rfc
 	}
-	const admin = "pd_AdminWebApi"
+	admin := scope
 	rows := []struct {
 		name  string
 		form  url.Values
