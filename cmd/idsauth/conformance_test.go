@@ -19,20 +19,22 @@ import (
 	"github.com/idsauth/idsauth/secret"
 )
 
-// testIssuer is an issuer on a loopback server, its client "runner"
-// (secret "runner-secret") allowed both of the product's scopes, as a
-// deployment's would be; reference makes its tokens reference tokens.
-func testIssuer(t *testing.T, reference bool) *issuer.Issuer {
+// testIssuer is an issuer on a loopback server, its clients "runner"
+// (JWTs) and "runner-ref" (reference tokens), both of secret
+// "runner-secret", allowed both of the product's scopes, as a
+// deployment's would be; its API resource "api" (secret "api-secret")
+// introspects.
+func testIssuer(t *testing.T) *issuer.Issuer {
 	t.Helper()
 	mux := http.NewServeMux()
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	cc := issuer.ClientConfig{ClientID: "runner", SecretHashes: []string{secret.HashSHA256("runner-secret").String()}, Scopes: scope.All()}
-	if reference {
-		cc.AccessTokenType = "reference"
-	}
+	hash := []string{secret.HashSHA256("runner-secret").String()}
 	iss, err := issuer.New(&issuer.Config{
-		Issuer: srv.URL + "/ids", EphemeralKey: true, Clients: []issuer.ClientConfig{cc},
+		Issuer: srv.URL + "/ids", EphemeralKey: true, Clients: []issuer.ClientConfig{
+			{ClientID: "runner", SecretHashes: hash, Scopes: scope.All()},
+			{ClientID: "runner-ref", SecretHashes: hash, Scopes: scope.All(), AccessTokenType: "reference"},
+		},
 		APIResources: []issuer.APIResourceConfig{{Name: "api", SecretHashes: []string{secret.HashSHA256("api-secret").String()}, Scopes: scope.All()}},
 	}, issuer.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
@@ -104,7 +106,7 @@ func runRunner(t *testing.T, args ...string) (int, string) {
 // it cannot run as skipped (no -cert: no certificate-bound token); it
 // fails an API that admits any token; a run that cannot happen exits 2.
 func TestConformanceResource(t *testing.T) {
-	iss := testIssuer(t, false)
+	iss := testIssuer(t)
 	api := testAPI(t, iss, false)
 	target := api.URL + "/webapi/api/v3/demo/Admin/Users"
 	junit := filepath.Join(t.TempDir(), "report.xml")
@@ -128,8 +130,7 @@ func TestConformanceResource(t *testing.T) {
 	}
 
 	// A client whose tokens are reference tokens: their cases run.
-	ref := testIssuer(t, true)
-	code, out = runRunner(t, "resource", "-url", testAPI(t, ref, false).URL+"/webapi/api/v3/demo/Admin/Users", "-issuer", ref.URL(), "-client-id", "runner", "-scope", scope.AdminWebAPI)
+	code, out = runRunner(t, "resource", "-url", target, "-issuer", iss.URL(), "-client-id", "runner-ref", "-scope", scope.AdminWebAPI)
 	if code != 0 || !strings.Contains(squash(out), "pass bearer a revoked reference token the issuer: a reference token, revoked at its revocation endpoint") {
 		t.Fatalf("exit %d with reference tokens:\n%s", code, out)
 	}
@@ -153,14 +154,14 @@ func TestConformanceResource(t *testing.T) {
 // under its profile, reference tokens included, and fails it under the
 // other.
 func TestConformanceTokenEndpoint(t *testing.T) {
-	for _, reference := range []bool{false, true} {
-		iss := testIssuer(t, reference)
-		code, out := runRunner(t, "token-endpoint", "-issuer", iss.URL(), "-client-id", "runner", "-scope", scope.AdminWebAPI)
+	iss := testIssuer(t)
+	for _, client := range []string{"runner", "runner-ref"} {
+		code, out := runRunner(t, "token-endpoint", "-issuer", iss.URL(), "-client-id", client, "-scope", scope.AdminWebAPI)
 		if code != 0 || !strings.Contains(squash(out), "pass dpop a proof binds") || !strings.Contains(squash(out), "pass revocation") {
-			t.Fatalf("exit %d against this issuer (reference tokens %v):\n%s", code, reference, out)
+			t.Fatalf("exit %d against this issuer (%s):\n%s", code, client, out)
 		}
-		if code, out := runRunner(t, "token-endpoint", "-profile", "identityserver", "-issuer", iss.URL(), "-client-id", "runner", "-scope", scope.AdminWebAPI); code != 1 {
-			t.Fatalf("exit %d under the other profile:\n%s", code, out)
+		if code, out := runRunner(t, "token-endpoint", "-profile", "identityserver", "-issuer", iss.URL(), "-client-id", client, "-scope", scope.AdminWebAPI); code != 1 {
+			t.Fatalf("exit %d under the other profile (%s):\n%s", code, client, out)
 		}
 	}
 }

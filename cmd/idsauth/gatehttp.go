@@ -101,13 +101,15 @@ var errNoRoute = errors.New("no route of the gate covers this request")
 // *pathError, or errNoRoute.
 func (e *gateEngine) route(o original) (*gateRoute, error) {
 	path, _, _ := strings.Cut(o.uri, "?")
-	strict, loose, err := readPath(path)
+	readings, err := readPath(path)
 	if err != nil {
 		return nil, err
 	}
-	r := e.find(o.host, strict)
-	if e.find(o.host, loose) != r {
-		return nil, &pathError{"it falls under another route read as an upstream that decodes %2F or takes \\ for / would read it"}
+	r := e.find(o.host, readings[0])
+	for _, p := range readings[1:] {
+		if e.find(o.host, p) != r {
+			return nil, &pathError{"read as some upstreams read it (%2F or \\ a separator, ;parameters dropped), it falls under another route"}
+		}
 	}
 	if r == nil || (len(r.methods) > 0 && !slices.Contains(r.methods, o.method)) {
 		return nil, errNoRoute
@@ -170,8 +172,11 @@ func refuse(w http.ResponseWriter, err error) {
 
 // nginxWriter is the answer to nginx's auth_request: the route's own, but
 // that a refusal's status is 401 or 403, the only ones auth_request
-// passes (403 for the others), and that the refusal is kept for the
-// error_page call that asks for it (see answerMemory).
+// passes (403 for the others), without its WWW-Authenticate, and that
+// the refusal is kept for the error_page call that asks for it (see
+// answerMemory), which sends it whole. auth_request would copy one
+// WWW-Authenticate of a 401 onto the answer, and the error_page's answer
+// carries them all: the challenge would come twice.
 type nginxWriter struct {
 	http.ResponseWriter
 	refused *storedAnswer
@@ -184,6 +189,7 @@ func (w *nginxWriter) WriteHeader(code int) {
 		return
 	}
 	w.refused = &storedAnswer{status: code, header: w.Header().Clone()}
+	w.Header().Del("WWW-Authenticate")
 	if code != http.StatusUnauthorized && code != http.StatusForbidden {
 		code = http.StatusForbidden
 	}
@@ -261,12 +267,12 @@ func (g *gate) metadata(w http.ResponseWriter, r *http.Request, e *gateEngine) {
 	if path == "" {
 		path = "/"
 	}
-	strict, loose, err := readPath(path)
+	readings, err := readPath(path)
 	var route *gateRoute
 	if err == nil {
-		route = e.find(host, strict)
+		route = e.find(host, readings[0])
 	}
-	if route == nil || e.find(host, loose) != route {
+	if route == nil || e.find(host, readings[1]) != route || e.find(host, readings[2]) != route {
 		http.NotFound(w, r)
 		return
 	}

@@ -16,7 +16,11 @@ import (
 //     it), dot segments removed, empty segments merged (as nginx does
 //     with merge_slashes, its default);
 //   - loose: every escape decoded, "\" a separator (as Python's
-//     http.server, PHP and IIS take it), then the same.
+//     http.server, PHP and IIS take it), then the same;
+//   - bare: the strict reading with each segment's parameters (";..."
+//     and what follows, up to the next "/") dropped before the dot
+//     segments are removed, as Tomcat, Jetty and Spring take a path, so
+//     that "/a/..;/b" is "/b" there.
 //
 // A NUL or control character, a bad escape, or a ".." above the root is
 // refused as no upstream agrees on it. The routes' prefixes are matched
@@ -28,11 +32,11 @@ type pathError struct{ why string }
 
 func (e *pathError) Error() string { return "path refused: " + e.why }
 
-// readPath returns the strict and loose readings of the path raw (its
-// escaped form, without the query).
-func readPath(raw string) (strict, loose string, err error) {
+// readPath returns the readings of the path raw (its escaped form,
+// without the query): strict, loose and bare.
+func readPath(raw string) (readings [3]string, err error) {
 	if raw == "" || raw[0] != '/' {
-		return "", "", &pathError{"not an origin-form path"}
+		return readings, &pathError{"not an origin-form path"}
 	}
 	var s, l strings.Builder
 	s.Grow(len(raw))
@@ -41,12 +45,12 @@ func readPath(raw string) (strict, loose string, err error) {
 		c := raw[i]
 		if c == '%' {
 			if i+2 >= len(raw) || !isHex(raw[i+1]) || !isHex(raw[i+2]) {
-				return "", "", &pathError{"a bad percent-escape"}
+				return readings, &pathError{"a bad percent-escape"}
 			}
 			c = unhex(raw[i+1])<<4 | unhex(raw[i+2])
 			i += 2
 			if c < 0x20 || c == 0x7f {
-				return "", "", &pathError{"an escaped NUL or control character"}
+				return readings, &pathError{"an escaped NUL or control character"}
 			}
 			switch c {
 			case '/':
@@ -62,7 +66,7 @@ func readPath(raw string) (strict, loose string, err error) {
 			continue
 		}
 		if c <= 0x20 || c == 0x7f {
-			return "", "", &pathError{"a control character or space"}
+			return readings, &pathError{"a control character or space"}
 		}
 		s.WriteByte(c)
 		if c == '\\' {
@@ -70,13 +74,25 @@ func readPath(raw string) (strict, loose string, err error) {
 		}
 		l.WriteByte(c)
 	}
-	if strict, err = cleanPath(s.String()); err != nil {
-		return "", "", err
+	for i, p := range [3]string{s.String(), l.String(), dropParams(s.String())} {
+		if readings[i], err = cleanPath(p); err != nil {
+			return readings, err
+		}
 	}
-	if loose, err = cleanPath(l.String()); err != nil {
-		return "", "", err
+	return readings, nil
+}
+
+// dropParams drops each segment's parameters: from a ";" to the end of
+// its segment.
+func dropParams(p string) string {
+	if !strings.Contains(p, ";") {
+		return p
 	}
-	return strict, loose, nil
+	segs := strings.Split(p, "/")
+	for i, seg := range segs {
+		segs[i], _, _ = strings.Cut(seg, ";")
+	}
+	return strings.Join(segs, "/")
 }
 
 // cleanPath removes dot segments (RFC 3986 §5.2.4) and merges empty

@@ -18,9 +18,12 @@ class Echo(http.server.BaseHTTPRequestHandler):
 
     def answer(self):
         raw = self.path.split("?", 1)[0]
-        # What SimpleHTTPRequestHandler.translate_path reads: every escape
-        # decoded, dot segments resolved, empty ones merged.
-        read = posixpath.normpath(urllib.parse.unquote(raw))
+        # The file SimpleHTTPRequestHandler.translate_path serves: every
+        # escape decoded, dot segments resolved, empty words and words
+        # that are dot segments or hold a separator dropped.
+        path = posixpath.normpath(urllib.parse.unquote(raw))
+        words = [w for w in path.split("/") if w and not os.path.dirname(w) and w not in (os.curdir, os.pardir)]
+        read = "/" + "/".join(words)
         body = json.dumps({
             "method": self.command,
             "path": raw,
