@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"crypto/tls"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -56,20 +57,20 @@ func recipe(t *testing.T, lang string, replace ...string) string {
 	return strings.NewReplacer(replace...).Replace(r)
 }
 
-// behindNginx is a gate behind a real nginx configured as docs/GATEWAY.md
+// behind is a gate behind a real proxy configured as docs/GATEWAY.md
 // says, in front of the Python upstream, over TLS (its CA in caFile).
-type behindNginx struct {
-	ngx    *nginxtest.Server
+type behind struct {
+	addr   string // the proxy's
+	log    func() string
 	g      *gate
 	origin string // https://127.0.0.1:port
 	ca     *certtest.CA
 	caFile string
-	file   string // the gate's configuration
 }
 
 // startBehindNginx starts the upstream, the gate of the file gateConfig
 // makes for the origin nginx listens on, and nginx.
-func startBehindNginx(t *testing.T, gateConfig func(host string) string) *behindNginx {
+func startBehindNginx(t *testing.T, gateConfig func(host string) string) *behind {
 	t.Helper()
 	up := pythonUpstream(t)
 	dir := t.TempDir()
@@ -86,29 +87,37 @@ func startBehindNginx(t *testing.T, gateConfig func(host string) string) *behind
 	g, gsrv := startGate(t, file)
 	conf := recipe(t, "nginx", "listen 443 ssl", "listen 127.0.0.1:{{port}} ssl", "/etc/nginx/", dir+"/",
 		"10.0.0.9:8181", strings.TrimPrefix(gsrv.URL, "http://"), "10.0.0.7:8080", up)
-	// Only the server and upstream blocks go in nginxtest's http block.
 	ngx := nginxtest.Start(t, dir, conf)
-	b := &behindNginx{ngx: ngx, g: g, origin: "https://" + ngx.Addr, ca: ca, caFile: filepath.Join(dir, "ca.pem"), file: file}
 	if err := os.Rename(gateConfig(ngx.Addr), file); err != nil {
 		t.Fatal(err)
 	}
 	if err := g.reloadConfig(); err != nil {
 		t.Fatal(err)
 	}
-	return b
+	return &behind{addr: ngx.Addr, log: ngx.Log, g: g, origin: "https://" + ngx.Addr, ca: ca, caFile: filepath.Join(dir, "ca.pem")}
 }
 
 // raw sends a request line written exactly as given, over TLS, and reads
 // the answer: the client's bytes, not Go's cleaned URL.
-func (b *behindNginx) raw(t *testing.T, method, target string, headers ...string) (*http.Response, string) {
+func (b *behind) raw(t *testing.T, method, target string, headers ...string) (*http.Response, string) {
 	t.Helper()
-	conn, err := tls.Dial("tcp", b.ngx.Addr, &tls.Config{RootCAs: b.ca.Pool()})
+	return b.rawWith(t, nil, method, target, headers...)
+}
+
+// rawWith is raw presenting cert (nil: none) over TLS.
+func (b *behind) rawWith(t *testing.T, cert *tls.Certificate, method, target string, headers ...string) (*http.Response, string) {
+	t.Helper()
+	cfg := &tls.Config{RootCAs: b.ca.Pool()}
+	if cert != nil {
+		cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return cert, nil }
+	}
+	conn, err := tls.Dial("tcp", b.addr, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
 	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
-	req := method + " " + target + " HTTP/1.1\r\nHost: " + b.ngx.Addr + "\r\nConnection: close\r\n"
+	req := method + " " + target + " HTTP/1.1\r\nHost: " + b.addr + "\r\nConnection: close\r\n"
 	for _, h := range headers {
 		req += h + "\r\n"
 	}
@@ -120,16 +129,8 @@ func (b *behindNginx) raw(t *testing.T, method, target string, headers ...string
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var body strings.Builder
-	buf := make([]byte, 4096)
-	for {
-		n, err := resp.Body.Read(buf)
-		body.Write(buf[:n])
-		if err != nil {
-			break
-		}
-	}
-	return resp, body.String()
+	body, _ := io.ReadAll(resp.Body)
+	return resp, string(body)
 }
 
 // upstreamSaw is what the Python upstream answers: what reached it.
@@ -206,7 +207,7 @@ func TestGateBehindNginx(t *testing.T) {
 	for _, client := range []string{"runner", "runner-ref"} {
 		code, out := runRunner(t, "gate", "-url", target, "-issuer", iss.URL(), "-client-id", client, "-scope", "pd_AdminWebApi", "-cacert", b.caFile)
 		if code != 0 {
-			t.Fatalf("%s: exit %d through nginx:\n%s\nnginx:\n%s", client, code, out, b.ngx.Log())
+			t.Fatalf("%s: exit %d through nginx:\n%s\nnginx:\n%s", client, code, out, b.log())
 		}
 		for _, want := range []string{"pass dpop a proof without the server's nonce", "pass gate a valid token, and forwarding headers of the client's own", "pass metadata the document says"} {
 			if !strings.Contains(squash(out), want) {
