@@ -58,13 +58,12 @@ func gateCommand(ctx context.Context, e env, args []string) error {
 // in use, and what outlives a reload.
 type gate struct {
 	*daemon
-	engine  atomic.Pointer[gateEngine]
-	shared  *gateShared
-	obs     *gateObserve
-	grpc    *grpc.Server
-	replays *storeConfig          // the dpop.replays section in use, nil for none
-	rdb     redis.UniversalClient // its Redis
-	open    bool                  // Redis down: the replicas' own memories
+	engine atomic.Pointer[gateEngine]
+	shared *gateShared
+	obs    *gateObserve
+	grpc   *grpc.Server
+	rdb    redis.UniversalClient // the Redis of the proofs' jtis, nil for none
+	open   bool                  // Redis down: the replicas' own memories
 }
 
 func runGate(ctx context.Context, f daemonFlags, logger *slog.Logger, hangups <-chan os.Signal) error {
@@ -78,31 +77,12 @@ func runGate(ctx context.Context, f daemonFlags, logger *slog.Logger, hangups <-
 	if err != nil {
 		return err
 	}
-	g.shared = &gateShared{answers: newAnswerMemory(), decisions: newDecisionCache()}
-	var replays limit.ReplayStore
-	if cfg.DPoP != nil && cfg.DPoP.Replays != nil {
-		r := cfg.DPoP.Replays.Redis
-		if g.rdb, err = newRedisClient(cfg.path, "dpop.replays", r); err != nil {
-			return inFile(f.config, err)
-		}
-		defer g.rdb.Close()
-		prefix := r.Prefix
-		if prefix == "" {
-			prefix = "idsauth:dpop:"
-		}
-		mode := redisstore.FailOpen
-		if r.OnUnavailable == "closed" {
-			mode = redisstore.FailClosed
-		}
-		g.open = mode == redisstore.FailOpen
-		replays = redisstore.New(g.rdb, redisstore.Options{Prefix: prefix, Timeout: time.Duration(r.TimeoutMillis) * time.Millisecond, OnUnavailable: mode, Logger: logger})
-		g.replays = cfg.DPoP.Replays
-		logger.Info("DPoP proofs' jtis in Redis", slog.String("address", strings.Join(r.nodes(), ",")))
-	}
-	if g.shared.dpop, err = newDPoP(cfg, replays); err != nil {
+	if g.shared, g.rdb, g.open, err = newGateShared(cfg, logger); err != nil {
 		return inFile(f.config, err)
 	}
-	g.shared.dpopCfg = sectionJSON(cfg.DPoP)
+	if g.rdb != nil {
+		defer g.rdb.Close()
+	}
 	e, err := buildGate(cfg, g.shared, g.obs)
 	if err != nil {
 		return inFile(f.config, err)
@@ -136,6 +116,39 @@ func runGate(ctx context.Context, f daemonFlags, logger *slog.Logger, hangups <-
 		tlsConfig.NextProtos = []string{"h2", "http/1.1"}
 	}
 	return g.serve(ctx, srv, ln, tlsConfig, f.drain, nil, slog.Int("routes", len(e.routes)))
+}
+
+// newGateShared makes what outlives a reload of cfg: the DPoP checker
+// (its replay memory in the Redis dpop.replays names, when it names one:
+// rdb, and open when the configuration fails open), and the memories of
+// answers.
+func newGateShared(cfg *gateConfig, logger *slog.Logger) (shared *gateShared, rdb redis.UniversalClient, open bool, err error) {
+	shared = &gateShared{answers: newAnswerMemory(), decisions: newDecisionCache(), dpopCfg: sectionJSON(cfg.DPoP)}
+	var replays limit.ReplayStore
+	if cfg.DPoP != nil && cfg.DPoP.Replays != nil {
+		r := cfg.DPoP.Replays.Redis
+		if rdb, err = newRedisClient(cfg.path, "dpop.replays", r); err != nil {
+			return nil, nil, false, err
+		}
+		prefix := r.Prefix
+		if prefix == "" {
+			prefix = "idsauth:dpop:"
+		}
+		mode := redisstore.FailOpen
+		if r.OnUnavailable == "closed" {
+			mode = redisstore.FailClosed
+		}
+		open = mode == redisstore.FailOpen
+		replays = redisstore.New(rdb, redisstore.Options{Prefix: prefix, Timeout: time.Duration(r.TimeoutMillis) * time.Millisecond, OnUnavailable: mode, Logger: logger})
+		logger.Info("DPoP proofs' jtis in Redis", slog.String("address", strings.Join(r.nodes(), ",")))
+	}
+	if shared.dpop, err = newDPoP(cfg, replays); err != nil {
+		if rdb != nil {
+			rdb.Close()
+		}
+		return nil, nil, false, err
+	}
+	return shared, rdb, open, nil
 }
 
 // sectionJSON is a section as JSON, to compare the one in use with a

@@ -107,6 +107,12 @@ func (b *behind) raw(t *testing.T, method, target string, headers ...string) (*h
 // rawWith is raw presenting cert (nil: none) over TLS.
 func (b *behind) rawWith(t *testing.T, cert *tls.Certificate, method, target string, headers ...string) (*http.Response, string) {
 	t.Helper()
+	return b.request(t, cert, b.addr, method, target, headers...)
+}
+
+// request is rawWith with the Host header host.
+func (b *behind) request(t *testing.T, cert *tls.Certificate, host, method, target string, headers ...string) (*http.Response, string) {
+	t.Helper()
 	cfg := &tls.Config{RootCAs: b.ca.Pool()}
 	if cert != nil {
 		cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return cert, nil }
@@ -117,7 +123,7 @@ func (b *behind) rawWith(t *testing.T, cert *tls.Certificate, method, target str
 	}
 	defer conn.Close()
 	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
-	req := method + " " + target + " HTTP/1.1\r\nHost: " + b.addr + "\r\nConnection: close\r\n"
+	req := method + " " + target + " HTTP/1.1\r\nHost: " + host + "\r\nConnection: close\r\n"
 	for _, h := range headers {
 		req += h + "\r\n"
 	}

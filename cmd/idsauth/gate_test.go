@@ -11,11 +11,14 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/idsauthtest"
 	"github.com/idsauth/idsauth/internal/certtest"
+	"github.com/idsauth/idsauth/internal/keys"
 	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/scope"
 )
@@ -64,11 +67,12 @@ func startGate(t *testing.T, file string) (*gate, *httptest.Server) {
 	logger := slog.New(slog.DiscardHandler)
 	g := &gate{daemon: newDaemon("gate", file, logger)}
 	g.obs = &gateObserve{logger: logger, metrics: g.metrics}
-	g.shared = &gateShared{answers: newAnswerMemory(), decisions: newDecisionCache()}
-	if g.shared.dpop, err = newDPoP(cfg, nil); err != nil {
+	if g.shared, g.rdb, g.open, err = newGateShared(cfg, logger); err != nil {
 		t.Fatal(err)
 	}
-	g.shared.dpopCfg = sectionJSON(cfg.DPoP)
+	if g.rdb != nil {
+		t.Cleanup(func() { g.rdb.Close() })
+	}
 	e, err := buildGate(cfg, g.shared, g.obs)
 	if err != nil {
 		t.Fatal(err)
@@ -222,4 +226,58 @@ func TestGateDPoPAndCertificates(t *testing.T) {
 		m["certificates"] = map[string]any{"header": "X-Forwarded-Client-Cert"}
 	}))
 	iss.CheckProtectedMTLS(t, fakeProxy(t, gsrv.URL, echoUpstream), nil, testRoute, scope.AdminWebAPI)
+}
+
+// TestGateAssertionUpstream: the gate signs an assertion for the route,
+// which a Go upstream checks in one line with the gate's published key
+// (/.well-known/jwks.json), finding the token's claims; the assertion
+// reaches the upstream for a good token alone, and the client's own
+// assertion header is replaced.
+func TestGateAssertionUpstream(t *testing.T) {
+	iss := idsauthtest.NewIssuer(t)
+	k, err := keys.Generate("ES256")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pemKey, err := keys.EncodePEM(k.Private)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyFile := filepath.Join(t.TempDir(), "gate-key.pem")
+	if err := os.WriteFile(keyFile, pemKey, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, gsrv := startGate(t, gateFile(t, iss, func(c map[string]any) {
+		c["assertion"] = map[string]any{"keyFile": keyFile, "issuer": "https://gate.example.test", "lifetimeSeconds": 20}
+	}))
+	gateKeys, err := accesstoken.NewJWKS(t.Context(), accesstoken.JWKSConfig{URL: gsrv.URL + "/.well-known/jwks.json"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	upstream := middleware.RequireGateAssertion(middleware.GateAssertionConfig{Issuer: "https://gate.example.test", Audience: "admin", Keys: gateKeys})(
+		middleware.RequireScope(scope.AdminWebAPI)(echoUpstream))
+	h := fakeProxy(t, gsrv.URL, upstream, "X-Client-Id", "X-Scope", "X-Idsauth-Assertion")
+	call := func(headers ...string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest(http.MethodGet, "http://"+testAPIHost+"/webapi/api/v3/demo/Admin/Users", nil)
+		for i := 0; i+1 < len(headers); i += 2 {
+			r.Header.Set(headers[i], headers[i+1])
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		return rec
+	}
+	good := iss.Token(t, scope.AdminWebAPI)
+	if rec := call("Authorization", "Bearer "+good, "X-Idsauth-Assertion", "forged"); rec.Code != 200 || !strings.Contains(rec.Body.String(), `"client":"test-client"`) {
+		t.Fatalf("a good token through the gate to an upstream that checks the assertion: %d %s", rec.Code, rec.Body)
+	}
+	// Around the gate: the upstream alone, with the token, or with an
+	// assertion the client made.
+	direct := httptest.NewRecorder()
+	r := httptest.NewRequest(http.MethodGet, "/webapi/api/v3/demo/Admin/Users", nil)
+	r.Header.Set("Authorization", "Bearer "+good)
+	r.Header.Set("X-Idsauth-Assertion", good)
+	upstream.ServeHTTP(direct, r)
+	if direct.Code != http.StatusForbidden {
+		t.Fatalf("around the gate, an access token as the assertion: %d", direct.Code)
+	}
 }

@@ -206,6 +206,9 @@ func (c *gateConfig) check() error {
 	if _, err := c.prefixes(); err != nil {
 		return err
 	}
+	if strings.ContainsFunc(c.Realm, func(r rune) bool { return r < 0x20 || r > 0x7e || r == '"' || r == '\\' }) {
+		return fmt.Errorf("realm: %q: printable ASCII without quotes or backslashes, as a challenge's quoted string holds it", c.Realm)
+	}
 	switch c.Scheme {
 	case "", "https", "http":
 	default:
