@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -23,38 +22,20 @@ import (
 )
 
 // pythonUpstream starts testdata/upstream.py, Python's http.server
-// answering with what reached it, on a free loopback port.
+// answering with what reached it.
 func pythonUpstream(t *testing.T) string {
 	t.Helper()
-	py := proctest.Find(t, "python3", "python3")
 	script, err := filepath.Abs("testdata/upstream.py")
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := "127.0.0.1:" + proctest.FreePort(t)
-	proctest.Start(t, addr, py, script, strings.TrimPrefix(addr, "127.0.0.1:"))
-	return addr
+	return proctest.Python(t, script)
 }
 
-// recipe is the block of docs/GATEWAY.md in lang, as a reader copies it,
-// with its example addresses and paths replaced by the test's.
+// recipe is the block of docs/GATEWAY.md in lang (see proctest.Recipe).
 func recipe(t *testing.T, lang string, replace ...string) string {
 	t.Helper()
-	doc, err := os.ReadFile("../../docs/GATEWAY.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	blocks := regexp.MustCompile("(?s)```"+lang+"\n(.*?)```").FindAllSubmatch(doc, -1)
-	if len(blocks) != 1 {
-		t.Fatalf("docs/GATEWAY.md has %d %s blocks, want 1", len(blocks), lang)
-	}
-	r := string(blocks[0][1])
-	for i := 0; i+1 < len(replace); i += 2 {
-		if !strings.Contains(r, replace[i]) {
-			t.Fatalf("the %s recipe has no %q to replace:\n%s", lang, replace[i], r)
-		}
-	}
-	return strings.NewReplacer(replace...).Replace(r)
+	return proctest.Recipe(t, "../../docs/GATEWAY.md", lang, replace...)
 }
 
 // behind is a gate behind a real proxy configured as docs/GATEWAY.md
