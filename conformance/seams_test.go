@@ -99,7 +99,7 @@ const (
 var (
 	sources  = []source{fromFile, fromRegistry}
 	events   = []event{nothing, disabled, enabledAgain, removed, reRegistered, secretDropped, scopeTaken, fileReloaded, adminRemoved, tokenExpired}
-	places   = []place{atIssuer, atLocalAPI, atIntrospector, atGRPC, atConnect}
+	places   = []place{atIssuer, atLocalAPI, atIntrospector, atGRPC, atConnect, atGate}
 	authns   = []authn{secretBasic, secretPost, keyJWT, tlsAuth, selfSigned}
 	kinds    = []kind{jwtToken, referenceToken}
 	bindings = []binding{bearer, dpopBound, certBound}
