@@ -14,8 +14,9 @@ import (
 
 // TestGateCertificatesBehindProxies: a token bound to a client
 // certificate (RFC 8705) passes a real nginx (which forwards the
-// certificate it verified as $ssl_client_escaped_cert) and a real HAProxy
-// (RFC 9440's Client-Cert, set by the recipe) with that certificate, and
+// certificate it verified as $ssl_client_escaped_cert), a real HAProxy
+// and a real Caddy (RFC 9440's Client-Cert, set by the recipes) with that
+// certificate, and
 // not with another, none, or a forwarding header the client wrote itself
 // (the proxy replaces it; from no trusted address would the gate read
 // it).
@@ -30,6 +31,7 @@ func TestGateCertificatesBehindProxies(t *testing.T) {
 	}{
 		{"nginx", "X-SSL-Cert", startBehindNginx, url.PathEscape(string(certtest.PEM(mine.Leaf.Raw)))},
 		{"haproxy", "Client-Cert", startBehindHAProxy, ":" + base64.StdEncoding.EncodeToString(mine.Leaf.Raw) + ":"},
+		{"caddy", "Client-Cert", startBehindCaddy, ":" + base64.StdEncoding.EncodeToString(mine.Leaf.Raw) + ":"},
 	} {
 		t.Run(p.name, func(t *testing.T) {
 			b := p.start(t, func(host string) string {

@@ -42,6 +42,7 @@ func recipe(t *testing.T, lang string, replace ...string) string {
 // says, in front of the Python upstream, over TLS (its CA in caFile).
 type behind struct {
 	addr   string // the proxy's
+	host   string // the Host clients send, when not addr
 	log    func() string
 	g      *gate
 	origin string // https://127.0.0.1:port
@@ -88,13 +89,18 @@ func (b *behind) raw(t *testing.T, method, target string, headers ...string) (*h
 // rawWith is raw presenting cert (nil: none) over TLS.
 func (b *behind) rawWith(t *testing.T, cert *tls.Certificate, method, target string, headers ...string) (*http.Response, string) {
 	t.Helper()
-	return b.request(t, cert, b.addr, method, target, headers...)
+	host := b.host
+	if host == "" {
+		host = b.addr
+	}
+	return b.request(t, cert, host, method, target, headers...)
 }
 
 // request is rawWith with the Host header host.
 func (b *behind) request(t *testing.T, cert *tls.Certificate, host, method, target string, headers ...string) (*http.Response, string) {
 	t.Helper()
-	cfg := &tls.Config{RootCAs: b.ca.Pool()}
+	name, _, _ := strings.Cut(host, ":")
+	cfg := &tls.Config{RootCAs: b.ca.Pool(), ServerName: name}
 	if cert != nil {
 		cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return cert, nil }
 	}
