@@ -2,7 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +17,10 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/code"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protodesc"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/descriptorpb"
 
 	"github.com/idsauth/idsauth/idsauthtest"
 	"github.com/idsauth/idsauth/internal/certtest"
@@ -139,4 +148,88 @@ func TestEnvoyCheck(t *testing.T) {
 			t.Errorf("%s: %v", name, resp)
 		}
 	}
+}
+
+// protoset writes the descriptors of the Check service and every file
+// they import, as grpcurl's -protoset reads them.
+func protoset(t *testing.T) string {
+	t.Helper()
+	set := &descriptorpb.FileDescriptorSet{}
+	seen := map[string]bool{}
+	var add func(fd protoreflect.FileDescriptor)
+	add = func(fd protoreflect.FileDescriptor) {
+		if seen[fd.Path()] {
+			return
+		}
+		seen[fd.Path()] = true
+		imports := fd.Imports()
+		for i := 0; i < imports.Len(); i++ {
+			add(imports.Get(i).FileDescriptor)
+		}
+		set.File = append(set.File, protodesc.ToFileDescriptorProto(fd))
+	}
+	add(authv3.File_envoy_service_auth_v3_external_auth_proto)
+	b, err := proto.Marshal(set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "auth.protoset")
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestEnvoyCheckByGrpcurl: grpcurl, a client that is not the test's
+// code, asks the gate's Check as Envoy would: a good token is allowed
+// with the claim headers, none is denied 401 with the bare challenge.
+func TestEnvoyCheckByGrpcurl(t *testing.T) {
+	grpcurl := grpcurlPath(t)
+	iss := idsauthtest.NewIssuer(t)
+	_, gsrv := startGate(t, gateFile(t, iss, nil))
+	set := protoset(t)
+	check := func(headers map[string]string) map[string]any {
+		req := map[string]any{"attributes": map[string]any{"request": map[string]any{"http": map[string]any{
+			"method": "GET", "host": testAPIHost, "path": "/webapi/api/v3/demo/Admin/Users", "headers": headers}}}}
+		body, _ := json.Marshal(req)
+		out, err := exec.Command(grpcurl, "-plaintext", "-protoset", set, "-d", string(body), strings.TrimPrefix(gsrv.URL, "http://"), "envoy.service.auth.v3.Authorization/Check").CombinedOutput()
+		if err != nil {
+			t.Fatalf("grpcurl: %v\n%s", err, out)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(out, &m); err != nil {
+			t.Fatalf("grpcurl's answer: %s", out)
+		}
+		return m
+	}
+	ok := check(map[string]string{"authorization": "Bearer " + iss.Token(t, scope.AdminWebAPI)})
+	if ok["okResponse"] == nil || !strings.Contains(fmt.Sprint(ok["okResponse"]), "test-client") {
+		t.Errorf("a good token: %v", ok)
+	}
+	denied := check(nil)
+	d, _ := denied["deniedResponse"].(map[string]any)
+	if d == nil || fmt.Sprint(d["status"]) != "map[code:Unauthorized]" || !strings.Contains(fmt.Sprint(d["headers"]), `Bearer realm=\"idsauth\"`) && !strings.Contains(fmt.Sprint(d["headers"]), `Bearer realm="idsauth"`) {
+		t.Errorf("no token: %v", denied)
+	}
+}
+
+// grpcurlPath is grpcurl on PATH or in GOPATH/bin, where .ci/run installs
+// it; without it the test is skipped, and fails under CI.
+func grpcurlPath(t *testing.T) string {
+	t.Helper()
+	if p, err := exec.LookPath("grpcurl"); err == nil {
+		return p
+	}
+	gopath, err := exec.Command("go", "env", "GOPATH").Output()
+	if err == nil {
+		p := filepath.Join(strings.TrimSpace(string(gopath)), "bin", "grpcurl")
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal("grpcurl is not installed, and CI must run this test (.ci/run installs it)")
+	}
+	t.Skip("grpcurl is not installed: go install github.com/fullstorydev/grpcurl/cmd/grpcurl@v1.9.4")
+	return ""
 }
