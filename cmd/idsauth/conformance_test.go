@@ -24,7 +24,7 @@ import (
 // "runner-secret", allowed both of the product's scopes, as a
 // deployment's would be; its API resource "api" (secret "api-secret")
 // introspects.
-func testIssuer(t *testing.T) *issuer.Issuer {
+func testIssuer(t testing.TB) *issuer.Issuer {
 	t.Helper()
 	mux := http.NewServeMux()
 	srv := httptest.NewServer(mux)

@@ -144,7 +144,7 @@ func sawOf(t *testing.T, body string) upstreamSaw {
 }
 
 // writeGateConfig writes c to a file of its own and returns its path.
-func writeGateConfig(t *testing.T, c map[string]any) string {
+func writeGateConfig(t testing.TB, c map[string]any) string {
 	t.Helper()
 	b, err := json.MarshalIndent(c, "", "  ")
 	if err != nil {
@@ -161,7 +161,7 @@ func writeGateConfig(t *testing.T, c map[string]any) string {
 // and reference tokens, on host: the Admin API (pd_AdminWebApi) and the
 // Connect API (pd_ConnectWebApi), the forwarded certificate in nginx's
 // X-SSL-Cert; edit changes it.
-func issuerGate(t *testing.T, issuerURL, host string, edit func(c map[string]any)) string {
+func issuerGate(t testing.TB, issuerURL, host string, edit func(c map[string]any)) string {
 	t.Helper()
 	secret := filepath.Join(t.TempDir(), "api-secret")
 	if err := os.WriteFile(secret, []byte("api-secret\n"), 0o600); err != nil {
@@ -232,7 +232,7 @@ func TestGateBehindNginx(t *testing.T) {
 }
 
 // runnerToken is a token of testIssuer's client for scopes.
-func runnerToken(t *testing.T, iss *issuer.Issuer, client, scopes string) string {
+func runnerToken(t testing.TB, iss *issuer.Issuer, client, scopes string) string {
 	t.Helper()
 	cc := clientcredentials.Config{ClientID: client, ClientSecret: "runner-secret", TokenURL: iss.TokenURL(), Scopes: strings.Fields(scopes), AuthStyle: oauth2.AuthStyleInHeader}
 	tok, err := cc.Token(t.Context())

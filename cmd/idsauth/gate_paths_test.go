@@ -99,3 +99,32 @@ func TestGatePathsBehindNginx(t *testing.T) {
 		checkPathRow(t, "nginx", row.name, row.raw, row.want["nginx"], resp.StatusCode, strings.TrimSpace(body))
 	}
 }
+
+// TestPlainPathsReadAsThemselves: every path plain calls plain (whose
+// readings cost nothing) is read as itself by the full reading, over
+// every path of up to seven characters of an alphabet of the characters
+// that matter.
+func TestPlainPathsReadAsThemselves(t *testing.T) {
+	const alphabet = "/a.;%\\2F"
+	var walk func(p string, n int)
+	checked := 0
+	walk = func(p string, n int) {
+		if plain(p) {
+			checked++
+			r, err := readEscaped(p)
+			if err != nil || r != [3]string{p, p, p} {
+				t.Fatalf("%q is plain, and its readings are %q (%v)", p, r, err)
+			}
+		}
+		if n == 0 {
+			return
+		}
+		for i := 0; i < len(alphabet); i++ {
+			walk(p+alphabet[i:i+1], n-1)
+		}
+	}
+	walk("/", 7)
+	if checked < 1000 {
+		t.Fatalf("%d plain paths checked", checked)
+	}
+}

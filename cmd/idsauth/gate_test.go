@@ -58,7 +58,7 @@ func gateFile(t *testing.T, iss *idsauthtest.Issuer, edit func(c map[string]any)
 
 // startGate runs the gate of the file in process, on a loopback
 // httptest.Server.
-func startGate(t *testing.T, file string) (*gate, *httptest.Server) {
+func startGate(t testing.TB, file string) (*gate, *httptest.Server) {
 	t.Helper()
 	cfg, err := loadGateConfig(file)
 	if err != nil {

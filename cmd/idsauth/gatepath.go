@@ -38,6 +38,14 @@ func readPath(raw string) (readings [3]string, err error) {
 	if raw == "" || raw[0] != '/' {
 		return readings, &pathError{"not an origin-form path"}
 	}
+	if plain(raw) {
+		return [3]string{raw, raw, raw}, nil // every reading is the path itself
+	}
+	return readEscaped(raw)
+}
+
+// readEscaped is readPath for a path that is not plain.
+func readEscaped(raw string) (readings [3]string, err error) {
 	var s, l strings.Builder
 	s.Grow(len(raw))
 	l.Grow(len(raw))
@@ -93,6 +101,23 @@ func dropParams(p string) string {
 		segs[i], _, _ = strings.Cut(seg, ";")
 	}
 	return strings.Join(segs, "/")
+}
+
+// plain reports whether every reading of p is p: no escape, backslash,
+// parameter, control character, empty or dot segment. Most paths are;
+// they cost no allocation.
+func plain(p string) bool {
+	for i := 0; i < len(p); i++ {
+		switch c := p[i]; {
+		case c <= 0x20 || c >= 0x7f || c == '%' || c == '\\' || c == ';':
+			return false
+		case c == '/' && i+1 < len(p) && p[i+1] == '/':
+			return false
+		case c == '.' && p[i-1] == '/' && (i+1 == len(p) || p[i+1] == '/' || p[i+1] == '.' && (i+2 == len(p) || p[i+2] == '/')):
+			return false
+		}
+	}
+	return true
 }
 
 // cleanPath removes dot segments (RFC 3986 §5.2.4) and merges empty
