@@ -55,7 +55,7 @@ func startBehindCaddy(t *testing.T, gateConfig func(host string) string) *behind
 	if err := g.reloadConfig(); err != nil {
 		t.Fatal(err)
 	}
-	return &behind{addr: addr, host: host, log: p.Log, g: g, origin: "https://" + host, ca: ca, caFile: filepath.Join(dir, "ca.pem")}
+	return &behind{gsrv: gsrv, addr: addr, host: host, log: p.Log, g: g, origin: "https://" + host, ca: ca, caFile: filepath.Join(dir, "ca.pem")}
 }
 
 // TestGateBehindCaddy: idsauth conformance gate through a real Caddy

@@ -66,3 +66,23 @@ func TestGateCertificatesBehindProxies(t *testing.T) {
 		})
 	}
 }
+
+// TestGateDownFailsClosed: with the gate down, every proxy of the recipes
+// refuses: nginx 500, HAProxy's action 503, Caddy 502; never the upstream.
+func TestGateDownFailsClosed(t *testing.T) {
+	iss := testIssuer(t)
+	good := runnerToken(t, iss, "runner", "pd_AdminWebApi")
+	for _, p := range []struct {
+		name  string
+		start func(t *testing.T, gateConfig func(host string) string) *behind
+		want  int
+	}{{"nginx", startBehindNginx, 500}, {"haproxy", startBehindHAProxy, 503}, {"caddy", startBehindCaddy, 502}} {
+		t.Run(p.name, func(t *testing.T) {
+			b := p.start(t, func(host string) string { return issuerGate(t, iss.URL(), host, nil) })
+			b.gsrv.Close()
+			if resp, body := b.raw(t, "GET", "/webapi/api/v3/demo/Admin/Users", "Authorization: Bearer "+good); resp.StatusCode != p.want {
+				t.Errorf("the gate down: %d %s, want %d", resp.StatusCode, body, p.want)
+			}
+		})
+	}
+}

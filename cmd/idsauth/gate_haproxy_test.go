@@ -45,7 +45,7 @@ func startBehindHAProxy(t *testing.T, gateConfig func(host string) string) *behi
 	if err := g.reloadConfig(); err != nil {
 		t.Fatal(err)
 	}
-	return &behind{addr: hp.Addr, log: hp.Log, g: g, origin: "https://" + hp.Addr, ca: ca, caFile: filepath.Join(dir, "ca.pem")}
+	return &behind{gsrv: gsrv, addr: hp.Addr, log: hp.Log, g: g, origin: "https://" + hp.Addr, ca: ca, caFile: filepath.Join(dir, "ca.pem")}
 }
 
 // TestGateBehindHAProxy: idsauth conformance gate through a real HAProxy

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,8 +42,9 @@ func recipe(t *testing.T, lang string, replace ...string) string {
 // behind is a gate behind a real proxy configured as docs/GATEWAY.md
 // says, in front of the Python upstream, over TLS (its CA in caFile).
 type behind struct {
-	addr   string // the proxy's
-	host   string // the Host clients send, when not addr
+	gsrv   *httptest.Server // the gate's
+	addr   string           // the proxy's
+	host   string           // the Host clients send, when not addr
 	log    func() string
 	g      *gate
 	origin string // https://127.0.0.1:port
@@ -76,7 +78,7 @@ func startBehindNginx(t *testing.T, gateConfig func(host string) string) *behind
 	if err := g.reloadConfig(); err != nil {
 		t.Fatal(err)
 	}
-	return &behind{addr: ngx.Addr, log: ngx.Log, g: g, origin: "https://" + ngx.Addr, ca: ca, caFile: filepath.Join(dir, "ca.pem")}
+	return &behind{gsrv: gsrv, addr: ngx.Addr, log: ngx.Log, g: g, origin: "https://" + ngx.Addr, ca: ca, caFile: filepath.Join(dir, "ca.pem")}
 }
 
 // raw sends a request line written exactly as given, over TLS, and reads
