@@ -123,7 +123,7 @@ func runGate(ctx context.Context, f daemonFlags, logger *slog.Logger, hangups <-
 // rdb, and open when the configuration fails open), and the memories of
 // answers.
 func newGateShared(cfg *gateConfig, logger *slog.Logger) (shared *gateShared, rdb redis.UniversalClient, open bool, err error) {
-	shared = &gateShared{answers: newAnswerMemory(), decisions: newDecisionCache(), dpopCfg: sectionJSON(cfg.DPoP)}
+	shared = &gateShared{answers: newAnswerMemory(), dpopCfg: sectionJSON(cfg.DPoP)}
 	var replays limit.ReplayStore
 	if cfg.DPoP != nil && cfg.DPoP.Replays != nil {
 		r := cfg.DPoP.Replays.Redis

@@ -281,3 +281,40 @@ func TestGateAssertionUpstream(t *testing.T) {
 		t.Fatalf("around the gate, an access token as the assertion: %d", direct.Code)
 	}
 }
+
+// TestGateReloadRenamesTheClaims: a reload that names other claims (and
+// another header for one) sends the new ones for a token whose decision
+// was cached before it: an engine's decisions are its own.
+func TestGateReloadRenamesTheClaims(t *testing.T) {
+	iss := idsauthtest.NewIssuer(t)
+	file := gateFile(t, iss, nil)
+	g, gsrv := startGate(t, file)
+	tok := iss.Token(t, scope.AdminWebAPI)
+	ask := func() http.Header {
+		req, _ := http.NewRequest(http.MethodGet, gsrv.URL+"/auth", nil)
+		req.Header.Set("X-Forwarded-Method", "GET")
+		req.Header.Set("X-Forwarded-Host", testAPIHost)
+		req.Header.Set("X-Forwarded-Uri", "/webapi/api/v3/demo/Admin/Users")
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.Header
+	}
+	if h := ask(); h.Get("X-Client-Id") != "test-client" || h.Get("X-Scope") != scope.AdminWebAPI {
+		t.Fatalf("before: %v", h)
+	}
+	if err := os.Rename(gateFile(t, iss, func(c map[string]any) {
+		c["claims"] = map[string]string{"sub": "X-Subject", "client_id": "X-Caller"}
+	}), file); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.reloadConfig(); err != nil {
+		t.Fatal(err)
+	}
+	if h := ask(); h.Get("X-Caller") != "test-client" || h.Get("X-Subject") != "test-client" || h.Get("X-Scope") != "" {
+		t.Fatalf("after the reload: %v", h)
+	}
+}

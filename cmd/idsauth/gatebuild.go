@@ -33,6 +33,7 @@ type gateEngine struct {
 	// without one.
 	certHeader string
 	upstream   *upstreamHeaders
+	decisions  *decisionCache      // the upstream headers of decisions to admit
 	jwks       []*accesstoken.JWKS // the issuers' key sets, for readiness
 	gateKeys   []byte              // the assertion's JWKS; nil without one
 	stop       context.CancelFunc  // ends the key sets' refreshes
@@ -47,12 +48,13 @@ type gateRoute struct {
 }
 
 // gateShared is what outlives a reload: the replay memory of the proofs
-// (a new one would take a proof again), and the memories of answers.
+// (a new one would take a proof again), and nginx's kept refusals. The
+// decisions' upstream headers are an engine's own: a reload may name
+// other claims, or sign with another key.
 type gateShared struct {
-	dpop      *middleware.DPoP // nil without DPoP
-	dpopCfg   string           // the dpop section it was made of, as JSON
-	answers   *answerMemory
-	decisions *decisionCache
+	dpop    *middleware.DPoP // nil without DPoP
+	dpopCfg string           // the dpop section it was made of, as JSON
+	answers *answerMemory
 }
 
 // buildGate compiles cfg. The key sets are fetched once before it
@@ -68,7 +70,7 @@ func buildGate(cfg *gateConfig, shared *gateShared, obs *gateObserve) (_ *gateEn
 			stop()
 		}
 	}()
-	e := &gateEngine{trusted: trusted, scheme: cfg.Scheme, fold: cfg.CaseInsensitivePaths, stop: stop}
+	e := &gateEngine{trusted: trusted, scheme: cfg.Scheme, fold: cfg.CaseInsensitivePaths, stop: stop, decisions: newDecisionCache()}
 	if e.scheme == "" {
 		e.scheme = "https"
 	}
@@ -231,7 +233,7 @@ func buildRoute(life context.Context, cfg *gateConfig, rc *gateRouteConfig, e *g
 		}
 	}()
 	bc := middleware.BearerConfig{Realm: cfg.Realm, DPoP: shared.dpop, ForwardedCert: fwd, ResourceMetadata: &md, Observer: obs.metrics, Logger: obs.logger}
-	final := e.upstream.handler(r.name, shared.decisions, obs)
+	final := e.upstream.handler(r.name, e.decisions, obs)
 	r.chain = middleware.PublicOrigin(origin)(middleware.RequireBearerWithConfig(v, bc)(middleware.RequireScope(rc.Scopes...)(final)))
 	return r, nil
 }
