@@ -2,13 +2,17 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +20,7 @@ import (
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 	"google.golang.org/genproto/googleapis/rpc/code"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protodesc"
@@ -24,6 +29,7 @@ import (
 
 	"github.com/idsauth/idsauth/idsauthtest"
 	"github.com/idsauth/idsauth/internal/certtest"
+	"github.com/idsauth/idsauth/internal/proctest"
 	"github.com/idsauth/idsauth/scope"
 )
 
@@ -232,4 +238,79 @@ func grpcurlPath(t *testing.T) string {
 	}
 	t.Skip("grpcurl is not installed: go install github.com/fullstorydev/grpcurl/cmd/grpcurl@v1.9.4")
 	return ""
+}
+
+// TestGateCommandOverTLS: idsauth gate as the command runs it, with
+// -tls-cert and -tls-key: HTTPS for the HTTP proxies, and gRPC over TLS
+// (HTTP/2 by ALPN) for Envoy's Check, on the one listener.
+func TestGateCommandOverTLS(t *testing.T) {
+	iss := idsauthtest.NewIssuer(t)
+	dir := t.TempDir()
+	ca := certtest.NewCA(t, "gate")
+	server := ca.Server(t)
+	certFile, keyFile := filepath.Join(dir, "gate.pem"), filepath.Join(dir, "gate-key.pem")
+	for p, data := range map[string][]byte{certFile: certtest.PEM(server.Leaf.Raw), keyFile: certtest.KeyPEM(t, server)} {
+		if err := os.WriteFile(p, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	addr := "127.0.0.1:" + proctest.FreePort(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	var stderr strings.Builder
+	done := make(chan int)
+	go func() {
+		e := env{stdin: strings.NewReader(""), stdout: io.Discard, stderr: &syncWriter{w: &stderr}, getenv: func(string) string { return "" }}
+		done <- run(ctx, e, []string{"gate", "-config", gateFile(t, iss, nil), "-addr", addr, "-ops-addr", "off", "-tls-cert", certFile, "-tls-key", keyFile})
+	}()
+	defer func() {
+		cancel()
+		if code := <-done; code != 0 {
+			t.Errorf("exit %d\n%s", code, stderr.String())
+		}
+	}()
+	for i := 0; ; i++ {
+		c, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: ca.Pool()})
+		if err == nil {
+			c.Close()
+			break
+		}
+		if i == 100 {
+			t.Fatalf("the gate does not listen: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: ca.Pool()})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	resp, err := authv3.NewAuthorizationClient(conn).Check(ctx, checkRequest("GET", "/webapi/api/v3/demo/Admin/Users", map[string]string{"authorization": "Bearer " + iss.Token(t, scope.AdminWebAPI)}, ""))
+	if err != nil || resp.GetOkResponse() == nil {
+		t.Fatalf("Check over TLS: %v %v", resp, err)
+	}
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool()}}}
+	req, _ := http.NewRequest(http.MethodGet, "https://"+addr+"/auth", nil)
+	req.Header.Set("X-Forwarded-Method", "GET")
+	req.Header.Set("X-Forwarded-Host", testAPIHost)
+	req.Header.Set("X-Forwarded-Uri", "/webapi/api/v3/demo/Admin/Users")
+	hr, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hr.Body.Close()
+	if hr.StatusCode != http.StatusUnauthorized || hr.ProtoMajor != 1 {
+		t.Fatalf("HTTPS /auth without a token: %d %s", hr.StatusCode, hr.Proto)
+	}
+}
+
+// syncWriter is a writer safe for the logger's goroutines and the test.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(b []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(b)
 }
