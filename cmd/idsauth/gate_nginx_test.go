@@ -101,7 +101,13 @@ func (b *behind) rawWith(t *testing.T, cert *tls.Certificate, method, target str
 // request is rawWith with the Host header host.
 func (b *behind) request(t *testing.T, cert *tls.Certificate, host, method, target string, headers ...string) (*http.Response, string) {
 	t.Helper()
-	name, _, _ := strings.Cut(host, ":")
+	// The TLS server name is the proxy's (its certificate's), whatever
+	// Host the request names.
+	sni := b.host
+	if sni == "" {
+		sni = b.addr
+	}
+	name, _, _ := strings.Cut(sni, ":")
 	cfg := &tls.Config{RootCAs: b.ca.Pool(), ServerName: name}
 	if cert != nil {
 		cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return cert, nil }
