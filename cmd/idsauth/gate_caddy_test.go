@@ -84,10 +84,7 @@ func TestGateBehindCaddy(t *testing.T) {
 	}
 	tok := runnerToken(t, iss, "runner", "pd_ConnectWebApi")
 	for _, row := range pathRows {
-		want, ok := row.want["caddy"]
-		if !ok {
-			want = row.want["gate"]
-		}
+		want := row.want["caddy"]
 		resp, body := b.raw(t, "GET", row.raw, "Authorization: Bearer "+tok)
 		checkPathRow(t, "caddy", row.name, row.raw, want, resp.StatusCode, strings.TrimSpace(body))
 	}

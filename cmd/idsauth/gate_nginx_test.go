@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -45,6 +46,7 @@ type behind struct {
 	gsrv   *httptest.Server // the gate's
 	addr   string           // the proxy's
 	host   string           // the Host clients send, when not addr
+	plain  bool             // plain HTTP, not TLS
 	log    func() string
 	g      *gate
 	origin string // https://127.0.0.1:port
@@ -108,11 +110,17 @@ func (b *behind) request(t *testing.T, cert *tls.Certificate, host, method, targ
 		sni = b.addr
 	}
 	name, _, _ := strings.Cut(sni, ":")
-	cfg := &tls.Config{RootCAs: b.ca.Pool(), ServerName: name}
-	if cert != nil {
-		cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return cert, nil }
+	var conn net.Conn
+	var err error
+	if b.plain {
+		conn, err = net.Dial("tcp", b.addr)
+	} else {
+		cfg := &tls.Config{RootCAs: b.ca.Pool(), ServerName: name}
+		if cert != nil {
+			cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return cert, nil }
+		}
+		conn, err = tls.Dial("tcp", b.addr, cfg)
 	}
-	conn, err := tls.Dial("tcp", b.addr, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

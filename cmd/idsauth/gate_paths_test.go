@@ -13,10 +13,10 @@ import (
 // otherwise. Whatever a row's answer, a request that reaches the upstream
 // reaches it under the route the gate decided for: Python's http.server
 // reads the path under /webapi/api/v3/demo/Connect (checked on every 200).
-// "gate" is the gate's answer to the path as Traefik and Caddy forward it
-// (X-Forwarded-Uri, the request line's), as Envoy's HTTP ext_authz
-// (/envoy and the path) and gRPC Check (its path) give it: what those
-// proxies do before they ask the gate is in docs/GATEWAY.md, untested.
+// "gate" is the gate's answer to the path as a proxy forwards it written
+// as the client did (X-Forwarded-Uri), and as Envoy's HTTP ext_authz
+// (/envoy and the path) gives it: what Envoy does before it asks the
+// gate is in docs/GATEWAY.md, untested.
 var pathRows = []struct {
 	name, raw string
 	want      map[string]int // by proxy: "nginx", "haproxy", "gate"
@@ -34,12 +34,19 @@ var pathRows = []struct {
 	{"a trailing dot segment", "/webapi/api/v3/demo/Connect/Session/.", all(200)},
 	{"another case", "/webapi/api/v3/demo/CONNECT/Session", all(403)},
 	{"an escaped NUL", "/webapi/api/v3/demo/Connect/Session%00", all(400)},
-	{"above the root", "/webapi/../../etc/passwd", all(400)},
+	// Traefik cleans the path itself (its sanitizePath): no route.
+	{"above the root", "/webapi/../../etc/passwd", with(all(400), "traefik", 403)},
 	{"a bad escape", "/webapi/api/v3/demo/Connect/Session%zz", all(400)},
 }
 
 func all(status int) map[string]int {
-	return map[string]int{"nginx": status, "haproxy": status, "gate": status}
+	return map[string]int{"nginx": status, "haproxy": status, "caddy": status, "traefik": status, "gate": status}
+}
+
+// with is want with proxy's status changed.
+func with(want map[string]int, proxy string, status int) map[string]int {
+	want[proxy] = status
+	return want
 }
 
 // checkPathRow checks an answer of the table's: its status, and, on 200,

@@ -93,8 +93,8 @@ func Python(t testing.TB, script string) string {
 	return addr
 }
 
-// Recipe returns the one fenced block of lang ("nginx", "haproxy", ...)
-// in the document at doc, as a reader copies it, with each of replace's
+// Recipe returns the one fenced block whose info string is lang ("nginx",
+// "haproxy", "yaml traefik", ...) in the document at doc, as a reader copies it, with each of replace's
 // pairs (old, new) replaced: the test's addresses and files for the
 // example's. It fails the test when the document has no such block, or
 // more than one, or the block lacks an old.
