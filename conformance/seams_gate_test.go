@@ -27,11 +27,9 @@ import (
 // https://gate.seams.test/g{i}/..., asks gate i, and forwards the
 // client's certificate (X-SSL-Cert); the gate takes DPoP-bound and
 // certificate-bound tokens as the HTTP API does.
-const (
-	atGate       place = "idsauth gate behind nginx"
-	seamGateURL        = "https://gate.seams.test"
-	seamGateHost       = "gate.seams.test:443"
-)
+const atGate place = "idsauth gate behind nginx"
+
+const seamGateURL = "https://gate.seams.test"
 
 // seamGate is the gate's place: nginx, and its address.
 type seamGate struct {
