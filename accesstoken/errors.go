@@ -108,7 +108,8 @@ func refused(reason error) *ValidationError {
 // transports that is not a token's validation: no_token,
 // multiple_headers, space_in_token (the Authorization header),
 // insufficient_scope, dpop_proof, dpop_nonce, dpop_key (a DPoP proof),
-// scim_token and too_many_failures (middleware.SCIMAuth). Any other
+// scim_token and too_many_failures (middleware.SCIMAuth), gate_assertion
+// (middleware.RequireGateAssertion). Any other
 // error, such as one of a TokenValidator of your own, is "other". It is
 // what an observe.Event's Reason holds, fit for a metric label; the codes
 // are stable.

@@ -33,8 +33,10 @@ type JWKSConfig struct {
 	URL string
 
 	// Issuer, when URL is empty, is the issuer whose discovery document,
-	// {Issuer}/.well-known/openid-configuration, names the URL
-	// ("jwks_uri"); the document's "issuer" must be Issuer exactly.
+	// {Issuer}/.well-known/openid-configuration (or, where that is not
+	// found, its RFC 8414 metadata, the well-known path inserted before
+	// the issuer's path), names the URL ("jwks_uri"); the document's
+	// "issuer" must be Issuer exactly.
 	Issuer string
 
 	// HTTPClient fetches the discovery document and the key set: its

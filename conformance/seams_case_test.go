@@ -386,6 +386,8 @@ func (f *fleet) check(t *testing.T, c seamCase, cl *seamClient, tok *oauth2.Toke
 		return f.callGRPC(t, i, cl, tok)
 	case atMCP:
 		return f.callMCP(t, i, cl, tok)
+	case atGate:
+		return f.callGate(t, i, cl, tok)
 	}
 	return f.callConnect(t, i, cl, tok)
 }

@@ -66,6 +66,7 @@ type fleet struct {
 	grpc     []string         // the address of the gRPC server introspecting at each replica
 	connect  *httptest.Server // /r{i}/seams.v1.Seams/Check introspects at replica i
 	mcp      *httptest.Server // /r{i}/mcp introspects at replica i
+	gate     *seamGate        // /g{i}/ through nginx, idsauth gate introspecting at replica i
 
 	mu       sync.Mutex
 	file     map[string]issuer.ClientConfig        // the file's clients of cases, by ID
@@ -126,6 +127,7 @@ func startFleet(t *testing.T) *fleet {
 	f.startAPI(t)
 	f.startRPC(t)
 	f.startMCP(t)
+	f.startGate(t)
 	return f
 }
 

@@ -101,7 +101,7 @@ var (
 	sources = []source{fromFile, fromRegistry}
 	events  = []event{nothing, disabled, enabledAgain, removed, reRegistered, secretDropped, scopeTaken, fileReloaded, adminRemoved, tokenExpired,
 		workloadKeyRotated, workloadReused, workloadDown}
-	places   = []place{atIssuer, atLocalAPI, atIntrospector, atGRPC, atConnect, atJWKSAPI, atMCP}
+	places   = []place{atIssuer, atLocalAPI, atIntrospector, atGRPC, atConnect, atJWKSAPI, atMCP, atGate}
 	authns   = []authn{secretBasic, secretPost, keyJWT, tlsAuth, selfSigned, workloadToken}
 	kinds    = []kind{jwtToken, referenceToken}
 	bindings = []binding{bearer, dpopBound, certBound}

@@ -120,7 +120,15 @@ type running struct {
 // ends.
 func start(t *testing.T, env []string, args ...string) *running {
 	t.Helper()
-	full := append([]string{"serve"}, args...)
+	return startCommand(t, env, "serve", "identity service listening", args...)
+}
+
+// startCommand runs "idsauth command" with args and env, and waits until
+// the log says its listener (the line listening) and its operations
+// endpoints are up. It is stopped when the test ends.
+func startCommand(t *testing.T, env []string, command, listening string, args ...string) *running {
+	t.Helper()
+	full := append([]string{command}, args...)
 	cmd := exec.Command(binary, full...)
 	cmd.Env = append(os.Environ(), env...)
 	stderr, err := cmd.StderrPipe()
@@ -135,7 +143,7 @@ func start(t *testing.T, env []string, args ...string) *running {
 		cmd.Process.Kill()
 		cmd.Wait()
 		if t.Failed() {
-			t.Logf("idsauth serve's log:\n%s", strings.Join(r.log(), "\n"))
+			t.Logf("idsauth %s's log:\n%s", command, strings.Join(r.log(), "\n"))
 		}
 	})
 	go func() {
@@ -158,7 +166,7 @@ func start(t *testing.T, env []string, args ...string) *running {
 				continue
 			}
 			switch e.Msg {
-			case "identity service listening":
+			case listening:
 				r.base = e.Addr
 			case "operations endpoints":
 				r.ops = "http://" + e.Addr
@@ -170,7 +178,7 @@ func start(t *testing.T, env []string, args ...string) *running {
 		select {
 		case <-r.seen:
 		case <-deadline:
-			t.Fatalf("idsauth serve did not start:\n%s", strings.Join(r.log(), "\n"))
+			t.Fatalf("idsauth %s did not start:\n%s", command, strings.Join(r.log(), "\n"))
 		}
 	}
 	return r

@@ -1,112 +1,107 @@
 package idsauthtest
 
 import (
+	"crypto/tls"
 	"encoding/json"
-	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 
-	"github.com/idsauth/idsauth/internal/tokenecho"
+	"github.com/idsauth/idsauth/internal/clientauth"
+	"github.com/idsauth/idsauth/internal/kit"
 	"github.com/idsauth/idsauth/scope"
 )
 
-// answer is what a handler wrote.
-type answer struct {
-	status int
-	header http.Header
-	body   string
-}
-
-func serve(h http.Handler, r *http.Request) answer {
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, r)
-	return answer{rec.Code, rec.Header(), rec.Body.String()}
-}
-
-// newRequest makes a request for route, "METHOD /path" (a bare path means
-// GET), with the given Authorization values.
-func newRequest(t TB, route string, authz ...string) *http.Request {
+// report runs cases against h, in process, and reports with t.Errorf
+// each problem, prefixed with what (the checker and the route).
+func report(t TB, h http.Handler, what string, cases []kit.Case) {
 	t.Helper()
-	method, path, ok := strings.Cut(route, " ")
-	if !ok {
-		method, path = http.MethodGet, route
-	}
-	r := httptest.NewRequest(method, "http://service.test"+path, nil)
-	for _, a := range authz {
-		r.Header.Add("Authorization", a)
-	}
-	return r
-}
-
-// problems collects what one case got wrong.
-type problems []string
-
-func (p *problems) addf(format string, args ...any) {
-	*p = append(*p, fmt.Sprintf(format, args...))
-}
-
-// bareChallenge checks the no-token answer (CONTRACT.md §1): 401, a
-// Bearer challenge without error, no JSON.
-func (p *problems) bareChallenge(a answer) {
-	if a.status != http.StatusUnauthorized {
-		p.addf("status %d, want 401", a.status)
-		return
-	}
-	ch := a.header.Get("WWW-Authenticate")
-	if !strings.HasPrefix(ch, "Bearer realm=") || strings.Contains(ch, "error=") {
-		p.addf("WWW-Authenticate %q, want a bare Bearer challenge (realm only, no error)", ch)
-	}
-	if json.Valid([]byte(a.body)) && strings.HasPrefix(strings.TrimSpace(a.body), "{") {
-		p.addf("body is JSON (%q); a request without a token gets none", a.body)
+	for _, r := range kit.Run(kit.Handler{H: h}, cases) {
+		if r.Skipped != "" {
+			t.Errorf("%s: %s: %s", what, r.Name, r.Skipped) // never, in process
+		}
+		for _, msg := range r.Problems {
+			t.Errorf("%s: %s: %s", what, r.Name, msg)
+		}
 	}
 }
 
-// oauthError checks a JSON error answer with its Bearer challenge.
-func (p *problems) oauthError(a answer, status int, code string) map[string]any {
-	return p.schemeError(a, "Bearer", status, code)
+// tokens are the issuer's tokens as the kit's tables ask for them, each
+// minted with its key (or got from its token endpoint).
+type tokens struct {
+	i *Issuer
+	t TB
 }
 
-// schemeError checks a JSON error answer with its challenge of scheme.
-func (p *problems) schemeError(a answer, scheme string, status int, code string) map[string]any {
-	if a.status != status {
-		p.addf("status %d, want %d", a.status, status)
-		return nil
-	}
-	var m map[string]any
-	if err := json.Unmarshal([]byte(a.body), &m); err != nil || m["error"] != code {
-		p.addf("body %q, want JSON with \"error\":%q", a.body, code)
-	}
-	if ct := a.header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
-		p.addf("Content-Type %q, want application/json", ct)
-	}
-	if ch := a.header.Get("WWW-Authenticate"); !strings.HasPrefix(ch, scheme+" ") || !strings.Contains(ch, `error="`+code+`"`) {
-		p.addf("WWW-Authenticate %q, want a %s challenge with error=%q", ch, scheme, code)
-	}
-	return m
+const minted = "minted by idsauthtest's issuer"
+
+func (k tokens) Good(need []string) kit.Token {
+	return kit.Token{Value: k.i.Token(k.t, need...), Source: minted}
+}
+func (k tokens) OtherScope(need []string) kit.Token {
+	return kit.Token{Value: k.i.Token(k.t, k.i.otherScope(need)), Source: minted}
+}
+func (k tokens) Expired(need []string) kit.Token {
+	return kit.Token{Value: k.i.ExpiredToken(k.t, need...), Source: minted}
+}
+func (k tokens) NotYetValid(need []string) kit.Token {
+	return kit.Token{Value: k.i.NotYetValidToken(k.t, need...), Source: minted}
+}
+func (k tokens) Tampered(need []string) kit.Token {
+	return kit.Token{Value: k.i.TamperedToken(k.t, need...), Source: minted}
+}
+func (k tokens) UnknownKey(need []string) kit.Token {
+	return kit.Token{Value: k.i.UnknownKeyToken(k.t, need...), Source: minted}
+}
+func (k tokens) AlgNone(need []string) kit.Token {
+	return kit.Token{Value: k.i.AlgNoneToken(k.t, need...), Source: minted}
+}
+func (k tokens) WrongIssuer(need []string) kit.Token {
+	return kit.Token{Value: k.i.WrongIssuerToken(k.t, need...), Source: minted}
+}
+func (k tokens) WrongAudience(need []string) kit.Token {
+	return kit.Token{Value: k.i.WrongAudienceToken(k.t, need...), Source: minted}
+}
+func (k tokens) Bound(need []string) kit.Token {
+	return kit.Token{Value: k.i.BoundToken(k.t, need...), Source: minted}
 }
 
-// refusal checks what every 401 and 403 shares: no caching, no echo.
-func (p *problems) refusal(a answer, token string) {
-	if a.status != http.StatusUnauthorized && a.status != http.StatusForbidden && a.status != http.StatusBadRequest {
-		return
-	}
-	if cc := a.header.Get("Cache-Control"); cc != "no-store" {
-		p.addf("Cache-Control %q, want no-store", cc)
-	}
-	echoes(p, a, token)
+const fromEndpoint = "idsauthtest's issuer, its token endpoint"
+
+func (k tokens) Reference(need []string) kit.Token {
+	return kit.Token{Value: k.i.ReferenceToken(k.t, k.i.someScope(need)...), Source: fromEndpoint}
+}
+func (k tokens) RevokedReference(need []string) kit.Token {
+	return kit.Token{Value: k.i.RevokedReferenceToken(k.t, k.i.someScope(need)...), Source: fromEndpoint + ", then revoked"}
 }
 
-// echoes reports an answer (its headers or body; net/http writes the
-// status line's text itself) that holds any part of the token (see
-// tokenecho.Parts).
-func echoes(p *problems, a answer, token string) {
-	var h strings.Builder
-	_ = a.header.Write(&h)
-	if part := tokenecho.Find(h.String()+"\n"+a.body, token); part != "" {
-		p.addf("the answer echoes the token's %s", part)
+// someScope is need, or when it is empty (any valid token will do) a
+// scope of the issuer's: its token endpoint gives no token without one.
+func (i *Issuer) someScope(need []string) []string {
+	if len(need) == 0 {
+		return []string{i.otherScope(nil)}
 	}
+	return need
+}
+func (k tokens) ReferenceOtherScope(need []string) kit.Token {
+	return kit.Token{Value: k.i.ReferenceToken(k.t, k.i.otherScope(need)), Source: fromEndpoint}
+}
+func (k tokens) DPoP(need []string) (kit.Token, *clientauth.Signer) {
+	return kit.Token{Value: k.i.DPoPToken(k.t, need...), Source: minted}, k.i.dpop
+}
+func (k tokens) DPoPOtherScope(need []string) kit.Token {
+	return kit.Token{Value: k.i.DPoPToken(k.t, k.i.otherScope(need)), Source: minted}
+}
+func (k tokens) CertificateBound(need []string) (kit.Token, *tls.Certificate) {
+	c := k.i.ClientCertificate(k.t)
+	return kit.Token{Value: k.i.CertificateBoundToken(k.t, c.Leaf, need...), Source: minted}, &c
+}
+func (k tokens) CertificateBoundOtherScope(need []string, cert *tls.Certificate) kit.Token {
+	return kit.Token{Value: k.i.CertificateBoundToken(k.t, cert.Leaf, k.i.otherScope(need)), Source: minted}
+}
+func (k tokens) OtherCertificate() *tls.Certificate {
+	c := k.i.ClientCertificate(k.t)
+	return &c
 }
 
 // otherScope returns a scope the issuer knows that is none of need: one
@@ -145,104 +140,7 @@ func (i *Issuer) CheckProtected(t TB, h http.Handler, route string, need ...stri
 	if len(need) == 0 {
 		t.Fatalf("idsauthtest: CheckProtected needs the scopes the route requires")
 	}
-	i.checkRequests(t, h, "CheckProtected "+route, func(authz ...string) *http.Request { return newRequest(t, route, authz...) }, need, nil)
-}
-
-// checkRequests runs CheckProtected's cases against h, with requests mk
-// makes, reporting each under label: the cases of a token without the
-// scope only when need names one. also, when not nil, checks every
-// answer besides.
-func (i *Issuer) checkRequests(t TB, h http.Handler, label string, mk func(authz ...string) *http.Request, need []string, also func(p *problems, a answer)) {
-	t.Helper()
-	good := i.Token(t, need...)
-	type row struct {
-		name  string
-		req   *http.Request
-		token string
-		check func(p *problems, a answer)
-	}
-	invalid := func(p *problems, a answer) { p.oauthError(a, http.StatusUnauthorized, "invalid_token") }
-	bare := func(p *problems, a answer) { p.bareChallenge(a) }
-	query := mk()
-	q := query.URL.Query()
-	q.Set("access_token", good)
-	query.URL.RawQuery = q.Encode()
-	passes := func(p *problems, a answer) {
-		if a.status == http.StatusUnauthorized || a.status == http.StatusForbidden {
-			p.addf("status %d: the middleware refused a valid token (body %q)", a.status, a.body)
-		}
-	}
-	rows := []row{
-		{"a valid token with the scope", mk("Bearer " + good), good, passes},
-		{"no token", mk(), "", bare},
-		{"another scheme (Basic)", mk("Basic dGVzdDp0ZXN0"), "", bare},
-		{"Bearer with nothing after it", mk("Bearer"), "", bare},
-		{"a token in the query only", query, good, bare},
-		{"two Authorization headers", mk("Bearer "+good, "Bearer "+good), good, func(p *problems, a answer) {
-			p.oauthError(a, http.StatusBadRequest, "invalid_request")
-		}},
-		{"an expired token", mk("Bearer " + i.ExpiredToken(t, need...)), "", invalid},
-		{"a token not yet valid", mk("Bearer " + i.NotYetValidToken(t, need...)), "", invalid},
-		{"a tampered token", mk("Bearer " + i.TamperedToken(t, need...)), "", invalid},
-		{"a token signed by an unknown key", mk("Bearer " + i.UnknownKeyToken(t, need...)), "", invalid},
-		{"an unsigned token (alg none)", mk("Bearer " + i.AlgNoneToken(t, need...)), "", invalid},
-		{"a token of another issuer", mk("Bearer " + i.WrongIssuerToken(t, need...)), "", invalid},
-		{"a token for another audience", mk("Bearer " + i.WrongAudienceToken(t, need...)), "", invalid},
-		// Bound to a DPoP key (RFC 9449): as a bearer token, probably stolen.
-		{"a token bound to a key (cnf)", mk("Bearer " + i.BoundToken(t, need...)), "", invalid},
-	}
-	lacksScope := func(p *problems, a answer) {
-		m := p.oauthError(a, http.StatusForbidden, "insufficient_scope")
-		if a.status != http.StatusForbidden {
-			return
-		}
-		ch := a.header.Get("WWW-Authenticate")
-		for _, s := range need {
-			if !strings.Contains(ch, s) {
-				p.addf("WWW-Authenticate %q does not name the scope %s in scope=", ch, s)
-			}
-		}
-		if m != nil && m["scope"] == nil {
-			p.addf("body %q has no \"scope\"", a.body)
-		}
-	}
-	if len(need) > 0 {
-		wrongScope := i.Token(t, i.otherScope(need))
-		rows = append(rows, row{"a token without the route's scope", mk("Bearer " + wrongScope), wrongScope, lacksScope})
-	}
-	// Reference tokens: a route that accepts them (i.ValidatorWithReferences)
-	// gets their cases; one that does not must refuse them as invalid.
-	refScopes := need
-	if len(refScopes) == 0 {
-		refScopes = []string{i.otherScope(nil)} // the issuer gives no token without a scope
-	}
-	ref := i.ReferenceToken(t, refScopes...)
-	if probe := serve(h, mk("Bearer "+ref)); probe.status == http.StatusUnauthorized {
-		rows = append(rows, row{"a reference token, on a route that takes JWTs only", mk("Bearer " + ref), ref, invalid})
-	} else {
-		rows = append(rows,
-			row{"a valid reference token with the scope", mk("Bearer " + ref), ref, passes},
-			row{"a revoked reference token", mk("Bearer " + i.RevokedReferenceToken(t, refScopes...)), "", invalid})
-		if len(need) > 0 {
-			otherRef := i.ReferenceToken(t, i.otherScope(need))
-			rows = append(rows, row{"a reference token without the route's scope", mk("Bearer " + otherRef), otherRef, lacksScope})
-		}
-	}
-	for _, r := range rows {
-		if r.token == "" {
-			r.token = strings.TrimPrefix(r.req.Header.Get("Authorization"), "Bearer ")
-		}
-		a := serve(h, r.req)
-		var p problems
-		r.check(&p, a)
-		p.refusal(a, r.token)
-		if also != nil {
-			also(&p, a)
-		}
-		for _, msg := range p {
-			t.Errorf("%s: %s: %s", label, r.name, msg)
-		}
-	}
+	report(t, h, "CheckProtected "+route, kit.Protected(tokens{i, t}, kit.Handler{H: h}, route, need))
 }
 
 // CheckSCIM runs the contract's cases for a SCIM route (CONTRACT.md §4)
@@ -260,40 +158,41 @@ func CheckSCIM(t TB, h http.Handler, route, tenant, token string) {
 		t.Fatalf("idsauthtest: CheckSCIM's route %q has no {tenant}", route)
 	}
 	path := strings.ReplaceAll(route, "{tenant}", tenant)
-	if a := serve(h, newRequest(t, path, "Bearer "+token)); a.status == http.StatusUnauthorized || a.status == http.StatusForbidden || a.status == http.StatusTooManyRequests {
-		t.Errorf("CheckSCIM %s: the tenant's token: status %d, want past SCIMAuth (body %q)", path, a.status, a.body)
+	send := kit.Handler{H: h}
+	if a, _ := send.Send(kit.NewRequest(path, "Bearer "+token)); a.Status == http.StatusUnauthorized || a.Status == http.StatusForbidden || a.Status == http.StatusTooManyRequests {
+		t.Errorf("CheckSCIM %s: the tenant's token: status %d, want past SCIMAuth (body %q)", path, a.Status, a.Body)
 	}
-	var first *answer
+	var first *kit.Answer
 	for _, r := range []struct {
 		name string
-		req  *http.Request
+		req  kit.Request
 	}{
-		{"no token", newRequest(t, path)},
-		{"another scheme (Basic)", newRequest(t, path, "Basic dGVzdDp0ZXN0")},
-		{"a wrong token", newRequest(t, path, "Bearer "+token+"x")},
-		{"the token on an unknown tenant", newRequest(t, strings.ReplaceAll(route, "{tenant}", tenant+"-unknown-tenant"), "Bearer "+token)},
+		{"no token", kit.NewRequest(path)},
+		{"another scheme (Basic)", kit.NewRequest(path, "Basic dGVzdDp0ZXN0")},
+		{"a wrong token", kit.NewRequest(path, "Bearer "+token+"x")},
+		{"the token on an unknown tenant", kit.NewRequest(strings.ReplaceAll(route, "{tenant}", tenant+"-unknown-tenant"), "Bearer "+token)},
 	} {
-		a := serve(h, r.req)
-		var p problems
-		if a.status != http.StatusUnauthorized {
-			p.addf("status %d, want 401", a.status)
+		a, _ := send.Send(r.req)
+		var p kit.Problems
+		if a.Status != http.StatusUnauthorized {
+			p.Addf("status %d, want 401", a.Status)
 		}
-		if ct := a.header.Get("Content-Type"); ct != "application/scim+json" {
-			p.addf("Content-Type %q, want application/scim+json", ct)
+		if ct := a.Header.Get("Content-Type"); ct != "application/scim+json" {
+			p.Addf("Content-Type %q, want application/scim+json", ct)
 		}
 		var m map[string]any
-		if err := json.Unmarshal([]byte(a.body), &m); err != nil || m["status"] != "401" {
-			p.addf("body %q, want a SCIM error with \"status\":\"401\"", a.body)
+		if err := json.Unmarshal([]byte(a.Body), &m); err != nil || m["status"] != "401" {
+			p.Addf("body %q, want a SCIM error with \"status\":\"401\"", a.Body)
 		}
-		if ch := a.header.Get("WWW-Authenticate"); !strings.HasPrefix(ch, "Bearer realm=") {
-			p.addf("WWW-Authenticate %q, want a Bearer challenge", ch)
+		if ch := a.Header.Get("WWW-Authenticate"); !strings.HasPrefix(ch, "Bearer realm=") {
+			p.Addf("WWW-Authenticate %q, want a Bearer challenge", ch)
 		}
 		if first == nil {
 			first = &a
-		} else if a.body != first.body {
-			p.addf("body %q differs from the no-token answer %q: refusals must not tell cases apart", a.body, first.body)
+		} else if a.Body != first.Body {
+			p.Addf("body %q differs from the no-token answer %q: refusals must not tell cases apart", a.Body, first.Body)
 		}
-		echoes(&p, a, token)
+		p.Echoes(a, token)
 		for _, msg := range p {
 			t.Errorf("CheckSCIM %s: %s: %s", path, r.name, msg)
 		}

@@ -1,33 +1,13 @@
 package idsauthtest
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"encoding/json"
-	"fmt"
 	"net/http"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/idsauth/idsauth/internal/clientauth"
+	"github.com/idsauth/idsauth/internal/kit"
 	"github.com/idsauth/idsauth/middleware"
 )
-
-// newProver makes a DPoP key and its proofs' signer.
-func newProver() (*clientauth.Signer, string, error) {
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, "", err
-	}
-	s, err := clientauth.NewSigner(k, "ES256", "")
-	if err != nil {
-		return nil, "", err
-	}
-	jkt, err := s.JKT()
-	return s, jkt, err
-}
 
 // DPoPToken returns a token for scopes bound to the issuer's DPoP key
 // (cnf.jkt, RFC 9449), as the token endpoint issues it to a client that
@@ -90,134 +70,6 @@ func (i *Issuer) CheckProtectedDPoP(t TB, h http.Handler, cfg middleware.DPoPCon
 	if cfg.PublicURL == "" {
 		t.Fatalf("idsauthtest: CheckProtectedDPoP needs the route's DPoPConfig, with its PublicURL")
 	}
-	method, path, ok := strings.Cut(route, " ")
-	if !ok {
-		method, path = http.MethodGet, route
-	}
-	htu := strings.TrimSuffix(cfg.PublicURL, "/") + path
-	clock := cfg.Now
-	if clock == nil {
-		clock = time.Now
-	}
-	tok := i.DPoPToken(t, need...)
-	other, _, err := newProver()
-	if err != nil {
-		t.Fatalf("idsauthtest: %v", err)
-	}
-	otherMethod := http.MethodPost
-	if method == http.MethodPost {
-		otherMethod = http.MethodPut
-	}
-	req := func(authz string, proofs ...string) *http.Request {
-		r := newRequest(t, route, authz)
-		for _, p := range proofs {
-			r.Header.Add("DPoP", p)
-		}
-		return r
-	}
-	type row struct {
-		name  string
-		req   *http.Request
-		got   *answer // the answer, when it came before the rows were run
-		check func(p *problems, a answer)
-	}
-	badProof := func(p *problems, a answer) {
-		p.schemeError(a, "DPoP", http.StatusUnauthorized, "invalid_dpop_proof")
-		if ch := a.header.Get("WWW-Authenticate"); !strings.Contains(ch, "algs=") {
-			p.addf("WWW-Authenticate %q names no algs", ch)
-		}
-	}
-	var rows []row
-	nonce := ""
-	if cfg.RequireNonce {
-		a := serve(h, req("DPoP "+tok, proofBy(t, i.dpop, method, htu, tok, "", clock())))
-		nonce = a.header.Get("DPoP-Nonce")
-		rows = append(rows, row{"a proof without the server's nonce", nil, &a, func(p *problems, a answer) {
-			p.schemeError(a, "DPoP", http.StatusUnauthorized, "use_dpop_nonce")
-			if nonce == "" {
-				p.addf("no DPoP-Nonce header, where nonces are required (RequireNonce)")
-			}
-		}})
-	}
-	proof := func(s *clientauth.Signer, method, htu, token string, at time.Time) string {
-		return proofBy(t, s, method, htu, token, nonce, at)
-	}
-	now := clock()
-	good := proof(i.dpop, method, htu, tok, now)
-	oldName, age := "a proof ten minutes old", 10*time.Minute
-	maxAge := cfg.ProofMaxAge
-	if maxAge == 0 {
-		maxAge = time.Minute // DPoPConfig's default
-	}
-	if maxAge+time.Minute > age {
-		age = maxAge + time.Minute
-		oldName = fmt.Sprintf("a proof %v old, over ProofMaxAge", age)
-	}
-	rows = append(rows,
-		row{"a bound token with a fresh proof", req("DPoP "+tok, good), nil, func(p *problems, a answer) {
-			if a.status == http.StatusUnauthorized || a.status == http.StatusForbidden {
-				p.addf("status %d: the middleware refused a valid DPoP request (body %q, WWW-Authenticate %q)", a.status, a.body, a.header.Values("WWW-Authenticate"))
-			}
-		}},
-		row{"the same proof again", req("DPoP "+tok, good), nil, badProof},
-		row{"no proof", req("DPoP " + tok), nil, badProof},
-		row{"two proofs", req("DPoP "+tok, proof(i.dpop, method, htu, tok, now), proof(i.dpop, method, htu, tok, now)), nil, badProof},
-		row{"a proof for another method", req("DPoP "+tok, proof(i.dpop, otherMethod, htu, tok, now)), nil, badProof},
-		row{"a proof for another URL", req("DPoP "+tok, proof(i.dpop, method, htu+"-other", tok, now)), nil, badProof},
-		row{oldName, req("DPoP "+tok, proof(i.dpop, method, htu, tok, now.Add(-age))), nil, badProof},
-		row{"a proof without ath", req("DPoP "+tok, proof(i.dpop, method, htu, "", now)), nil, badProof},
-		row{"a proof by another key", req("DPoP "+tok, proof(other, method, htu, tok, now)), nil, badProof},
-	)
-	bare := func(scheme string) func(string) bool {
-		return func(ch string) bool {
-			return strings.HasPrefix(ch, scheme+" realm=") && !strings.Contains(ch, "error=")
-		}
-	}
-	noToken := func(p *problems, a answer) {
-		chs := a.header.Values("WWW-Authenticate")
-		if a.status != http.StatusUnauthorized {
-			p.addf("status %d, want 401", a.status)
-		}
-		if !slices.ContainsFunc(chs, bare("DPoP")) {
-			p.addf("WWW-Authenticate %q has no bare DPoP challenge", chs)
-		}
-		switch bearer := slices.ContainsFunc(chs, func(ch string) bool { return strings.HasPrefix(ch, "Bearer ") }); {
-		case cfg.Required && bearer:
-			p.addf("WWW-Authenticate %q offers Bearer, where DPoP alone is accepted (Required)", chs)
-		case !cfg.Required && !slices.ContainsFunc(chs, bare("Bearer")):
-			p.addf("WWW-Authenticate %q has no bare Bearer challenge, where Bearer is accepted too", chs)
-		}
-		if json.Valid([]byte(a.body)) && strings.HasPrefix(strings.TrimSpace(a.body), "{") {
-			p.addf("body is JSON (%q); a request without a token gets none", a.body)
-		}
-	}
-	rows = append(rows, row{"no token", req(""), nil, noToken})
-	if cfg.Required {
-		// DPoPConfig.Required: "a bearer token is answered as no token (a
-		// bare DPoP challenge)".
-		rows = append(rows,
-			row{"the bound token as Bearer, where DPoP alone is accepted", req("Bearer " + tok), nil, noToken},
-			row{"an unbound token as Bearer, where DPoP alone is accepted", req("Bearer " + i.Token(t, need...)), nil, noToken})
-	} else {
-		rows = append(rows, row{"the bound token as Bearer", req("Bearer " + tok), nil, func(p *problems, a answer) {
-			p.oauthError(a, http.StatusUnauthorized, "invalid_token")
-		}})
-	}
-	wrong := i.DPoPToken(t, i.otherScope(need))
-	rows = append(rows, row{"a bound token without the route's scope", req("DPoP "+wrong, proof(i.dpop, method, htu, wrong, now)), nil, func(p *problems, a answer) {
-		p.schemeError(a, "DPoP", http.StatusForbidden, "insufficient_scope")
-	}})
-	for _, r := range rows {
-		a := r.got
-		if a == nil {
-			served := serve(h, r.req)
-			a = &served
-		}
-		var p problems
-		r.check(&p, *a)
-		p.refusal(*a, tok)
-		for _, msg := range p {
-			t.Errorf("CheckProtectedDPoP %s: %s: %s", route, r.name, msg)
-		}
-	}
+	mode := kit.DPoPMode{PublicURL: cfg.PublicURL, Required: cfg.Required, RequireNonce: cfg.RequireNonce, ProofMaxAge: cfg.ProofMaxAge, Now: cfg.Now}
+	report(t, h, "CheckProtectedDPoP "+route, kit.DPoP(tokens{i, t}, kit.Handler{H: h}, mode, route, need))
 }

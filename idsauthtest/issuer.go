@@ -18,6 +18,7 @@ import (
 	"github.com/idsauth/idsauth/accesstoken"
 	"github.com/idsauth/idsauth/internal/clientauth"
 	"github.com/idsauth/idsauth/internal/keys"
+	"github.com/idsauth/idsauth/internal/kit"
 	"github.com/idsauth/idsauth/issuer"
 	"github.com/idsauth/idsauth/scope"
 	"github.com/idsauth/idsauth/secret"
@@ -128,7 +129,7 @@ func NewIssuer(t TB, opts ...Option) *Issuer {
 		t.Fatalf("idsauthtest: %v", err)
 	}
 	mux.Handle("/ids/", iss)
-	prover, jkt, err := newProver()
+	prover, jkt, err := kit.NewProver()
 	if err != nil {
 		t.Fatalf("idsauthtest: %v", err)
 	}

@@ -3,9 +3,11 @@ package idsauthtest
 import (
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
+
+	"github.com/idsauth/idsauth/internal/kit"
 )
 
 // MCPEndpoint is the MCP endpoint CheckMCP checks: its URL, and what its
@@ -49,40 +51,35 @@ func (i *Issuer) CheckMCP(t TB, h http.Handler, e MCPEndpoint) {
 	}
 	j := *i
 	j.Audience = e.URL // the tokens are for the endpoint (RFC 8707)
-	metadata := func(p *problems, a answer) {
-		if a.status != http.StatusUnauthorized {
+	metadata := func(p *kit.Problems, a kit.Answer) {
+		if a.Status != http.StatusUnauthorized {
 			return
 		}
-		ch := strings.Join(a.header.Values("WWW-Authenticate"), ", ")
+		ch := strings.Join(a.Header.Values("WWW-Authenticate"), ", ")
 		_, after, ok := strings.Cut(ch, `resource_metadata="`)
 		mdURL, _, _ := strings.Cut(after, `"`)
 		if !ok || mdURL == "" {
-			p.addf("WWW-Authenticate %q names no resource_metadata", ch)
+			p.Addf("WWW-Authenticate %q names no resource_metadata", ch)
 			return
 		}
-		md := serve(h, httptest.NewRequest(http.MethodGet, mdURL, nil))
+		md, _ := kit.Handler{H: h}.Send(kit.Request{Method: http.MethodGet, Path: mdURL})
 		var doc struct {
 			Resource string   `json:"resource"`
 			Servers  []string `json:"authorization_servers"`
 		}
-		if md.status != http.StatusOK || json.Unmarshal([]byte(md.body), &doc) != nil {
-			p.addf("resource_metadata %s: %d %q, want its JSON document", mdURL, md.status, md.body)
+		if md.Status != http.StatusOK || json.Unmarshal([]byte(md.Body), &doc) != nil {
+			p.Addf("resource_metadata %s: %d %q, want its JSON document", mdURL, md.Status, md.Body)
 			return
 		}
-		if doc.Resource != e.URL || !containsString(doc.Servers, i.URL()) {
-			p.addf("resource_metadata %s: resource %q, authorization_servers %q; want %q and %q", mdURL, doc.Resource, doc.Servers, e.URL, i.URL())
+		if doc.Resource != e.URL || !slices.Contains(doc.Servers, i.URL()) {
+			p.Addf("resource_metadata %s: resource %q, authorization_servers %q; want %q and %q", mdURL, doc.Resource, doc.Servers, e.URL, i.URL())
 		}
 	}
-	call := func(body string) func(authz ...string) *http.Request {
-		return func(authz ...string) *http.Request {
-			r := httptest.NewRequest(http.MethodPost, e.URL, strings.NewReader(body))
-			r.Header.Set("Content-Type", "application/json")
-			r.Header.Set("Accept", "application/json, text/event-stream")
-			for _, a := range authz {
-				r.Header.Add("Authorization", a)
-			}
-			return r
-		}
+	call := func(body string) kit.Request {
+		return kit.Request{Method: http.MethodPost, Path: e.URL, Body: body, Header: http.Header{
+			"Content-Type": {"application/json"},
+			"Accept":       {"application/json, text/event-stream"},
+		}}
 	}
 	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"idsauthtest","version":"1"}}}`
 	tool, _ := json.Marshal(e.Tool)
@@ -91,15 +88,22 @@ func (i *Issuer) CheckMCP(t TB, h http.Handler, e MCPEndpoint) {
 	if len(need) == 0 {
 		need = e.Scopes
 	}
-	j.checkRequests(t, h, "CheckMCP "+e.URL+" initialize", call(initialize), e.Scopes, metadata)
-	j.checkRequests(t, h, "CheckMCP "+e.URL+" tools/call "+e.Tool, call(toolCall), need, metadata)
-}
-
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
+	for _, c := range []struct {
+		what string
+		req  kit.Request
+		need []string
+	}{
+		{"initialize", call(initialize), e.Scopes},
+		{"tools/call " + e.Tool, call(toolCall), need},
+	} {
+		cases := kit.ProtectedRequest(tokens{&j, t}, kit.Handler{H: h}, c.req, c.need)
+		for n := range cases {
+			check := cases[n].Check
+			cases[n].Check = func(p *kit.Problems, a kit.Answer) {
+				check(p, a)
+				metadata(p, a)
+			}
 		}
+		report(t, h, "CheckMCP "+e.URL+" "+c.what, cases)
 	}
-	return false
 }

@@ -112,6 +112,7 @@ var reasons = map[string]struct {
 	"insufficient_scope": {"token lacks the scope this API requires", ""},
 	"scim_token":         {"", "the authorization header is invalid or missing"},
 	"too_many_failures":  {"", "too many failed attempts"},
+	"gate_assertion":     {"", "the gate's assertion is missing or invalid"},
 }
 
 // genericWire describes an error that is none of ours (from a

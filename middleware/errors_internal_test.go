@@ -37,7 +37,7 @@ func TestReasonsTable(t *testing.T) {
 	own := []error{
 		errDPoPKey, errDPoPNonce, errDPoPProof, proofFailure("its jti was already used", errors.New("cause")),
 		errNoToken, errMultipleHeaders, errSpaceInToken, errInsufficientScope,
-		errSCIMToken, errSCIMTooManyFailures,
+		errSCIMToken, errSCIMTooManyFailures, errGateAssertion,
 	}
 	rows := map[string]bool{}
 	for _, code := range validationCodes(t) {

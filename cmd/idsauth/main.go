@@ -8,12 +8,14 @@
 //	idsauth token -issuer URL -client-id ID [-scope S] [-secret-file FILE | -secret-env NAME | -key FILE] [-decode]
 //	idsauth decode [-issuer URL [-audience A]] [--] [TOKEN]
 //	idsauth serve [-addr HOST:PORT] [-ops-addr HOST:PORT] [-tls-cert F -tls-key F] -config FILE
+//	idsauth gate [-addr HOST:PORT] [-ops-addr HOST:PORT] [-tls-cert F -tls-key F] -config FILE
 //	idsauth migrate -config FILE
 //	idsauth clients list|show|add|update|disable|enable|remove|rotate-secret -issuer URL -admin-id ID [ID]
+//	idsauth conformance token-endpoint|resource|gate [-url URL] -issuer URL -client-id ID -scope S [-json] [-junit FILE]
 //	idsauth version
 //
 // Every subcommand takes -h. Exit status: 0 success, 1 failure, 2 a usage
-// error. Secrets are never taken from a flag: a command line ends up in
+// error (and, for conformance, a run that could not happen). Secrets are never taken from a flag: a command line ends up in
 // shell history and in the process list.
 //
 // Install it with:
@@ -58,8 +60,10 @@ var commands = []command{
 	{"decode", "print a token's header and claims; with -issuer, verify it", decode},
 	{"introspect", "ask the issuer's introspection endpoint about a token, as an API resource", introspect},
 	{"serve", "serve the identity service of a configuration file, with metrics", serve},
+	{"gate", "answer proxies (nginx, Traefik, Caddy, HAProxy, Envoy) whether a request may pass", gateCommand},
 	{"migrate", "bring the client registry's PostgreSQL schema to this release's version", migrateCommand},
 	{"clients", "list, add, disable, enable, remove a registered client, or rotate its secret", clientsCommand},
+	{"conformance", "run the contract's tables against a running token endpoint, API or gate", conformanceCommand},
 	{"version", "print the version, VCS revision and Go version of this binary", version},
 }
 
@@ -95,7 +99,11 @@ func run(ctx context.Context, e env, args []string) int {
 		}
 		err := c.run(ctx, e, args[1:])
 		var ue *usageError
+		var cr *cannotRun
 		switch {
+		case errors.As(err, &cr):
+			fmt.Fprintf(e.stderr, "idsauth %s: %v\n", c.name, err)
+			return 2
 		case err == nil:
 			return 0
 		case errors.Is(err, flag.ErrHelp):

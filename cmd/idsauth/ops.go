@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -13,18 +12,16 @@ import (
 	"github.com/idsauth/idsauth/issuer"
 )
 
-// instrument counts the requests in flight and the JWKS documents
+// instrumentIssuer counts the requests in flight and the JWKS documents
 // served.
-func (s *server) instrument(h http.Handler) http.Handler {
+func (s *server) instrumentIssuer(h http.Handler) http.Handler {
 	jwks := strings.TrimSuffix(mustPath(s.iss.JWKSURL()), "/")
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.inFlight.Add(1)
-		defer s.inFlight.Add(-1)
+	return s.instrument(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == jwks && r.Method == http.MethodGet {
 			s.jwksServed.Add(1)
 		}
 		h.ServeHTTP(w, r)
-	})
+	}))
 }
 
 func mustPath(raw string) string {
@@ -35,40 +32,12 @@ func mustPath(raw string) string {
 	return u.Path
 }
 
-func (s *server) opsRoutes() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		fmt.Fprintln(w, "ok")
-	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.Header().Set("Cache-Control", "no-store")
-		notReady, degraded := s.readiness(r.Context())
-		switch {
-		case notReady != "":
-			w.WriteHeader(http.StatusServiceUnavailable)
-			fmt.Fprintln(w, "not ready:", notReady)
-		case len(degraded) > 0:
-			fmt.Fprintln(w, "ready, degraded:", strings.Join(degraded, "; "))
-		default:
-			fmt.Fprintln(w, "ready")
-		}
-	})
-	mux.HandleFunc("GET /metrics", s.writeMetrics)
-	return mux
-}
-
-// readiness says why the service should not get traffic, or "": it is
-// not serving, no key is published, or a store it cannot do without does
-// not answer; and what it serves without (a registry's snapshot, a token
-// store's master), which leaves it ready: every replica shares those
-// stores, and taking them all out of rotation would turn a part lost
-// into the whole.
-func (s *server) readiness(ctx context.Context) (notReady string, degraded []string) {
-	if !s.ready.Load() {
-		return "not serving", nil
-	}
+// issuerReadiness says why the service should not get traffic, or "":
+// no key is published, or a store it cannot do without does not answer;
+// and what it serves without (a registry's snapshot, a token store's
+// master), which leaves it ready: every replica shares those stores, and
+// taking them all out of rotation would turn a part lost into the whole.
+func (s *server) issuerReadiness(ctx context.Context) (notReady string, degraded []string) {
 	if len(s.iss.KeyIDs()) == 0 {
 		return "no signing key published", nil
 	}
@@ -95,22 +64,10 @@ func (s *server) readiness(ctx context.Context) (notReady string, degraded []str
 	return "", degraded
 }
 
-func (s *server) writeMetrics(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", promtext.ContentType)
-	w.Header().Set("Cache-Control", "no-store")
-	if _, err := s.metrics.WriteTo(w); err != nil {
-		return
-	}
-	pw := promtext.NewWriter(w)
+// writeIssuerMetrics writes the identity service's own metrics: the JWKS
+// served, the keys, the registry and the token store.
+func (s *server) writeIssuerMetrics(pw *promtext.Writer, r *http.Request) {
 	now := time.Now()
-	pw.Header("idsauth_reloads_total", "Configuration reloads, by result (ok, failed).", "counter")
-	pw.Sample("idsauth_reloads_total", []string{"result"}, []string{"ok"}, strconv.FormatUint(s.reloadsOK.Load(), 10))
-	pw.Sample("idsauth_reloads_total", []string{"result"}, []string{"failed"}, strconv.FormatUint(s.reloadsFailed.Load(), 10))
-	pw.Header("idsauth_last_reload_timestamp_seconds", "When the last reload of each result happened, in Unix seconds; 0 never.", "gauge")
-	pw.Sample("idsauth_last_reload_timestamp_seconds", []string{"result"}, []string{"ok"}, strconv.FormatInt(s.lastOK.Load(), 10))
-	pw.Sample("idsauth_last_reload_timestamp_seconds", []string{"result"}, []string{"failed"}, strconv.FormatInt(s.lastFailed.Load(), 10))
-	pw.Header("idsauth_http_requests_in_flight", "Requests to the identity service being handled now.", "gauge")
-	pw.Sample("idsauth_http_requests_in_flight", nil, nil, strconv.FormatInt(s.inFlight.Load(), 10))
 	pw.Header("idsauth_jwks_served_total", "JWKS documents requested from the identity service.", "counter")
 	pw.Sample("idsauth_jwks_served_total", nil, nil, strconv.FormatUint(s.jwksServed.Load(), 10))
 	keys := s.iss.KeySchedule()
@@ -137,9 +94,6 @@ func (s *server) writeMetrics(w http.ResponseWriter, r *http.Request) {
 		masters, _ := s.tokens.Masters(r.Context()) // none when unknown
 		writeTokenStoreMetrics(pw, masters)
 	}
-	pw.Header("idsauth_build_info", "The idsauth command's build (value 1).", "gauge")
-	pw.Sample("idsauth_build_info", []string{"version", "revision", "goversion"}, []string{s.version, s.revision, s.goVers}, "1")
-	pw.Flush() //nolint:errcheck // the client went away
 }
 
 // nextChange returns the next instant after now at which the key

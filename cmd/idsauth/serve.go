@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"flag"
 	"log/slog"
@@ -10,18 +9,13 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/signal"
 	"strings"
-	"sync"
 	"sync/atomic"
-	"syscall"
-	"time"
 
 	"golang.org/x/term"
 
 	"github.com/idsauth/idsauth/internal/serving"
 	"github.com/idsauth/idsauth/issuer"
-	"github.com/idsauth/idsauth/metrics"
 	"github.com/idsauth/idsauth/pgregistry"
 	"github.com/idsauth/idsauth/redisstore"
 )
@@ -61,42 +55,19 @@ a secret or a token.`
 // serveFlags are serve's settings, each a flag with an environment
 // variable.
 type serveFlags struct {
-	config, addr, opsAddr, tlsCert, tlsKey, logFormat, logLevel string
-	drain                                                       time.Duration
-	mtls                                                        mtlsFlags
+	daemonFlags
+	mtls mtlsFlags
 }
 
 func serve(ctx context.Context, e env, args []string) error {
 	fs := flags(e, "serve", "[flags] [-config] FILE", serveAbout)
 	var f serveFlags
-	fs.StringVar(&f.config, "config", "", "issuer configuration file (IDSAUTH_CONFIG)")
-	fs.StringVar(&f.addr, "addr", "127.0.0.1:8080", "listen address of the identity service, host:port (IDSAUTH_ADDR)")
-	fs.StringVar(&f.opsAddr, "ops-addr", "127.0.0.1:9090", "listen address of /healthz, /readyz and /metrics; \"off\" serves none (IDSAUTH_OPS_ADDR)")
-	fs.StringVar(&f.tlsCert, "tls-cert", "", "PEM certificate (chain) file: serve HTTPS (IDSAUTH_TLS_CERT)")
-	fs.StringVar(&f.tlsKey, "tls-key", "", "PEM private key file of -tls-cert (IDSAUTH_TLS_KEY)")
-	fs.StringVar(&f.logFormat, "log-format", "", "json or text; default json, text on a terminal (IDSAUTH_LOG_FORMAT)")
-	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error (IDSAUTH_LOG_LEVEL)")
-	fs.DurationVar(&f.drain, "drain-timeout", serving.DefaultDrainTimeout, "how long a shutdown waits for the requests in flight (IDSAUTH_DRAIN_TIMEOUT)")
+	f.register(fs, "the identity service", "127.0.0.1:8080", "127.0.0.1:9090")
 	fs.StringVar(&f.mtls.clientAuth, "client-auth", "", "ask TLS clients for a certificate (mutual TLS, RFC 8705): none, request or require; on -mtls-addr when given (default request there), else on -addr (default none) (IDSAUTH_CLIENT_AUTH)")
 	fs.StringVar(&f.mtls.clientCA, "client-ca", "", "PEM CAs that client certificates must chain to at the handshake; without it any certificate is taken and the issuer checks it (IDSAUTH_CLIENT_CA)")
 	fs.StringVar(&f.mtls.addr, "mtls-addr", "", "listen address of a second TLS listener that asks for client certificates, host:port: the issuer's mtls.alias (IDSAUTH_MTLS_ADDR)")
-	if err := parse(fs, args); err != nil {
+	if err := f.daemonFlags.parse(fs, args, e.getenv); err != nil {
 		return err
-	}
-	if err := fromEnv(fs, e.getenv); err != nil {
-		return err
-	}
-	switch {
-	case fs.NArg() == 1 && f.config == "":
-		f.config = fs.Arg(0)
-	case fs.NArg() > 0:
-		return usagef("give the configuration file once, as -config or an argument")
-	}
-	if f.config == "" {
-		return usagef("no configuration file: give -config FILE or IDSAUTH_CONFIG")
-	}
-	if (f.tlsCert == "") != (f.tlsKey == "") {
-		return usagef("give -tls-cert and -tls-key together")
 	}
 	if err := f.mtls.check(f.tlsCert != ""); err != nil {
 		return err
@@ -105,15 +76,9 @@ func serve(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	// SIGHUP is caught for the command's whole life, not only while it
-	// serves: Go's default for it ends the process, and a configuration
-	// push that meets a start or a stop must not cut requests off.
-	hangups := make(chan os.Signal, 1)
-	signal.Notify(hangups, syscall.SIGHUP)
-	defer signal.Stop(hangups)
-	return runServe(ctx, f, logger, e, hangups)
+	return signals(ctx, func(ctx context.Context, hangups <-chan os.Signal) error {
+		return runServe(ctx, f, logger, e, hangups)
+	})
 }
 
 // fromEnv sets every flag not given on the command line from its
@@ -154,36 +119,27 @@ func newLogger(e env, format, level string) (*slog.Logger, error) {
 	return nil, usagef("log format %q: want json or text", format)
 }
 
-// server is the identity service of serve: the issuer, its metrics and
-// what a reload changes.
+// server is the identity service of serve: the issuer, and what a reload
+// changes, on the daemon that serve and gate share.
 type server struct {
-	file    string
-	iss     *issuer.Issuer
-	cert    *serving.Certificate // nil without TLS
-	metrics *metrics.Metrics
-	logger  *slog.Logger
+	*daemon
+	iss *issuer.Issuer
 
-	store                     *limiterStore // nil without a limiterStore section
-	storeConfig               *storeConfig
-	tokenStoreConfig          *tokenStoreConfig
-	tokens                    *redisstore.TokenStore // nil without a tokenStore section
-	clientStoreConfig         *clientStoreConfig
-	registry                  *pgregistry.Registry // nil without a clientStore section
-	reloadMu                  sync.Mutex
-	reloadsOK, reloadsFailed  atomic.Uint64
-	lastOK, lastFailed        atomic.Int64 // Unix seconds; 0 never
-	jwksServed                atomic.Uint64
-	inFlight                  atomic.Int64
-	ready                     atomic.Bool
-	version, revision, goVers string
+	store             *limiterStore // nil without a limiterStore section
+	storeConfig       *storeConfig
+	tokenStoreConfig  *tokenStoreConfig
+	tokens            *redisstore.TokenStore // nil without a tokenStore section
+	clientStoreConfig *clientStoreConfig
+	registry          *pgregistry.Registry // nil without a clientStore section
+	jwksServed        atomic.Uint64
 }
 
 func runServe(ctx context.Context, f serveFlags, logger *slog.Logger, e env, hangups <-chan os.Signal) error {
-	s := &server{file: f.config, metrics: metrics.New(), logger: logger}
+	s := &server{daemon: newDaemon("identity service", f.config, logger)}
+	s.reloadFiles, s.readiness, s.writeMetrics = s.reloadConfig, s.issuerReadiness, s.writeIssuerMetrics
 	done := make(chan struct{})
 	defer close(done)
 	go s.onHangups(done, hangups)
-	s.version, s.revision, s.goVers = buildInfo()
 	cfg, err := loadServeConfig(f.config)
 	if err != nil {
 		return err
@@ -222,17 +178,15 @@ func runServe(ctx context.Context, f serveFlags, logger *slog.Logger, e env, han
 	if s.iss, err = issuer.New(&cfg.Config, opts...); err != nil {
 		return inFile(f.config, err)
 	}
-	if f.tlsCert != "" {
-		if s.cert, err = serving.LoadCertificate(f.tlsCert, f.tlsKey); err != nil {
-			return err
-		}
+	if err := s.loadCert(f.daemonFlags); err != nil {
+		return err
 	}
 	mount, err := mountPath(s.iss.URL())
 	if err != nil {
 		return err
 	}
 	mux := http.NewServeMux()
-	mux.Handle(mount, s.instrument(s.iss))
+	mux.Handle(mount, s.instrumentIssuer(s.iss))
 	if cfg.ClientStore != nil {
 		if s.registry, err = newRegistry(ctx, cfg, s.iss, logger, e.getenv); err != nil {
 			return inFile(f.config, err)
@@ -241,7 +195,7 @@ func runServe(ctx context.Context, f serveFlags, logger *slog.Logger, e env, han
 		s.clientStoreConfig = cfg.ClientStore
 		// Not waited for: the listeners open at once, not ready until
 		// the first load (registryReadiness), serving the file's clients.
-		mux.Handle(adminMount(mount), s.instrument(s.registry))
+		mux.Handle(adminMount(mount), s.instrumentIssuer(s.registry))
 	}
 	// RFC 8414 metadata at the host root, with the issuer's path inserted.
 	mux.Handle("/.well-known/oauth-authorization-server/", s.iss.MetadataHandler())
@@ -250,67 +204,46 @@ func runServe(ctx context.Context, f serveFlags, logger *slog.Logger, e env, han
 	if err != nil {
 		return err
 	}
-	if f.opsAddr != "off" {
-		oln, err := net.Listen("tcp", f.opsAddr)
-		if err != nil {
-			ln.Close()
-			return err
-		}
-		ops := serving.NewServer(s.opsRoutes(), logger)
-		go func() { _ = ops.Serve(oln) }()
-		defer ops.Close()
-		logger.Info("operations endpoints", slog.String("addr", oln.Addr().String()),
-			slog.String("paths", "/healthz /readyz /metrics"))
-	}
-	srv := serving.NewServer(mux, logger)
-	scheme, tlsConfig := "http", (*tls.Config)(nil)
-	if s.cert != nil {
-		scheme, tlsConfig = "https", s.cert.TLSConfig()
-		if mode := f.mtls.clientAuth; f.mtls.addr == "" && (mode == "request" || mode == "require") {
-			if tlsConfig, err = f.mtls.tlsConfig(tlsConfig, mode); err != nil {
-				ln.Close()
-				return err
-			}
-		}
-	}
-	// Ready before the line that says so: the listener accepts already,
-	// and Serve takes what it queued.
-	s.ready.Store(true)
-	defer s.ready.Store(false)
-	// Not ready from the instant a stop begins, before the drain: a load
-	// balancer that asks sends nothing more here while the requests in
-	// flight finish.
-	serveCtx, stopServing := context.WithCancel(context.Background())
-	defer stopServing()
-	if s.registry != nil {
-		logged := make(chan struct{})
-		go func() {
-			defer close(logged)
-			logRegistryLoad(serveCtx, s.registry, logger, adminMount(mount))
-		}()
-		defer func() { stopServing(); <-logged }()
-	}
-	go func() {
-		select {
-		case <-ctx.Done():
-			s.ready.Store(false)
-			stopServing()
-		case <-serveCtx.Done():
-		}
-	}()
-	logger.Info("identity service listening", slog.String("addr", scheme+"://"+ln.Addr().String()),
-		slog.String("issuer", s.iss.URL()), slog.String("mount", mount), slog.String("version", s.version))
-	if f.mtls.addr == "" {
-		return serving.Serve(serveCtx, srv, ln, tlsConfig, f.drain, logger)
-	}
-	wait, err := f.mtls.serveAlias(serveCtx, stopServing, mux, s.cert.TLSConfig(), f.drain, logger)
+	stopOps, err := s.startOps(f.opsAddr)
 	if err != nil {
 		ln.Close()
 		return err
 	}
-	err = serving.Serve(serveCtx, srv, ln, tlsConfig, f.drain, logger)
-	stopServing()
-	return errors.Join(err, wait())
+	defer stopOps()
+	srv := serving.NewServer(mux, logger)
+	tlsConfig := s.tlsConfig()
+	if mode := f.mtls.clientAuth; tlsConfig != nil && f.mtls.addr == "" && (mode == "request" || mode == "require") {
+		if tlsConfig, err = f.mtls.tlsConfig(tlsConfig, mode); err != nil {
+			ln.Close()
+			return err
+		}
+	}
+	beside := func(serveCtx context.Context, stopServing func()) (func() error, error) {
+		var waits []func() error
+		if s.registry != nil {
+			logged := make(chan struct{})
+			go func() {
+				defer close(logged)
+				logRegistryLoad(serveCtx, s.registry, logger, adminMount(mount))
+			}()
+			waits = append(waits, func() error { <-logged; return nil })
+		}
+		if f.mtls.addr != "" {
+			wait, err := f.mtls.serveAlias(serveCtx, stopServing, mux, s.cert.TLSConfig(), f.drain, logger)
+			if err != nil {
+				return nil, err
+			}
+			waits = append(waits, wait)
+		}
+		return func() error {
+			var errs []error
+			for i := len(waits) - 1; i >= 0; i-- {
+				errs = append(errs, waits[i]())
+			}
+			return errors.Join(errs...)
+		}, nil
+	}
+	return s.serve(ctx, srv, ln, tlsConfig, f.drain, beside, slog.String("issuer", s.iss.URL()), slog.String("mount", mount))
 }
 
 // mountPath is the pattern that mounts the issuer at its URL's path.

@@ -132,10 +132,16 @@ type limiterStore struct {
 // *redis.ClusterClient for a cluster. It connects nothing yet: go-redis
 // dials on first use.
 func (c *serveConfig) redisClient(field string, r *redisConfig) (redis.UniversalClient, error) {
+	return newRedisClient(c.path, field, r)
+}
+
+// newRedisClient is serveConfig.redisClient for any file: path resolves
+// a file the section names.
+func newRedisClient(path func(string) string, field string, r *redisConfig) (redis.UniversalClient, error) {
 	opts := &redis.UniversalOptions{Addrs: r.nodes(), Username: r.Username, DB: r.DB, ContextTimeoutEnabled: true}
 	switch {
 	case r.PasswordFile != "":
-		b, err := os.ReadFile(c.path(r.PasswordFile))
+		b, err := os.ReadFile(path(r.PasswordFile))
 		if err != nil {
 			return nil, fmt.Errorf("%s.redis.passwordFile: %w", field, err)
 		}
@@ -149,7 +155,7 @@ func (c *serveConfig) redisClient(field string, r *redisConfig) (redis.Universal
 	if r.TLS {
 		tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: r.ServerName}
 		if r.CAFile != "" {
-			p := c.path(r.CAFile)
+			p := path(r.CAFile)
 			pem, err := os.ReadFile(p)
 			if err != nil {
 				return nil, fmt.Errorf("%s.redis.caFile: %w", field, err)

@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -43,12 +44,8 @@ it. Otherwise the client secret is read from -secret-file, else from the
 environment variable named by -secret-env (by default `+defaultSecretEnv+`,
 if set), else from the terminal without echo (or one line of standard
 input); never from a flag. The issuer URL is -issuer, else IDSAUTH_ISSUER.`)
-	issuerURL := fs.String("issuer", "", "the issuer URL, e.g. https://host/ids (required; IDSAUTH_ISSUER)")
-	clientID := fs.String("client-id", "", "the client ID (required)")
-	scopes := fs.String("scope", "", "the scopes to ask for, space-separated (none: the issuer's default for the client)")
-	keyFile := fs.String("key", "", "authenticate with this PEM private key (private_key_jwt) instead of a secret")
-	kid := fs.String("kid", "", "with -key, the assertion's kid (default: the key's RFC 7638 thumbprint)")
-	alg := fs.String("alg", "", "with -key, ES256, RS256, PS256 or EdDSA (default: the one that fits the key, RS256 for RSA)")
+	var cf credentialFlags
+	cf.register(fs)
 	var resources []string
 	fs.Func("resource", "ask for a token for this audience (RFC 8707); repeatable", func(v string) error {
 		resources = append(resources, v)
@@ -63,72 +60,27 @@ input); never from a flag. The issuer URL is -issuer, else IDSAUTH_ISSUER.`)
 		params.Add(name, value)
 		return clientauth.CheckParams(params)
 	})
-	assertionFile := fs.String("assertion-file", "", "authenticate with the workload's token in this file (a projected service-account token, a JWT-SVID) instead of a secret")
-	spiffeType := fs.Bool("spiffe", false, "with -assertion-file, send it as a JWT-SVID (client_assertion_type jwt-spiffe)")
 	dpopKey := fs.String("dpop-key", "", "bind the token to this PEM private key (DPoP, RFC 9449): the request carries a proof by it")
-	certFile := fs.String("cert", "", "present this PEM client certificate (mutual TLS, RFC 8705), with -key its private key")
-	caFile := fs.String("cacert", "", "trust this PEM CA for the issuer's TLS certificate, beside the system's")
-	secretFile := fs.String("secret-file", "", "read the client secret from the first line of this file")
-	secretEnv := fs.String("secret-env", "", "read the client secret from this environment variable")
 	decodeIt := fs.Bool("decode", false, "print the token's header and claims instead of the token")
-	timeout := fs.Duration("timeout", 30*time.Second, "give up after this long")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if *issuerURL == "" {
-		*issuerURL = e.getenv("IDSAUTH_ISSUER")
-	}
-	switch {
-	case fs.NArg() > 0:
+	if fs.NArg() > 0 {
 		return usagef("unexpected argument %q (the secret is never an argument: see -h)", fs.Arg(0))
-	case *issuerURL == "" || *clientID == "":
-		return usagef("-issuer and -client-id are required")
-	case (*keyFile == "" || *certFile != "") && (*kid != "" || *alg != ""):
-		return usagef("-kid and -alg go with -key, without -cert")
-	case *keyFile != "" && *certFile == "" && (*secretFile != "" || *secretEnv != ""):
-		return usagef("-key or a secret, not both")
-	case *assertionFile != "" && (*keyFile != "" || *secretFile != "" || *secretEnv != ""):
-		return usagef("-assertion-file is the client's credential: no -key or secret beside it")
-	case *spiffeType && *assertionFile == "":
-		return usagef("-spiffe goes with -assertion-file")
 	}
-	cfg := client.Config{ClientID: *clientID, Scopes: strings.Fields(*scopes), Resources: resources, EndpointParams: params,
-		KeyAlg: *alg, KeyID: *kid, FetchTimeout: *timeout}
-	var err error
-	switch {
-	case *certFile != "":
-		// The certificate authenticates, unless a secret is given without
-		// asking for one: a client that binds its tokens to it.
-		if cfg.Certificate, err = readCertificate(*certFile, *keyFile); err == nil && (*secretFile != "" || *secretEnv != "" || e.getenv(defaultSecretEnv) != "") {
-			cfg.ClientSecret, err = clientSecret(e, *secretFile, *secretEnv)
-		}
-	case *keyFile != "":
-		cfg.Key, err = readKey(*keyFile)
-	case *assertionFile != "":
-		cfg.AssertionFile = *assertionFile
-		if *spiffeType {
-			cfg.AssertionType = client.AssertionJWTSPIFFE
-		}
-	default:
-		cfg.ClientSecret, err = clientSecret(e, *secretFile, *secretEnv)
-	}
+	cfg, err := cf.config(e)
 	if err != nil {
 		return err
 	}
+	cfg.Resources, cfg.EndpointParams = resources, params
 	if *dpopKey != "" {
 		if cfg.DPoPKey, err = readKey(*dpopKey); err != nil {
 			return err
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	ctx, cancel := context.WithTimeout(ctx, cf.timeout)
 	defer cancel()
-	cfg.HTTPClient = &http.Client{Timeout: *timeout}
-	if *caFile != "" {
-		if cfg.HTTPClient.Transport, err = trusting(*caFile); err != nil {
-			return err
-		}
-	}
-	if cfg.TokenURL, err = discoverTokenURL(ctx, cfg.HTTPClient, *issuerURL, *certFile != ""); err != nil {
+	if cfg.TokenURL, err = discoverTokenURL(ctx, cfg.HTTPClient, cf.issuer, cf.certFile != ""); err != nil {
 		return err
 	}
 	// client follows no redirect with a token request: it carries the
@@ -153,6 +105,82 @@ input); never from a flag. The issuer URL is -issuer, else IDSAUTH_ISSUER.`)
 	}
 	fmt.Fprintln(e.stdout, tok.AccessToken)
 	return nil
+}
+
+// credentialFlags are a client's: the issuer, the client ID, the scopes
+// and the credential, as token and conformance take them.
+type credentialFlags struct {
+	issuer, clientID, scopes            string
+	keyFile, kid, alg, certFile, caFile string
+	secretFile, secretEnv               string
+	assertionFile                       string // a workload's token, else ""
+	spiffe                              bool   // assertionFile is a JWT-SVID
+	timeout                             time.Duration
+}
+
+func (c *credentialFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.issuer, "issuer", "", "the issuer URL, e.g. https://host/ids (required; IDSAUTH_ISSUER)")
+	fs.StringVar(&c.clientID, "client-id", "", "the client ID (required)")
+	fs.StringVar(&c.scopes, "scope", "", "the scopes to ask for, space-separated (none: the issuer's default for the client)")
+	fs.StringVar(&c.keyFile, "key", "", "authenticate with this PEM private key (private_key_jwt) instead of a secret")
+	fs.StringVar(&c.kid, "kid", "", "with -key, the assertion's kid (default: the key's RFC 7638 thumbprint)")
+	fs.StringVar(&c.alg, "alg", "", "with -key, ES256, RS256, PS256 or EdDSA (default: the one that fits the key, RS256 for RSA)")
+	fs.StringVar(&c.assertionFile, "assertion-file", "", "authenticate with the workload's token in this file (a projected service-account token, a JWT-SVID) instead of a secret")
+	fs.BoolVar(&c.spiffe, "spiffe", false, "with -assertion-file, send it as a JWT-SVID (client_assertion_type jwt-spiffe)")
+	fs.StringVar(&c.certFile, "cert", "", "present this PEM client certificate (mutual TLS, RFC 8705), with -key its private key")
+	fs.StringVar(&c.caFile, "cacert", "", "trust this PEM CA for the issuer's TLS certificate, beside the system's")
+	fs.StringVar(&c.secretFile, "secret-file", "", "read the client secret from the first line of this file")
+	fs.StringVar(&c.secretEnv, "secret-env", "", "read the client secret from this environment variable")
+	fs.DurationVar(&c.timeout, "timeout", 30*time.Second, "give up after this long")
+}
+
+// config is the client the flags describe, its HTTP client trusting
+// -cacert; its TokenURL is left to discovery.
+func (c *credentialFlags) config(e env) (client.Config, error) {
+	if c.issuer == "" {
+		c.issuer = e.getenv("IDSAUTH_ISSUER")
+	}
+	switch {
+	case c.issuer == "" || c.clientID == "":
+		return client.Config{}, usagef("-issuer and -client-id are required")
+	case (c.keyFile == "" || c.certFile != "") && (c.kid != "" || c.alg != ""):
+		return client.Config{}, usagef("-kid and -alg go with -key, without -cert")
+	case c.keyFile != "" && c.certFile == "" && (c.secretFile != "" || c.secretEnv != ""):
+		return client.Config{}, usagef("-key or a secret, not both")
+	case c.assertionFile != "" && (c.keyFile != "" || c.secretFile != "" || c.secretEnv != ""):
+		return client.Config{}, usagef("-assertion-file is the client's credential: no -key or secret beside it")
+	case c.spiffe && c.assertionFile == "":
+		return client.Config{}, usagef("-spiffe goes with -assertion-file")
+	}
+	cfg := client.Config{ClientID: c.clientID, Scopes: strings.Fields(c.scopes), KeyAlg: c.alg, KeyID: c.kid, FetchTimeout: c.timeout}
+	var err error
+	switch {
+	case c.certFile != "":
+		// The certificate authenticates, unless a secret is given without
+		// asking for one: a client that binds its tokens to it.
+		if cfg.Certificate, err = readCertificate(c.certFile, c.keyFile); err == nil && (c.secretFile != "" || c.secretEnv != "" || e.getenv(defaultSecretEnv) != "") {
+			cfg.ClientSecret, err = clientSecret(e, c.secretFile, c.secretEnv)
+		}
+	case c.keyFile != "":
+		cfg.Key, err = readKey(c.keyFile)
+	case c.assertionFile != "":
+		cfg.AssertionFile = c.assertionFile
+		if c.spiffe {
+			cfg.AssertionType = client.AssertionJWTSPIFFE
+		}
+	default:
+		cfg.ClientSecret, err = clientSecret(e, c.secretFile, c.secretEnv)
+	}
+	if err != nil {
+		return client.Config{}, err
+	}
+	cfg.HTTPClient = &http.Client{Timeout: c.timeout}
+	if c.caFile != "" {
+		if cfg.HTTPClient.Transport, err = trusting(c.caFile); err != nil {
+			return client.Config{}, err
+		}
+	}
+	return cfg, nil
 }
 
 // readKey reads a PEM private key: a client's key for private_key_jwt,

@@ -79,6 +79,22 @@ func (s *Signer) Assertion(clientID, audience string, now time.Time) (string, er
 	}{clientID, clientID, audience, now.Unix(), now.Add(assertionLifetime).Unix(), rand.Text()})
 }
 
+// Key is the signer's key.
+func (s *Signer) Key() crypto.Signer { return s.key }
+
+// Alg is the signer's JWS algorithm.
+func (s *Signer) Alg() string { return s.alg }
+
+// Public is the signer's public key.
+func (s *Signer) Public() crypto.PublicKey { return s.key.Public() }
+
+// Sign returns the compact JWS of header and claims, as JSON, signed by
+// the signer's key (the header must name its alg and kid); what names it
+// in an error. The gate's assertion (internal/assertion) is signed so.
+func (s *Signer) Sign(what string, header, claims any) (string, error) {
+	return s.sign(what, header, claims)
+}
+
 // sign returns the compact JWS of header and claims, as JSON, signed by
 // the signer's key; what names it in an error.
 func (s *Signer) sign(what string, header, claims any) (string, error) {

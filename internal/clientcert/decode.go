@@ -29,7 +29,10 @@ var (
 //     as spaces or not);
 //   - the same URL-encoded (nginx's $ssl_client_escaped_cert);
 //   - base64 DER (IIS ARR's X-ARR-ClientCert, ASP.NET's X-Client-Cert) or
-//     hex DER.
+//     hex DER;
+//   - RFC 9440's Client-Cert: the DER as a structured field's byte
+//     sequence, base64 between colons (":MIIB...:"), as HAProxy writes it
+//     with ":%[ssl_c_der,base64]:" (docs/GATEWAY.md's recipe).
 //
 // A value of these forms that holds more than one certificate is refused:
 // none of these proxies sends a chain there, and a proxy that appends its
@@ -47,8 +50,18 @@ func Decode(header, value string) (ders [][]byte, hash []byte, err error) {
 	return ders, nil, err
 }
 
-// decodeValue reads a PEM, URL-encoded PEM, base64 or hex value.
+// decodeValue reads a PEM, URL-encoded PEM, base64, hex or RFC 9440
+// value.
 func decodeValue(v string) ([][]byte, error) {
+	if len(v) > 2 && v[0] == ':' && v[len(v)-1] == ':' {
+		// RFC 9440 §2.2: one sf-binary, base64 (RFC 8941 §3.3.5); a list
+		// of them (a chain) is Client-Cert-Chain's, never this header's.
+		der, err := base64.StdEncoding.DecodeString(v[1 : len(v)-1])
+		if err != nil || len(der) == 0 || der[0] != 0x30 {
+			return nil, errUnreadable
+		}
+		return [][]byte{der}, nil
+	}
 	if strings.HasPrefix(v, "%") || strings.HasPrefix(v, "-----BEGIN%20") {
 		u, err := url.PathUnescape(v) // not QueryUnescape: base64 holds "+"
 		if err != nil {

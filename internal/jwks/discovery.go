@@ -3,8 +3,10 @@ package jwks
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 )
 
@@ -16,12 +18,24 @@ type Document struct {
 	IntrospectionEndpoint string `json:"introspection_endpoint"`
 }
 
-// Discover reads the discovery document of issuer, at
-// {issuer}/.well-known/openid-configuration, with c (a Client), whose
-// "issuer" must be issuer exactly.
+// Discover reads the discovery document of issuer with c (a Client),
+// whose "issuer" must be issuer exactly: its OpenID Connect discovery
+// document ({issuer}/.well-known/openid-configuration), or, where that is
+// not found (404), its RFC 8414 authorization server metadata, the
+// well-known path inserted between the issuer's host and path
+// (https://host/.well-known/oauth-authorization-server/ids for
+// https://host/ids), as an OAuth server that is no OpenID provider
+// publishes it.
 func Discover(ctx context.Context, c *http.Client, issuer string) (*Document, error) {
 	u := strings.TrimSuffix(issuer, "/") + "/.well-known/openid-configuration"
 	data, err := get(ctx, c, u, nil)
+	var se *StatusError
+	if errors.As(err, &se) && se.Code == http.StatusNotFound {
+		if iu, perr := url.Parse(issuer); perr == nil && iu.Host != "" {
+			u = iu.Scheme + "://" + iu.Host + "/.well-known/oauth-authorization-server" + strings.TrimSuffix(iu.EscapedPath(), "/")
+			data, err = get(ctx, c, u, nil)
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("discovery: %s: %w", u, err)
 	}

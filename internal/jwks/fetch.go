@@ -29,6 +29,15 @@ var ErrTooManyKeys = errors.New("the JWKS holds more keys than its bound")
 // ErrStatus is the error of an answer other than 200.
 var ErrStatus = errors.New("the key source answered with another status than 200")
 
+// StatusError is an answer other than 200, with its status: it is
+// ErrStatus to errors.Is.
+type StatusError struct {
+	Code int // the answer's HTTP status
+}
+
+func (e *StatusError) Error() string        { return fmt.Sprintf("%v: %d", ErrStatus, e.Code) }
+func (e *StatusError) Is(target error) bool { return target == ErrStatus }
+
 // Parse reads data, the JSON of a JWKS ({"keys": [...]}), by r: each
 // JWK's members, and its public key when it is of a type this module
 // reads (Key.Pub).
@@ -87,7 +96,7 @@ func get(ctx context.Context, c *http.Client, u string, header http.Header) ([]b
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10)) // lets the connection be reused
-		return nil, fmt.Errorf("%w: %d", ErrStatus, resp.StatusCode)
+		return nil, &StatusError{Code: resp.StatusCode}
 	}
 	var b bytes.Buffer
 	if _, err := b.ReadFrom(resp.Body); err != nil {

@@ -36,7 +36,7 @@ master_process off;
 worker_processes 1;
 pid {{dir}}/nginx.pid;
 error_log stderr notice;
-events { worker_connections 64; }
+events { worker_connections 1024; }
 http {
 	access_log off;
 	client_body_temp_path {{dir}}/body;

@@ -9,7 +9,9 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -78,3 +80,39 @@ func Start(t testing.TB, addr, path string, args ...string) *Process {
 
 // Log is what the program wrote.
 func (p *Process) Log() string { return p.out.String() }
+
+// Python runs the Python 3 script (a path) with a free loopback port as
+// its one argument, and returns the address it listens on: an upstream
+// that is not Go, such as one made of Python's http.server.
+func Python(t testing.TB, script string) string {
+	t.Helper()
+	py := Find(t, "python3", "python3")
+	port := FreePort(t)
+	addr := "127.0.0.1:" + port
+	Start(t, addr, py, script, port)
+	return addr
+}
+
+// Recipe returns the one fenced block whose info string is lang ("nginx",
+// "haproxy", "yaml traefik", ...) in the document at doc, as a reader copies it, with each of replace's
+// pairs (old, new) replaced: the test's addresses and files for the
+// example's. It fails the test when the document has no such block, or
+// more than one, or the block lacks an old.
+func Recipe(t testing.TB, doc, lang string, replace ...string) string {
+	t.Helper()
+	text, err := os.ReadFile(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := regexp.MustCompile("(?s)```"+regexp.QuoteMeta(lang)+"\n(.*?)```").FindAllSubmatch(text, -1)
+	if len(blocks) != 1 {
+		t.Fatalf("%s has %d %s blocks, want 1", doc, len(blocks), lang)
+	}
+	r := string(blocks[0][1])
+	for i := 0; i+1 < len(replace); i += 2 {
+		if !strings.Contains(r, replace[i]) {
+			t.Fatalf("the %s recipe of %s has no %q to replace:\n%s", lang, doc, replace[i], r)
+		}
+	}
+	return strings.NewReplacer(replace...).Replace(r)
+}
