@@ -31,7 +31,11 @@ func (iss *Issuer) authenticate(q *request) (*client, *refusal) {
 	if !q.asserted {
 		// Hashed for the table only when this client failed from this
 		// address within the window: a right secret computes no HMAC.
-		repeat = st.repeats.Attempt(subject, q.secret, q.addr)
+		var against []secret.Hash // an unknown subject's: none
+		if cl != nil {
+			against = cl.hashes
+		}
+		repeat = st.repeats.Attempt(subject, against, q.secret, q.addr)
 		if repeat.Repeated(q.now) {
 			// The same secret failed for this client from this address
 			// within the window: the caller learns nothing new, so it is

@@ -313,7 +313,11 @@ func (iss *Issuer) apply(st *state, sets []keySet, now time.Time) {
 	default:
 		g.limiter = &limit.Memory{MaxBytes: g.limiterCfg.bytes}
 	}
-	g.repeats = newRepeatTable(repeatBytes)
+	if old != nil { // its failures are keyed by the secrets they were checked against
+		g.repeats = old.repeats
+	} else {
+		g.repeats = newRepeatTable(repeatBytes)
+	}
 	switch {
 	case iss.verifier != nil:
 		g.verifier = iss.verifier

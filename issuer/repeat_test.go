@@ -185,3 +185,36 @@ func TestRightSecretComputesNoRepeatHMAC(t *testing.T) {
 		t.Fatalf("a wrong secret and two repeats computed %d HMACs, want 3", n)
 	}
 }
+
+// TestRepeatsOutliveChangesButNotTheSecrets: a registry changes often
+// (a thousand changes a minute), and each change makes a new state: the
+// failures remembered outlive them, so a misconfigured client's repeats
+// stay free whatever else changes; but a failure is remembered against
+// the secrets it was checked against, so the secret that failed is right
+// once the client's registration (or the file, at a reload) gives it.
+func TestRepeatsOutliveChangesButNotTheSecrets(t *testing.T) {
+	s := newServer(t, func(c *issuer.Config) { c.Limits.FailedAttemptsPerSubject = 2 })
+	reg := func(id, secretText string) issuer.ClientConfig {
+		return issuer.ClientConfig{ClientID: id, SecretHashes: []string{secret.HashSHA256(secretText).String()}, Scopes: []string{scope.AdminWebAPI}}
+	}
+	if err := s.iss.UpdateRegistered([]issuer.ClientConfig{reg("rotating", "old")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	for run := range 4 {
+		if status, code := fetchToken(t, s, "rotating", "new"); status != 401 || code != "invalid_client" {
+			t.Fatalf("run %d of the new secret, before the rotation: %d %s, want 401 invalid_client (a repeat, not charged)", run, status, code)
+		}
+		if err := s.iss.UpdateRegistered([]issuer.ClientConfig{reg(fmt.Sprint("other-", run), "x")}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if status, code := fetchToken(t, s, "rotating", "old"); status != 200 {
+		t.Fatalf("the right secret after four repeats across four changes: %d %s", status, code)
+	}
+	if err := s.iss.UpdateRegistered([]issuer.ClientConfig{reg("rotating", "new")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if status, code := fetchToken(t, s, "rotating", "new"); status != 200 {
+		t.Fatalf("the secret that failed, once the registration gives it: %d %s, want a token", status, code)
+	}
+}

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/idsauth/idsauth/secret"
 )
 
 // repeatWays is the number of entries per set of a repeatTable, and
@@ -29,8 +31,11 @@ const (
 // guesses.
 //
 // A credential is kept as an HMAC-SHA256, under a key made at random for
-// each repeatTable, of the subject, the secret and the address, truncated to
-// 96 bits: never the secret, and nothing that can be matched without the
+// each repeatTable, of the subject, the secret hashes it was checked
+// against, the secret and the address, truncated to 96 bits: a change of
+// the subject's secrets (a reload, a registry's change, a subject that
+// comes to exist) makes its remembered failures no repeats, so the table
+// outlives every change of the issuer's state. It is never the secret, never the secret, and nothing that can be matched without the
 // key. The address is part of it so that a repeat says nothing about what
 // was sent from elsewhere: a secret that failed from another address is
 // charged as any guess.
@@ -114,20 +119,22 @@ func (r *repeatTable) Marks() int64 { return r.marks.Load() }
 type repeatAttempt struct {
 	r                     *repeatTable
 	subject, secret, addr string
-	slot                  uint32 // in the filter
+	against               []secret.Hash // the subject's hashes, nil for none
+	slot                  uint32        // in the filter
 	cred                  credential
 }
 
-// Attempt returns the attempt of secret for subject from addr. It hashes
-// the subject and the address (a seeded maphash), never the secret.
-func (r *repeatTable) Attempt(subject, secret, addr string) repeatAttempt {
+// Attempt returns the attempt of secret for subject, whose secret hashes
+// are against, from addr. It hashes the subject and the address (a seeded
+// maphash), never the secret.
+func (r *repeatTable) Attempt(subject string, against []secret.Hash, secret, addr string) repeatAttempt {
 	var h maphash.Hash
 	h.SetSeed(r.seed)
 	var n [binary.MaxVarintLen64]byte
 	h.Write(binary.AppendUvarint(n[:0], uint64(len(subject)))) // no two pairs hash the same text
 	h.WriteString(subject)
 	h.WriteString(addr)
-	return repeatAttempt{r: r, subject: subject, secret: secret, addr: addr, slot: uint32(h.Sum64() % uint64(len(r.pairs)))}
+	return repeatAttempt{r: r, subject: subject, against: against, secret: secret, addr: addr, slot: uint32(h.Sum64() % uint64(len(r.pairs)))}
 }
 
 // Repeated reports whether the attempt's secret failed for its subject
@@ -160,19 +167,24 @@ func (a *repeatAttempt) Failed(until time.Time) {
 // credential is the attempt's credential, computed once.
 func (a *repeatAttempt) credential() credential {
 	if a.cred == (credential{}) {
-		a.cred = a.r.Mark(a.subject, a.secret, a.addr)
+		a.cred = a.r.Mark(a.subject, a.against, a.secret, a.addr)
 	}
 	return a.cred
 }
 
-// Mark returns the credential of secret for subject from addr. The
-// buffer it hashes is cleared before it is reused: it held the secret.
-func (r *repeatTable) Mark(subject, secret, addr string) credential {
+// Mark returns the credential of secret for subject, checked against its
+// hashes, from addr. The buffer it hashes is cleared before it is reused:
+// it held the secret.
+func (r *repeatTable) Mark(subject string, against []secret.Hash, secret, addr string) credential {
 	r.marks.Add(1)
 	m := r.macs.Get().(*repeatMAC)
 	defer r.macs.Put(m)
 	// Each part's length first, so that no two triples hash the same text.
-	in := m.in[:0]
+	in := binary.AppendUvarint(m.in[:0], uint64(len(against)))
+	for _, h := range against {
+		in = binary.AppendUvarint(in, uint64(len(h.String())))
+		in = append(in, h.String()...)
+	}
 	for _, s := range [...]string{subject, secret, addr} {
 		in = binary.AppendUvarint(in, uint64(len(s)))
 		in = append(in, s...)

@@ -8,28 +8,39 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/idsauth/idsauth/secret"
 )
 
-// A credential is HMAC-SHA256 under the table's own key of the subject,
+// A credential is HMAC-SHA256 under the table's own key of the secret
+// hashes checked (their count, then each after its length), the subject,
 // secret and address, each after its length, truncated to 96 bits: a
-// keyed hash, whose key another repeatTable (another process) does not share.
+// keyed hash, whose key another repeatTable (another process) does not
+// share, and which another set of hashes does not match.
 func TestMarkIsAKeyedHMAC(t *testing.T) {
 	r := newRepeatTable(4 << 10)
+	hashes := []secret.Hash{secret.HashSHA256("one"), secret.HashSHA256("two")}
 	mac := hmac.New(sha256.New, r.key[:])
-	for _, s := range []string{"client", "s3cret", "192.0.2.1"} {
+	mac.Write(binary.AppendUvarint(nil, uint64(len(hashes))))
+	for _, s := range []string{hashes[0].String(), hashes[1].String(), "client", "s3cret", "192.0.2.1"} {
 		mac.Write(binary.AppendUvarint(nil, uint64(len(s))))
 		mac.Write([]byte(s))
 	}
 	sum := mac.Sum(nil)
 	want := credential{key: binary.LittleEndian.Uint64(sum), check: binary.LittleEndian.Uint32(sum[8:])}
-	if got := r.Mark("client", "s3cret", "192.0.2.1"); got != want {
+	if got := r.Mark("client", hashes, "s3cret", "192.0.2.1"); got != want {
 		t.Fatalf("Mark = %+v, want the HMAC's %+v", got, want)
 	}
-	if newRepeatTable(4<<10).Mark("client", "s3cret", "192.0.2.1") == want {
+	if newRepeatTable(4<<10).Mark("client", hashes, "s3cret", "192.0.2.1") == want {
 		t.Fatal("two repeatTable share a key")
 	}
+	for _, other := range [][]secret.Hash{nil, hashes[:1], {hashes[0], secret.HashSHA256("three")}} {
+		if r.Mark("client", other, "s3cret", "192.0.2.1") == want {
+			t.Fatalf("checked against %v, the credential is the one checked against %v", other, hashes)
+		}
+	}
 	// No two triples run together.
-	if r.Mark("ab", "c", "x") == r.Mark("a", "bc", "x") || r.Mark("a", "bc", "x") == r.Mark("a", "b", "cx") {
+	if r.Mark("ab", nil, "c", "x") == r.Mark("a", nil, "bc", "x") || r.Mark("a", nil, "bc", "x") == r.Mark("a", nil, "b", "cx") {
 		t.Fatal("the parts of a credential run together")
 	}
 }
@@ -40,7 +51,7 @@ func TestMarkAllocatesNothing(t *testing.T) {
 		t.Skip("allocation counts are not kept under the race detector")
 	}
 	r := newRepeatTable(4 << 10)
-	if n := testing.AllocsPerRun(100, func() { r.Mark("client", "s3cret", "192.0.2.1") }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { r.Mark("client", nil, "s3cret", "192.0.2.1") }); n != 0 {
 		t.Fatalf("Mark allocates %v times", n)
 	}
 }
@@ -50,12 +61,12 @@ func TestMarkAllocatesNothing(t *testing.T) {
 func TestRepeatCountsWithinItsWindow(t *testing.T) {
 	r := newRepeatTable(4 << 10)
 	now := time.Unix(1_800_000_000, 0)
-	c := r.Mark("client", "wrong", "192.0.2.1")
+	c := r.Mark("client", nil, "wrong", "192.0.2.1")
 	if r.Failed(c, now) {
 		t.Fatal("a credential never remembered counts as failed")
 	}
 	r.Remember(c, now.Add(time.Minute))
-	for _, other := range []credential{r.Mark("client", "wrong2", "192.0.2.1"), r.Mark("client2", "wrong", "192.0.2.1"), r.Mark("client", "wrong", "192.0.2.2"), {}} {
+	for _, other := range []credential{r.Mark("client", nil, "wrong2", "192.0.2.1"), r.Mark("client2", nil, "wrong", "192.0.2.1"), r.Mark("client", nil, "wrong", "192.0.2.2"), {}} {
 		if r.Failed(other, now) {
 			t.Fatalf("%+v counts as the failed %+v", other, c)
 		}
@@ -76,14 +87,14 @@ func TestFullRepeatsForgetRatherThanInvent(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
 	const n = 10_000
 	for i := range n {
-		r.Remember(r.Mark("client", fmt.Sprint("guess-", i), "192.0.2.1"), now.Add(time.Duration(i)*time.Millisecond+time.Hour))
+		r.Remember(r.Mark("client", nil, fmt.Sprint("guess-", i), "192.0.2.1"), now.Add(time.Duration(i)*time.Millisecond+time.Hour))
 	}
 	if r.Bytes() != 4<<10 {
 		t.Fatalf("the table holds %d bytes, want 4096", r.Bytes())
 	}
 	kept := 0
 	for i := range n {
-		if r.Failed(r.Mark("client", fmt.Sprint("guess-", i), "192.0.2.1"), now) {
+		if r.Failed(r.Mark("client", nil, fmt.Sprint("guess-", i), "192.0.2.1"), now) {
 			kept++
 		}
 	}
@@ -91,12 +102,12 @@ func TestFullRepeatsForgetRatherThanInvent(t *testing.T) {
 		t.Fatalf("%d of %d failures are kept in a table of %d entries", kept, n, len(r.entries))
 	}
 	for i := range n {
-		if r.Failed(r.Mark("client", fmt.Sprint("other-", i), "192.0.2.1"), now) {
+		if r.Failed(r.Mark("client", nil, fmt.Sprint("other-", i), "192.0.2.1"), now) {
 			t.Fatalf("a credential never remembered counts as failed (%d)", i)
 		}
 	}
 	// The last one remembered replaced an older one, not itself.
-	if !r.Failed(r.Mark("client", fmt.Sprint("guess-", n-1), "192.0.2.1"), now) {
+	if !r.Failed(r.Mark("client", nil, fmt.Sprint("guess-", n-1), "192.0.2.1"), now) {
 		t.Fatal("the latest failure was the one forgotten")
 	}
 }
@@ -112,8 +123,8 @@ func TestAttemptAnswersAsMarkAndFailed(t *testing.T) {
 	for i := range 20_000 {
 		subject, secret, addr := fmt.Sprint("client-", rng.IntN(4)), fmt.Sprint("secret-", rng.IntN(6)), fmt.Sprint("192.0.2.", rng.IntN(3))
 		now = now.Add(time.Duration(rng.IntN(2000)) * time.Millisecond)
-		a := viaAttempt.Attempt(subject, secret, addr)
-		c := viaMark.Mark(subject, secret, addr)
+		a := viaAttempt.Attempt(subject, nil, secret, addr)
+		c := viaMark.Mark(subject, nil, secret, addr)
 		got, want := a.Repeated(now), viaMark.Failed(c, now)
 		if got != want {
 			t.Fatalf("step %d: Attempt.Repeated %v, Failed %v", i, got, want)
@@ -141,20 +152,20 @@ func TestAttemptHashesOnlyAfterItsPairFailed(t *testing.T) {
 	r := newRepeatTable(64 << 10)
 	now := time.Unix(1_800_000_000, 0)
 	for range 100 {
-		if a := r.Attempt("client", "right", "192.0.2.1"); a.Repeated(now) {
+		if a := r.Attempt("client", nil, "right", "192.0.2.1"); a.Repeated(now) {
 			t.Fatal("a right secret counts as failed")
 		}
 	}
 	if n := r.Marks(); n != 0 {
 		t.Fatalf("100 attempts of a pair that never failed computed %d HMACs, want 0", n)
 	}
-	a := r.Attempt("client", "wrong", "192.0.2.1")
+	a := r.Attempt("client", nil, "wrong", "192.0.2.1")
 	a.Repeated(now)
 	a.Failed(now.Add(time.Minute))
 	if n := r.Marks(); n != 1 {
 		t.Fatalf("a failure computed %d HMACs, want 1", n)
 	}
-	if b := r.Attempt("client", "wrong", "192.0.2.1"); !b.Repeated(now) || r.Marks() != 2 {
+	if b := r.Attempt("client", nil, "wrong", "192.0.2.1"); !b.Repeated(now) || r.Marks() != 2 {
 		t.Fatalf("the repeat is not found by its HMAC (%d computed)", r.Marks())
 	}
 	// Another address of the same client: a slot of its own (one of the
@@ -162,17 +173,17 @@ func TestAttemptHashesOnlyAfterItsPairFailed(t *testing.T) {
 	other := ""
 	for i := 2; other == ""; i++ {
 		addr := fmt.Sprint("192.0.2.", i)
-		if o := r.Attempt("client", "right", addr); o.slot != a.slot {
+		if o := r.Attempt("client", nil, "right", addr); o.slot != a.slot {
 			other = addr
 		}
 	}
 	before := r.Marks()
 	for range 100 {
-		if o := r.Attempt("client", "right", other); o.Repeated(now) {
+		if o := r.Attempt("client", nil, "right", other); o.Repeated(now) {
 			t.Fatal("another address's secret counts as failed")
 		}
 	}
-	if b := r.Attempt("client", "wrong", "192.0.2.1"); b.Repeated(now.Add(time.Minute)) || r.Marks() != before {
+	if b := r.Attempt("client", nil, "wrong", "192.0.2.1"); b.Repeated(now.Add(time.Minute)) || r.Marks() != before {
 		t.Fatalf("after the window, or from another pair, HMACs were computed: %d, want %d", r.Marks(), before)
 	}
 }
@@ -185,7 +196,7 @@ func TestAttemptAllocatesNothing(t *testing.T) {
 	r := newRepeatTable(4 << 10)
 	now := time.Unix(1_800_000_000, 0)
 	if n := testing.AllocsPerRun(100, func() {
-		a := r.Attempt("client", "s3cret", "192.0.2.1")
+		a := r.Attempt("client", nil, "s3cret", "192.0.2.1")
 		if !a.Repeated(now) {
 			a.Failed(now.Add(time.Minute))
 		}
