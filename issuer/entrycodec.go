@@ -173,14 +173,15 @@ func encodeEntry(e entry) (tableEntry, error) {
 }
 
 // entryBodies holds the bodies of the entries of one change, one after
-// the other in blocks of 64 KiB: a load of 100,000 clients makes a few
-// hundred allocations of them, not 100,000.
+// the other in blocks of 2 KiB, each twice the last up to 64 KiB: a load
+// of 100,000 clients makes a few hundred allocations of them, not
+// 100,000, and a change of one client one small block.
 type entryBodies struct{ buf []byte }
 
 // encode returns e as a tableEntry, its body in b.
 func (b *entryBodies) encode(e entry) (tableEntry, error) {
 	if cap(b.buf)-len(b.buf) < 1<<10 { // a new block, the bodies of the old one left where they are
-		b.buf = make([]byte, 0, 64<<10)
+		b.buf = make([]byte, 0, min(64<<10, max(2<<10, 2*cap(b.buf))))
 	}
 	start := len(b.buf)
 	buf, err := appendEntry(b.buf, &e)

@@ -79,7 +79,7 @@ func newReplicaWith(t *testing.T, dbURL string, edit func(*issuer.Config), opts 
 }
 
 // newReplicaConfig is newReplica with the registry's Config edited.
-func newReplicaConfig(t *testing.T, dbURL string, regEdit func(*pgregistry.Config)) *replica {
+func newReplicaConfig(t testing.TB, dbURL string, regEdit func(*pgregistry.Config)) *replica {
 	t.Helper()
 	r := newReplicaOf(t, dbURL, nil, regEdit)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -90,7 +90,7 @@ func newReplicaConfig(t *testing.T, dbURL string, regEdit func(*pgregistry.Confi
 	return r
 }
 
-func newReplicaOf(t *testing.T, dbURL string, edit func(*issuer.Config), regEdit func(*pgregistry.Config), opts ...issuer.Option) *replica {
+func newReplicaOf(t testing.TB, dbURL string, edit func(*issuer.Config), regEdit func(*pgregistry.Config), opts ...issuer.Option) *replica {
 	t.Helper()
 	mux := http.NewServeMux()
 	srv := httptest.NewServer(mux)

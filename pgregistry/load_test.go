@@ -83,12 +83,15 @@ func BenchmarkLoad(b *testing.B) {
 
 // registerShaped writes n clients of the stated shape into the registry
 // at u: one SHA-256 secret hash, three scopes, a lifetime and an epoch.
-func registerShaped(b *testing.B, u string, n int) {
+func registerShaped(b testing.TB, u string, n int) {
 	exec(b, u, `INSERT INTO idsauth_registrations (kind, id, config, secret_hashes, epoch)
 		SELECT 'client', 'client-' || i,
 			'{"scopes": ["pd_AdminWebApi", "pd_ConnectWebApi", "reports.read"], "accessTokenLifetime": 600}',
 			ARRAY['sha256:' || encode(sha256(('secret-' || i)::bytea), 'base64')], i
 		FROM generate_series(1, $1) AS i`, n)
+	// As a writer by hand must: the rows carry the next generation, which
+	// the generation becomes.
+	exec(b, u, `UPDATE idsauth_generation SET generation = generation + 1`)
 }
 
 // heapInUse is the heap's live bytes after two collections.
