@@ -87,8 +87,8 @@ func writeJSON(t *testing.T, path string, v any) {
 // the example service (its token endpoint and its API), against idsauth
 // serve, against idsauth gate behind a real nginx in front of a Python
 // upstream, and against a server that is wrong on purpose, which it must
-// fail. With IDSAUTH_CONFORMANCE_REPORTS set, each report is printed (CI
-// does, in the gate's stage).
+// fail. With IDSAUTH_CONFORMANCE_REPORTS set (and go test -v), each
+// report is printed; CI runs it as one of the module's tests.
 func TestConformanceRunner(t *testing.T) {
 	t.Run("the example service", func(t *testing.T) {
 		dir := t.TempDir()

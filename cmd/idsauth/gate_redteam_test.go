@@ -108,6 +108,36 @@ func TestRedTeamGateHeaders(t *testing.T) {
 			t.Errorf("%q: a Set-Cookie came out", uri)
 		}
 	}
+	// Envoy's Check: its answer's headers reach Envoy as gRPC fields,
+	// past no HTTP server that would replace a line end; a raw one in
+	// the path is refused, and no header carries one.
+	cc := checkClient(t, strings.TrimPrefix(gsrv.URL, "http://"))
+	for _, uri := range []string{`/webapi/api/v3/demo/x",error="invalid_token",x="`, "/webapi/api/v3/demo/a\r\nSet-Cookie: x=y",
+		"/webapi/api/v3/demo/a%0d%0aSet-Cookie:%20x=y", "/webapi/api/v3/demo/\u00e9\""} {
+		resp, err := cc.Check(context.Background(), checkRequest("GET", uri, nil, ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := resp.GetDeniedResponse()
+		if d == nil {
+			t.Fatalf("Check %q: not denied: %v", uri, resp)
+		}
+		for _, h := range d.GetHeaders() {
+			k, v := h.GetHeader().GetKey(), h.GetHeader().GetValue()
+			if strings.ContainsAny(k+v, "\r\n") || k == "set-cookie" {
+				t.Errorf("Check %q: header %q: %q", uri, k, v)
+			}
+			if k == "www-authenticate" {
+				var got []string
+				for _, m := range names.FindAllStringSubmatch(v, -1) {
+					got = append(got, m[1])
+				}
+				if !challenge.MatchString(v) || strings.Join(got, " ") != "realm resource_metadata" {
+					t.Errorf("Check %q: WWW-Authenticate %q, parameters %q", uri, v, got)
+				}
+			}
+		}
+	}
 	// A realm that could end its quoted string is refused at load.
 	if _, err := loadGateConfig(gateFile(t, iss, func(c map[string]any) { c["realm"] = `api", error="invalid_token` })); err == nil {
 		t.Error("a realm with a quote was taken")
