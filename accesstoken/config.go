@@ -18,45 +18,23 @@ type Config struct {
 	// with userinfo ("user:password@") is refused (see JWKSConfig.URL).
 	Issuer string
 
-	// Audience is who this service is, as the issuer names it in "aud": a
-	// token is accepted only if its "aud" holds at least one of these
-	// values. RFC 9068 §4 requires a resource server to check it, or a
-	// token the same issuer minted for another API would work here too.
-	//
-	// What to put here is what the issuer puts in "aud". IdentityServer
-	// (Duende, IdentityServer4) with EmitStaticAudienceClaim on, and this
-	// module's issuer by default, put "{issuer}/resources", e.g.
-	// "https://host/ids/resources"; with it off, IdentityServer puts the
-	// names of the API resources whose scopes the token carries, e.g.
-	// "admin-api". Elsewhere: Keycloak puts what an audience mapper adds
-	// to the client's scope ("account" without one); Auth0 the API's
-	// identifier; Microsoft Entra the API's Application ID URI or client
-	// ID; Okta's default server "api://default". New refuses an empty
-	// Audience unless AnyAudience is set.
+	// Audience is who this service is, as the issuer writes it in "aud": a
+	// token is accepted if its "aud" holds one of these. Required unless
+	// AnyAudience; what vendors write: docs/RESOURCE-SERVER.md, Audiences.
 	Audience []string
 
-	// AnyAudience accepts a token whatever its "aud" says, or without
-	// one. Set it only when every API that trusts this issuer may accept
-	// every token it issues (a single resource server, say); it cannot be
-	// combined with Audience.
+	// AnyAudience accepts a token whatever its "aud" says, or without one;
+	// not with Audience. See docs/RESOURCE-SERVER.md, Audiences.
 	AnyAudience bool
 
-	// Keys verify the issuer's JWTs: a *JWKS (NewJWKS fetches one, from
-	// a URL or by discovery, and keeps it fresh; ParseJWKS reads one
-	// given), an *issuer.Issuer in the same process, or a KeySource of
-	// your own. Nil means the JWKS that Issuer's discovery document
-	// ({Issuer}/.well-known/openid-configuration) names, fetched by
-	// NewJWKS with its defaults and this Config's Logger and Observer,
-	// and refreshed until the context given to New ends; or, with
-	// Introspection, no keys: every token is introspected.
+	// Keys verify the issuer's JWTs: a *JWKS (NewJWKS, ParseJWKS), an
+	// *issuer.Issuer, or a KeySource of your own. Nil: the JWKS Issuer's
+	// discovery names; with Introspection, none (every token introspected).
 	Keys KeySource
 
-	// Issuers, when set, are the issuers whose tokens are accepted, each
-	// with its own audience and keys, in place of Issuer, Audience,
-	// AnyAudience and Keys, which must then be empty: during a move from
-	// one identity service to another, say. See TrustedIssuer. The other
-	// settings apply to every issuer; Introspection does not apply, since
-	// an opaque token names no issuer.
+	// Issuers, when set, replace Issuer, Audience, AnyAudience and Keys
+	// (then empty) by a list, each with its own (TrustedIssuer); the other
+	// settings apply to every issuer, and Introspection cannot be set.
 	Issuers []TrustedIssuer
 
 	// Introspection, when set, asks the issuer about the tokens Keys do
@@ -64,11 +42,9 @@ type Config struct {
 	// Keys, every token. Nil: a token that is not a JWT is malformed.
 	Introspection *Introspection
 
-	// Algorithms are the accepted "alg" values, among ES256, RS256,
-	// PS256, EdDSA and Ed25519 (RFC 9864's name of EdDSA over an Ed25519
-	// key), which is what empty means. New refuses any other name:
-	// "none", the HMAC algorithms and the rest. The list is matched
-	// exactly: "EdDSA" and "Ed25519" are listed apart.
+	// Algorithms are the accepted "alg" values, matched exactly, among
+	// ES256, RS256, PS256, EdDSA and Ed25519 (RFC 9864's EdDSA); empty
+	// means all five. New refuses any other name ("none", HMAC...).
 	Algorithms []string
 
 	// Leeway is the clock skew allowed on exp, nbf and iat. Zero means 30
@@ -80,41 +56,19 @@ type Config struct {
 	// present must always be "at+jwt", "application/at+jwt" or "JWT".
 	RequireType bool
 
-	// MaxTokenSize is the longest token, in bytes, that is read at all: a
-	// longer one is refused ("too_large") before any decoding or call.
-	// Zero means 16 KiB, far above the 0.5 to 2 KiB of real access
-	// tokens, and 512 bytes for an opaque token that is introspected:
-	// reference tokens are short (43 characters from this module's issuer,
-	// 66 from IdentityServer). A JWT introspected (Introspection without
-	// Keys) gets the 16 KiB. New refuses a negative value.
+	// MaxTokenSize is the longest token, in bytes, read at all (longer:
+	// "too_large"). Zero means 16 KiB, and 512 bytes for an opaque token
+	// that is introspected; New refuses a negative value.
 	MaxTokenSize int
 
-	// AllowBoundTokens accepts, presented without their proof, tokens
-	// that carry a "cnf" claim, which binds them to a key (DPoP, RFC
-	// 9449; a client certificate, RFC 8705; RFC 7800). By default such a
-	// token is refused ("bound_token"): presented so it is probably
-	// stolen, since its holder would prove the key. Set it only if the
-	// handler checks the binding itself (the "cnf" claim is in
-	// Claims.Raw). A token presented with its proof is another matter
-	// (see Presentation), and a certificate-bound token presented with
-	// another certificate is refused ("wrong_certificate") whatever this
-	// says.
+	// AllowBoundTokens accepts a token with a "cnf" claim presented
+	// without its proof; false refuses it ("bound_token"). Set it only if
+	// the handler checks the binding itself: docs/RESOURCE-SERVER.md.
 	AllowBoundTokens bool
 
-	// CacheSize is how many validated tokens are remembered, so that a
-	// token seen again skips the signature check (see below). Zero means
-	// 10000; a negative value turns the cache off.
-	//
-	// A cached token is the same token to the byte; it is remembered until
-	// the earlier of its exp (with leeway) and CacheMaxAge, and forgotten
-	// as soon as the key set changes (a JWKS refresh that brings other
-	// keys, an issuer reload). CacheSize is the real capacity: when the
-	// cache is full, the oldest entry makes room, in constant time. An
-	// entry costs about 520 bytes plus the token, as measured after a GC
-	// (about 1 KB for a typical 500-byte token); tokens over 4 KiB are not
-	// cached. The default 10000 entries thus take about 10 MB. With Keys
-	// that are not a VersionedKeySource the cache stays off, since it
-	// could not follow key removals.
+	// CacheSize is how many validated tokens are remembered, so that the same
+	// token seen again skips the signature check: each about 520 bytes plus
+	// the token. Zero means 10000; negative turns it off (docs/PERFORMANCE.md).
 	CacheSize int
 
 	// CacheMaxAge bounds how long a validated token is remembered. Zero
@@ -124,17 +78,13 @@ type Config struct {
 	// Now is the clock, for tests. Nil means time.Now.
 	Now func() time.Time
 
-	// Logger receives what fails out of the caller's sight: the refreshes
-	// of the JWKS this validator fetches itself (Keys nil), and the
-	// introspection calls that fail (never with the token). Nil logs
-	// nothing. Refused tokens are not logged here: the caller has them
-	// (middleware.BearerConfig.Logger).
+	// Logger gets what fails out of the caller's sight: refreshes of the
+	// JWKS it fetches itself and failed introspection calls, never a token
+	// (refusals are BearerConfig.Logger's). Nil logs nothing.
 	Logger *slog.Logger
 
-	// Observer gets an event for every validation (observe.
-	// ValidationSucceeded, from the cache or not, or ValidationFailed with
-	// the reason's code) and every fetch of a JWKS this validator fetches
-	// itself (observe.KeysFetched or KeysFetchFailed). Nil sends none, at
+	// Observer gets an event for every validation and every fetch of a
+	// JWKS it fetches itself (docs/OBSERVABILITY.md). Nil sends none, at
 	// no cost.
 	Observer observe.Observer
 }
@@ -169,11 +119,8 @@ type TrustedIssuer struct {
 	// userinfo ("user:password@").
 	Issuer string
 
-	// Audience is who this service is, as this issuer names it in "aud":
-	// IdentityServer puts "{issuer}/resources" with EmitStaticAudienceClaim
-	// on and the API resource names (e.g. "admin-api") with it off; this
-	// module's issuer puts "{issuer}/resources" by default. Required
-	// unless AnyAudience is set.
+	// Audience is who this service is, as this issuer writes it in "aud"
+	// (docs/RESOURCE-SERVER.md, Audiences). Required unless AnyAudience.
 	Audience []string
 
 	// AnyAudience accepts this issuer's tokens whatever their "aud"

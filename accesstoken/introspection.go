@@ -27,47 +27,22 @@ import (
 //
 // An active answer is taken only if it may be about an access token, and
 // refused ("type") if it may be about another kind, a refresh token above
-// all, which lives for weeks. ORY Hydra's "token_use" must be
-// "access_token". "token_type" must name an access token's scheme
-// ("Bearer", "DPoP", "PoP") or an access token ("access_token" as
-// IdentityServer writes it, RFC 8693's URN of it, "client_credentials" as
-// oidc-provider before v4 did, "access"): any other name is refused,
-// whether it names a refresh token ("refresh_token", "Refresh", RFC 8693's
-// URN, ...) or a kind not known here, which is logged. Keycloak's "typ"
-// must not name another kind ("Refresh", "Offline", "ID",
-// "refresh_token", ...). Names are compared without regard to case, "_"
-// or "-".
-//
-// token_type is held to an allow-list because the names of the other
-// kinds are many, and one missed would let a refresh token in silently,
-// while an access token's are few, and one missed refuses that server's
-// every token at once, with the name in the log. "typ", no standard's
-// member, may hold a JWT's own typ ("at+jwt", "JWT"), and is held to the
-// list of the other kinds instead.
-//
-// Config.Audience is also what refuses a refresh token where the
-// endpoint's answer does not say what kind of token it describes: panva's
-// oidc-provider and Spring Authorization Server leave "token_type" out of
-// a refresh token's answer, and give it no "aud": Audience refuses it,
-// AnyAudience lets it through as an access token. With Authlib, the
-// answer is what the server's own code writes.
+// all, which lives for weeks; where the answer does not say, Config.Audience
+// refuses it. Which members are read, and which servers write what:
+// docs/RESOURCE-SERVER.md, "Refresh tokens are refused".
 type Introspection struct {
-	// Endpoint is the introspection endpoint's URL, such as
-	// "https://host/ids/connect/introspect". Empty means the one the
-	// issuer's discovery document names ("introspection_endpoint"). A
-	// URL with userinfo ("user:password@") is refused, there too: the
-	// credentials are ClientID and ClientSecret.
+	// Endpoint is the introspection endpoint's URL. Empty means the
+	// discovery document's "introspection_endpoint". A URL with userinfo
+	// is refused, there too: the credentials are ClientID and ClientSecret.
 	Endpoint string
 	// ClientID is the API's name at the issuer (IdentityServer's
 	// ApiResource name).
 	ClientID string
 	// ClientSecret is the API's secret, sent with HTTP Basic.
 	ClientSecret string
-	// Key, instead of ClientSecret, signs a private_key_jwt assertion
-	// (RFC 7523) for each call, its audience the issuer; KeyID is its
-	// "kid" (empty: the key's RFC 7638 thumbprint), KeyAlg its algorithm
-	// ("ES256", "RS256", "PS256" or "EdDSA"; empty: the one that fits the
-	// key, RS256 for RSA).
+	// Key, instead of ClientSecret, signs a private_key_jwt assertion for
+	// each call; KeyID is its "kid" (empty: the RFC 7638 thumbprint), KeyAlg
+	// its "alg" (empty: the key's). See docs/RESOURCE-SERVER.md.
 	Key    crypto.Signer
 	KeyID  string
 	KeyAlg string
@@ -76,14 +51,8 @@ type Introspection struct {
 	// combined with Endpoint, ClientSecret, Key or HTTPClient.
 	Local LocalIntrospector
 	// Unauthenticated calls an endpoint that takes no client
-	// authentication, such as ORY Hydra's admin introspection
-	// (/admin/oauth2/introspect) on a private network: no Authorization
-	// header and no secret or assertion in the form; ClientID, when set,
-	// is sent as client_id (RFC 6749 §2.3's "none"). It must be said:
-	// without it, an Introspection with neither ClientSecret nor Key is
-	// refused, and it cannot be combined with them or with Local. The
-	// answers are trusted as they come, so the way to the endpoint must be
-	// one nobody else can answer on: TLS to it, or a network of your own.
+	// authentication (ClientID, if set, goes as client_id); not with
+	// ClientSecret, Key or Local. See docs/RESOURCE-SERVER.md.
 	Unauthenticated bool
 
 	// CacheMaxAge bounds how long an active answer is reused, and so how
@@ -94,16 +63,12 @@ type Introspection struct {
 	// that a client retrying a dead token costs one call. Zero means 10
 	// seconds; negative, never.
 	InactiveCacheMaxAge time.Duration
-	// CacheBytes is the memory of the reused answers, active and inactive
-	// apart (three quarters and a quarter), counted at the most an entry
-	// may cost, about 3.7 KiB: a token over 128 bytes (a JWT) is cached
-	// under its SHA-256, and an answer over 1 KiB is not cached. Zero
-	// means 16 MiB (about 4,400 answers); negative turns the cache off.
+	// CacheBytes is the memory of the reused answers, counted at about
+	// 3.7 KiB an entry. Zero means 16 MiB (about 4,400 answers); negative
+	// turns the cache off.
 	CacheBytes int
 	// MaxConcurrent bounds the calls in flight at once; more wait for a
-	// slot, up to Timeout (a call, once started, is shared by every
-	// request about its token, and ends at Timeout whatever any of them
-	// does). Zero means 64.
+	// slot, up to Timeout. Zero means 64.
 	MaxConcurrent int
 	// Timeout bounds each call, and the discovery of Endpoint. Zero means
 	// 10 seconds.

@@ -25,33 +25,23 @@ import (
 // JWKSConfig configures a JWKS fetched over HTTP (NewJWKS). URL or
 // Issuer is required; every other zero value is a safe default.
 type JWKSConfig struct {
-	// URL is where the key set is published, such as
-	// "https://host/ids/.well-known/openid-configuration/jwks". A URL
-	// with userinfo ("user:password@") is refused, here, in Issuer and in
-	// the discovery document: a proxy's credentials go in HTTPClient's
-	// Transport.
+	// URL is where the key set is published. A URL with userinfo is
+	// refused, here, in Issuer and in the discovery document: a proxy's
+	// credentials go in HTTPClient's Transport.
 	URL string
 
-	// Issuer, when URL is empty, is the issuer whose discovery document,
-	// {Issuer}/.well-known/openid-configuration (or, where that is not
-	// found, its RFC 8414 metadata, the well-known path inserted before
-	// the issuer's path), names the URL ("jwks_uri"); the document's
-	// "issuer" must be Issuer exactly.
+	// Issuer, when URL is empty, is the issuer whose discovery document
+	// (or RFC 8414 metadata) names the URL; the document's "issuer" must
+	// be Issuer exactly. See docs/RESOURCE-SERVER.md.
 	Issuer string
 
-	// HTTPClient fetches the discovery document and the key set: its
-	// Transport (proxy, TLS, connection pool) is the one used. Nil means
-	// http.DefaultTransport. Whatever it is, every fetch ends after
-	// Timeout, even with a client that has no Timeout of its own (a
-	// shorter Timeout of its own applies too), provided its Transport
-	// honours the request's context, as http.Transport does; and answers
-	// larger than 1 MiB are refused.
+	// HTTPClient's Transport fetches the discovery document and the key
+	// set. Nil means http.DefaultTransport. Whatever it is, every fetch
+	// ends after Timeout, and answers over 1 MiB are refused.
 	HTTPClient *http.Client
 
-	// Timeout bounds each fetch of the discovery document or the key set,
-	// from the request to the last byte of the answer, redirects
-	// included: at start, in the background and on an unknown kid. Zero
-	// means 10 seconds; NewJWKS refuses a negative value.
+	// Timeout bounds each fetch, to the answer's last byte, redirects
+	// included. Zero means 10 seconds; NewJWKS refuses a negative value.
 	Timeout time.Duration
 
 	// RefreshInterval is how often the key set is fetched again in the
@@ -59,11 +49,8 @@ type JWKSConfig struct {
 	RefreshInterval time.Duration
 
 	// RefreshUnknownKID limits how often a token with an unknown "kid"
-	// fetches the key set again. Nil means at most once every 30 seconds.
-	// A token that arrives while the limit is spent is refused at once
-	// (ErrUnknownKey); it never waits. A fetch that brings back the same
-	// key set leaves the version, and so the validator's cache, as they
-	// were. Give the key sets of several issuers one limiter to share it.
+	// fetches the key set again; a token that finds it spent is refused at
+	// once (ErrUnknownKey). Nil means once every 30 seconds.
 	RefreshUnknownKID *rate.Limiter
 
 	// Logger receives the failures of the background refresh. Nil logs

@@ -53,15 +53,9 @@ type Config struct {
 	ClientID     string
 	ClientSecret string
 
-	// Key, instead of ClientSecret, authenticates the client with a JWT
-	// it signs (private_key_jwt, [RFC 7523] §2.2; OpenID Connect Core §9):
-	// every token request carries a new assertion, with iss and sub the
-	// ClientID, aud the issuer (see Issuer), a fresh jti and a lifetime
-	// of one minute. It may be any crypto.Signer (a key in a KMS or an HSM): an
-	// ECDSA P-256, RSA (2048 bits or more) or Ed25519 key. Nil means
-	// ClientSecret.
-	//
-	// [RFC 7523]: https://www.rfc-editor.org/rfc/rfc7523
+	// Key, instead of ClientSecret, signs a new private_key_jwt assertion
+	// (RFC 7523 §2.2) for every token request: any crypto.Signer of ECDSA
+	// P-256, RSA or Ed25519 (docs/CLIENT.md). Nil means ClientSecret.
 	Key crypto.Signer
 	// KeyID is the "kid" of the assertions' header. Empty means the RFC
 	// 7638 thumbprint of Key's public key.
@@ -70,13 +64,9 @@ type Config struct {
 	// "EdDSA". Empty means the one that fits Key (RS256 for RSA).
 	KeyAlg string
 
-	// AssertionFile, instead of ClientSecret or Key, authenticates the
-	// client with a workload's token that something else keeps fresh in
-	// this file (a Kubernetes projected service-account token, a SPIFFE
-	// helper's JWT-SVID): read at each token request, and sent as its
-	// client_assertion, with client_id, for an issuer that trusts the
-	// token's issuer (its client's federated credentials). Empty means
-	// none.
+	// AssertionFile, instead of ClientSecret or Key, is a file that
+	// something else keeps fresh with a workload's token, read at each
+	// token request and sent as client_assertion. Empty means none.
 	AssertionFile string
 	// AssertionFunc, instead of AssertionFile, gives the token for each
 	// token request (from a SPIFFE Workload API, say). Nil means none.
@@ -86,54 +76,39 @@ type Config struct {
 	// AssertionJWTSPIFFE, for a JWT-SVID.
 	AssertionType string
 
-	// Resources, when set, are sent as resource parameters ([RFC 8707]):
-	// the token is for exactly those audiences, each an absolute URI the
-	// client is allowed. Empty means every audience the client has.
-	//
-	// [RFC 8707]: https://www.rfc-editor.org/rfc/rfc8707
+	// Resources, when set, are sent as resource parameters (RFC 8707): the
+	// token is for exactly those audiences, each one the client is allowed.
+	// Empty means every audience the client has.
 	Resources []string
 
-	// BaseURL is the service's root URL, e.g. "https://docs.example.com":
-	// the token URL is BaseURL + "/ids/connect/token" unless TokenURL is
-	// set, and the origin of BaseURL (scheme, host and port) is the one
-	// that receives the token unless Origins is set.
+	// BaseURL is the service's root URL ("https://docs.example.com"): the
+	// token URL is BaseURL + "/ids/connect/token" unless TokenURL, and its
+	// origin the one that receives the token unless Origins.
 	BaseURL string
 	// TokenURL is the token endpoint. Empty means BaseURL +
 	// "/ids/connect/token".
 	TokenURL string
-	// Issuer is the authorization server's issuer identifier, the "aud"
-	// of the client assertions (Key), as draft-ietf-oauth-rfc7523bis
-	// requires against audience injection. Empty means BaseURL + "/ids"
-	// when TokenURL is empty, and otherwise the token URL, which RFC 7523
-	// allowed and servers of its time require.
+	// Issuer is the issuer identifier, the "aud" of the client assertions
+	// (Key). Empty means BaseURL + "/ids" when TokenURL is empty, else the
+	// token URL (docs/CLIENT.md says why).
 	Issuer string
 
-	// Origins, when set, are the only origins that receive the token,
-	// each written "scheme://host[:port]" (a path is ignored; a missing
-	// port is the scheme's default), e.g. "https://api.example.com".
-	// Empty means the origin of BaseURL alone; with neither, no request
-	// gets the token. Requests for any other origin, redirects included,
-	// are sent without it.
+	// Origins, when set, are the only origins ("scheme://host[:port]") that
+	// receive the token; other requests, redirects included, go without
+	// it. Empty means BaseURL's origin alone; with neither, none.
 	Origins []string
 
 	// Scopes to ask for, e.g. scope.AdminWebAPI.
 	Scopes []string
 
-	// EndpointParams are extra parameters of every token request, for a
-	// server that wants more than RFC 6749 names: ORY Hydra, for one,
-	// takes the token's audience as "audience" and ignores "resource".
-	// A parameter the request sets itself (grant_type, scope, resource,
-	// client_id, client_secret, client_assertion, client_assertion_type,
-	// in any case) is refused: every token request then fails with an
-	// error naming it. Nil means none.
+	// EndpointParams are extra parameters of every token request (ORY
+	// Hydra's "audience", say); one the request sets itself makes every
+	// token request fail, naming it. Nil means none.
 	EndpointParams url.Values
 
-	// AuthStyle is how credentials are sent: oauth2.AuthStyleInHeader
-	// (HTTP Basic, which every server must accept: RFC 6749 §2.3.1) or
-	// oauth2.AuthStyleInParams (form body). Zero means HTTP Basic. (x/oauth2's
-	// auto-detection is not used: it sends a wrong secret twice, and an
-	// issuer's failure limit counts both.)
-	// With Key it is ignored: the assertion goes in the form body.
+	// AuthStyle is how a secret is sent: oauth2.AuthStyleInHeader (HTTP
+	// Basic) or AuthStyleInParams (the form); zero means HTTP Basic, never
+	// auto-detection (docs/CLIENT.md). Ignored with Key.
 	AuthStyle oauth2.AuthStyle
 
 	// HTTPClient makes both the token requests and the calls. Nil means
@@ -147,42 +122,21 @@ type Config struct {
 	// FetchTimeout bounds one token request. Zero means 30 seconds.
 	FetchTimeout time.Duration
 
-	// DPoPKey, when set, makes the client's tokens sender-constrained
-	// (DPoP, [RFC 9449]): every token request and every call carries a
-	// new proof signed by it, and a token the issuer bound to it goes as
-	// "Authorization: DPoP <token>" with the proof (ath its hash). A
-	// stolen token is useless without the key. An answer that asks for a
-	// nonce (use_dpop_nonce, with DPoP-Nonce) is retried once with it, and
-	// the nonce is kept for the next requests to that origin. Any
-	// crypto.Signer: an ECDSA P-256, RSA (2048 bits or more) or Ed25519
-	// key, in memory, a KMS or an HSM. Nil means bearer tokens.
-	//
-	// [RFC 9449]: https://www.rfc-editor.org/rfc/rfc9449
+	// DPoPKey, when set, makes the tokens sender-constrained (DPoP, RFC
+	// 9449): every token request and call carries a new proof by it, any
+	// crypto.Signer (docs/CLIENT.md). Nil means bearer tokens.
 	DPoPKey crypto.Signer
 	// DPoPKeyAlg is the proofs' algorithm: "ES256", "RS256", "PS256" or
 	// "EdDSA". Empty means the one that fits DPoPKey (RS256 for RSA).
 	DPoPKeyAlg string
 
-	// Certificate, when set, is the client certificate presented in
-	// mutual TLS ([RFC 8705]), on the token requests and on the calls,
-	// with its private key and the intermediates it needs (as
-	// tls.LoadX509KeyPair reads them). With neither ClientSecret nor Key
-	// it authenticates the client (tls_client_auth, or
-	// self_signed_tls_client_auth): a token request carries client_id in
-	// its body and nothing else. The issuer may bind the tokens to it
-	// (cnf "x5t#S256"); a service then takes them only over a connection
-	// that presents it, which the calls do. When the issuer names a
-	// mutual TLS alias of its token endpoint (mtls_endpoint_aliases), set
-	// TokenURL to it. Nil means none, unless GetCertificate gives one.
-	// HTTPClient's Transport, if set, must be an *http.Transport, which
-	// is cloned.
-	//
-	// [RFC 8705]: https://www.rfc-editor.org/rfc/rfc8705
+	// Certificate, when set, is presented in mutual TLS (RFC 8705) on token
+	// requests and calls, and authenticates the client without a secret or
+	// Key (docs/CLIENT.md). Nil means none, unless GetCertificate.
 	Certificate *tls.Certificate
-	// GetCertificate, instead of Certificate, gives the certificate at
-	// each TLS handshake (tls.Config.GetClientCertificate), for one that
-	// is renewed while the client runs: a new connection presents the one
-	// it gives then; a connection already open keeps its own.
+	// GetCertificate, instead of Certificate, gives the certificate at each
+	// TLS handshake, for one renewed while the client runs (an open
+	// connection keeps its own). Nil means Certificate.
 	GetCertificate func(*tls.CertificateRequestInfo) (*tls.Certificate, error)
 }
 

@@ -263,7 +263,7 @@ func sqlExec(t *testing.T, u, sql string) {
 // PostgreSQL is down listens at once, before the registry has asked the
 // database twice (counted by a stand-in on PostgreSQL's port that
 // accepts and hangs up), answers /readyz 503 "not loaded yet" as
-// OPERATIONS.md promises, and serves the file's clients meanwhile; once
+// DEPLOYMENT.md promises, and serves the file's clients meanwhile; once
 // PostgreSQL is back it loads the registered clients, says so in its log,
 // turns ready and serves them.
 func TestServeStartsWhilePostgreSQLIsDown(t *testing.T) {

@@ -22,42 +22,28 @@ type Config struct {
 	// token, and the path prefix the issuer serves under. Required.
 	Issuer string
 
-	// Keys are the signing keys. Without times, the first one signs and
-	// all are published in the JWKS; with PublishAt, SignAt and RetireAt
-	// they rotate on a schedule (see KeyConfig). At least one is
-	// required, unless EphemeralKey is set.
+	// Keys are the signing keys: without times the first one signs and all
+	// are published; with PublishAt, SignAt and RetireAt they rotate on a
+	// schedule (KeyConfig). At least one, unless EphemeralKey.
 	Keys []KeyConfig
 
-	// EphemeralKey, set with no Keys, makes the issuer sign with an ES256
-	// key it generates when it is created (and keeps across reloads):
-	// tokens stop validating when the process ends, so it is for
-	// development only, and the issuer logs a warning. False requires
-	// Keys.
+	// EphemeralKey, with no Keys, signs with an ES256 key made by New, kept
+	// across reloads, that dies with the process: development only, and
+	// logged. False requires Keys.
 	EphemeralKey bool
 
 	// Clients are the registered clients. None means every token request
 	// fails.
 	Clients []ClientConfig
 
-	// Scopes are scopes of your own that clients and API resources may
-	// hold beside the product's two (scope.All()): at most 64, each a
-	// scope name of RFC 6749 §3.3 of at most 200 characters, none the
-	// product's in another case. Any other is refused wherever it is
-	// named.
+	// Scopes are scopes of your own that clients and API resources may hold
+	// beside the product's two (scope.All()); any other is refused where it
+	// is named. None means the product's alone (docs/IDENTITY-SERVICE.md).
 	Scopes []string
 
-	// Profile is how the token endpoint answers and shapes its tokens:
-	// "rfc" (RFC 6749 §5.2 and RFC 9068, the default) or "identityserver",
-	// as the product's IdentityServer 7.4 does, so that its existing
-	// clients cannot tell the two apart: every token error is 400 with no
-	// WWW-Authenticate (invalid_client too), a request without credentials
-	// is invalid_request, one without grant_type unsupported_grant_type,
-	// more than one resource invalid_target, a request without scope gets
-	// all of the client's scopes (unless ScopeWhenOmitted says otherwise);
-	// tokens carry scope as an array (unless ScopeFormat says otherwise),
-	// no sub, a jti of 32 hex digits, and, when the configuration has API
-	// resources, as aud the names of those whose scopes the token carries.
-	// docs/CONTRACT.md lists each difference.
+	// Profile is how the token endpoint answers and shapes its tokens: "rfc"
+	// (RFC 6749 §5.2, RFC 9068; empty) or "identityserver", as IdentityServer
+	// 7.4 does. docs/CONTRACT.md §2.1 lists each difference.
 	Profile string
 
 	// ScopeFormat is how the scope claim is written: "string" (space
@@ -65,15 +51,9 @@ type Config struct {
 	// "string", or "array" with the identityserver profile.
 	ScopeFormat string
 
-	// MCPClients makes the discovery document and RFC 8414 metadata
-	// acceptable to the MCP SDKs' clients (go-sdk, the TypeScript SDK),
-	// which refuse a server without an authorization endpoint or PKCE
-	// even for the client_credentials grant: it adds
-	// "authorization_endpoint", {issuer}/connect/authorize, which
-	// refuses every request (400 unsupported_response_type: no
-	// authorization flow is served, and grant_types_supported still
-	// says so), and "code_challenge_methods_supported": ["S256"].
-	// False lists neither (docs/MCP.md).
+	// MCPClients adds to discovery and RFC 8414 metadata what the MCP SDKs'
+	// clients require: an authorization_endpoint that refuses every request,
+	// and PKCE's S256. False lists neither (docs/MCP.md).
 	MCPClients bool
 
 	// JWKSMaxAge is the Cache-Control max-age of the JWKS and discovery
@@ -81,53 +61,37 @@ type Config struct {
 	// means 5 minutes.
 	JWKSMaxAge time.Duration
 
-	// ValidatorRefresh is how often the validators of this issuer's
-	// tokens fetch its JWKS again (accesstoken.JWKSConfig's
-	// RefreshInterval). A key's SignAt
-	// must come at least this long plus JWKSMaxAge after its PublishAt,
-	// so that every validator has the key before its first token. Zero
-	// means 5 minutes, the validator's default.
+	// ValidatorRefresh is how often this issuer's validators refetch its
+	// JWKS; a key's SignAt must come at least this plus JWKSMaxAge after its
+	// PublishAt. Zero means 5 minutes, the validator's default.
 	ValidatorRefresh time.Duration
 
 	// Limits are the failure limits of the token, introspection and
-	// revocation endpoints, whose subjects are client IDs (and API
-	// resources), and how a client's address is found (see limit.Config).
-	// The zero value takes the defaults. FailureWindow is at most a day,
-	// MemoryBytes from 4 KiB to 1 GiB.
+	// revocation endpoints (limit.Config; FailureWindow at most a day,
+	// MemoryBytes 4 KiB to 1 GiB). The zero value takes the defaults.
 	Limits limit.Config
 
 	// MaxBodyBytes bounds a request's body at the three endpoints. Zero
 	// means 16 KiB.
 	MaxBodyBytes int64
 
-	// Verifier configures how secrets are checked (see
-	// secret.VerifierConfig): FailureFloor is the least time an
-	// invalid_client answer takes, waited out without computing, so that
-	// an unknown client, a wrong secret and a client with several or slow
-	// (bcrypt) hashes answer alike (zero: automatic; at most 10 seconds;
-	// negative: none), and MaxConcurrentSlow bounds the bcrypt checks
-	// running at once. The zero value takes the defaults. With
-	// WithVerifier, that Verifier's own settings apply instead.
+	// Verifier configures how secrets are checked (secret.VerifierConfig;
+	// FailureFloor at most 10 seconds). The zero value takes the defaults;
+	// with WithVerifier, that Verifier's own settings apply instead.
 	Verifier secret.VerifierConfig
 
-	// ScopeWhenOmitted is what a token request without a scope gets, for
-	// clients that do not say: "refuse" (400 invalid_scope, the
-	// contract's answer) or "all" (every scope the client is allowed, as
-	// IdentityServer does). Empty means "refuse", or "all" with the
-	// identityserver profile.
+	// ScopeWhenOmitted is what a token request without scope gets: "refuse"
+	// (400 invalid_scope) or "all" (every scope the client may have). Empty
+	// means "refuse", or "all" with the identityserver profile.
 	ScopeWhenOmitted string
 
-	// APIResources are the APIs that may introspect tokens at
-	// {issuer}/connect/introspect (RFC 7662), each with its name and
-	// secret, as IdentityServer registers them: an API sees only the
-	// tokens that carry one of its scopes.
+	// APIResources are the APIs that may introspect tokens (RFC 7662), each
+	// told only of tokens that carry one of its scopes. None: nobody may.
 	APIResources []APIResourceConfig
 
-	// DPoP configures sender-constrained tokens (RFC 9449). A client that
-	// sends a DPoP proof with its token request gets a token bound to the
-	// proof's key (cnf.jkt, "token_type": "DPoP"), whatever this says, as
-	// IdentityServer does; a client with RequireDPoP must. The zero value
-	// takes the defaults.
+	// DPoP bounds the DPoP proofs (RFC 9449) of token requests; a proof
+	// binds the token to its key whatever this says. The zero value takes
+	// the defaults.
 	DPoP DPoPConfig
 
 	// ClientAssertions bound the signed assertions of private_key_jwt
@@ -139,11 +103,8 @@ type Config struct {
 	// be exchanged by the JWT bearer grant. None means none.
 	TrustedIssuers []TrustedIssuerConfig
 
-	// MTLS configures mutual TLS (RFC 8705): the CAs of the clients that
-	// authenticate with a certificate (ClientConfig.TLSClientAuth), the
-	// URL of a listener that asks for certificates, and a proxy that
-	// forwards them. The zero value reads a client's certificate from the
-	// TLS connection, trusts no CA and names no alias.
+	// MTLS configures mutual TLS (RFC 8705). The zero value reads a client's
+	// certificate from the TLS connection, trusts no CA and names no alias.
 	MTLS MTLSConfig
 
 	// Dir is the folder that relative key file paths are read from, when
@@ -186,9 +147,8 @@ type KeyConfig struct {
 	Key crypto.Signer
 
 	// PublishAt is when the key starts to be published. Zero means since
-	// ever: the key is taken to be in every validator's copy of the JWKS
-	// already, so give a new key a PublishAt, and push the configuration
-	// before that instant.
+	// ever: taken to be in every validator's copy already, so give a new
+	// key a PublishAt and push the configuration before it.
 	PublishAt time.Time
 	// SignAt is when the key may start signing. Zero means as soon as it
 	// is published, ranked below every key with a SignAt.
@@ -203,104 +163,73 @@ type ClientConfig struct {
 	// ClientID identifies the client. Required and unique, at most 100
 	// characters.
 	ClientID string
-	// SecretHashes are the hashes of the client's secrets, in the forms of
-	// package secret ("sha256:...", "sha512:...", "bcrypt:..."). Several
-	// let a secret be rotated without downtime. A plain-text secret is
-	// refused. At least one hash, one of PublicKeys, a JWKSURI, a
-	// TLSClientAuth, one of CertificateThumbprints or one of
-	// FederatedCredentials is required. A secret is at most 100
-	// characters.
+	// SecretHashes are the hashes of the client's secrets, in package
+	// secret's forms; several rotate one, plain text is refused. Required
+	// unless the client has another credential (docs/IDENTITY-SERVICE.md).
 	SecretHashes []string
-	// PublicKeys verify the client's signed assertions (private_key_jwt,
-	// RFC 7523 §2.2), beside or instead of secrets. At most 8; several let
-	// a key be rotated without downtime. Every refused assertion of an alg,
-	// whoever sends it, costs as many signature checks as the most keys of
-	// that alg any client or API resource has (so that an unknown client
-	// and a wrong key cost the same), at the size of its largest RSA key: 8
-	// keys here make each cost 8, up to 8 RSA checks at 4096 bits. A
-	// success costs the checks of this client's keys up to the one that
-	// signed it.
+	// PublicKeys verify the client's private_key_jwt assertions, beside or
+	// instead of secrets: at most 8. What they cost every refused assertion:
+	// docs/IDENTITY-SERVICE.md, "Keys instead of secrets".
 	PublicKeys []ClientKeyConfig
-	// JWKSURI is where the client publishes the keys of its
-	// private_key_jwt assertions, instead of PublicKeys (RFC 7591 §2: not
-	// both): an https URL, fetched when an assertion needs it and again
-	// for a kid it lacks, so that the client rotates its keys without a
-	// reload. docs/SECURITY.md says what it may name.
+	// JWKSURI is the https URL of the client's private_key_jwt keys, instead
+	// of PublicKeys; empty: none. How it is fetched: docs/IDENTITY-SERVICE.md;
+	// what it may name: docs/SECURITY.md.
 	JWKSURI string
 	// FederatedCredentials are the workload identities that authenticate
 	// the client (a token of a TrustedIssuer as its client_assertion): at
 	// most 20, none another client's.
 	FederatedCredentials []FederatedCredential
-	// MaxAssertionAge bounds how old (by its iat) a workload's token may
-	// be to authenticate the client: such tokens are reused until
-	// renewed, so a token is accepted again and again within it. A whole
-	// number of seconds; zero means an hour; at most a day.
+	// MaxAssertionAge bounds how old (by iat) a workload's token may be to
+	// authenticate the client, which may reuse it within it: whole seconds.
+	// Zero means an hour; at most a day.
 	MaxAssertionAge time.Duration
 	// AllowDefaultServiceAccount lets a Kubernetes namespace's "default"
 	// service account be one of FederatedCredentials, which is refused
 	// otherwise: every pod without an account of its own runs as it.
 	AllowDefaultServiceAccount bool
-	// GrantTypes the client may use: "client_credentials", and
-	// "urn:ietf:params:oauth:grant-type:jwt-bearer" for a client whose
-	// federated credentials' tokens a trusted issuer lets be exchanged
-	// (TrustedIssuerConfig.JWTBearerGrant). Empty means
-	// ["client_credentials"].
+	// GrantTypes the client may use: "client_credentials", and the JWT
+	// bearer grant's URN where TrustedIssuerConfig.JWTBearerGrant allows it.
+	// Empty means ["client_credentials"].
 	GrantTypes []string
 	// Scopes the client may ask for; at least one, each a scope the
 	// service knows (pd_AdminWebApi, pd_ConnectWebApi, or one of
 	// Config.Scopes).
 	Scopes []string
-	// AccessTokenLifetime is how long the client's tokens live: a whole
-	// number of seconds, such as 15*time.Minute (expires_in says it in
-	// seconds). Zero means an hour; at most a day (24*time.Hour): a bearer
-	// token that lives longer outlives any revocation.
+	// AccessTokenLifetime is how long the client's tokens live, in whole
+	// seconds. Zero means an hour; at most a day: a bearer token that lives
+	// longer outlives any revocation.
 	AccessTokenLifetime time.Duration
-	// Audience is the "aud" of the client's tokens. Empty means
-	// ["{issuer}/resources"]. A request may narrow it with resource
-	// parameters (RFC 8707), each one of these. A reload that takes an
-	// audience ends, at introspection, the client's tokens that name it.
+	// Audience is the "aud" of the client's tokens, which a request may
+	// narrow with resource parameters (RFC 8707). Empty means
+	// ["{issuer}/resources"] (docs/IDENTITY-SERVICE.md for the profiles).
 	Audience []string
 	// ScopeWhenOmitted overrides Config.ScopeWhenOmitted for this client:
 	// "refuse" or "all". Empty means the Config's.
 	ScopeWhenOmitted string
-	// Claims are added to the client's tokens, each as "client_" and its
-	// Type (IdentityServer's client claims): {Type: "tenant", Value:
-	// "acme"} gives "client_tenant": "acme"; several of one type give an
-	// array. Types are letters, digits, "_", "-" and "."; "id" is taken.
+	// Claims are added to the client's tokens as "client_" and their Type
+	// ("client_tenant"), several of one type as an array. Types are
+	// letters, digits, "_", "-" and "."; "id" is taken. None: no claim.
 	Claims []ClientClaim
 	// RequireDPoP refuses the client's token requests that carry no DPoP
 	// proof (400 invalid_request): its tokens are always bound to a key. A
 	// reload that sets it ends the client's bearer tokens at introspection.
 	RequireDPoP bool
-	// AccessTokenType is the kind of the client's access tokens: "jwt"
-	// (the default), signed and checked by any validator with the JWKS,
-	// or "reference", an opaque handle that an API checks at the
-	// introspection endpoint and that the client can revoke at
-	// {issuer}/connect/revocation (RFC 7009), with effect at the next
-	// check. The issuer keeps a reference token's grant in its token
-	// store (WithTokenStore), under the token's SHA-256.
+	// AccessTokenType is "jwt" (empty) or "reference": an opaque handle that
+	// APIs introspect and the client may revoke, its grant in the token
+	// store (docs/IDENTITY-SERVICE.md, Reference tokens).
 	AccessTokenType string
 
-	// TLSClientAuth, when set, authenticates the client by mutual TLS
-	// (RFC 8705 §2.1, tls_client_auth): a certificate of one of the CAs
-	// of Config.MTLS.ClientCAs, with clientAuth use, valid now, whose
-	// subject or one of whose names is the one set here. The request
-	// carries client_id in its body and no other credential.
+	// TLSClientAuth, when set, authenticates the client by a certificate of
+	// Config.MTLS.ClientCAs that names it so (tls_client_auth); zero: not
+	// so. See docs/IDENTITY-SERVICE.md, Mutual TLS.
 	TLSClientAuth TLSClientAuth
-	// CertificateThumbprints authenticate the client by mutual TLS with a
-	// certificate of its own (RFC 8705 §2.2, self_signed_tls_client_auth):
-	// each the SHA-256 thumbprint of one, as "x5t#S256" writes it
-	// (base64url) or as "openssl x509 -noout -fingerprint -sha256"
-	// prints it (hex, with colons or without). A certificate of one of
-	// its PublicKeys authenticates it too. The certificate's chain is not
-	// checked, its validity period is. At most 8.
+	// CertificateThumbprints authenticate the client by a certificate of its
+	// own (self_signed_tls_client_auth): SHA-256 thumbprints, base64url or
+	// hex; at most 8. See docs/IDENTITY-SERVICE.md, Mutual TLS.
 	CertificateThumbprints []string
-	// CertificateBoundTokens binds the client's tokens to the certificate
-	// its token request presents (RFC 8705 §3, cnf "x5t#S256"), whatever
-	// the way it authenticates, and refuses a request without one (400
-	// invalid_request), unless it carries a DPoP proof: its tokens are
-	// always bound. A client that authenticates with a certificate gets
-	// bound tokens without it, as IdentityServer's do.
+	// CertificateBoundTokens binds the client's tokens to its request's
+	// certificate however it authenticates (a request with neither one nor
+	// a DPoP proof is refused). False: only certificate authentication binds.
 	CertificateBoundTokens bool
 
 	// Epoch is this registration of ClientID: its tokens are active only
@@ -324,18 +253,13 @@ const (
 // DPoPConfig bounds the DPoP proofs of token requests, in the words of
 // middleware.DPoPConfig, which checks them at the APIs.
 type DPoPConfig struct {
-	// ProofMaxAge is how old a proof may be (by its iat), and so how long
-	// its jti is remembered to refuse a replay, in the memory of
-	// ClientAssertions.ReplayCacheBytes (or the shared limiter store), and
-	// the nonce period. Zero means one minute; from a second to 5
-	// minutes.
+	// ProofMaxAge is how old (by iat) a proof may be, how long its jti is
+	// remembered, and the nonce period. Zero means one minute; from a
+	// second to 5 minutes.
 	ProofMaxAge time.Duration
-	// RequireNonce makes every proof carry the issuer's current nonce
-	// (RFC 9449 §8): a proof without it is answered 400 use_dpop_nonce
-	// with the nonce in DPoP-Nonce, and the client retries. A nonce lasts
-	// ProofMaxAge, and the one before it is still accepted. Every replica
-	// of a configuration makes the same nonces, from the signing key,
-	// with no shared state.
+	// RequireNonce makes every proof carry the issuer's current nonce (RFC
+	// 9449 §8), the same at every replica; false asks for none. See
+	// docs/IDENTITY-SERVICE.md.
 	RequireNonce bool
 }
 
@@ -383,20 +307,12 @@ type ClientKeyConfig struct {
 // AssertionConfig bounds the client assertions of private_key_jwt. Zero
 // values take the defaults.
 type AssertionConfig struct {
-	// MaxLifetime is how far ahead an assertion's exp may be: an
-	// assertion living longer is refused, so that its jti need not be
-	// remembered long. Zero means 5 minutes; at most an hour (authlib's
-	// default lifetime). An assertion is at most 8 KiB.
+	// MaxLifetime is how far ahead an assertion's exp may be, so that its jti
+	// need not be remembered long. Zero means 5 minutes; at most an hour.
 	MaxLifetime time.Duration
-	// ReplayCacheBytes is the memory that remembers the jti of accepted
-	// assertions until they expire, allocated once: 16 bytes each (they
-	// are hashed). Only an assertion with a valid signature adds one, so
-	// it fills only as fast as the clients holding keys ask for tokens;
-	// when it is full, an assertion is refused with 429 slow_down rather
-	// than an unexpired jti forgotten. A reload that changes it forgets
-	// none either: the jtis the new size has no room for are kept beside
-	// it until they expire. Zero means 256 KiB (16,384 entries);
-	// otherwise from 4 KiB to 64 MiB.
+	// ReplayCacheBytes is the memory remembering accepted assertions' jtis
+	// until they expire, 16 bytes each (docs/IDENTITY-SERVICE.md). Zero means
+	// 256 KiB; otherwise from 4 KiB to 64 MiB.
 	ReplayCacheBytes int
 	// AllowLoopbackJWKS lets a client's JWKSURI be plain http on a
 	// loopback host, and any jwksUri reach a loopback address: for
@@ -455,28 +371,19 @@ func (c *Config) Validate() error {
 // connection, or CertificateHeader from TrustedProxies, and checks
 // chains itself.
 type MTLSConfig struct {
-	// ClientCAs are PEM files of the certificate authorities whose
-	// certificates tls_client_auth clients present: a client's certificate
-	// must chain to one of them (through the intermediates it sends).
-	// New and Reload read them; a relative path is read from Config.Dir.
+	// ClientCAs are PEM files of the CAs that tls_client_auth clients'
+	// certificates chain to, read by New and Reload from Config.Dir.
+	// None: no tls_client_auth client can authenticate.
 	ClientCAs []string
 	// ClientCACerts are more of them, for a Config built in code.
 	ClientCACerts []*x509.Certificate
-	// Alias is the issuer URL at a listener of its own that asks clients
-	// for a certificate, such as "https://mtls.example.com/ids": the
-	// discovery document then names its token, introspection and
-	// revocation endpoints in mtls_endpoint_aliases (RFC 8705 §5), which
-	// mutual TLS clients use, so that the main listener need not ask
-	// anyone for a certificate. An https URL whose path is the issuer
-	// URL's; the issuer serves it as its own (a DPoP proof may name
-	// either). Empty: no alias.
+	// Alias is the issuer URL (https, the issuer's path) at a listener of its
+	// own that asks for certificates, named in discovery's
+	// mtls_endpoint_aliases (RFC 8705 §5). Empty: no alias.
 	Alias string
-	// CertificateHeader is the request header in which a TLS-terminating
-	// proxy in front of the issuer forwards its client's certificate, in
-	// one of the forms middleware.ForwardedCert reads (nginx's
-	// $ssl_client_escaped_cert, PEM, base64 DER, Envoy's XFCC). It is
-	// read only from TrustedProxies, and from them alone: their own
-	// connection certificate is not their client's. Set both or neither.
+	// CertificateHeader is the header in which a TLS-terminating proxy
+	// forwards its client's certificate, read from TrustedProxies alone
+	// (middleware.ForwardedCert's forms). Set both or neither; empty: none.
 	CertificateHeader string
 	TrustedProxies    []netip.Prefix
 }
@@ -484,15 +391,13 @@ type MTLSConfig struct {
 // TLSClientAuth names the certificate of a tls_client_auth client (RFC
 // 8705 §2.1.2): set exactly one field.
 type TLSClientAuth struct {
-	// SubjectDN is its subject, in RFC 4514's form, the most specific RDN
-	// first ("CN=demo-mtls,O=Example"); .NET's form, as IdentityServer's
-	// X509Name secrets hold it ("CN=demo-mtls, O=Example"), is read too.
-	// Types match by OID and values exactly, case included.
+	// SubjectDN is its subject in RFC 4514's form ("CN=demo-mtls,O=Example";
+	// .NET's "CN=demo-mtls, O=Example" is read too): types match by OID,
+	// values exactly, case included.
 	SubjectDN string
-	// SANDNS, SANURI and SANEmail are a dNSName, a
-	// uniformResourceIdentifier or an rfc822Name it holds among its
-	// subject alternative names: DNS names without regard to case, an
-	// email's domain too, a URI exactly.
+	// SANDNS, SANURI and SANEmail are a DNS name, URI or email it holds
+	// among its subject alternative names: DNS names and an email's domain
+	// without regard to case, a URI exactly.
 	SANDNS   string
 	SANURI   string
 	SANEmail string

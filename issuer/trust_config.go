@@ -16,41 +16,32 @@ import (
 // (its JWT-SVIDs). Its keys come from where the operator says, never
 // from a URL a client supplies. docs/IDENTITY-SERVICE.md shows each kind.
 type TrustedIssuerConfig struct {
-	// Issuer is the "iss" of its tokens, an https URL (http for a
-	// loopback host alone), compared exactly. Required for the kinds
-	// "oidc" and "kubernetes"; for "spiffe", the jwt_issuer its server
-	// sets, if it sets one: a JWT-SVID's iss is then checked when it is
-	// present, and its keys may come from discovery.
+	// Issuer is the "iss" of its tokens, an https URL (http on loopback
+	// alone), compared exactly. Required for "oidc" and "kubernetes"; for
+	// "spiffe", the jwt_issuer its server sets, if any (empty: none).
 	Issuer string
 	// Kind is "oidc", "kubernetes" or "spiffe". Required.
 	Kind string
-	// TrustDomain is a "spiffe" issuer's trust domain, such as
-	// "example.org": a JWT-SVID is its when its sub is a SPIFFE ID of the
-	// trust domain, and its keys sign for no other. Required for
-	// "spiffe", refused for the others.
+	// TrustDomain is a "spiffe" issuer's trust domain ("example.org"), whose
+	// keys sign for its SPIFFE IDs alone. Required for "spiffe", refused
+	// for the others.
 	TrustDomain string
 
-	// Where its keys come from: at most one of JWKSURI, BundleEndpoint,
-	// BundleFile and InCluster. None means discovery: the jwks_uri of
-	// {Issuer}/.well-known/openid-configuration, whose issuer must be
-	// Issuer.
-	//
-	// JWKSURI is the URL of its JWKS (GitHub's
-	// https://token.actions.githubusercontent.com/.well-known/jwks, say).
+	// JWKSURI is the URL of its JWKS. At most one of JWKSURI,
+	// BundleEndpoint, BundleFile and InCluster; none means discovery (the
+	// jwks_uri of Issuer's discovery document, whose issuer must be Issuer).
 	JWKSURI string
 	// BundleEndpoint is the https URL of a SPIFFE bundle endpoint (its
 	// https_web profile: the server's certificate is checked as any web
 	// server's, against CAFile when set), for "spiffe".
 	BundleEndpoint string
-	// BundleFile is a file holding the trust domain's SPIFFE bundle (the
-	// JSON a bundle endpoint serves, as spire-server bundle show -format
-	// spiffe prints it), for "spiffe", read at each refresh: what keeps
-	// it fresh is yours. A relative path is read from Config.Dir.
+	// BundleFile is a file of the trust domain's SPIFFE bundle (as
+	// spire-server bundle show -format spiffe prints it), for "spiffe", read
+	// at each refresh from Config.Dir: keeping it fresh is yours.
 	BundleFile string
-	// InCluster, for "kubernetes", fetches the cluster's JWKS from its
-	// API server (/openid/v1/jwks) with the pod's own service-account
-	// token and CA: the pod's account needs the ClusterRole
-	// system:service-account-issuer-discovery (docs/IDENTITY-SERVICE.md).
+	// InCluster, for "kubernetes", fetches the cluster's JWKS from its API
+	// server with the pod's own token and CA; false: not so. The ClusterRole
+	// the pod's account needs: docs/IDENTITY-SERVICE.md.
 	InCluster bool
 	// APIServer is the API server's URL for InCluster. Empty means
 	// https://kubernetes.default.svc.
@@ -58,9 +49,8 @@ type TrustedIssuerConfig struct {
 	// TokenFile is the pod's token for InCluster, read at each fetch.
 	// Empty means /var/run/secrets/kubernetes.io/serviceaccount/token.
 	TokenFile string
-	// CAFile is a PEM file of the CAs that the key source's TLS
-	// certificate must chain to, instead of the system's. Empty means the
-	// system's, or, for InCluster, the pod's
+	// CAFile is a PEM file of the CAs the key source's TLS certificate must
+	// chain to. Empty means the system's, or, for InCluster, the pod's
 	// /var/run/secrets/kubernetes.io/serviceaccount/ca.crt.
 	CAFile string
 
@@ -75,19 +65,14 @@ type TrustedIssuerConfig struct {
 	// ClockSkew is the leeway for its tokens' exp, nbf and iat: a whole
 	// number of seconds. Zero means 30 seconds; at most 5 minutes.
 	ClockSkew time.Duration
-	// KeysGrace is how long the keys last fetched keep verifying while
-	// its key source does not answer: then its tokens are refused
-	// (invalid_client), with a log line and a keys_fetch_failed metric
-	// ("stale"). Zero means an hour; at most a day.
+	// KeysGrace is how long the keys last fetched keep verifying while its
+	// key source does not answer; then its tokens are refused
+	// (invalid_client). Zero means an hour; at most a day.
 	KeysGrace time.Duration
 
-	// JWTBearerGrant lets its tokens be exchanged for access tokens by
-	// the JWT bearer grant (RFC 7523 §2.1,
-	// urn:ietf:params:oauth:grant-type:jwt-bearer): the token's subject
-	// maps to a client by its FederatedCredentials, the client must list
-	// the grant in its GrantTypes, and the token goes to that client
-	// with scopes capped by Scopes and the client's. False: its tokens
-	// only authenticate clients (client_assertion).
+	// JWTBearerGrant lets its tokens be exchanged for access tokens by the
+	// JWT bearer grant (RFC 7523 §2.1), as docs/IDENTITY-SERVICE.md says.
+	// False: its tokens only authenticate clients (client_assertion).
 	JWTBearerGrant bool
 	// Scopes are what a token of the JWT bearer grant through this issuer
 	// may carry; required with JWTBearerGrant, refused without it.
@@ -102,14 +87,9 @@ type FederatedCredential struct {
 	// one, "spiffe://" and its trust domain. Empty for a SPIFFE Subject,
 	// whose trust domain names it.
 	Issuer string
-	// Subject is the token's sub, matched exactly:
-	// "system:serviceaccount:NAMESPACE:NAME" for Kubernetes,
-	// "repo:OWNER/REPO:ref:refs/heads/main" for GitHub Actions, a role's
-	// ARN for AWS STS, a SPIFFE ID for SPIFFE. A SPIFFE ID ending in "/*"
-	// matches every SPIFFE ID under its path (draft-ietf-oauth-spiffe-
-	// client-auth): "spiffe://example.org/ns/prod/*" matches
-	// "spiffe://example.org/ns/prod/web", not "spiffe://example.org/ns/prod".
-	// Nothing else is a pattern.
+	// Subject is the token's sub, matched exactly; a SPIFFE ID ending in
+	// "/*" matches every SPIFFE ID under its path, and nothing else is a
+	// pattern. Each kind's form: docs/IDENTITY-SERVICE.md.
 	Subject string
 }
 

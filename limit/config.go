@@ -41,35 +41,22 @@ type Config struct {
 	// FailureWindow is the window of the two budgets: the allowance comes
 	// back evenly over it. Zero means one minute.
 	FailureWindow time.Duration
-	// MemoryBytes is the memory of the budgets when they are kept in a
-	// Memory of the caller's own (no shared Store is given), allocated
-	// once: 16 bytes per remembered subject, address or pair, whatever the
-	// subjects look like (they are hashed). When it is full, the entries
-	// that free up soonest are forgotten first. Zero means 1 MiB (65,536
-	// entries).
+	// MemoryBytes is the memory of the budgets in a Memory of the caller's
+	// own (no shared Store), 16 bytes an entry, those freeing up soonest
+	// forgotten first when full. Zero means 1 MiB (65,536 entries).
 	MemoryBytes int
 
-	// TrustedProxyHeader, when set (e.g. "X-Forwarded-For"), is where the
-	// client's address is read from: the rightmost address in it not added
-	// by a trusted hop (see TrustedProxies). Set it only behind a proxy
-	// that sets the header, else clients choose their own address. Empty
-	// means the connection's address (RemoteAddr). Addresses are keyed
-	// without their port, and IPv6 by its /64. RFC 7239's "Forwarded",
-	// whose form is not a list of addresses, is refused.
+	// TrustedProxyHeader ("X-Forwarded-For"), only behind a proxy that sets
+	// it, is where the client's address is read ("Forwarded" is refused).
+	// Empty means RemoteAddr. See docs/DEPLOYMENT.md.
 	TrustedProxyHeader string
-	// TrustedProxies are the proxies whose entries in TrustedProxyHeader
-	// are believed (an IPv4-mapped prefix is its IPv4 prefix). Empty means
-	// one trusted hop: the header's rightmost address. Otherwise the
-	// header is read only from a RemoteAddr in this list, and trusted
-	// entries are skipped from the right. They need TrustedProxyHeader.
+	// TrustedProxies are the proxies whose header entries are believed,
+	// the header then read only from them. Empty means one trusted hop:
+	// the rightmost entry. They need TrustedProxyHeader.
 	TrustedProxies []netip.Prefix
-	// NAT64Prefixes are the prefixes of the NAT64 or SIIT translators in
-	// front of the service (RFC 6052: IPv6 prefixes of /32, /40, /48, /56,
-	// /64 or /96 bits), such as 64:ff9b:1::/96 (RFC 8215's local-use
-	// block): an address in one carries an IPv4 client's address, and is
-	// keyed as that address. The well-known prefix 64:ff9b::/96 always
-	// is. List only a translator's: whoever can source addresses in a
-	// listed prefix chooses its key.
+	// NAT64Prefixes are the RFC 6052 prefixes of NAT64/SIIT translators in
+	// front: an address in one is keyed as the IPv4 address it carries.
+	// None: only the well-known 64:ff9b::/96 (docs/IDENTITY-SERVICE.md).
 	NAT64Prefixes []netip.Prefix
 }
 

@@ -28,10 +28,9 @@ type BearerConfig struct {
 	// query), status and reason. Nil logs nothing.
 	Logger *slog.Logger
 
-	// Observer gets an observe.Rejected event for every rejected request,
-	// from RequireBearer and the RequireScope after it, with the reason as
-	// a fixed code (see accesstoken.ReasonCode). Nil sends none. Validations are the
-	// validator's events: see accesstoken.Config.Observer.
+	// Observer gets an observe.Rejected event, with a fixed reason code,
+	// for every request RequireBearer or the RequireScope after it rejects.
+	// Nil sends none.
 	Observer observe.Observer
 
 	// DPoP, when set, accepts DPoP-bound tokens with their proofs (RFC
@@ -39,34 +38,19 @@ type BearerConfig struct {
 	// DPoPConfig). Give every route the same one.
 	DPoP *DPoP
 
-	// ForwardedCert, when set, is where a TLS-terminating proxy in front
-	// of the service puts its client's certificate, read from the
-	// proxy's requests alone (see ForwardedCert). Without it, a request's
-	// client certificate is its TLS connection's: a certificate-bound
-	// token (RFC 8705, cnf "x5t#S256") is accepted only from a request
-	// that presented its certificate, and refused (401 invalid_token)
-	// with another or none. RequireBearerWithConfig panics on a
-	// ForwardedCert without Header or TrustedProxies.
+	// ForwardedCert, when set, reads the client certificate from a
+	// TLS-terminating proxy's header (ForwardedCert); nil, from the TLS
+	// connection. RequireBearerWithConfig panics on one that is incomplete.
 	ForwardedCert *ForwardedCert
 
-	// ResourceMetadata, when set, is the API's protected resource
-	// metadata (RFC 9728), whose Handler you serve: every challenge of
-	// RequireBearer and the RequireScope after it names, as
-	// resource_metadata, the document of the URL the client called (the
-	// path of the request line, on Resource's scheme and host, or on the
-	// listener's PublicOrigin), whose
-	// "resource" is that URL, as RFC 9728 §3.3 requires; so that a client
-	// learns from a 401 which issuer and scopes the API takes. A request
-	// outside Resource gets no resource_metadata. RequireBearerWithConfig
-	// panics when Resource is not a URL ResourceMetadata.Handler accepts.
+	// ResourceMetadata, when set, is the API's RFC 9728 metadata, whose
+	// Handler you serve: every challenge names the called URL's document as
+	// resource_metadata (docs/RESOURCE-SERVER.md). Nil names none.
 	ResourceMetadata *ResourceMetadata
 
-	// ChallengeScopes, when set, are named as scope="..." in every
-	// challenge that names no scope of its own (the 401s, with or without
-	// a token): the scopes a client should ask for, as the MCP
-	// authorization specification's clients choose them (RFC 6750 §3
-	// allows the attribute on any challenge). A 403 names the scopes its
-	// route needs, whatever this says. Empty names none.
+	// ChallengeScopes, when set, are named as scope="..." in every 401
+	// challenge, for clients (MCP's) that choose their scopes from it; a
+	// 403 names its route's scopes whatever this says. Empty names none.
 	ChallengeScopes []string
 }
 

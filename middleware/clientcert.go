@@ -21,18 +21,13 @@ import (
 // client presented no certificate. The forms read (see Header) cover
 // nginx, Apache, Envoy and IIS ARR.
 type ForwardedCert struct {
-	// Header is the request header the proxy sets, such as "X-SSL-CERT"
-	// for nginx's "proxy_set_header X-SSL-CERT $ssl_client_escaped_cert"
-	// (URL-encoded PEM), Apache's PEM, "X-ARR-ClientCert" (IIS ARR's
-	// base64 DER; hex DER is read too) or "X-Forwarded-Client-Cert"
-	// (Envoy's XFCC: one element, with Hash or Cert, as Envoy writes it
-	// with forward_client_cert_details SANITIZE_SET). A header given
-	// twice, or one that holds no certificate, counts as none. Required.
+	// Header is the request header the proxy sets ("X-SSL-CERT",
+	// "X-ARR-ClientCert", "X-Forwarded-Client-Cert"...; the forms read:
+	// docs/RESOURCE-SERVER.md). Twice, or without a certificate, is none.
 	Header string
-	// TrustedProxies are the addresses the proxies connect to the service
-	// from, such as 10.0.0.5/32: RemoteAddr must be an IP address in one
-	// of them (an IPv4-mapped address is its IPv4 address). A Unix
-	// socket's peer, which has no address, is never trusted. Required.
+	// TrustedProxies are the addresses the proxies connect from: RemoteAddr
+	// must be in one (IPv4-mapped as IPv4; a Unix socket's peer never is).
+	// Required.
 	TrustedProxies []netip.Prefix
 }
 

@@ -48,39 +48,28 @@ type DPoPConfig struct {
 	// to a key is refused as Bearer whatever this says.
 	Required bool
 	// PublicURL is the scheme, host and port clients address this service
-	// by, such as "https://api.example.com": a proof's htu must be it
-	// followed by the path of the request line (what the client sent, not
-	// a path http.StripPrefix rewrote). It is configured, not read from
-	// the request's Host, which the client chooses; a listener's
-	// PublicOrigin, when it has one, takes its place there.
+	// by: a proof's htu is it and the request line's path. Never the
+	// request's Host; a listener's PublicOrigin takes its place there.
 	PublicURL string
 	// ProofMaxAge is how old a proof may be (by its iat), and so how long
 	// its jti is remembered, and the nonce period. Zero means one minute;
 	// less than a second is refused.
 	ProofMaxAge time.Duration
-	// ReplayBytes is the memory that remembers the jtis of accepted
-	// proofs, allocated once, 16 bytes each. Only a proof by the key of a
-	// token that validated takes a place, so only holders of such tokens
-	// fill it. Each client's proofs (by the token's iss and client_id, with
-	// all its keys) go to an eighth of it: one client may have
-	// ReplayBytes/128 proofs accepted per ProofMaxAge (about 550 a second
-	// at the defaults); past that its proofs are refused until some
-	// expire, and the clients whose eighths do not overlap its own are not
-	// affected. Zero means 4 MiB (262,144 proofs); ignored with Replays.
+	// ReplayBytes is the memory remembering accepted proofs' jtis, 16 bytes
+	// each, a client's in an eighth of it (docs/RESOURCE-SERVER.md). Zero
+	// means 4 MiB (262,144 proofs); ignored with Replays.
 	ReplayBytes int
 	// Replays, when set, remembers the jtis instead: a store shared by
 	// the replicas (redisstore's), so that a proof is accepted once
 	// between them.
 	Replays limit.ReplayStore
 	// RequireNonce makes every proof carry this service's current nonce
-	// (RFC 9449 §9): without it, 401 use_dpop_nonce with the nonce in the
-	// DPoP-Nonce header, and the client retries. A nonce lasts
-	// ProofMaxAge; the one before it is still accepted.
+	// (RFC 9449 §9; else 401 use_dpop_nonce with DPoP-Nonce). A nonce lasts
+	// ProofMaxAge, and the one before it is still accepted.
 	RequireNonce bool
-	// NonceKey makes the nonces: replicas given the same key (32 random
-	// bytes, say) give and accept the same nonces. Nil means a random key
-	// of this process's: behind a load balancer without affinity, a
-	// client may be sent back for a nonce once per replica.
+	// NonceKey makes the nonces: replicas given one key (32 random bytes)
+	// give and accept the same. Nil means a random key of this process's
+	// (without affinity, a client may need a nonce once per replica).
 	NonceKey []byte
 	// Now is the clock, for tests. Nil means time.Now.
 	Now func() time.Time

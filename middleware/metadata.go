@@ -34,11 +34,9 @@ import (
 //
 // [RFC 9728]: https://www.rfc-editor.org/rfc/rfc9728
 type ResourceMetadata struct {
-	// Resource is the API's root, an https (or http) URL without query
-	// or fragment, such as "https://api.example.com/webapi": the
-	// identifier of the document at URL, and the prefix of every URL whose
-	// document Handler serves. Its scheme and host are the ones clients
-	// call, on a listener without a PublicOrigin of its own. Required.
+	// Resource is the API's root, an http(s) URL without query or fragment:
+	// the prefix of every URL whose document Handler serves, on the origin
+	// clients call (without a PublicOrigin). Required.
 	Resource string `json:"resource"`
 	// AuthorizationServers are the issuers whose tokens it takes, such as
 	// "https://api.example.com/ids".
@@ -54,10 +52,9 @@ type ResourceMetadata struct {
 	// DPoPBoundAccessTokensRequired says that only DPoP-bound tokens are
 	// accepted (DPoPConfig.Required).
 	DPoPBoundAccessTokensRequired bool `json:"dpop_bound_access_tokens_required,omitempty"`
-	// TLSClientCertificateBoundAccessTokens says that the API takes
-	// tokens bound to a client certificate (RFC 8705 §3.3): it asks its
-	// clients for a certificate over TLS, or sits behind a proxy that
-	// does (BearerConfig.ForwardedCert).
+	// TLSClientCertificateBoundAccessTokens says that the API takes tokens
+	// bound to a client certificate (RFC 8705 §3.3), over TLS or behind a
+	// proxy (BearerConfig.ForwardedCert). False says nothing of them.
 	TLSClientCertificateBoundAccessTokens bool `json:"tls_client_certificate_bound_access_tokens,omitempty"`
 }
 

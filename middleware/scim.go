@@ -50,48 +50,29 @@ type SCIMConfig struct {
 	// "/webapi/scim-api/v1/{tenant}/scim/Users".
 	Tenant func(*http.Request) string
 
-	// IdentityTokens, when set, makes SCIMAuth also accept an
-	// identity-service access token that it validates and that holds one
-	// of IdentityTokenScopes. Nil, the default, accepts tenant tokens
-	// only: the contract keeps SCIM apart from the identity service.
+	// IdentityTokens, when set, makes SCIMAuth also accept an identity-
+	// service token it validates that holds one of IdentityTokenScopes.
+	// Nil accepts tenant tokens only, as the contract says.
 	IdentityTokens accesstoken.TokenValidator
 
-	// IdentityTokenScopes are the scopes an identity-service token needs,
-	// one of them, to pass. SCIMAuthWithConfig panics when they are given
-	// without IdentityTokens or IdentityTokens without them, as
-	// RequireScope does for its scopes.
+	// IdentityTokenScopes are the scopes, one of which an identity-service
+	// token needs. SCIMAuthWithConfig panics on these without
+	// IdentityTokens, or IdentityTokens without these.
 	IdentityTokenScopes []string
 
-	// Limits bound failed authentications, with a tenant for a subject:
-	// a token reserves one failure from the budgets of its address and
-	// its tenant before it is checked, the right token gives it back, and
-	// past a budget the answer is a 429 SCIM error with Retry-After (see
-	// limit.Config). The zero value takes the defaults; SCIMAuth always
-	// limits. SCIMAuthWithConfig panics on a TrustedProxyHeader of
-	// "Forwarded" (RFC 7239), whose form it does not read, and on a
-	// NAT64 prefix that is not an IPv6 prefix of /32, /40, /48, /56, /64
-	// or /96 bits.
+	// Limits bound failed authentications, a tenant for a subject (429
+	// past a budget). The zero value takes the defaults: SCIMAuth always
+	// limits. See docs/RESOURCE-SERVER.md, SCIM.
 	Limits limit.Config
 
-	// Store is where the budgets are kept. Nil means a limit.Memory of
-	// Limits.MemoryBytes, SCIMAuth's own. Give the replicas of a service
-	// one shared store (such as the Redis store of
-	// github.com/idsauth/idsauth/redisstore) to enforce one budget between
-	// them; not the issuer's: tenants and clients are apart. When it
-	// cannot answer, the request gets a 503 SCIM error with Retry-After,
-	// no token is checked, and the reject hook's reason is the store's
-	// error (which wraps limit.ErrUnavailable).
+	// Store keeps the budgets: one shared by the replicas (redisstore's,
+	// not the issuer's) keeps one budget. Nil means a limit.Memory of
+	// Limits.MemoryBytes of SCIMAuth's own.
 	Store limit.Store
 
-	// Verifier checks tokens against their hashes: equal work for an
-	// unknown tenant and a wrong token, a failure floor, and a bound on
-	// concurrent bcrypt checks (see secret.Verifier). Nil means one of
-	// SCIMAuth's own with the default settings. A *Tenants store primes
-	// it with its hashes at start and on Replace; with a TenantStore of
-	// your own it learns each bcrypt cost the first time it sees one
-	// (call Prime at start to cover that first time too). Give several
-	// SCIMAuth middlewares, and the issuer (issuer.WithVerifier), one
-	// Verifier to bound their bcrypt work together.
+	// Verifier checks tokens against their hashes (secret.Verifier); share
+	// one with other SCIMAuths and the issuer to bound their bcrypt work
+	// together. Nil means one of SCIMAuth's own, with the defaults.
 	Verifier *secret.Verifier
 }
 

@@ -13,10 +13,9 @@ type TenantConfig struct {
 	// Tenant is the tenant's name, the {tenant} of the SCIM path.
 	// Required and unique.
 	Tenant string `json:"tenant"`
-	// TokenHashes are the hashes of the tenant's bearer tokens, in the
-	// forms of package secret ("sha256:...", "sha512:...", "bcrypt:...").
-	// At least one; several let a token be rotated. A plain-text token is
-	// refused.
+	// TokenHashes are the hashes of the tenant's tokens, in package
+	// secret's forms: at least one, several to rotate one. A plain-text
+	// token is refused.
 	TokenHashes []string `json:"tokenHashes"`
 }
 

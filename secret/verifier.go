@@ -28,18 +28,13 @@ type VerifierConfig struct {
 	// CacheEntries bounds the remembered successes (about 80 bytes each;
 	// only a right secret adds one). Zero means 4096.
 	CacheEntries int
-	// MaxConcurrentSlow bounds the slow-hash checks running at once in
-	// this Verifier; the others wait (while their request lasts), so a
-	// flood of guesses cannot take every core. Zero means half the CPUs
-	// (GOMAXPROCS), at least one. Give several SCIMAuth middlewares one
-	// Verifier (middleware.SCIMConfig.Verifier) to bound them together.
+	// MaxConcurrentSlow bounds the slow-hash checks running at once; the
+	// others wait while their request lasts. Zero means half the CPUs
+	// (GOMAXPROCS), at least one.
 	MaxConcurrentSlow int
-	// FailureFloor is the least time a failed verification takes: a
-	// failure returns no sooner than this after Verify was called,
-	// waiting (not computing) for what is left. Zero means automatic:
-	// none while only fast hashes have been seen, else twice the time
-	// that Prime measured for the costliest subject's slow hashes.
-	// Negative means none.
+	// FailureFloor is the least time a failed Verify takes, waited, not
+	// computed. Zero means automatic (none with fast hashes only, else twice
+	// Prime's costliest slow hashes); negative means none.
 	FailureFloor time.Duration
 }
 
