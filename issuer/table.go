@@ -264,11 +264,6 @@ func (t *table) with(puts []tableEntry, drop []string) *table {
 	nt.groups = slices.Clone(t.groups)
 	// The change by shard: its puts, each shard's in their order, and
 	// its drops.
-	type change struct {
-		key  uint64
-		put  *tableEntry // nil: drop id
-		drop string
-	}
 	changes := make([]change, 0, len(puts)+len(drop))
 	for i := range puts {
 		puts[i].hash = foldHash(nt.seed, puts[i].id)
@@ -277,15 +272,31 @@ func (t *table) with(puts []tableEntry, drop []string) *table {
 	for _, id := range drop {
 		changes = append(changes, change{key: nt.key(foldHash(nt.seed, id)), drop: id})
 	}
-	slices.SortStableFunc(changes, func(a, b change) int {
-		switch {
-		case a.key < b.key:
-			return -1
-		case a.key > b.key:
-			return 1
+	if len(changes) >= 1<<nt.bits/4 { // a load: ordered by counting, in linear time
+		at := make([]int, 1<<nt.bits+1)
+		for _, c := range changes {
+			at[c.key+1]++
 		}
-		return 0
-	})
+		for k := 1; k < len(at); k++ {
+			at[k] += at[k-1]
+		}
+		sorted := make([]change, len(changes))
+		for _, c := range changes {
+			sorted[at[c.key]] = c
+			at[c.key]++
+		}
+		changes = sorted
+	} else {
+		slices.SortStableFunc(changes, func(a, b change) int {
+			switch {
+			case a.key < b.key:
+				return -1
+			case a.key > b.key:
+				return 1
+			}
+			return 0
+		})
+	}
 	fresh := make([]bool, len(nt.groups)) // the groups this call made
 	for len(changes) > 0 {
 		n := 1
@@ -299,25 +310,25 @@ func (t *table) with(puts []tableEntry, drop []string) *table {
 		if nt.groups[gi] != nil {
 			old = nt.groups[gi].shards[si]
 		}
-		var in, kept []tableEntry
-		var gone []string // dropped or replaced
-		for _, c := range run {
-			if c.put != nil {
-				in = append(in, *c.put)
-				gone = append(gone, c.put.id)
-			} else {
-				gone = append(gone, c.drop)
-			}
-		}
+		var kept []tableEntry // the old entries that stay, then the puts
 		if old != nil {
+			kept = make([]tableEntry, 0, len(old.ends)+n)
 			for i := range old.ends {
 				flags, id, body := old.head(i)
-				if !slices.Contains(gone, string(id)) {
+				if !slices.ContainsFunc(run, func(c change) bool { return c.id() == string(id) }) {
 					kept = append(kept, tableEntry{id: string(id), flags: flags, body: body, hash: old.hashes[i]})
 				}
 			}
+		} else {
+			kept = make([]tableEntry, 0, n)
 		}
-		if len(in) == 0 && (old == nil || len(kept) == len(old.ends)) {
+		stayed := len(kept)
+		for _, c := range run {
+			if c.put != nil {
+				kept = append(kept, *c.put)
+			}
+		}
+		if len(kept) == stayed && (old == nil || stayed == len(old.ends)) {
 			continue // it drops only IDs the shard does not hold
 		}
 		if !fresh[gi] { // t's group, shared: copied once
@@ -330,11 +341,25 @@ func (t *table) with(puts []tableEntry, drop []string) *table {
 		if old != nil {
 			nt.n -= len(old.ends)
 		}
-		kept = append(kept, in...)
 		nt.groups[gi].shards[si] = buildShard(kept)
 		nt.n += len(kept)
 	}
 	return nt
+}
+
+// change is one entry of a table's change: put, or the ID drop.
+type change struct {
+	key  uint64
+	put  *tableEntry // nil: drop the entry of drop
+	drop string
+}
+
+// id is the ID the change is about.
+func (c change) id() string {
+	if c.put != nil {
+		return c.put.id
+	}
+	return c.drop
 }
 
 // newTable returns an empty table of 1<<bits shards.
