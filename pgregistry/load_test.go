@@ -16,7 +16,7 @@ import (
 )
 
 // loadMillion is -load-million: BenchmarkLoad loads a million clients too
-// (about a minute to write them, and some 2 GiB of PostgreSQL's disk).
+// (about a minute to write them, and about 1 GB of PostgreSQL's disk).
 var loadMillion = flag.Bool("load-million", false, "BenchmarkLoad loads 1,000,000 clients too")
 
 // BenchmarkLoad loads registered clients of the stated shape (one SHA-256
