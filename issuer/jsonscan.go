@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/idsauth/idsauth/internal/jsonscan"
 )
 
 // Walking JSON already checked valid (oneValue checks the whole file
@@ -16,83 +18,23 @@ import (
 // what a value decodes to is always what encoding/json makes of it;
 // FuzzScanAgreesWithEncodingJSON holds them to it.
 
-// skipSpace returns the index of the first byte of b from i that is not
-// JSON white space.
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// stringEnd returns the index just past the string that starts at b[i],
-// its opening quote.
-func stringEnd(b []byte, i int) int {
-	for i++; ; {
-		q := bytes.IndexByte(b[i:], '"')
-		if q < 0 {
-			return len(b)
-		}
-		i += q
-		// Escaped when an odd number of backslashes comes before it.
-		n := 0
-		for j := i - 1; b[j] == '\\'; j-- {
-			n++
-		}
-		if n%2 == 0 {
-			return i + 1
-		}
-		i++
-	}
-}
-
-// valueEnd returns the index just past the value that starts at b[i].
-func valueEnd(b []byte, i int) int {
-	switch b[i] {
-	case '"':
-		return stringEnd(b, i)
-	case '{', '[':
-		depth := 0
-		for ; i < len(b); i++ {
-			switch b[i] {
-			case '"':
-				i = stringEnd(b, i) - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				if depth--; depth == 0 {
-					return i + 1
-				}
-			}
-		}
-		return len(b)
-	}
-	for ; i < len(b); i++ { // a number, true, false or null
-		switch b[i] {
-		case ',', '}', ']', ' ', '\t', '\n', '\r':
-			return i
-		}
-	}
-	return i
-}
-
 // eachMember calls fn with the quoted name and the value of each member
 // of obj, a valid JSON object, in their order, until fn returns an error.
 func eachMember(obj []byte, fn func(quoted, value []byte) error) error {
-	i := skipSpace(obj, 0) + 1 // past "{"
+	i := jsonscan.SkipSpace(obj, 0) + 1 // past "{"
 	for {
-		i = skipSpace(obj, i)
+		i = jsonscan.SkipSpace(obj, i)
 		if obj[i] == '}' {
 			return nil
 		}
-		end := stringEnd(obj, i)
+		end := jsonscan.StringEnd(obj, i)
 		name := obj[i:end]
-		i = skipSpace(obj, skipSpace(obj, end)+1) // past ":"
-		end = valueEnd(obj, i)
+		i = jsonscan.SkipSpace(obj, jsonscan.SkipSpace(obj, end)+1) // past ":"
+		end = jsonscan.ValueEnd(obj, i)
 		if err := fn(name, obj[i:end]); err != nil {
 			return err
 		}
-		if i = skipSpace(obj, end); obj[i] == ',' {
+		if i = jsonscan.SkipSpace(obj, end); obj[i] == ',' {
 			i++
 		}
 	}
@@ -101,17 +43,17 @@ func eachMember(obj []byte, fn func(quoted, value []byte) error) error {
 // eachElement calls fn with each element of arr, a valid JSON array, and
 // where it starts in arr, in their order, until fn returns an error.
 func eachElement(arr []byte, fn func(start int, value []byte) error) error {
-	at := skipSpace(arr, 0) + 1 // past "["
+	at := jsonscan.SkipSpace(arr, 0) + 1 // past "["
 	for {
-		at = skipSpace(arr, at)
+		at = jsonscan.SkipSpace(arr, at)
 		if arr[at] == ']' {
 			return nil
 		}
-		end := valueEnd(arr, at)
+		end := jsonscan.ValueEnd(arr, at)
 		if err := fn(at, arr[at:end]); err != nil {
 			return err
 		}
-		if at = skipSpace(arr, end); arr[at] == ',' {
+		if at = jsonscan.SkipSpace(arr, end); arr[at] == ',' {
 			at++
 		}
 	}

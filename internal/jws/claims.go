@@ -6,6 +6,8 @@ import (
 	"math"
 	"strconv"
 	"time"
+
+	"github.com/idsauth/idsauth/internal/jsonscan"
 )
 
 // Claims is a JWT's claim set split into its members, each the JSON of its
@@ -45,30 +47,30 @@ func ReadClaims(payload []byte) (Claims, error) {
 	if !json.Valid(payload) {
 		return Claims{}, ErrMalformed
 	}
-	i := skipSpace(payload, 0)
+	i := jsonscan.SkipSpace(payload, 0)
 	if payload[i] != '{' {
 		return Claims{}, ErrMalformed
 	}
 	var c Claims
 	c.members = make([]member, 0, 16)
-	for i = skipSpace(payload, i+1); payload[i] != '}'; {
-		end := stringEnd(payload, i)
+	for i = jsonscan.SkipSpace(payload, i+1); payload[i] != '}'; {
+		end := jsonscan.StringEnd(payload, i)
 		name, err := unquote(payload[i:end])
 		if err != nil {
 			return Claims{}, ErrMalformed
 		}
-		i = skipSpace(payload, end) + 1 // the colon
-		i = skipSpace(payload, i)
-		end = valueEnd(payload, i)
+		i = jsonscan.SkipSpace(payload, end) + 1 // the colon
+		i = jsonscan.SkipSpace(payload, i)
+		end = jsonscan.ValueEnd(payload, i)
 		if v := payload[i:end]; string(v) != "null" {
 			c.members = append(c.members, member{name: name, value: v})
 		} else {
 			// Kept for the duplicate check, with no value.
 			c.members = append(c.members, member{name: name})
 		}
-		i = skipSpace(payload, end)
+		i = jsonscan.SkipSpace(payload, end)
 		if payload[i] == ',' {
-			i = skipSpace(payload, i+1)
+			i = jsonscan.SkipSpace(payload, i+1)
 		}
 	}
 	if c.duplicated() {
@@ -263,57 +265,4 @@ func unquote(q []byte) ([]byte, error) {
 		return nil, ErrMalformed
 	}
 	return []byte(s), nil
-}
-
-// The scanners below walk a document json.Valid has accepted, so they
-// need not check its grammar: only find where each part ends.
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// stringEnd returns the index just past the string that starts at b[i].
-func stringEnd(b []byte, i int) int {
-	for i++; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1
-		}
-	}
-	return len(b)
-}
-
-// valueEnd returns the index just past the value that starts at b[i].
-func valueEnd(b []byte, i int) int {
-	switch b[i] {
-	case '"':
-		return stringEnd(b, i)
-	case '{', '[':
-		depth := 0
-		for ; i < len(b); i++ {
-			switch b[i] {
-			case '"':
-				i = stringEnd(b, i) - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				if depth--; depth == 0 {
-					return i + 1
-				}
-			}
-		}
-		return len(b)
-	}
-	for ; i < len(b); i++ {
-		switch b[i] {
-		case ',', '}', ']', ' ', '\t', '\n', '\r':
-			return i
-		}
-	}
-	return len(b)
 }
