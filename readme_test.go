@@ -12,10 +12,12 @@ import (
 // goBlock finds the Go code blocks of a Markdown file.
 var goBlock = regexp.MustCompile("(?s)```go\n(.*?)```")
 
-// TestREADMECodeCompiles builds every Go block of the README against this
-// module, so that the README's code cannot rot: each block is a whole
-// file, a program (package main) that is built, or a test file (package
-// *_test) that is run as a test. The guides' whole files are built too.
+// TestREADMECodeCompiles builds every Go block of the README and of
+// docs/GETTING-STARTED.md (the programs the README sends a newcomer to)
+// against this module, so that their code cannot rot: each block is a
+// whole file, a program (package main) that is built, or a test file
+// (package *_test) that is run as a test. The other guides' whole files
+// are built too.
 func TestREADMECodeCompiles(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the README's programs with the go command: run without -short")
@@ -28,15 +30,24 @@ func TestREADMECodeCompiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	blocks := goBlock.FindAllSubmatch(readme, -1)
-	if len(blocks) < 4 {
-		t.Fatalf("README has %d Go blocks, want at least 4 (protect a route, run the issuer, call the API, test a handler)", len(blocks))
+	buildBlocks(t, goCmd, "README", goBlock.FindAllSubmatch(readme, -1), true)
+	const start = "docs/GETTING-STARTED.md"
+	first, err := os.ReadFile(start)
+	if err != nil {
+		t.Fatal(err)
 	}
-	buildBlocks(t, goCmd, "README", blocks, true)
-	// The guides' whole files (with a package clause) are built too; their
-	// fragments, which show a setting in a few lines, are not.
+	blocks := goBlock.FindAllSubmatch(first, -1)
+	if len(blocks) < 4 {
+		t.Fatalf("%s has %d Go blocks, want at least 4 (protect a route, run the issuer, call the API, test a handler)", start, len(blocks))
+	}
+	buildBlocks(t, goCmd, start, blocks, true)
+	// The other guides' whole files (with a package clause) are built too;
+	// their fragments, which show a setting in a few lines, are not.
 	guides, _ := filepath.Glob("docs/*.md")
 	for _, g := range guides {
+		if g == start {
+			continue
+		}
 		text, err := os.ReadFile(g)
 		if err != nil {
 			t.Fatal(err)
