@@ -413,25 +413,32 @@ func (f *fleet) introspect(t *testing.T, i int, token string) outcome {
 	return ok
 }
 
+// authorize gives req cl's token tok as cl sends it: a DPoP-bound one
+// with a proof of req's method and URL, any other as a bearer token.
+func (cl *seamClient) authorize(t *testing.T, req *http.Request, tok *oauth2.Token) {
+	t.Helper()
+	if cl.dpop == nil || !strings.EqualFold(tok.TokenType, "DPoP") {
+		req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
+		return
+	}
+	s, err := clientauth.NewSigner(cl.dpop, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	proof, err := s.Proof(req.Method, req.URL.String(), tok.AccessToken, "", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "DPoP "+tok.AccessToken)
+	req.Header.Set("DPoP", proof)
+}
+
 // callAPI calls the API at path with tok, a DPoP proof for a DPoP-bound
 // one, over a connection that presents the client's certificate.
 func (f *fleet) callAPI(t *testing.T, path string, cl *seamClient, tok *oauth2.Token) outcome {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, seamAPI+path, nil)
-	if cl.dpop != nil && strings.EqualFold(tok.TokenType, "DPoP") {
-		s, err := clientauth.NewSigner(cl.dpop, "", "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		proof, err := s.Proof(http.MethodGet, seamAPI+path, tok.AccessToken, "", time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Authorization", "DPoP "+tok.AccessToken)
-		req.Header.Set("DPoP", proof)
-	} else {
-		req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
-	}
+	cl.authorize(t, req, tok)
 	switch st := f.do(t, &http.Client{Transport: f.transport(0, cl.cert)}, req, nil); st {
 	case http.StatusOK:
 		return ok

@@ -10,12 +10,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"golang.org/x/oauth2"
 
 	"github.com/idsauth/idsauth/internal/certtest"
-	"github.com/idsauth/idsauth/internal/clientauth"
 	"github.com/idsauth/idsauth/internal/nginxtest"
 	"github.com/idsauth/idsauth/internal/proctest"
 	"github.com/idsauth/idsauth/scope"
@@ -111,20 +109,7 @@ func (f *fleet) callGate(t *testing.T, i int, cl *seamClient, tok *oauth2.Token)
 	t.Helper()
 	u := fmt.Sprintf("%s/g%d/check", seamGateURL, i)
 	req, _ := http.NewRequest(http.MethodGet, u, nil)
-	if cl.dpop != nil && strings.EqualFold(tok.TokenType, "DPoP") {
-		s, err := clientauth.NewSigner(cl.dpop, "", "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		proof, err := s.Proof(http.MethodGet, u, tok.AccessToken, "", time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Authorization", "DPoP "+tok.AccessToken)
-		req.Header.Set("DPoP", proof)
-	} else {
-		req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
-	}
+	cl.authorize(t, req, tok)
 	tc := &tls.Config{RootCAs: f.ca.Pool()}
 	if cl.cert != nil {
 		tc.Certificates = []tls.Certificate{*cl.cert}

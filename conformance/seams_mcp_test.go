@@ -6,12 +6,10 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/oauth2"
 
-	"github.com/idsauth/idsauth/internal/clientauth"
 	"github.com/idsauth/idsauth/mcpauth"
 	"github.com/idsauth/idsauth/middleware"
 	"github.com/idsauth/idsauth/scope"
@@ -57,20 +55,7 @@ func (f *fleet) callMCP(t *testing.T, i int, cl *seamClient, tok *oauth2.Token) 
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
-	if cl.dpop != nil && strings.EqualFold(tok.TokenType, "DPoP") {
-		s, err := clientauth.NewSigner(cl.dpop, "", "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		proof, err := s.Proof(http.MethodPost, u, tok.AccessToken, "", time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Authorization", "DPoP "+tok.AccessToken)
-		req.Header.Set("DPoP", proof)
-	} else {
-		req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
-	}
+	cl.authorize(t, req, tok)
 	var answer struct {
 		Result struct {
 			Content []struct {
