@@ -55,7 +55,7 @@ func ExampleAPIResourceConfig() {
 }
 
 // A registry (such as pgregistry) gives the issuer its clients beside the
-// file's, whole, each time they change; what does not fit is left out,
+// file's, whole, when it loads them; what does not fit is left out,
 // named, and the rest served.
 func ExampleIssuer_SetRegistered() {
 	hash := func(s string) []string { return []string{secret.HashSHA256(s).String()} }
@@ -72,4 +72,31 @@ func ExampleIssuer_SetRegistered() {
 	}, nil)
 	fmt.Println(err)
 	// Output: issuer config: clients ("reporting").clientId: a client of the configuration file, which wins
+}
+
+// After its first load, a registry gives each change as a change: the
+// clients registered or replaced, and the IDs removed. It costs what the
+// change holds, whatever the number of clients served.
+func ExampleIssuer_UpdateRegistered() {
+	hash := func(s string) []string { return []string{secret.HashSHA256(s).String()} }
+	iss, err := issuer.New(&issuer.Config{Issuer: "https://docs.example.com/ids", EphemeralKey: true},
+		issuer.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		log.Fatal(err)
+	}
+	err = iss.SetRegistered([]issuer.ClientConfig{
+		{ClientID: "billing", SecretHashes: hash("b1ll"), Scopes: []string{scope.AdminWebAPI}},
+		{ClientID: "reporting", SecretHashes: hash("r3port"), Scopes: []string{scope.AdminWebAPI}},
+	}, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	// billing's secret rotated, reporting removed, audit registered.
+	err = iss.UpdateRegistered([]issuer.ClientConfig{
+		{ClientID: "billing", SecretHashes: hash("n3w"), Scopes: []string{scope.AdminWebAPI}},
+		{ClientID: "audit", SecretHashes: hash("4udit"), Scopes: []string{scope.ConnectWebAPI}},
+	}, []string{"reporting"})
+	clients, apis, left := iss.Registered()
+	fmt.Println(err, clients, apis, left)
+	// Output: <nil> 2 0 0
 }
