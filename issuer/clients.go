@@ -42,7 +42,7 @@ type compiler struct {
 
 // compiler returns the compiler of d, whose defaults are applied.
 func (d Config) compiler() (*compiler, error) {
-	if err := validateScopeWhenOmitted("scopeWhenOmitted", d.ScopeWhenOmitted); err != nil {
+	if err := validateScopeWhenOmitted("", "scopeWhenOmitted", d.ScopeWhenOmitted); err != nil {
 		return nil, err
 	}
 	own, err := parseOwnScopes(d.Scopes)
@@ -209,7 +209,7 @@ func (k *compiler) client(f string, cc ClientConfig) (_ *client, err error) {
 		return nil, fieldErr(f+".epoch", "at most 2^53-1, which a JWT carries exactly: its tokens would be refused")
 	}
 	cl.epoch, cl.ownEpoch = cc.Epoch, cc.Epoch != 0
-	if err := validateScopeWhenOmitted(f+".scopeWhenOmitted", cc.ScopeWhenOmitted); err != nil {
+	if err := validateScopeWhenOmitted(f, "scopeWhenOmitted", cc.ScopeWhenOmitted); err != nil {
 		return nil, err
 	}
 	for i, g := range cc.GrantTypes {
@@ -237,7 +237,7 @@ func (k *compiler) client(f string, cc ClientConfig) (_ *client, err error) {
 	default:
 		return nil, fieldErr(f+".accessTokenType", `want "jwt" or "reference", got %q`, cc.AccessTokenType)
 	}
-	if err := validateSeconds(f+".accessTokenLifetime", cc.AccessTokenLifetime); err != nil {
+	if err := validateSeconds(f, "accessTokenLifetime", cc.AccessTokenLifetime); err != nil {
 		return nil, err
 	}
 	if cc.AccessTokenLifetime > maxAccessTokenLifetime {
@@ -386,12 +386,14 @@ const (
 	scopeAll    = "all"
 )
 
-func validateScopeWhenOmitted(field, v string) error {
+// validateScopeWhenOmitted refuses v, the field name of f, unless it is
+// one of the values of ScopeWhenOmitted.
+func validateScopeWhenOmitted(f, name, v string) error {
 	switch v {
 	case scopeRefuse, scopeAll:
 		return nil
 	}
-	return fieldErr(field, `want "refuse" or "all", got %q`, v)
+	return fieldErr(join(f, name), `want "refuse" or "all", got %q`, v)
 }
 
 // clientDefaults returns cc with the defaults of c, whose own defaults
@@ -418,13 +420,14 @@ func (c *Config) clientDefaults(cc ClientConfig) ClientConfig {
 var clientCredentialsOnly = []string{"client_credentials"}
 
 // validateSeconds refuses a duration that goes on the wire in whole seconds
-// (a max-age, a lifetime) and is negative or not whole.
-func validateSeconds(field string, d time.Duration) error {
+// (a max-age, a lifetime) and is negative or not whole: the field name
+// of f (join's), made for an error alone.
+func validateSeconds(f, name string, d time.Duration) error {
 	switch {
 	case d < 0:
-		return fieldErr(field, "negative")
+		return fieldErr(join(f, name), "negative")
 	case d%time.Second != 0:
-		return fieldErr(field, "%v is not a whole number of seconds", d)
+		return fieldErr(join(f, name), "%v is not a whole number of seconds", d)
 	}
 	return nil
 }

@@ -82,7 +82,7 @@ func (d *Config) compileFace(u *url.URL) (*face, error) {
 	default:
 		return nil, fieldErr("scopeFormat", `want "string" or "array", got %q`, d.ScopeFormat)
 	}
-	if err := validateSeconds("jwksMaxAgeSeconds", d.JWKSMaxAge); err != nil {
+	if err := validateSeconds("", "jwksMaxAgeSeconds", d.JWKSMaxAge); err != nil {
 		return nil, err
 	}
 	if d.ValidatorRefresh < 0 {

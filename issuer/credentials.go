@@ -48,7 +48,7 @@ func (k *compiler) credentials(f, id string, c credentials) (*client, error) {
 	if len(c.hashes) == 0 && len(c.keys) == 0 && !c.tls.set() && len(c.thumbprints) == 0 && !c.more {
 		return nil, fieldErr(f+".secretHashes", "at least one hash (or one of publicKeys, a tlsClientAuth or a certificate thumbprint) is required")
 	}
-	hashes, err := parseHashes(f+".secretHashes", c.hashes)
+	hashes, err := parseHashes(f, c.hashes)
 	if err != nil {
 		return nil, err
 	}
@@ -71,13 +71,15 @@ func (k *compiler) credentials(f, id string, c credentials) (*client, error) {
 	return cl, nil
 }
 
+// parseHashes parses the secret hashes in of the client or API resource
+// f names: its field's name is made for an error alone.
 func parseHashes(f string, in []string) ([]secret.Hash, error) {
 	out := make([]secret.Hash, 0, len(in))
 	for i, s := range in {
 		h, err := secret.Parse(s)
 		if err != nil {
 			// The value may be a secret pasted in plain text: never echo it.
-			return nil, &ConfigError{Field: fmt.Sprintf("%s[%d]", f, i), Reason: err.Error(), Err: err}
+			return nil, &ConfigError{Field: fmt.Sprintf("%s[%d]", join(f, "secretHashes"), i), Reason: err.Error(), Err: err}
 		}
 		out = append(out, h)
 	}

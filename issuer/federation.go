@@ -43,7 +43,7 @@ func (k *compiler) federation(f string, cc ClientConfig, cl *client) error {
 		}
 		cl.jwksURI = cc.JWKSURI
 	}
-	if err := validateSeconds(f+".maxAssertionAgeSeconds", cc.MaxAssertionAge); err != nil {
+	if err := validateSeconds(f, "maxAssertionAgeSeconds", cc.MaxAssertionAge); err != nil {
 		return err
 	}
 	if cc.MaxAssertionAge > 24*time.Hour {

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/idsauth/idsauth/internal/jsonscan"
 )
 
 // The strict decoding of the configuration file, by its shape (file.go):
@@ -21,7 +23,7 @@ import (
 // anything but white space after it: a stray "}" closes the object early,
 // and whatever follows it would be dropped without a word.
 func oneValue(data []byte) (json.RawMessage, error) {
-	if json.Valid(data) { // the rest explains what is wrong
+	if jsonscan.Valid(data) { // the rest explains what is wrong
 		return bytes.Trim(data, " \t\r\n"), nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))

@@ -48,7 +48,7 @@ type Issuer struct {
 	// The last SetRegistered's API resources, and the registered clients
 	// left out since, which a Reload tries again beside those it serves.
 	registeredAPIs []APIResourceConfig
-	leftOut        []entry
+	leftOut        []ClientConfig
 	// epochs is the record of the epochs of clients whose configuration
 	// gives none (epochs.go).
 	epochs epochs
@@ -246,7 +246,7 @@ func (iss *Issuer) Reload(cfg *Config) error {
 		cur.table.each(func(_ []byte, flags byte, body []byte) bool {
 			if flags&flagFile == 0 {
 				if e, err := decodeEntry(body); err == nil {
-					regs = append(regs, e)
+					regs = append(regs, e.Config)
 				}
 			}
 			return true

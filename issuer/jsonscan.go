@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
+	"time"
 	"unicode/utf8"
 
 	"github.com/idsauth/idsauth/internal/jsonscan"
@@ -83,8 +84,9 @@ func memberName(quoted []byte) string {
 	return name
 }
 
-// plainValue decodes raw into v, a *string, *[]string, *int or *bool, when raw
-// is plainly one: true when it did, as encoding/json would have.
+// plainValue decodes raw into v, a *string, *[]string, *int, *bool or
+// the file's seconds, when raw is plainly one: true when it did, as
+// encoding/json (and seconds.decodeFile) would have.
 func plainValue(raw []byte, v any) bool {
 	switch v := v.(type) {
 	case *string:
@@ -94,14 +96,17 @@ func plainValue(raw []byte, v any) bool {
 		}
 		return ok
 	case *int:
-		if len(raw) == 0 || raw[0] != '-' && (raw[0] < '0' || raw[0] > '9') {
-			return false
-		}
-		n, err := strconv.Atoi(string(raw)) // refuses a fraction or an exponent
-		if err == nil {
+		n, ok := plainInt(raw)
+		if ok {
 			*v = n
 		}
-		return err == nil
+		return ok
+	case seconds:
+		n, ok := plainInt(raw)
+		if ok {
+			*v.d = durationOf(int64(n), time.Second)
+		}
+		return ok
 	case *bool:
 		switch string(raw) {
 		case "true", "false":
@@ -129,4 +134,14 @@ func plainValue(raw []byte, v any) bool {
 		return ok
 	}
 	return false
+}
+
+// plainInt is raw as an int, when it is plainly one: no fraction, no
+// exponent, within an int's range.
+func plainInt(raw []byte) (int, bool) {
+	if len(raw) == 0 || raw[0] != '-' && (raw[0] < '0' || raw[0] > '9') {
+		return 0, false
+	}
+	n, err := strconv.Atoi(string(raw)) // refuses a fraction or an exponent
+	return n, err == nil
 }

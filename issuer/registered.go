@@ -50,11 +50,7 @@ import (
 func (iss *Issuer) SetRegistered(clients []ClientConfig, apis []APIResourceConfig) error {
 	iss.mu.Lock()
 	defer iss.mu.Unlock()
-	regs := make([]entry, len(clients))
-	for i, cc := range clients {
-		regs[i] = entry{Config: cc}
-	}
-	st, left, out, err := iss.build(iss.file, regs, slices.Clone(apis), nil)
+	st, left, out, err := iss.build(iss.file, clients, slices.Clone(apis), nil)
 	if err != nil {
 		return err
 	}
@@ -89,13 +85,13 @@ func (iss *Issuer) UpdateRegistered(clients []ClientConfig, removed []string) er
 	for _, id := range removed {
 		changed[id] = true
 	}
-	iss.leftOut = slices.DeleteFunc(iss.leftOut, func(e entry) bool { return changed[e.Config.ClientID] })
+	iss.leftOut = slices.DeleteFunc(iss.leftOut, func(cc ClientConfig) bool { return changed[cc.ClientID] })
 	for _, err := range left {
 		var re *RegistrationError
 		if errors.As(err, &re) && !re.API {
 			for _, cc := range clients {
 				if cc.ClientID == re.ID {
-					iss.leftOut = append(iss.leftOut, entry{Config: cc})
+					iss.leftOut = append(iss.leftOut, cc)
 				}
 			}
 		}
@@ -183,11 +179,11 @@ func (f fileState) setsAt(now time.Time) []keySet {
 	return slices.Clone(f.sets[first:])
 }
 
-// build returns the state of f with the registered clients regs (each
-// with its record's epoch) and API resources apis added, each checked and
-// compiled, and the errors of those left out; the table is made whole.
-// An error is one of the configuration itself, which Reload has checked.
-func (iss *Issuer) build(f fileState, regs []entry, apis []APIResourceConfig, reread []string) (*state, []error, []entry, error) {
+// build returns the state of f with the registered clients regs and API
+// resources apis added, each checked and compiled, the errors of those
+// left out and those clients; the table is made whole. An error is one
+// of the configuration itself, which Reload has checked.
+func (iss *Issuer) build(f fileState, regs []ClientConfig, apis []APIResourceConfig, reread []string) (*state, []error, []ClientConfig, error) {
 	if f.st == nil {
 		return nil, nil, nil, errors.New("issuer: no configuration yet")
 	}
@@ -199,7 +195,7 @@ func (iss *Issuer) build(f fileState, regs []entry, apis []APIResourceConfig, re
 		return nil, nil, nil, err
 	}
 	var left []error
-	var out []entry // the registered clients left out
+	var out []ClientConfig // the registered clients left out
 	taken := takenIDs{}
 	for name, api := range f.st.apis {
 		taken.add(name, "an API resource of the configuration file, which wins")
@@ -255,11 +251,11 @@ func (iss *Issuer) build(f fileState, regs []entry, apis []APIResourceConfig, re
 		}
 	}
 	life := f.lifetimes()
-	for _, reg := range regs {
-		e, cl, err := iss.admit(&st, r, reg.Config, taken.lookup, &life)
+	for i := range regs {
+		e, cl, err := iss.admit(&st, r, regs[i], taken.lookup, &life)
 		if err != nil {
 			left = append(left, err)
-			out = append(out, reg)
+			out = append(out, regs[i])
 			continue
 		}
 		r.federated.insert(cl)

@@ -305,7 +305,7 @@ func (k *compiler) trustedIssuer(f string, tc TrustedIssuerConfig, audDef []stri
 		{"clockSkewSeconds", &ti.skew, defaultClockSkew, 5 * time.Minute, "300"},
 		{"keysGraceSeconds", &ti.grace, defaultKeysGrace, 24 * time.Hour, "86400 (a day)"},
 	} {
-		if err := validateSeconds(f+"."+b.field, *b.d); err != nil {
+		if err := validateSeconds(f, b.field, *b.d); err != nil {
 			return nil, err
 		}
 		if *b.d > b.most {

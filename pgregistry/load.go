@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/idsauth/idsauth/issuer"
 )
@@ -71,8 +72,8 @@ func (r *Registry) served(ctx context.Context, conn *pgx.Conn, gen int64) {
 type changes struct {
 	gen         int64
 	whole       bool
-	clientRows  []row    // enabled, changed
-	apiRows     []row    // enabled, changed
+	clientRows  rowList  // enabled, changed
+	apiRows     rowList  // enabled, changed
 	off         []string // clients disabled or removed since
 	apisChanged bool     // an API resource changed since: loaded whole
 }
@@ -99,7 +100,7 @@ func (r *Registry) load(ctx context.Context, conn *pgx.Conn) error {
 		if !st.Loaded || since < pruned || since > ch.gen {
 			ch.whole, since = true, -1
 		}
-		if err := ch.read(ctx, tx, since); err != nil {
+		if err := ch.read(ctx, tx, since, st.Clients); err != nil {
 			return err
 		}
 		// An API resource changed, or a client removed that may have kept
@@ -107,7 +108,7 @@ func (r *Registry) load(ctx context.Context, conn *pgx.Conn) error {
 		// every row, in the same snapshot.
 		if !ch.whole && (ch.apisChanged || len(ch.off) > 0 && st.Left > 0) {
 			ch = changes{gen: ch.gen, whole: true}
-			return ch.read(ctx, tx, -1)
+			return ch.read(ctx, tx, -1, st.Clients)
 		}
 		return nil
 	})
@@ -115,8 +116,14 @@ func (r *Registry) load(ctx context.Context, conn *pgx.Conn) error {
 		r.loads[1].Add(1)
 		return err
 	}
-	clients, _, left := decodeRows(clientKind, ch.clientRows)
-	_, apis, badAPIs := decodeRows(apiKind, ch.apiRows)
+	clients, _, left := decodeList(clientKind, ch.clientRows)
+	_, apis, badAPIs := decodeList(apiKind, ch.apiRows)
+	// What was read is garbage from here on, but the IDs of a change:
+	// the collector need not mark it while the issuer compiles.
+	ch.clientRows.doc, ch.apiRows.doc = nil, nil
+	if ch.whole {
+		ch.clientRows.rows, ch.apiRows.rows = nil, nil
+	}
 	left = append(left, badAPIs...)
 	clients, apis, admins := withoutAdmins(clients, apis)
 	left = append(left, admins...)
@@ -133,8 +140,9 @@ func (r *Registry) load(ctx context.Context, conn *pgx.Conn) error {
 
 // read reads the rows changed since generation since (-1: every one) and
 // the tombstones, the oldest registration first: of two IDs equal under
-// case folding, the issuer serves the first.
-func (ch *changes) read(ctx context.Context, tx pgx.Tx, since int64) error {
+// case folding, the issuer serves the first. hint is how many clients
+// the replica serves: a whole read makes room for as many.
+func (ch *changes) read(ctx context.Context, tx pgx.Tx, since int64, hint int) error {
 	rows, err := tx.Query(ctx, `SELECT kind = 'api', id, config::text, secret_hashes, epoch, disabled FROM idsauth_registrations
 		WHERE generation > $1 AND ($1 >= 0 OR NOT disabled) ORDER BY kind, created_at, id`, since)
 	if err != nil {
@@ -142,10 +150,14 @@ func (ch *changes) read(ctx context.Context, tx pgx.Tx, since int64) error {
 	}
 	var api bool // kind "api"; else "client"
 	var rw row
+	var config pgtype.DriverBytes // pgx's own buffer, until the next row
 	var epoch int64
 	var disabled bool
 	seen := map[[2]string]bool{} // of a change: the kinds and IDs its tombstones do not end
-	_, err = pgx.ForEachRow(rows, []any{&api, &rw.id, &rw.config, &rw.hashes, &epoch, &disabled}, func() error {
+	if since < 0 {
+		ch.clientRows.rows = make([]row, 0, hint)
+	}
+	_, err = pgx.ForEachRow(rows, []any{&api, &rw.id, &config, &rw.hashes, &epoch, &disabled}, func() error {
 		ch.apisChanged = ch.apisChanged || api
 		if since >= 0 {
 			seen[[2]string{kindOf(api).name, rw.id}] = true
@@ -159,14 +171,16 @@ func (ch *changes) read(ctx context.Context, tx pgx.Tx, since int64) error {
 			// a JWT carries: the issuer leaves that row out, not the load.
 			rw.epoch = uint64(epoch)
 			if api {
-				ch.apiRows = append(ch.apiRows, rw)
+				ch.apiRows.add(apiKind, rw, config)
 			} else {
-				ch.clientRows = append(ch.clientRows, rw)
+				ch.clientRows.add(clientKind, rw, config)
 			}
 		}
 		rw = row{}
 		return nil
 	})
+	ch.clientRows.close()
+	ch.apiRows.close()
 	if err != nil || since < 0 {
 		return err
 	}
@@ -214,10 +228,10 @@ func (r *Registry) loadedSnapshot(ch changes, left []error) {
 		for k, v := range was {
 			now[k] = v
 		}
-		for _, rw := range ch.clientRows {
+		for _, rw := range ch.clientRows.rows {
 			delete(now, clientKind.name+"\x00"+rw.id)
 		}
-		for _, rw := range ch.apiRows {
+		for _, rw := range ch.apiRows.rows {
 			delete(now, apiKind.name+"\x00"+rw.id)
 		}
 		for _, id := range ch.off {

@@ -62,13 +62,25 @@ type row struct {
 // does, with their IDs and hashes: a client each (k is clientKind) or an
 // API resource each; bad holds the error of each row that cannot be.
 func decodeRows(k kind, rows []row) (clients []issuer.ClientConfig, apis []issuer.APIResourceConfig, bad []error) {
+	return decodeList(k, rowList{rows: rows})
+}
+
+// decodeList is decodeRows of l's rows, from l's document when it has
+// one.
+func decodeList(k kind, l rowList) (clients []issuer.ClientConfig, apis []issuer.APIResourceConfig, bad []error) {
 	// One document for them all, decoded once; row by row only when it
 	// fails, to find the ones that do.
-	if cfg, err := parseList(k, rows); err == nil {
-		return fill(k, cfg, rows, nil)
+	doc, err := l.doc, error(nil)
+	if doc == nil || l.odd {
+		doc, err = listOf(k, l.rows)
+	}
+	if err == nil {
+		if cfg, err := issuer.ParseConfig(doc, "", nil); err == nil {
+			return fill(k, cfg, l.rows, nil)
+		}
 	}
 	var good []row
-	for _, r := range rows {
+	for _, r := range l.rows {
 		if _, err := parseList(k, []row{r}); err != nil {
 			bad = append(bad, k.leftOut(r.id, "", err))
 			continue
@@ -80,6 +92,54 @@ func decodeRows(k kind, rows []row) (clients []issuer.ClientConfig, apis []issue
 		return nil, nil, append(bad, err)
 	}
 	return fill(k, cfg, good, bad)
+}
+
+// rowList is rows of one kind, as a load reads them, and the file's list
+// of them (listOf's) written as they are read, so that no row's
+// configuration is copied but into it.
+type rowList struct {
+	rows []row
+	doc  []byte // the list; nil: none written (decodeList writes it)
+	ends []int  // where each row's configuration ends in doc
+	odd  bool   // a configuration is not an object: no list of them
+}
+
+// add appends rw, of the configuration config (which it copies), to the
+// list of kind k.
+func (l *rowList) add(k kind, rw row, config []byte) {
+	if l.doc == nil {
+		l.doc = append(make([]byte, 0, 64<<10), `{"`+k.list+`":[`...)
+	} else {
+		l.doc = append(l.doc, ',')
+	}
+	l.odd = l.odd || !isStoredObject(config)
+	l.doc = append(double(l.doc, len(config)), config...)
+	l.ends = append(double(l.ends, 1), len(l.doc))
+	l.rows = append(double(l.rows, 1), rw)
+}
+
+// double returns s with room for n more, its capacity doubled when it
+// has not: append grows a large slice by a quarter at a time, and a load
+// of 100,000 rows would make five times their bytes in garbage.
+func double[S ~[]E, E any](s S, n int) S {
+	if cap(s)-len(s) >= n {
+		return s
+	}
+	return slices.Grow(s, max(n, len(s)))
+}
+
+// close ends the list, and points each row's configuration into it.
+func (l *rowList) close() {
+	if l.doc == nil {
+		return
+	}
+	l.doc = append(l.doc, "]}"...)
+	start := bytes.IndexByte(l.doc, '[') + 1
+	for i, end := range l.ends {
+		l.rows[i].config = l.doc[start:end:end]
+		start = end + 1
+	}
+	l.ends = nil
 }
 
 // leftOut is the error of registration id of kind k, left out for err:
@@ -125,6 +185,16 @@ var errAdminScope = errors.New(AdminScope + ": only the configuration file names
 
 // parseList decodes rows as the file's list of kind k.
 func parseList(k kind, rows []row) (*issuer.Config, error) {
+	doc, err := listOf(k, rows)
+	if err != nil {
+		return nil, err
+	}
+	return issuer.ParseConfig(doc, "", nil)
+}
+
+// listOf returns rows as the file's list of kind k: their configurations,
+// each an object, in one document.
+func listOf(k kind, rows []row) ([]byte, error) {
 	var b bytes.Buffer
 	size := 0
 	for _, r := range rows {
@@ -142,7 +212,7 @@ func parseList(k kind, rows []row) (*issuer.Config, error) {
 		b.Write(r.config)
 	}
 	b.WriteString("]}")
-	return issuer.ParseConfig(b.Bytes(), "", nil)
+	return b.Bytes(), nil
 }
 
 func fill(k kind, cfg *issuer.Config, rows []row, bad []error) ([]issuer.ClientConfig, []issuer.APIResourceConfig, []error) {

@@ -1,4 +1,4 @@
-// Package jsonscan walks JSON already checked valid (json.Valid):
+// Package jsonscan checks JSON (Valid) and walks JSON already checked:
 // where a string, a value, or white space ends, without encoding/json's
 // state machine or its copies. The issuer's registry decoder and the JWS
 // claims reader both walk so.

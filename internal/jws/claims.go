@@ -44,7 +44,7 @@ const maxLinearMembers = 32
 // with ErrMalformed for anything else (null included) and for an object
 // that names a member twice.
 func ReadClaims(payload []byte) (Claims, error) {
-	if !json.Valid(payload) {
+	if !jsonscan.Valid(payload) {
 		return Claims{}, ErrMalformed
 	}
 	i := jsonscan.SkipSpace(payload, 0)
