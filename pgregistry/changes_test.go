@@ -106,3 +106,40 @@ func TestTombstonesArePrunedOncePassed(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestAChangeReadThatFailsIsReadAgain: a change is read in one round
+// trip, its transaction begun and committed in it; when a statement of
+// it fails (here the table of tombstones is gone), nothing of it is
+// applied, and once the table is back the replica reads what it missed
+// as a change.
+func TestAChangeReadThatFailsIsReadAgain(t *testing.T) {
+	_, u := newDatabase(t)
+	bulk(t, u, 10)
+	a := newReplicaConfig(t, u, func(c *pgregistry.Config) { c.Reconcile = 100 * time.Millisecond })
+	gen := a.reg.Status().Generation
+	exec(t, u, `ALTER TABLE idsauth_removed RENAME TO idsauth_removed_away`)
+	exec(t, u, `UPDATE idsauth_generation SET generation = generation + 1`)
+	exec(t, u, `SELECT pg_notify('idsauth_registry', (SELECT generation FROM idsauth_generation)::text)`)
+	deadline := time.Now().Add(5 * time.Second)
+	for a.reg.Status().Err == nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("no failed load without the tombstones: %+v", a.reg.Status())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if a.reg.Status().Generation != gen {
+		t.Fatalf("a failed read moved the generation: %+v", a.reg.Status())
+	}
+	exec(t, u, `ALTER TABLE idsauth_removed_away RENAME TO idsauth_removed`)
+	changes := a.reg.Status().Changes
+	exec(t, u, `UPDATE idsauth_registrations SET disabled = true, generation = (SELECT generation + 1 FROM idsauth_generation) WHERE id = 'bulk-3'`)
+	exec(t, u, `UPDATE idsauth_generation SET generation = generation + 1`)
+	exec(t, u, `SELECT pg_notify('idsauth_registry', (SELECT generation FROM idsauth_generation)::text)`)
+	a.waitGeneration(t, gen+2, 5*time.Second)
+	if x := a.token(t, "bulk-3", "bulk", "scope", scope.AdminWebAPI); x.status != 401 {
+		t.Errorf("bulk-3, disabled: %d", x.status)
+	}
+	if st := a.reg.Status(); st.Changes == changes || st.Err != nil {
+		t.Errorf("after the tombstones came back: %+v, want a change applied as a change", st)
+	}
+}

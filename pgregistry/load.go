@@ -84,33 +84,13 @@ func (r *Registry) load(ctx context.Context, conn *pgx.Conn) error {
 	st := r.Status()
 	var ch changes
 	err := r.call(ctx, func(ctx context.Context) error {
-		tx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
-		if err != nil {
-			return err
+		if st.Loaded {
+			if done, err := ch.readChange(ctx, conn, st); done || err != nil {
+				return err
+			}
+			ch = changes{}
 		}
-		defer tx.Rollback(context.Background()) //nolint:errcheck // read only
-		if err := checkSchema(ctx, tx); err != nil {
-			return err
-		}
-		var pruned int64
-		if err := tx.QueryRow(ctx, `SELECT generation, pruned FROM idsauth_generation`).Scan(&ch.gen, &pruned); err != nil {
-			return err
-		}
-		since := st.Generation
-		if !st.Loaded || since < pruned || since > ch.gen {
-			ch.whole, since = true, -1
-		}
-		if err := ch.read(ctx, tx, since, st.Clients); err != nil {
-			return err
-		}
-		// An API resource changed, or a client removed that may have kept
-		// one left out from being served (an ID equal under case folding):
-		// every row, in the same snapshot.
-		if !ch.whole && (ch.apisChanged || len(ch.off) > 0 && st.Left > 0) {
-			ch = changes{gen: ch.gen, whole: true}
-			return ch.read(ctx, tx, -1, st.Clients)
-		}
-		return nil
+		return ch.readWhole(ctx, conn, st.Clients)
 	})
 	if err != nil {
 		r.loads[1].Add(1)
@@ -138,26 +118,78 @@ func (r *Registry) load(ctx context.Context, conn *pgx.Conn) error {
 	return nil
 }
 
-// read reads the rows changed since generation since (-1: every one) and
-// the tombstones, the oldest registration first: of two IDs equal under
-// case folding, the issuer serves the first. hint is how many clients
-// the replica serves: a whole read makes room for as many.
-func (ch *changes) read(ctx context.Context, tx pgx.Tx, since int64, hint int) error {
-	rows, err := tx.Query(ctx, `SELECT kind = 'api', id, config::text, secret_hashes, epoch, disabled FROM idsauth_registrations
-		WHERE generation > $1 AND ($1 >= 0 OR NOT disabled) ORDER BY kind, created_at, id`, since)
+// The registrations changed since a generation ($1; -1: every enabled
+// one), the oldest registration first: of two IDs equal under case
+// folding, the issuer serves the first. And the tombstones since.
+const (
+	rowsSince       = `SELECT kind = 'api', id, config::text, secret_hashes, epoch, disabled FROM idsauth_registrations WHERE generation > $1 AND ($1 >= 0 OR NOT disabled) ORDER BY kind, created_at, id`
+	tombstonesSince = `SELECT kind, id FROM idsauth_removed WHERE generation > $1`
+)
+
+// readWhole reads every enabled row, in a snapshot of its own. hint is
+// how many clients the replica serves: room is made for as many.
+func (ch *changes) readWhole(ctx context.Context, conn *pgx.Conn, hint int) error {
+	tx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
 		return err
 	}
+	defer tx.Rollback(context.Background()) //nolint:errcheck // read only
+	if err := checkSchema(ctx, tx); err != nil {
+		return err
+	}
+	if err := tx.QueryRow(ctx, `SELECT generation FROM idsauth_generation`).Scan(&ch.gen); err != nil {
+		return err
+	}
+	ch.whole = true
+	rows, err := tx.Query(ctx, rowsSince, -1)
+	if err != nil {
+		return err
+	}
+	return ch.scanRows(rows, -1, hint, nil)
+}
+
+// readChange reads the rows changed since the generation st serves and
+// the tombstones since, in one snapshot and one round trip (a change
+// reaches every replica, and a request that meets its reading waits for
+// the machine it shares). done is false when they make no change to
+// apply (the tombstones were pruned past st's generation, an API resource
+// changed, or a client was removed while another was left out, which it
+// may have kept out by an ID equal under case folding): a whole read
+// follows.
+func (ch *changes) readChange(ctx context.Context, conn *pgx.Conn, st Status) (done bool, err error) {
+	since := st.Generation
+	var pruned int64
+	seen := map[[2]string]bool{} // the kinds and IDs whose tombstones a row of theirs ends
+	b := &pgx.Batch{}
+	b.Queue(`BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`)
+	b.Queue(schemaVersion).QueryRow(func(row pgx.Row) error { return scanSchema(row) })
+	b.Queue(`SELECT generation, pruned FROM idsauth_generation`).QueryRow(func(row pgx.Row) error {
+		return row.Scan(&ch.gen, &pruned)
+	})
+	b.Queue(rowsSince, since).Query(func(rows pgx.Rows) error { return ch.scanRows(rows, since, 0, seen) })
+	b.Queue(tombstonesSince, since).Query(func(rows pgx.Rows) error { return ch.scanTombstones(rows, seen) })
+	b.Queue(`COMMIT`)
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		// A statement that failed leaves its transaction open, aborted:
+		// the listener ends the connection with it (listen returns).
+		return false, err
+	}
+	return since >= pruned && since <= ch.gen && !ch.apisChanged && (len(ch.off) == 0 || st.Left == 0), nil
+}
+
+// scanRows reads rows of rowsSince since generation since (-1: every
+// enabled one), making room for hint clients; seen, of a change, records
+// the kind and ID of each.
+func (ch *changes) scanRows(rows pgx.Rows, since int64, hint int, seen map[[2]string]bool) error {
 	var api bool // kind "api"; else "client"
 	var rw row
 	var config pgtype.DriverBytes // pgx's own buffer, until the next row
 	var epoch int64
 	var disabled bool
-	seen := map[[2]string]bool{} // of a change: the kinds and IDs its tombstones do not end
 	if since < 0 {
 		ch.clientRows.rows = make([]row, 0, hint)
 	}
-	_, err = pgx.ForEachRow(rows, []any{&api, &rw.id, &config, &rw.hashes, &epoch, &disabled}, func() error {
+	_, err := pgx.ForEachRow(rows, []any{&api, &rw.id, &config, &rw.hashes, &epoch, &disabled}, func() error {
 		ch.apisChanged = ch.apisChanged || api
 		if since >= 0 {
 			seen[[2]string{kindOf(api).name, rw.id}] = true
@@ -181,16 +213,16 @@ func (ch *changes) read(ctx context.Context, tx pgx.Tx, since int64, hint int) e
 	})
 	ch.clientRows.close()
 	ch.apiRows.close()
-	if err != nil || since < 0 {
-		return err
-	}
-	gone, err := tx.Query(ctx, `SELECT kind, id FROM idsauth_removed WHERE generation > $1`, since)
-	if err != nil {
-		return err
-	}
+	return err
+}
+
+// scanTombstones reads rows of tombstonesSince: each ends its client's
+// registration, or changes the API resources, unless a row of its kind
+// and ID since (seen) registered it again.
+func (ch *changes) scanTombstones(rows pgx.Rows, seen map[[2]string]bool) error {
 	var kindName, id string
-	_, err = pgx.ForEachRow(gone, []any{&kindName, &id}, func() error {
-		if seen[[2]string{kindName, id}] { // registered again since: its row says
+	_, err := pgx.ForEachRow(rows, []any{&kindName, &id}, func() error {
+		if seen[[2]string{kindName, id}] {
 			return nil
 		}
 		if kindName == apiKind.name {

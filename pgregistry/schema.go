@@ -177,8 +177,16 @@ func migrate(ctx context.Context, conn *pgx.Conn) (int, error) {
 func checkSchema(ctx context.Context, q interface {
 	QueryRow(context.Context, string, ...any) pgx.Row
 }) error {
+	return scanSchema(q.QueryRow(ctx, schemaVersion))
+}
+
+// schemaVersion is the query of the schema's version.
+const schemaVersion = `SELECT coalesce(max(version), 0) FROM idsauth_schema`
+
+// scanSchema reads row, of schemaVersion, as checkSchema does.
+func scanSchema(row pgx.Row) error {
 	var v int
-	err := q.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM idsauth_schema`).Scan(&v)
+	err := row.Scan(&v)
 	if err != nil {
 		if isUndefinedTable(err) {
 			return fmt.Errorf("%w: not migrated: run idsauth migrate", ErrSchema)
