@@ -90,7 +90,7 @@ func (r *Registry) load(ctx context.Context, conn *pgx.Conn) error {
 			}
 			ch = changes{}
 		}
-		return ch.readWhole(ctx, conn, st.Clients)
+		return ch.readWhole(ctx, conn)
 	})
 	if err != nil {
 		r.loads[1].Add(1)
@@ -126,9 +126,10 @@ const (
 	tombstonesSince = `SELECT kind, id FROM idsauth_removed WHERE generation > $1`
 )
 
-// readWhole reads every enabled row, in a snapshot of its own. hint is
-// how many clients the replica serves: room is made for as many.
-func (ch *changes) readWhole(ctx context.Context, conn *pgx.Conn, hint int) error {
+// readWhole reads every enabled row, in a snapshot of its own, with room
+// made first for as many clients, and their configurations, as the
+// snapshot holds.
+func (ch *changes) readWhole(ctx context.Context, conn *pgx.Conn) error {
 	tx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
 		return err
@@ -137,15 +138,18 @@ func (ch *changes) readWhole(ctx context.Context, conn *pgx.Conn, hint int) erro
 	if err := checkSchema(ctx, tx); err != nil {
 		return err
 	}
-	if err := tx.QueryRow(ctx, `SELECT generation FROM idsauth_generation`).Scan(&ch.gen); err != nil {
+	var n, size int
+	if err := tx.QueryRow(ctx, `SELECT generation, count, size FROM idsauth_generation,
+		(SELECT count(*), coalesce(sum(octet_length(config::text)), 0) AS size FROM idsauth_registrations WHERE kind = 'client' AND NOT disabled) AS c`).Scan(&ch.gen, &n, &size); err != nil {
 		return err
 	}
 	ch.whole = true
+	ch.clientRows.grow(clientKind, n, size)
 	rows, err := tx.Query(ctx, rowsSince, -1)
 	if err != nil {
 		return err
 	}
-	return ch.scanRows(rows, -1, hint, nil)
+	return ch.scanRows(rows, -1, nil)
 }
 
 // readChange reads the rows changed since the generation st serves and
@@ -166,7 +170,7 @@ func (ch *changes) readChange(ctx context.Context, conn *pgx.Conn, st Status) (d
 	b.Queue(`SELECT generation, pruned FROM idsauth_generation`).QueryRow(func(row pgx.Row) error {
 		return row.Scan(&ch.gen, &pruned)
 	})
-	b.Queue(rowsSince, since).Query(func(rows pgx.Rows) error { return ch.scanRows(rows, since, 0, seen) })
+	b.Queue(rowsSince, since).Query(func(rows pgx.Rows) error { return ch.scanRows(rows, since, seen) })
 	b.Queue(tombstonesSince, since).Query(func(rows pgx.Rows) error { return ch.scanTombstones(rows, seen) })
 	b.Queue(`COMMIT`)
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
@@ -178,17 +182,13 @@ func (ch *changes) readChange(ctx context.Context, conn *pgx.Conn, st Status) (d
 }
 
 // scanRows reads rows of rowsSince since generation since (-1: every
-// enabled one), making room for hint clients; seen, of a change, records
-// the kind and ID of each.
-func (ch *changes) scanRows(rows pgx.Rows, since int64, hint int, seen map[[2]string]bool) error {
+// enabled one); seen, of a change, records the kind and ID of each.
+func (ch *changes) scanRows(rows pgx.Rows, since int64, seen map[[2]string]bool) error {
 	var api bool // kind "api"; else "client"
 	var rw row
 	var config pgtype.DriverBytes // pgx's own buffer, until the next row
 	var epoch int64
 	var disabled bool
-	if since < 0 {
-		ch.clientRows.rows = make([]row, 0, hint)
-	}
 	_, err := pgx.ForEachRow(rows, []any{&api, &rw.id, &config, &rw.hashes, &epoch, &disabled}, func() error {
 		ch.apisChanged = ch.apisChanged || api
 		if since >= 0 {

@@ -104,12 +104,28 @@ type rowList struct {
 	odd  bool   // a configuration is not an object: no list of them
 }
 
+// grow makes room in the list of kind k for n more rows whose
+// configurations hold size bytes.
+func (l *rowList) grow(k kind, n, size int) {
+	l.start(k, size+n+2)
+	l.doc = slices.Grow(l.doc, size+n+2)
+	l.ends = slices.Grow(l.ends, n)
+	l.rows = slices.Grow(l.rows, n)
+}
+
+// start begins the list of kind k, with room for size bytes, unless it
+// has begun.
+func (l *rowList) start(k kind, size int) {
+	if l.doc == nil {
+		l.doc = append(make([]byte, 0, len(k.list)+6+size), `{"`+k.list+`":[`...)
+	}
+}
+
 // add appends rw, of the configuration config (which it copies), to the
 // list of kind k.
 func (l *rowList) add(k kind, rw row, config []byte) {
-	if l.doc == nil {
-		l.doc = append(make([]byte, 0, 64<<10), `{"`+k.list+`":[`...)
-	} else {
+	l.start(k, 64<<10)
+	if len(l.ends) > 0 {
 		l.doc = append(l.doc, ',')
 	}
 	l.odd = l.odd || !isStoredObject(config)
