@@ -336,26 +336,31 @@ func (t tally) clone() tally {
 // add counts cl, a client or an API resource's credentials, in t, and
 // makes dummy keys again when it brings a new RSA size.
 func (t *tally) add(cl *client) error {
-	per := map[string]int{}
 	newSize := false
-	for _, k := range cl.keys {
-		per[k.alg]++
-		if p, ok := k.pub.(*rsa.PublicKey); ok && !slices.Contains(t.rsaBits, p.N.BitLen()) {
-			t.rsaBits, newSize = append(t.rsaBits, p.N.BitLen()), true
+	if len(cl.keys) > 0 {
+		per := map[string]int{}
+		for _, k := range cl.keys {
+			per[k.alg]++
+			if p, ok := k.pub.(*rsa.PublicKey); ok && !slices.Contains(t.rsaBits, p.N.BitLen()) {
+				t.rsaBits, newSize = append(t.rsaBits, p.N.BitLen()), true
+			}
+		}
+		for alg, n := range per {
+			t.keyPad[alg] = max(t.keyPad[alg], n)
 		}
 	}
-	for alg, n := range per {
-		t.keyPad[alg] = max(t.keyPad[alg], n)
-	}
-	shape := strconv.Itoa(len(cl.hashes))
+	// The shape, written where it costs no allocation: a load tallies
+	// 100,000 clients, nearly all of a shape already known.
+	var buf [64]byte
+	shape := strconv.AppendInt(buf[:0], int64(len(cl.hashes)), 10)
 	for _, h := range cl.hashes {
-		shape += "," + string(h.Kind())
+		shape = append(append(shape, ','), h.Kind()...)
 		if h.Slow() {
-			shape += ":" + h.String() // each its own: the verifier measures its cost
+			shape = append(append(shape, ':'), h.String()...) // each its own: the verifier measures its cost
 		}
 	}
-	if _, ok := t.shapes[shape]; !ok && len(cl.hashes) > 0 {
-		t.shapes[shape] = cl.hashes
+	if _, ok := t.shapes[string(shape)]; !ok && len(cl.hashes) > 0 {
+		t.shapes[string(shape)] = cl.hashes
 	}
 	t.mtls = t.mtls || cl.certs != nil || cl.certBound
 	if cl.certs != nil && len(cl.certs.thumbprints) > 0 {
