@@ -124,7 +124,7 @@ func (l *rowList) start(k kind, size int) {
 // add appends rw, of the configuration config (which it copies), to the
 // list of kind k.
 func (l *rowList) add(k kind, rw row, config []byte) {
-	l.start(k, 64<<10)
+	l.start(k, 2*len(config))
 	if len(l.ends) > 0 {
 		l.doc = append(l.doc, ',')
 	}
