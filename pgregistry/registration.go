@@ -191,7 +191,20 @@ func withoutAdmins(clients []issuer.ClientConfig, apis []issuer.APIResourceConfi
 		}
 		return false
 	}
-	clients = slices.DeleteFunc(clients, func(cc issuer.ClientConfig) bool { return admin(clientKind, cc.ClientID, cc.Scopes) })
+	// By index: slices.DeleteFunc hands each ClientConfig (384 bytes) to
+	// its function by value, 100,000 copies in a load.
+	n := 0
+	for i := range clients {
+		if admin(clientKind, clients[i].ClientID, clients[i].Scopes) {
+			continue
+		}
+		if n != i {
+			clients[n] = clients[i]
+		}
+		n++
+	}
+	clear(clients[n:])
+	clients = clients[:n]
 	apis = slices.DeleteFunc(apis, func(ac issuer.APIResourceConfig) bool { return admin(apiKind, ac.Name, ac.Scopes) })
 	return clients, apis, left
 }
