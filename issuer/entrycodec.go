@@ -165,14 +165,14 @@ func (r *entryReader) uvarint() uint64 {
 	return n
 }
 
+// varint reads what binary.AppendVarint wrote: a uvarint, zig-zag
+// encoded.
 func (r *entryReader) varint() int64 {
-	n, w := binary.Varint(r.b)
-	if w <= 0 {
-		r.fail()
-		return 0
+	u := r.uvarint()
+	if u&1 != 0 {
+		return ^int64(u >> 1)
 	}
-	r.b = r.b[w:]
-	return n
+	return int64(u >> 1)
 }
 
 // take returns the next n bytes.
