@@ -182,13 +182,16 @@ func (r *Remote) fetch(done chan struct{}) {
 	if err == nil {
 		changed = r.store(keys)
 	}
+	// Fetched is told before the callers waiting are let go: the request
+	// refused for want of these keys is answered after the line that says
+	// why (TestJWKSURIClient saw it the other way round).
+	if r.cfg.Fetched != nil {
+		r.cfg.Fetched(ctx, len(keys), changed, err)
+	}
 	r.mu.Lock()
 	r.flight = nil
 	r.mu.Unlock()
 	close(done)
-	if r.cfg.Fetched != nil {
-		r.cfg.Fetched(ctx, len(keys), changed, err)
-	}
 }
 
 // store makes keys the set, under a new version when they differ from
