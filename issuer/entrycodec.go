@@ -244,7 +244,7 @@ type tableEntry struct {
 // encodeEntry returns e as a tableEntry.
 func encodeEntry(e entry) (tableEntry, error) {
 	var b entryBodies
-	return b.encode(e)
+	return b.encode(&e)
 }
 
 // entryBodies holds the bodies of the entries of one change, one after
@@ -254,12 +254,12 @@ func encodeEntry(e entry) (tableEntry, error) {
 type entryBodies struct{ buf []byte }
 
 // encode returns e as a tableEntry, its body in b.
-func (b *entryBodies) encode(e entry) (tableEntry, error) {
+func (b *entryBodies) encode(e *entry) (tableEntry, error) {
 	if cap(b.buf)-len(b.buf) < 1<<10 { // a new block, the bodies of the old one left where they are
 		b.buf = make([]byte, 0, min(64<<10, max(2<<10, 2*cap(b.buf))))
 	}
 	start := len(b.buf)
-	buf, err := appendEntry(b.buf, &e)
+	buf, err := appendEntry(b.buf, e)
 	if err != nil {
 		return tableEntry{}, err
 	}

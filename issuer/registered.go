@@ -224,13 +224,13 @@ func (iss *Issuer) build(f fileState, regs []ClientConfig, apis []APIResourceCon
 	puts := make([]tableEntry, 0, len(f.st.files)+len(regs))
 	var entries []entry
 	var b entryBodies
-	keep := func(e entry) error {
+	keep := func(e *entry) error {
 		if e.Config.Epoch == 0 {
 			now[e.Config.ClientID] = e.Config.SecretHashes
 			if entries == nil {
 				entries = make([]entry, 0, len(f.st.files)+len(regs))
 			}
-			entries = append(entries, e)
+			entries = append(entries, *e)
 			return nil
 		}
 		te, err := b.encode(e)
@@ -246,7 +246,7 @@ func (iss *Issuer) build(f fileState, regs []ClientConfig, apis []APIResourceCon
 		if err := r.tally.add(fc.cl); err != nil {
 			return nil, nil, nil, err
 		}
-		if err := keep(e); err != nil {
+		if err := keep(&e); err != nil {
 			return nil, nil, nil, err
 		}
 	}
@@ -260,7 +260,7 @@ func (iss *Issuer) build(f fileState, regs []ClientConfig, apis []APIResourceCon
 		}
 		r.federated.insert(cl)
 		taken.add(e.Config.ClientID, "")
-		if err := keep(e); err != nil {
+		if err := keep(&e); err != nil {
 			return nil, nil, nil, err
 		}
 	}
@@ -276,7 +276,8 @@ func (iss *Issuer) build(f fileState, regs []ClientConfig, apis []APIResourceCon
 		})
 	}
 	known := iss.recordEpochs(ended(was, now), slices.Collect(maps.Keys(now)), reread)
-	for _, e := range entries {
+	for i := range entries {
+		e := &entries[i]
 		e.Epoch = known[e.Config.ClientID]
 		te, err := b.encode(e)
 		if err != nil {
@@ -371,7 +372,8 @@ func (iss *Issuer) update(cur *state, clients []ClientConfig, removed []string, 
 	known := iss.recordEpochs(ended(was, now), slices.Collect(maps.Keys(now)), nil)
 	puts := make([]tableEntry, len(entries))
 	var b entryBodies
-	for i, e := range entries {
+	for i := range entries {
+		e := &entries[i]
 		if e.Config.Epoch == 0 {
 			e.Epoch = known[e.Config.ClientID]
 		}
