@@ -222,26 +222,22 @@ func parseList(k kind, rows []row) (*issuer.Config, error) {
 }
 
 // listOf returns rows as the file's list of kind k: their configurations,
-// each an object, in one document.
+// each an object, in one document, written as a load writes its rowList.
 func listOf(k kind, rows []row) ([]byte, error) {
-	var b bytes.Buffer
 	size := 0
 	for _, r := range rows {
-		size += len(r.config) + 1
+		size += len(r.config)
 	}
-	b.Grow(len(k.list) + 8 + size)
-	b.WriteString(`{"` + k.list + `":[`)
-	for i, r := range rows {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		if !isStoredObject(r.config) {
-			return nil, errors.New("the stored configuration is not one JSON object")
-		}
-		b.Write(r.config)
+	var l rowList
+	l.grow(k, len(rows), size)
+	for _, r := range rows {
+		l.add(k, r, r.config)
 	}
-	b.WriteString("]}")
-	return b.Bytes(), nil
+	if l.odd {
+		return nil, errors.New("the stored configuration is not one JSON object")
+	}
+	l.close()
+	return l.doc, nil
 }
 
 func fill(k kind, cfg *issuer.Config, rows []row, bad []error) ([]issuer.ClientConfig, []issuer.APIResourceConfig, []error) {
